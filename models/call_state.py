@@ -1,0 +1,71 @@
+"""What the worker keeps about one call between its events.
+
+The core facts (who, which scenario, when, the turns) are kept here by the fold; each scorer keeps its
+own small accumulator in `accumulators`, keyed by the scorer's name. Nothing here knows of Kafka.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from models.events import AgentConfig, CallEndedData, JudgeResultData, ScenarioSpec
+
+DEFAULT_INACTIVITY_TIMEOUT_S = 120.0
+
+
+@dataclass(slots=True)
+class TurnRecord:
+    ts_ms: int
+    role: str
+    text: str
+    start_ms: float | None = None
+    end_ms: float | None = None
+
+
+@dataclass(slots=True)
+class CallState:
+    call_id: str
+    agent_id: str | None = None
+    cohort_ids: list[str] = field(default_factory=list)
+    run_id: str | None = None
+    scenario: ScenarioSpec | None = None
+    agent_config: AgentConfig | None = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    inactivity_timeout_s: float = DEFAULT_INACTIVITY_TIMEOUT_S
+
+    started_ts_ms: int | None = None
+    first_ts_ms: int | None = None
+    last_ts_ms: int | None = None
+    # Event time of the last activity that resets the inactivity timer (any event of the call but
+    # post-call annotations and watermarks).
+    last_activity_ts_ms: int | None = None
+
+    ended: CallEndedData | None = None
+    ended_ts_ms: int | None = None
+    turns: list[TurnRecord] = field(default_factory=list)
+    judge: JudgeResultData | None = None
+
+    # Result bookkeeping: the version of the last published result (0 = none yet).
+    version: int = 0
+    events_applied: int = 0
+    seen_event_ids: set[str] = field(default_factory=set)
+    # Highest source offset applied (all of a call's events share one partition); -1 = none.
+    applied_offset: int = -1
+
+    accumulators: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_ended(self) -> bool:
+        return self.ended is not None
+
+    @property
+    def scenario_name(self) -> str:
+        if self.scenario is not None and self.scenario.name:
+            return self.scenario.name
+        return self.call_id
+
+    def inactivity_deadline_ms(self) -> int | None:
+        if self.last_activity_ts_ms is None:
+            return None
+        return self.last_activity_ts_ms + int(round(self.inactivity_timeout_s * 1000))

@@ -1,0 +1,274 @@
+"""The event contract, version 1: one typed structure per event type.
+
+Every event travels in the same envelope (`v`, `event_id`, `call_id`, `ts_ms`, `type`, `data`); the
+envelope's `type` selects the structure of `data`. The structures below are the single definition from
+which decoding, validation and the JSON Schemas in `schemas/` all come.
+
+Times: `ts_ms` is event time in Unix epoch milliseconds. A turn's `start_ms`/`end_ms` and word times are
+milliseconds from the start of the call, as speech-to-text reports offsets into the audio.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import msgspec
+from msgspec import Struct
+
+CONTRACT_VERSION = 1
+
+Role = Literal["user", "agent"]
+Side = Literal["agent", "user"]
+
+
+# --------------------------------------------------------------------------------------------- data
+
+
+class ScenarioSpec(Struct, forbid_unknown_fields=False):
+    """The evaluation scenario a simulated call runs (the harness's Scenario, flattened for the wire)."""
+
+    name: str | None = None
+    domain: str | None = None
+    description: str | None = None
+    success_signals: list[str] | None = None
+    reference_answer: list[dict[str, Any]] | dict[str, Any] | None = None
+    ignore_capitalization: bool = False
+    ignore_punctuation: bool = False
+    clean_text: bool = False
+    disallow_extra_items: bool = False
+    expected_db_hash: str | None = None
+    db_state_assertions: list[dict[str, Any]] | None = None
+    nl_assertions: list[str] | None = None
+    conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = "tool-only"
+    min_agent_turns: int = 2
+    judge: bool = False
+    judge_threshold: float | None = None
+    judge_include_conversation: bool = False
+
+
+class AgentConfig(Struct, forbid_unknown_fields=False):
+    prompt: str | None = None
+    flow: dict[str, Any] | list[Any] | str | None = None
+
+
+class CallStartedData(Struct, forbid_unknown_fields=False):
+    agent_id: str
+    cohort_ids: list[str] = []
+    run_id: str | None = None
+    scenario: ScenarioSpec | None = None
+    agent_config: AgentConfig | None = None
+    variables: dict[str, Any] = {}
+    inactivity_timeout_s: float | None = None
+
+
+Word = tuple[str, float, float]
+
+
+class TurnData(Struct, forbid_unknown_fields=False):
+    role: Role
+    text: str
+    start_ms: float | None = None
+    end_ms: float | None = None
+    words: list[Word] | None = None
+
+
+class RtviMessage(Struct, forbid_unknown_fields=False):
+    """A raw RTVI server message (Pipecat protocol 2.x): `{label, type, data}`."""
+
+    type: str
+    label: str = "rtvi-ai"
+    data: Any = None
+
+
+class RtviData(Struct, forbid_unknown_fields=False):
+    message: RtviMessage
+    side: Side = "agent"
+
+
+class LatencyData(Struct, forbid_unknown_fields=False):
+    latency_ms: float
+    user_transcript: str = ""
+    agent_transcript: str = ""
+
+
+class ToolCallData(Struct, forbid_unknown_fields=False):
+    name: str
+    arguments: str
+    tool_call_id: str | None = None
+    result: Any = None
+    side: Side = "agent"
+
+
+class KbRetrievalData(Struct, forbid_unknown_fields=False):
+    passages: list[str]
+    query: str | None = None
+
+
+class NodeTransitionData(Struct, forbid_unknown_fields=False):
+    to: str
+    from_: str | None = msgspec.field(default=None, name="from")
+
+
+class TransferData(Struct, forbid_unknown_fields=False):
+    phase: Literal["started", "bridged", "failed"]
+    target: str | None = None
+
+
+class DbStateData(Struct, forbid_unknown_fields=False):
+    side: Side
+    hash: str | None = None
+    db: dict[str, Any] | None = None
+
+
+class CallEndedData(Struct, forbid_unknown_fields=False):
+    stop_reason: str
+    reason: str | None = None
+    end_conversation_tool_called: bool | None = None
+    simulator_end_reported: bool | None = None
+    trace_metrics: dict[str, Any] | None = None
+
+
+Sentiment = Literal["Positive", "Neutral", "Negative", "Unknown"]
+
+
+class CallAnnotatedData(Struct, forbid_unknown_fields=False):
+    user_sentiment: Sentiment | None = None
+
+
+class TranscriptCorrectedData(Struct, forbid_unknown_fields=False):
+    """A human correction of one turn; `turn_index` is 0-based over the call's turns, in arrival order."""
+
+    turn_index: int
+    text: str
+
+
+class JudgeResultData(Struct, forbid_unknown_fields=False):
+    """A recorded LLM-judge answer (or its error), so that replay never calls the model again.
+
+    `qa` holds the QA-metric judge's parsed answer, `evaluation` the evaluation judge's
+    (judge_result.json), `criteria` the verdicts of a cohort's LLM resolution criteria.
+    """
+
+    model: str | None = None
+    qa: dict[str, Any] | None = None
+    evaluation: dict[str, Any] | None = None
+    criteria: dict[str, Any] | None = None
+    error: str | None = None
+    input: dict[str, Any] | None = None
+
+
+class AttemptDiscardedData(Struct, forbid_unknown_fields=False):
+    reason: str
+
+
+class WatermarkData(Struct, forbid_unknown_fields=False):
+    """A producer's promise: nothing older than the envelope's `ts_ms` follows on this partition.
+
+    `end_of_input` promises that nothing at all follows: every open call may be swept now.
+    """
+
+    end_of_input: bool = False
+
+
+# ---------------------------------------------------------------------------------------- envelopes
+
+
+class Event(Struct, tag_field="type", forbid_unknown_fields=False, kw_only=True):
+    """The envelope every event shares; subclasses fix `type` and the structure of `data`."""
+
+    event_id: str
+    call_id: str
+    ts_ms: int
+    v: int = CONTRACT_VERSION
+
+
+class CallStarted(Event, tag="call.started"):
+    data: CallStartedData
+
+
+class Turn(Event, tag="turn"):
+    data: TurnData
+
+
+class Rtvi(Event, tag="rtvi"):
+    data: RtviData
+
+
+class Latency(Event, tag="latency"):
+    data: LatencyData
+
+
+class ToolCall(Event, tag="tool.call"):
+    data: ToolCallData
+
+
+class KbRetrieval(Event, tag="kb.retrieval"):
+    data: KbRetrievalData
+
+
+class NodeTransition(Event, tag="node.transition"):
+    data: NodeTransitionData
+
+
+class Transfer(Event, tag="transfer"):
+    data: TransferData
+
+
+class DbState(Event, tag="db.state"):
+    data: DbStateData
+
+
+class CallEnded(Event, tag="call.ended"):
+    data: CallEndedData
+
+
+class CallAnnotated(Event, tag="call.annotated"):
+    data: CallAnnotatedData
+
+
+class TranscriptCorrected(Event, tag="transcript.corrected"):
+    data: TranscriptCorrectedData
+
+
+class JudgeResult(Event, tag="judge.result"):
+    data: JudgeResultData
+
+
+class AttemptDiscarded(Event, tag="attempt.discarded"):
+    data: AttemptDiscardedData
+
+
+class Watermark(Event, tag="watermark"):
+    data: WatermarkData = msgspec.field(default_factory=WatermarkData)
+
+
+AnyEvent = Union[
+    CallStarted,
+    Turn,
+    Rtvi,
+    Latency,
+    ToolCall,
+    KbRetrieval,
+    NodeTransition,
+    Transfer,
+    DbState,
+    CallEnded,
+    CallAnnotated,
+    TranscriptCorrected,
+    JudgeResult,
+    AttemptDiscarded,
+    Watermark,
+]
+
+EVENT_TYPES: dict[str, type[Event]] = {cls.__struct_config__.tag: cls for cls in AnyEvent.__args__}
+
+# Events that may still change a call's result after it ended: each publishes version + 1.
+RESCORE_TYPES = frozenset({"call.annotated", "transcript.corrected", "judge.result"})
+
+
+class Batch(Struct, forbid_unknown_fields=False):
+    """Several events in one Kafka message: of one call (`call_id` set) or of one partition's calls."""
+
+    events: list[Any]
+    call_id: str | None = None
+    v: int = CONTRACT_VERSION

@@ -1,0 +1,184 @@
+"""Bytes on the wire ⇄ typed events.
+
+A Kafka message holds one event or a batch of events, as MessagePack or (first byte `{`) JSON. Decoding
+never raises on bad input: every event that cannot be accepted comes back as a `Rejected` with a
+one-line reason that names the event_id when it can be read, the field and the problem, so the caller
+can dead-letter it and go on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+import msgspec
+
+from models.events import CONTRACT_VERSION, AnyEvent, Event
+
+MAX_MESSAGE_BYTES = 1_048_576
+
+
+class _RawBatch(msgspec.Struct, forbid_unknown_fields=False):
+    events: list[msgspec.Raw]
+    call_id: str | None = None
+    v: int = CONTRACT_VERSION
+
+
+class _IdProbe(msgspec.Struct, forbid_unknown_fields=False):
+    event_id: Any = None
+    call_id: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """Input that could not be accepted, kept whole for the dead-letter topic."""
+
+    reason: str
+    raw: bytes
+    event_id: str | None = None
+    call_id: str | None = None
+    batch_index: int | None = None
+
+
+@dataclass(slots=True)
+class Decoded:
+    events: list[AnyEvent]
+    rejected: list[Rejected]
+
+
+class _Codec:
+    def __init__(self, module: Any) -> None:
+        self.event = module.Decoder(AnyEvent)
+        self.batch = module.Decoder(_RawBatch)
+        self.probe = module.Decoder(_IdProbe)
+
+
+_MSGPACK = _Codec(msgspec.msgpack)
+_JSON = _Codec(msgspec.json)
+_encode_msgpack = msgspec.msgpack.Encoder().encode
+_encode_json = msgspec.json.Encoder().encode
+
+
+def _codec_for(raw: bytes) -> _Codec:
+    # JSON objects start with "{" (possibly after whitespace); a MessagePack map never starts with it.
+    return _JSON if raw.lstrip()[:1] == b"{" else _MSGPACK
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).replace("\n", " ")
+    return text.replace("`$.", "`")  # "... - at `data.role`" reads better than "`$.data.role`"
+
+
+def _probe(codec: _Codec, raw: bytes) -> _IdProbe:
+    try:
+        return codec.probe.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return _IdProbe()
+
+
+def _reject(codec: _Codec, raw: bytes, problem: str, batch_index: int | None = None) -> Rejected:
+    probe = _probe(codec, raw)
+    event_id = probe.event_id if isinstance(probe.event_id, str) else None
+    call_id = probe.call_id if isinstance(probe.call_id, str) else None
+    subject = f"event {event_id!r}" if event_id else "event without a readable event_id"
+    if batch_index is not None:
+        subject += f" (batch item {batch_index})"
+    return Rejected(f"{subject}: {problem}", raw, event_id, call_id, batch_index)
+
+
+def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> AnyEvent | Rejected:
+    try:
+        event = codec.event.decode(raw)
+    except msgspec.ValidationError as exc:
+        return _reject(codec, raw, _reason(exc), batch_index)
+    except msgspec.DecodeError as exc:
+        return _reject(codec, raw, f"undecodable: {_reason(exc)}", batch_index)
+    if event.v != CONTRACT_VERSION:
+        return _reject(codec, raw, f"unsupported contract version v={event.v}", batch_index)
+    if not event.event_id or not event.call_id:
+        return _reject(codec, raw, "event_id and call_id must not be empty", batch_index)
+    return event
+
+
+def decode_message(raw: bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> Decoded:
+    """Decode one Kafka message value into its accepted events and its rejected parts."""
+    if raw is None or len(raw) == 0:
+        return Decoded([], [Rejected("empty message", raw or b"")])
+    if len(raw) > max_bytes:
+        return Decoded([], [Rejected(f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit", raw)])
+    codec = _codec_for(raw)
+    single = _decode_one(codec, raw)
+    if isinstance(single, Event):
+        return Decoded([single], [])
+    try:
+        batch = codec.batch.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return Decoded([], [single])  # not a batch either: report it as the single event it claimed to be
+    if batch.v != CONTRACT_VERSION:
+        return Decoded([], [Rejected(f"batch: unsupported contract version v={batch.v}", raw, call_id=batch.call_id)])
+    out = Decoded([], [])
+    for index, item in enumerate(batch.events):
+        decoded = _decode_one(codec, bytes(item), index)
+        if isinstance(decoded, Rejected):
+            out.rejected.append(decoded)
+        elif batch.call_id is not None and decoded.call_id != batch.call_id:
+            out.rejected.append(
+                _reject(codec, bytes(item), f"call_id {decoded.call_id!r} differs from its batch's {batch.call_id!r}", index)
+            )
+        else:
+            out.events.append(decoded)
+    return out
+
+
+def encode_event(event: Event) -> bytes:
+    return _encode_msgpack(event)
+
+
+def encode_batch(events: list[Event], call_id: str | None) -> bytes:
+    """One message holding several events: of one call (call_id given) or of several (call_id None)."""
+    body: dict[str, Any] = {"v": CONTRACT_VERSION, "events": events}
+    if call_id is not None:
+        body["call_id"] = call_id
+    return _encode_msgpack(body)
+
+
+def event_to_builtins(event: Event) -> dict[str, Any]:
+    return msgspec.to_builtins(event)
+
+
+# ------------------------------------------------------------------------------------------ log files
+
+
+def read_log(path: str) -> Iterator[bytes]:
+    """Yield each record of an event log as the bytes a Kafka message would carry.
+
+    `.jsonl`: one JSON object a line (blank lines skipped). `.msgpack`: a stream of MessagePack maps,
+    each re-encoded on its own so that a record decodes exactly as it would from Kafka.
+    """
+    if path.endswith(".msgpack"):
+        import msgpack
+
+        with open(path, "rb") as handle:
+            unpacker = msgpack.Unpacker(handle, raw=False, strict_map_key=False)
+            for obj in unpacker:
+                yield msgpack.packb(obj, use_bin_type=True)
+        return
+    with open(path, "rb") as handle:
+        for line in handle:
+            line = line.strip()
+            if line:
+                yield line
+
+
+def write_jsonl(path: str, documents: Iterable[Any]) -> int:
+    count = 0
+    with open(path, "wb") as handle:
+        for document in documents:
+            handle.write(_encode_json(document))
+            handle.write(b"\n")
+            count += 1
+    return count
+
+
+def to_json_line(document: Any) -> bytes:
+    return _encode_json(document)

@@ -1,0 +1,28 @@
+"""The interface every scorer shares: fold events into an accumulator, then finalize.
+
+A scorer is configuration only (no state of its own); the per-call accumulator it creates in `start()`
+lives in the call's state. `update()` runs once per event of a type listed in `handles`, so that a
+call's result never needs its history re-read. `finalize()` may run several times on the same
+accumulator (a rescore publishes a new version), so it must not change it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from models.call_state import CallState
+from models.events import Event
+
+
+class Scorer(ABC):
+    name: ClassVar[str]
+    handles: ClassVar[frozenset[str]]
+
+    @abstractmethod
+    def start(self) -> Any:
+        """A fresh accumulator for a new call."""
+
+    @abstractmethod
+    def update(self, acc: Any, event: Event, call: CallState) -> None:
+        """Fold one event (of a type in `handles`) into `acc`. `call` already reflects the event."""

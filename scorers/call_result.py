@@ -1,0 +1,30 @@
+"""Assemble a call's result document from its accumulators: QA metrics, cohorts, evaluation."""
+
+from __future__ import annotations
+
+from models.call_state import CallState
+from models.results import CallResult, MetricResult
+from scorers.cohorts import CohortBook
+from scorers.evaluation.metrics_json import build_metrics_json
+from scorers.registry import ScorerRegistry
+
+
+def score_metrics(call: CallState, registry: ScorerRegistry) -> list[MetricResult]:
+    return [metric.finalize(call.accumulators[metric.name], call) for metric in registry.qa]
+
+
+def score_call(call: CallState, registry: ScorerRegistry, cohorts: CohortBook, version: int, event_ts_ms: int) -> CallResult:
+    metrics = score_metrics(call, registry)
+    return CallResult(
+        call_id=call.call_id,
+        version=version,
+        final=call.has_ended,
+        agent_id=call.agent_id,
+        cohort_ids=list(call.cohort_ids),
+        run_id=call.run_id,
+        ended_ts_ms=call.ended_ts_ms,
+        event_ts_ms=event_ts_ms,
+        metrics=metrics,
+        cohorts=cohorts.verdicts(call, metrics),
+        evaluation=build_metrics_json(call),
+    )

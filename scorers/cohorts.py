@@ -1,0 +1,11 @@
+"""Cohort verdicts for a call (placeholder until cohorts land: no cohort, no verdict)."""
+
+from __future__ import annotations
+
+from models.call_state import CallState
+from models.results import CohortVerdict, MetricResult
+
+
+class CohortBook:
+    def verdicts(self, call: CallState, metrics: list[MetricResult]) -> list[CohortVerdict]:
+        return []

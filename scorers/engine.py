@@ -1,0 +1,115 @@
+"""The per-call processing loop shared by the live worker and in-process replay.
+
+For every event: skip what was already applied (a redelivered offset, or an event_id seen before),
+refuse what can no longer change the call, fold the rest, and score the call when it ends or when a
+post-call event re-scores it (version + 1). The inactivity sweep hands back synthetic `call.ended`
+events for the caller to record and then feed in like any other event.
+
+No I/O here: the live worker and `callqa replay` differ only in where events come from and where
+results go.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Literal
+
+from models.call_state import CallState
+from models.events import RESCORE_TYPES, CallEnded, Event, Watermark
+from models.results import CallResult
+from scorers.call_result import score_call
+from scorers.cohorts import CohortBook
+from scorers.fold import apply_event, new_call
+from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS, InactivitySweeper, inactivity_end_event
+from scorers.registry import ScorerRegistry, default_registry
+
+Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
+
+
+@dataclass(slots=True)
+class Processed:
+    status: Status
+    call: CallState | None = None
+    result: CallResult | None = None
+    reason: str | None = None
+
+
+@dataclass
+class EngineCounters:
+    applied: int = 0
+    duplicate: int = 0
+    redelivered: int = 0
+    rejected: int = 0
+    results: int = 0
+
+
+@dataclass
+class CallEngine:
+    registry: ScorerRegistry = field(default_factory=default_registry)
+    cohorts: CohortBook = field(default_factory=CohortBook)
+    allowed_lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS
+    calls: dict[str, CallState] = field(default_factory=dict)
+    counters: EngineCounters = field(default_factory=EngineCounters)
+
+    def __post_init__(self) -> None:
+        self.sweeper = InactivitySweeper(self.allowed_lateness_ms)
+        self._end_of_input: set[int] = set()
+
+    # ------------------------------------------------------------------------------------ events
+
+    def process(self, event: Event, partition: int = 0, offset: int | None = None) -> Processed:
+        if isinstance(event, Watermark):
+            self.sweeper.observe(partition, event.ts_ms)
+            if event.data.end_of_input:
+                self._end_of_input.add(partition)
+            return Processed("watermark")
+
+        call = self.calls.get(event.call_id)
+        if call is None:
+            call = self.calls[event.call_id] = new_call(event.call_id, self.registry)
+        if offset is not None and offset <= call.applied_offset:
+            self.counters.redelivered += 1
+            return Processed("redelivered", call)
+        if offset is not None:
+            call.applied_offset = offset
+        if event.event_id in call.seen_event_ids:
+            self.counters.duplicate += 1
+            return Processed("duplicate", call)
+
+        tag = event.__struct_config__.tag
+        ended_before = call.has_ended
+        if ended_before and tag not in RESCORE_TYPES:
+            call.seen_event_ids.add(event.event_id)
+            self.counters.rejected += 1
+            return Processed("rejected", call, reason=f"event {event.event_id!r}: a {tag!r} event cannot change call {call.call_id!r}, which has already ended")
+
+        first_activity = call.last_activity_ts_ms is None
+        apply_event(call, event, self.registry)
+        self.counters.applied += 1
+        self.sweeper.observe(partition, event.ts_ms)
+        if first_activity and call.last_activity_ts_ms is not None:
+            self.sweeper.track(partition, call)
+
+        if call.has_ended and (not ended_before or tag in RESCORE_TYPES):
+            call.version += 1
+            self.counters.results += 1
+            return Processed("applied", call, score_call(call, self.registry, self.cohorts, call.version, event.ts_ms))
+        return Processed("applied", call)
+
+    # ---------------------------------------------------------------------------------- sweeping
+
+    def sweep(self, partition: int, end_of_input: bool = False) -> list[CallEnded]:
+        """Synthetic inactivity ends for the partition's calls that are due. Not yet applied: the
+        caller records each one and then passes it to `process` like any other event."""
+        end_of_input = end_of_input or partition in self._end_of_input
+        self._end_of_input.discard(partition)
+        return [inactivity_end_event(call) for call in self.sweeper.due(partition, self.calls, end_of_input)]
+
+    def partitions(self) -> Iterable[int]:
+        return list(self.sweeper.partitions)
+
+    # ------------------------------------------------------------------------------- ownership
+
+    def forget(self, call_ids: Iterable[str]) -> None:
+        for call_id in call_ids:
+            self.calls.pop(call_id, None)

@@ -1,0 +1,105 @@
+"""End-to-end handoff latency: from the user's last audio to the agent's first audio after it.
+
+Three sources, in order of preference, never mixed within one call so nothing is counted twice:
+1. pre-measured `latency` events;
+2. RTVI speaking events — a simulated user's `bot-stopped-speaking` (user side) → the agent's
+   `bot-started-speaking`; failing that, the agent pipeline's `user-stopped-speaking` → its
+   `bot-started-speaking` (both in event time, `ts_ms`);
+3. turn timings — a user turn's `end_ms` → the next agent turn's `start_ms`.
+Each source keeps its own samples while the call runs; the first non-empty one is the call's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from models.call_state import CallState
+from models.events import Event, Latency, Rtvi, Turn
+from scorers.base import Scorer
+
+
+@dataclass(slots=True)
+class LatencySample:
+    latency_ms: float
+    user_transcript: str = ""
+    agent_transcript: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            "user_transcript": self.user_transcript,
+            "agent_transcript": self.agent_transcript,
+            "latency_ms": self.latency_ms,
+        }
+
+
+@dataclass(slots=True)
+class _SpeakingSource:
+    """Samples from one kind of 'user stopped' signal paired with the agent's 'bot started'."""
+
+    samples: list[LatencySample] = field(default_factory=list)
+    user_stopped_ts: int | None = None
+    # Samples taken before the agent's transcript of that reply arrived.
+    awaiting_agent_text: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class HandoffLatencyAcc:
+    measured: list[LatencySample] = field(default_factory=list)
+    simulated_user: _SpeakingSource = field(default_factory=_SpeakingSource)
+    agent_pipeline: _SpeakingSource = field(default_factory=_SpeakingSource)
+    from_turns: list[LatencySample] = field(default_factory=list)
+    last_user_text: str = ""
+    last_user_end_ms: float | None = None
+
+    def samples(self) -> list[LatencySample]:
+        for source in (self.measured, self.simulated_user.samples, self.agent_pipeline.samples, self.from_turns):
+            if source:
+                return source
+        return []
+
+
+class HandoffLatency(Scorer):
+    name = "handoff_latency"
+    handles = frozenset({"latency", "rtvi", "turn"})
+
+    def start(self) -> HandoffLatencyAcc:
+        return HandoffLatencyAcc()
+
+    def update(self, acc: HandoffLatencyAcc, event: Event, call: CallState) -> None:
+        if isinstance(event, Latency):
+            d = event.data
+            acc.measured.append(LatencySample(float(d.latency_ms), d.user_transcript, d.agent_transcript))
+        elif isinstance(event, Rtvi):
+            self._speaking(acc, event)
+        elif isinstance(event, Turn):
+            self._turn(acc, event)
+
+    @staticmethod
+    def _speaking(acc: HandoffLatencyAcc, event: Rtvi) -> None:
+        kind, side = event.data.message.type, event.data.side
+        if side == "user" and kind == "bot-stopped-speaking":
+            acc.simulated_user.user_stopped_ts = event.ts_ms
+        elif side == "agent" and kind == "user-stopped-speaking":
+            acc.agent_pipeline.user_stopped_ts = event.ts_ms
+        elif side == "agent" and kind == "bot-started-speaking":
+            for source in (acc.simulated_user, acc.agent_pipeline):
+                if source.user_stopped_ts is not None:
+                    latency = float(event.ts_ms - source.user_stopped_ts)
+                    source.samples.append(LatencySample(latency, acc.last_user_text, ""))
+                    source.awaiting_agent_text.append(len(source.samples) - 1)
+                    source.user_stopped_ts = None  # one sample per handoff
+
+    @staticmethod
+    def _turn(acc: HandoffLatencyAcc, event: Turn) -> None:
+        d = event.data
+        if d.role == "user":
+            acc.last_user_text = d.text
+            acc.last_user_end_ms = d.end_ms
+            return
+        for source in (acc.simulated_user, acc.agent_pipeline):
+            for index in source.awaiting_agent_text:
+                source.samples[index].agent_transcript = d.text
+            source.awaiting_agent_text.clear()
+        if acc.last_user_end_ms is not None and d.start_ms is not None:
+            acc.from_turns.append(LatencySample(float(d.start_ms - acc.last_user_end_ms), acc.last_user_text, d.text))
+            acc.last_user_end_ms = None

@@ -1,0 +1,86 @@
+"""The inactivity sweep: calls that never end are ended in event time.
+
+Each partition has an event-time watermark: the highest `ts_ms` it has delivered (or a producer's
+explicit `watermark` event). A call whose last activity is older than its inactivity timeout plus the
+allowed lateness, measured against its partition's watermark, is ended with a synthetic `call.ended`
+(`stop_reason` "[INACTIVITY_TIMEOUT]") stamped at `last activity + timeout`. The caller records that
+event in the event log, so that replaying the log reproduces the decision.
+
+The allowed lateness absorbs the bounded reordering a batching producer introduces between calls of
+one partition; within a call, order is always kept.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from models.call_state import CallState
+from models.events import CallEnded, CallEndedData
+
+INACTIVITY_STOP_REASON = "[INACTIVITY_TIMEOUT]"
+DEFAULT_ALLOWED_LATENESS_MS = 30_000
+
+
+def inactivity_end_event(call: CallState) -> CallEnded:
+    deadline = call.inactivity_deadline_ms()
+    assert deadline is not None
+    return CallEnded(
+        event_id=f"{call.call_id}:inactivity-timeout",
+        call_id=call.call_id,
+        ts_ms=deadline,
+        data=CallEndedData(stop_reason=INACTIVITY_STOP_REASON),
+    )
+
+
+@dataclass
+class PartitionClock:
+    watermark_ms: int | None = None
+    # One (deadline, call_id) entry per open call, pushed when the call is first seen; an entry whose
+    # call has moved on since is pushed back with the new deadline when it comes up.
+    deadlines: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass
+class InactivitySweeper:
+    allowed_lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS
+    partitions: dict[int, PartitionClock] = field(default_factory=dict)
+
+    def clock(self, partition: int) -> PartitionClock:
+        clock = self.partitions.get(partition)
+        if clock is None:
+            clock = self.partitions[partition] = PartitionClock()
+        return clock
+
+    def observe(self, partition: int, ts_ms: int) -> None:
+        clock = self.clock(partition)
+        if clock.watermark_ms is None or ts_ms > clock.watermark_ms:
+            clock.watermark_ms = ts_ms
+
+    def track(self, partition: int, call: CallState) -> None:
+        """Start watching a call; call once, when its first activity arrives."""
+        deadline = call.inactivity_deadline_ms()
+        if deadline is not None and not call.has_ended:
+            heapq.heappush(self.clock(partition).deadlines, (deadline, call.call_id))
+
+    def due(self, partition: int, calls: dict[str, CallState], end_of_input: bool = False) -> list[CallState]:
+        """Open calls of `partition` whose deadline the watermark has passed (all, at end of input)."""
+        clock = self.partitions.get(partition)
+        if clock is None:
+            return []
+        horizon = None if end_of_input else (clock.watermark_ms or 0) - self.allowed_lateness_ms
+        found: list[CallState] = []
+        while clock.deadlines and (horizon is None or clock.deadlines[0][0] < horizon):
+            deadline, call_id = heapq.heappop(clock.deadlines)
+            call = calls.get(call_id)
+            if call is None or call.has_ended:
+                continue
+            current = call.inactivity_deadline_ms()
+            if current is not None and current != deadline:
+                heapq.heappush(clock.deadlines, (current, call_id))
+                continue
+            found.append(call)
+        return found
+
+    def forget_partition(self, partition: int) -> None:
+        self.partitions.pop(partition, None)

@@ -1,0 +1,52 @@
+"""Every scorer callqa runs, in one list. Adding a metric means adding one module and one line here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scorers.base import Scorer
+from scorers.handoff_latency import HandoffLatency
+from scorers.qa.base import QaMetric
+from scorers.qa.sentiment import Sentiment
+from scorers.retries import Retries
+from scorers.token_usage import TokenUsage
+
+
+def qa_metrics() -> list[QaMetric]:
+    """The QA metric judges, in the order they appear in a result's `metrics` list."""
+    return [
+        Sentiment(),
+    ]
+
+
+def signal_scorers() -> list[Scorer]:
+    """Accumulators the evaluation document (metrics.json) and several metrics read."""
+    return [
+        HandoffLatency(),
+        TokenUsage(),
+        Retries(),
+    ]
+
+
+@dataclass(frozen=True)
+class ScorerRegistry:
+    scorers: tuple[Scorer, ...]
+    qa: tuple[QaMetric, ...]
+    by_event_type: dict[str, tuple[Scorer, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, signals: list[Scorer], metrics: list[QaMetric]) -> "ScorerRegistry":
+        scorers = tuple(signals) + tuple(metrics)
+        names = [s.name for s in scorers]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            raise ValueError(f"scorer names must be unique: {sorted(duplicates)}")
+        by_type: dict[str, list[Scorer]] = {}
+        for scorer in scorers:
+            for event_type in scorer.handles:
+                by_type.setdefault(event_type, []).append(scorer)
+        return cls(scorers, tuple(metrics), {k: tuple(v) for k, v in by_type.items()})
+
+
+def default_registry() -> ScorerRegistry:
+    return ScorerRegistry.build(signal_scorers(), qa_metrics())

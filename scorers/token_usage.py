@@ -1,0 +1,60 @@
+"""LLM token usage per side, from RTVI `metrics` messages.
+
+Each entry of a `metrics` message's `data.tokens` list is one LLM call on that side: n_calls + 1,
+prompt += prompt_tokens, completion += completion_tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from models.call_state import CallState
+from models.events import Rtvi
+from scorers.base import Scorer
+
+
+@dataclass(slots=True)
+class SideUsage:
+    n_calls: int = 0
+    prompt: int = 0
+    completion: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"n_calls": self.n_calls, "prompt": self.prompt, "completion": self.completion}
+
+
+@dataclass(slots=True)
+class TokenUsageAcc:
+    agent: SideUsage = field(default_factory=SideUsage)
+    user: SideUsage = field(default_factory=SideUsage)
+    ttfb_s: list[float] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        return {"agent": self.agent.as_dict(), "user": self.user.as_dict()}
+
+
+def _int(value: object) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+class TokenUsage(Scorer):
+    name = "token_usage"
+    handles = frozenset({"rtvi"})
+
+    def start(self) -> TokenUsageAcc:
+        return TokenUsageAcc()
+
+    def update(self, acc: TokenUsageAcc, event: Rtvi, call: CallState) -> None:
+        message = event.data.message
+        if message.type != "metrics" or not isinstance(message.data, dict):
+            return
+        usage = acc.agent if event.data.side == "agent" else acc.user
+        for entry in message.data.get("tokens") or ():
+            if isinstance(entry, dict):
+                usage.n_calls += 1
+                usage.prompt += _int(entry.get("prompt_tokens"))
+                usage.completion += _int(entry.get("completion_tokens"))
+        if event.data.side == "agent":
+            for entry in message.data.get("ttfb") or ():
+                if isinstance(entry, dict) and isinstance(entry.get("value"), (int, float)):
+                    acc.ttfb_s.append(float(entry["value"]))
