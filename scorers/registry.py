@@ -7,6 +7,16 @@ from dataclasses import dataclass, field
 from scorers.base import Scorer
 from scorers.handoff_latency import HandoffLatency
 from scorers.qa.base import QaMetric
+from scorers.qa.hallucination import Hallucination
+from scorers.qa.kb_recall import KbRecall
+from scorers.qa.wer import WordErrorRate
+from scorers.qa.overlapping_speech import OverlappingSpeech
+from scorers.qa.naturalness import Naturalness
+from scorers.qa.tool_call_accuracy import ToolCallAccuracy
+from scorers.qa.transition_accuracy import TransitionAccuracy
+from scorers.qa.transfer_success import TransferSuccess
+from scorers.qa.transfer_wait_time import TransferWaitTime
+from scorers.qa.latency import LatencyMetric
 from scorers.qa.sentiment import Sentiment
 from scorers.retries import Retries
 from scorers.token_usage import TokenUsage
@@ -15,7 +25,17 @@ from scorers.token_usage import TokenUsage
 def qa_metrics() -> list[QaMetric]:
     """The QA metric judges, in the order they appear in a result's `metrics` list."""
     return [
+        Hallucination(),
+        KbRecall(),
+        WordErrorRate(),
+        OverlappingSpeech(),
         Sentiment(),
+        Naturalness(),
+        ToolCallAccuracy(),
+        TransitionAccuracy(),
+        TransferSuccess(),
+        TransferWaitTime(),
+        LatencyMetric(),
     ]
 
 

@@ -1,0 +1,26 @@
+"""Transfer wait time (not implemented yet: always not applicable)."""
+
+from __future__ import annotations
+
+from models.call_state import CallState
+from models.events import Event
+from models.results import MetricResult
+from scorers.qa.base import QaMetric
+
+
+class TransferWaitTime(QaMetric):
+    name = "transfer_wait_time"
+    label = "Transfer wait time"
+    value_meaning = "Milliseconds"
+    default_threshold = 50
+    judge_kind = "computed"
+    handles = frozenset()
+
+    def start(self) -> None:
+        return None
+
+    def update(self, acc: None, event: Event, call: CallState) -> None:
+        pass
+
+    def finalize(self, acc: None, call: CallState) -> MetricResult:
+        return self.not_applicable("not implemented yet")

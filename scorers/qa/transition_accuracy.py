@@ -1,0 +1,26 @@
+"""Transition accuracy (not implemented yet: always not applicable)."""
+
+from __future__ import annotations
+
+from models.call_state import CallState
+from models.events import Event
+from models.results import MetricResult
+from scorers.qa.base import QaMetric
+
+
+class TransitionAccuracy(QaMetric):
+    name = "transition_accuracy"
+    label = "Transition accuracy"
+    value_meaning = "Share of good transitions (0 to 1)"
+    default_threshold = 80
+    judge_kind = "llm"
+    handles = frozenset()
+
+    def start(self) -> None:
+        return None
+
+    def update(self, acc: None, event: Event, call: CallState) -> None:
+        pass
+
+    def finalize(self, acc: None, call: CallState) -> MetricResult:
+        return self.not_applicable("not implemented yet")
