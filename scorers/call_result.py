@@ -15,6 +15,7 @@ def score_metrics(call: CallState, registry: ScorerRegistry) -> list[MetricResul
 
 def score_call(call: CallState, registry: ScorerRegistry, cohorts: CohortBook, version: int, event_ts_ms: int) -> CallResult:
     metrics = score_metrics(call, registry)
+    evaluation = build_metrics_json(call)
     return CallResult(
         call_id=call.call_id,
         version=version,
@@ -25,6 +26,6 @@ def score_call(call: CallState, registry: ScorerRegistry, cohorts: CohortBook, v
         ended_ts_ms=call.ended_ts_ms,
         event_ts_ms=event_ts_ms,
         metrics=metrics,
-        cohorts=cohorts.verdicts(call, metrics),
-        evaluation=build_metrics_json(call),
+        cohorts=cohorts.verdicts(call, metrics, evaluation),
+        evaluation=evaluation,
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from models.call_state import CallState
 from models.results import CohortVerdict, MetricResult
 
 
 class CohortBook:
-    def verdicts(self, call: CallState, metrics: list[MetricResult]) -> list[CohortVerdict]:
+    def verdicts(self, call: CallState, metrics: list[MetricResult], evaluation: dict[str, Any]) -> list[CohortVerdict]:
         return []
