@@ -1,11 +1,73 @@
-"""Word error rate (not implemented yet: always not applicable)."""
+"""Word error rate: how accurately the caller's speech was transcribed, against human corrections.
+
+Per user utterance, the word-level edit distance (substitutions + deletions + insertions, aligned by
+jiwer) between the reference and the transcribed text; summed over the call's user utterances and
+divided by the total number of reference words. The reference is the corrected text when a
+`transcript.corrected` event names that turn, else the transcript itself (so WER is 0 and
+`details.estimated` is true until a correction of a user turn arrives). Score: (1 − WER) × 100,
+floored at 0.
+
+Both texts are normalised the same way before aligning: lower case, punctuation removed (so "don't"
+and "dont", "Hello," and "hello" are the same word), runs of whitespace collapsed.
+
+`transcript.corrected` names a turn by its 0-based index over all of the call's turns in arrival
+order (`call.turns`). A correction of an agent turn, or of an index the call does not have, changes
+nothing; a later correction of the same turn replaces the earlier one. Corrections arrive mostly after
+the call ended; the engine then re-scores the call, and only the corrected turn is re-aligned here.
+
+`value` is the WER rounded to 4 decimals; the score is computed from the unrounded WER.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+import jiwer
+
 from models.call_state import CallState
-from models.events import Event
+from models.events import Event, TranscriptCorrected, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
+
+NO_USER_SPEECH = "No user speech"
+VALUE_DECIMALS = 4
+
+_normalise = jiwer.Compose(
+    [
+        jiwer.ToLowerCase(),
+        jiwer.RemovePunctuation(),
+        jiwer.RemoveMultipleSpaces(),
+        jiwer.Strip(),
+        jiwer.ReduceToListOfListOfWords(),
+    ]
+)
+
+
+def word_count(text: str) -> int:
+    return len(_normalise(text)[0])
+
+
+def edit_distance(reference: str, hypothesis: str) -> int:
+    """Word-level substitutions + deletions + insertions turning `reference` into `hypothesis`."""
+    out = jiwer.process_words(reference, hypothesis, reference_transform=_normalise, hypothesis_transform=_normalise)
+    return out.substitutions + out.deletions + out.insertions
+
+
+@dataclass(slots=True)
+class UserUtterance:
+    transcript: str
+    reference_words: int
+    errors: int = 0
+    corrected: bool = False
+
+
+@dataclass(slots=True)
+class WerAcc:
+    # Keyed by the turn's index in `call.turns`, the index corrections name.
+    utterances: dict[int, UserUtterance] = field(default_factory=dict)
+    reference_words: int = 0
+    errors: int = 0
+    corrected_turns: int = 0
 
 
 class WordErrorRate(QaMetric):
@@ -14,13 +76,44 @@ class WordErrorRate(QaMetric):
     value_meaning = "WER (0 to 1 or more)"
     default_threshold = 80
     judge_kind = "computed"
-    handles = frozenset()
+    handles = frozenset({"turn", "transcript.corrected"})
 
-    def start(self) -> None:
-        return None
+    def start(self) -> WerAcc:
+        return WerAcc()
 
-    def update(self, acc: None, event: Event, call: CallState) -> None:
-        pass
+    def update(self, acc: WerAcc, event: Event, call: CallState) -> None:
+        if isinstance(event, Turn):
+            if event.data.role == "user":
+                # Uncorrected, the transcript is its own reference: no errors, nothing to align.
+                utterance = UserUtterance(event.data.text, word_count(event.data.text))
+                acc.utterances[len(call.turns) - 1] = utterance
+                acc.reference_words += utterance.reference_words
+        elif isinstance(event, TranscriptCorrected):
+            utterance = acc.utterances.get(event.data.turn_index)
+            if utterance is not None:
+                self._correct(acc, utterance, event.data.text)
 
-    def finalize(self, acc: None, call: CallState) -> MetricResult:
-        return self.not_applicable("not implemented yet")
+    @staticmethod
+    def _correct(acc: WerAcc, utterance: UserUtterance, reference: str) -> None:
+        acc.reference_words -= utterance.reference_words
+        acc.errors -= utterance.errors
+        utterance.reference_words = word_count(reference)
+        utterance.errors = edit_distance(reference, utterance.transcript)
+        acc.reference_words += utterance.reference_words
+        acc.errors += utterance.errors
+        if not utterance.corrected:
+            utterance.corrected = True
+            acc.corrected_turns += 1
+
+    def finalize(self, acc: WerAcc, call: CallState) -> MetricResult:
+        if acc.reference_words == 0:
+            return self.not_applicable(NO_USER_SPEECH)
+        wer = acc.errors / acc.reference_words
+        return self.scored(
+            round(wer, VALUE_DECIMALS),
+            (1 - wer) * 100,
+            reference_words=acc.reference_words,
+            errors=acc.errors,
+            estimated=acc.corrected_turns == 0,
+            corrected_turns=acc.corrected_turns,
+        )
