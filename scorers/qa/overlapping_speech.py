@@ -1,11 +1,55 @@
-"""Overlapping speech (not implemented yet: always not applicable)."""
+"""Overlapping speech: how often the agent and the caller talked over each other.
+
+Uses per-word timings (a turn's `words`: [word, start_ms, end_ms], milliseconds from the call's start).
+A turn spans from its earliest word start to its latest word end; turns without words take no part.
+A turn overlaps when it starts before the previous speaker's last word ended — the previous speaker's
+turn being the other role's most recent turn with words. The overlap in ms is the part of the two
+spans they share: `min(ends) − max(starts)`, so it is bounded by the turn's own last word (a short
+interjection inside the other's speech overlaps by its own length). Requiring the spans to share time
+also keeps a turn whose event arrives late, after a reply that started later, from counting the whole
+gap as overlap.
+
+Value: the number of overlaps. The call's length for the percentage is `call.ended − call.started`
+in event time (`ts_ms`); when either is missing, the span of all word timings seen. Score:
+100 − 10 × overlaps − 2 × overlap percent, clamped to 0–100. No word timings at all: no overlaps,
+score 100.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from models.call_state import CallState
-from models.events import Event
+from models.events import Event, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
+
+PENALTY_PER_OVERLAP = 10.0
+PENALTY_PER_OVERLAP_PERCENT = 2.0
+
+
+@dataclass(slots=True)
+class Span:
+    start_ms: float
+    end_ms: float
+
+
+@dataclass(slots=True)
+class OverlapAcc:
+    last_user: Span | None = None
+    last_agent: Span | None = None
+    overlaps: int = 0
+    overlap_ms: float = 0.0
+    first_word_ms: float | None = None
+    last_word_ms: float | None = None
+
+
+def call_length_ms(acc: OverlapAcc, call: CallState) -> float:
+    if call.started_ts_ms is not None and call.ended_ts_ms is not None and call.ended_ts_ms > call.started_ts_ms:
+        return float(call.ended_ts_ms - call.started_ts_ms)
+    if acc.first_word_ms is not None and acc.last_word_ms is not None:
+        return acc.last_word_ms - acc.first_word_ms
+    return 0.0
 
 
 class OverlappingSpeech(QaMetric):
@@ -14,13 +58,38 @@ class OverlappingSpeech(QaMetric):
     value_meaning = "Number of overlaps"
     default_threshold = 70
     judge_kind = "computed"
-    handles = frozenset()
+    handles = frozenset({"turn"})
 
-    def start(self) -> None:
-        return None
+    def start(self) -> OverlapAcc:
+        return OverlapAcc()
 
-    def update(self, acc: None, event: Event, call: CallState) -> None:
-        pass
+    def update(self, acc: OverlapAcc, event: Turn, call: CallState) -> None:
+        words = event.data.words
+        if not words:
+            return
+        span = Span(min(w[1] for w in words), max(w[2] for w in words))
+        if acc.first_word_ms is None or span.start_ms < acc.first_word_ms:
+            acc.first_word_ms = span.start_ms
+        if acc.last_word_ms is None or span.end_ms > acc.last_word_ms:
+            acc.last_word_ms = span.end_ms
 
-    def finalize(self, acc: None, call: CallState) -> MetricResult:
-        return self.not_applicable("not implemented yet")
+        previous = acc.last_agent if event.data.role == "user" else acc.last_user
+        if previous is not None and span.start_ms < previous.end_ms and span.end_ms > previous.start_ms:
+            acc.overlaps += 1
+            acc.overlap_ms += max(0.0, min(previous.end_ms, span.end_ms) - max(previous.start_ms, span.start_ms))
+        if event.data.role == "user":
+            acc.last_user = span
+        else:
+            acc.last_agent = span
+
+    def finalize(self, acc: OverlapAcc, call: CallState) -> MetricResult:
+        length_ms = call_length_ms(acc, call)
+        percent = 100.0 * acc.overlap_ms / length_ms if length_ms > 0 else 0.0
+        score = 100.0 - PENALTY_PER_OVERLAP * acc.overlaps - PENALTY_PER_OVERLAP_PERCENT * percent
+        return self.scored(
+            acc.overlaps,
+            score,
+            total_overlap_ms=round(acc.overlap_ms, 1),
+            overlap_percent=round(percent, 2),
+            call_length_ms=round(length_ms, 1),
+        )
