@@ -1,0 +1,254 @@
+"""A QA cohort: which calls it scores, the metric judges it counts, and its resolution criteria.
+
+One definition is the document on the compacted topic `callqa.cohorts` (key = `cohort_id`) and the body
+of the HTTP API (`POST`/`PUT /qa/cohorts`, `GET` returns the same shape). An example:
+
+    {
+      "cohort_id": "billing",
+      "name": "Billing line",
+      "agents": ["billing-*"],
+      "pass_threshold": 70,
+      "metrics": [
+        {"metric": "hallucination", "weight": 2, "threshold": 80},
+        {"metric": "wer", "weight": 1},
+        {"metric": "latency"}
+      ],
+      "criteria": [
+        {"name": "ended normally", "field": "evaluation.stop_reason", "op": "eq", "value": "[EXIT]"},
+        {"name": "issue resolved", "kind": "llm", "question": "Did the agent resolve the caller's issue?"}
+      ]
+    }
+
+Membership: a call belongs to the cohort when its `cohort_ids` contain `cohort_id`, or when its
+`agent_id` matches one of `agents` (exact ids or fnmatch globs such as `billing-*`, case-sensitive).
+
+Metrics: `weight` 0 to 100 (default 1); `threshold` 0 to 100, or null for the metric's default pass-at.
+
+Criteria come in two kinds:
+- `rule` (the default when `kind` is left out): a deterministic condition on one field of the call's
+  result, named by a dotted path from the result's top level (`evaluation.stop_reason`,
+  `evaluation.total_turns`, `agent_id`, `metrics.latency.value`, `metrics.wer.score`; a number
+  segment indexes a list). See `CriterionOp` for the operators.
+- `llm`: a yes/no `question` for the LLM judge; its verdict arrives later as a `judge.result` event
+  (`criteria[name] = {passed, reason}`), and until then the criterion does not apply.
+
+`pass_threshold` (0 to 100, default 70) is what the call's weighted score must reach for the cohort's
+verdict to pass. A document with `deleted: true` removes the cohort (only `cohort_id` is needed).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Iterable, Literal, Union
+
+import msgspec
+from msgspec import Meta, Struct
+
+DEFAULT_WEIGHT = 1
+# The seed leaves the weighted score's pass mark open; 70 matches the most common metric pass-at.
+DEFAULT_PASS_THRESHOLD = 70
+
+# Weights, thresholds and the pass threshold are all on the 0 to 100 scale of a score.
+ZeroToHundred = Union[Annotated[int, Meta(ge=0, le=100)], Annotated[float, Meta(ge=0, le=100)]]
+
+CriterionOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "exists"]
+"""eq/ne: equal or not (1 == 1.0, but true is not 1); lt/le/gt/ge: both numbers or both strings;
+in/not_in: the field's value is (not) one of `value` (a list); contains: a string field contains the
+text `value`, a list field contains the element `value`, an object field has the key `value`;
+exists: the field is present and not null (`value: false` asks for the opposite)."""
+
+CRITERION_OPS: tuple[str, ...] = CriterionOp.__args__
+ORDERING_OPS = frozenset({"lt", "le", "gt", "ge"})
+LIST_OPS = frozenset({"in", "not_in"})
+
+# The top-level fields of a call's result that a rule criterion may name.
+RESULT_FIELDS: tuple[str, ...] = (
+    "call_id",
+    "version",
+    "final",
+    "agent_id",
+    "cohort_ids",
+    "run_id",
+    "ended_ts_ms",
+    "metrics",
+    "evaluation",
+)
+
+
+class CohortError(ValueError):
+    """A cohort document that cannot be accepted; the message names the field and the problem."""
+
+
+class CohortMetric(Struct, forbid_unknown_fields=True):
+    metric: str
+    weight: ZeroToHundred = DEFAULT_WEIGHT
+    threshold: ZeroToHundred | None = None
+
+
+class RuleCriterion(Struct, tag_field="kind", tag="rule", forbid_unknown_fields=True):
+    name: str
+    field: str
+    op: CriterionOp
+    value: Any = None
+    weight: ZeroToHundred = DEFAULT_WEIGHT
+
+
+class LlmCriterion(Struct, tag_field="kind", tag="llm", forbid_unknown_fields=True):
+    name: str
+    question: str
+    weight: ZeroToHundred = DEFAULT_WEIGHT
+
+
+Criterion = Union[RuleCriterion, LlmCriterion]
+
+
+class CohortDefinition(Struct, forbid_unknown_fields=True, kw_only=True):
+    cohort_id: str
+    name: str = ""
+    agents: list[str] = []
+    metrics: list[CohortMetric] = []
+    criteria: list[Criterion] = []
+    pass_threshold: ZeroToHundred = DEFAULT_PASS_THRESHOLD
+    deleted: bool = False
+
+
+# ------------------------------------------------------------------------------------------ decoding
+
+
+def decode_cohort(document: bytes | str | dict[str, Any] | CohortDefinition, known_metrics: Iterable[str]) -> CohortDefinition:
+    """Decode and validate a cohort document (JSON or MessagePack bytes, a dict, or a definition).
+
+    `known_metrics` are the QA metric names a cohort may count (the registry's). Raises `CohortError`.
+    """
+    if isinstance(document, CohortDefinition):
+        definition = document
+    else:
+        data = _builtins(document)
+        try:
+            definition = msgspec.convert(_with_default_kinds(data), CohortDefinition)
+        except msgspec.ValidationError as exc:
+            raise CohortError(f"invalid cohort{_subject(data)}: {_explain(exc)}") from None
+    validate_cohort(definition, known_metrics)
+    return definition
+
+
+def encode_cohort(definition: CohortDefinition) -> bytes:
+    """The MessagePack value written to `callqa.cohorts`."""
+    return msgspec.msgpack.encode(definition)
+
+
+def cohort_to_builtins(definition: CohortDefinition) -> dict[str, Any]:
+    """The JSON-ready document the HTTP API returns."""
+    return msgspec.to_builtins(definition)
+
+
+def _builtins(document: Any) -> Any:
+    if not isinstance(document, (bytes, bytearray, memoryview, str)):
+        return document  # already decoded: the type check says what is wrong with it
+    raw = document.encode() if isinstance(document, str) else bytes(document)
+    # JSON objects start with "{" (possibly after whitespace); a MessagePack map never does.
+    try:
+        if raw.lstrip()[:1] == b"{":
+            return msgspec.json.decode(raw)
+        return msgspec.msgpack.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise CohortError(f"invalid cohort: undecodable document: {exc}") from None
+
+
+def _with_default_kinds(data: Any) -> Any:
+    """A criterion without `kind` is a rule (the msgspec tagged union needs the tag spelled out)."""
+    if not isinstance(data, dict) or not isinstance(data.get("criteria"), list):
+        return data
+    criteria = [{"kind": "rule", **c} if isinstance(c, dict) and "kind" not in c else c for c in data["criteria"]]
+    return {**data, "criteria": criteria}
+
+
+def _subject(data: Any) -> str:
+    cohort_id = data.get("cohort_id") if isinstance(data, dict) else None
+    return f" {cohort_id!r}" if isinstance(cohort_id, str) and cohort_id else ""
+
+
+def _explain(exc: msgspec.ValidationError) -> str:
+    """msgspec's "Expected `int` <= 100 - at `$.metrics[0].weight`" as "`metrics[0].weight`: Expected …"."""
+    problem, _, path = str(exc).partition(" - at `$")
+    path = path.rstrip("`").lstrip(".")
+    if not path:
+        return problem
+    if path.endswith(".op"):
+        problem += f" (known ops: {', '.join(CRITERION_OPS)})"
+    elif path.endswith(".kind"):
+        problem += " (known kinds: rule, llm)"
+    return f"`{path}`: {problem}"
+
+
+# ---------------------------------------------------------------------------------------- validation
+
+
+def validate_cohort(definition: CohortDefinition, known_metrics: Iterable[str]) -> None:
+    """The checks a type cannot express: known and unique names, values that fit their operator."""
+    problems = _problems(definition, list(known_metrics))
+    if problems:
+        subject = f" {definition.cohort_id!r}" if definition.cohort_id else ""
+        raise CohortError(f"invalid cohort{subject}: " + "; ".join(problems))
+
+
+def _problems(definition: CohortDefinition, known_metrics: list[str]) -> list[str]:
+    if not definition.cohort_id.strip():
+        return ["`cohort_id` must not be empty"]
+    if definition.deleted:
+        return []  # a delete needs nothing but the id
+    problems: list[str] = []
+    if not definition.name.strip():
+        problems.append("`name` must not be empty")
+    for i, pattern in enumerate(definition.agents):
+        if not pattern:
+            problems.append(f"`agents[{i}]` must not be empty")
+
+    seen_metrics: set[str] = set()
+    for i, selection in enumerate(definition.metrics):
+        where = f"`metrics[{i}].metric`"
+        if selection.metric not in known_metrics:
+            problems.append(f"{where}: unknown metric {selection.metric!r} (known metrics: {', '.join(known_metrics)})")
+        elif selection.metric in seen_metrics:
+            problems.append(f"{where}: metric {selection.metric!r} is listed twice")
+        seen_metrics.add(selection.metric)
+
+    seen_criteria: set[str] = set()
+    for i, criterion in enumerate(definition.criteria):
+        if not criterion.name.strip():
+            problems.append(f"`criteria[{i}].name` must not be empty")
+        elif criterion.name in seen_criteria:
+            problems.append(f"`criteria[{i}].name`: criterion {criterion.name!r} is listed twice")
+        seen_criteria.add(criterion.name)
+        if isinstance(criterion, LlmCriterion):
+            if not criterion.question.strip():
+                problems.append(f"`criteria[{i}].question` must not be empty")
+        else:
+            problems.extend(_rule_problems(i, criterion, known_metrics))
+    return problems
+
+
+def _rule_problems(i: int, rule: RuleCriterion, known_metrics: list[str]) -> list[str]:
+    problems: list[str] = []
+    segments = rule.field.split(".")
+    if not rule.field or not all(segments):
+        problems.append(f"`criteria[{i}].field`: {rule.field!r} is not a dotted path such as 'evaluation.stop_reason'")
+    elif segments[0] not in RESULT_FIELDS:
+        problems.append(f"`criteria[{i}].field`: {segments[0]!r} is not a field of a call's result (known: {', '.join(RESULT_FIELDS)})")
+    elif segments[0] == "metrics" and len(segments) > 1 and segments[1] not in known_metrics:
+        problems.append(f"`criteria[{i}].field`: unknown metric {segments[1]!r} (known metrics: {', '.join(known_metrics)})")
+
+    where, value = f"`criteria[{i}].value`", rule.value
+    if rule.op in LIST_OPS and not isinstance(value, list):
+        problems.append(f"{where}: op {rule.op!r} needs a list")
+    elif rule.op in ORDERING_OPS and not (is_number(value) or isinstance(value, str)):
+        problems.append(f"{where}: op {rule.op!r} needs a number or a string")
+    elif rule.op == "contains" and (value is None or isinstance(value, (list, dict))):
+        problems.append(f"{where}: op 'contains' needs a string, number or boolean")
+    elif rule.op == "exists" and value is not None and not isinstance(value, bool):
+        problems.append(f"{where}: op 'exists' takes true, false or nothing")
+    return problems
+
+
+def is_number(value: Any) -> bool:
+    # JSON booleans decode to Python bools, which are ints; a condition never means them as numbers.
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
