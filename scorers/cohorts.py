@@ -1,13 +1,264 @@
-"""Cohort verdicts for a call (placeholder until cohorts land: no cohort, no verdict)."""
+"""Cohort verdicts for a call: its weighted score over the cohort's metrics and criteria, and pass/fail.
+
+For each cohort a call belongs to (see `models.cohorts` for membership):
+- a metric counts when it applied to the call (score not null); it passes at the cohort's threshold,
+  or the metric's default when the cohort sets none;
+- a rule criterion always applies and scores 100 when met, 0 when not; an LLM criterion applies only
+  once the judge has answered it (`call.judge.criteria[name]`);
+- weighted score = Σ weight × score / Σ weight over what applies, rounded to one decimal; null when
+  nothing applies or every weight that applies is 0;
+- the verdict passes when the (rounded) weighted score reaches the cohort's `pass_threshold`.
+
+`CohortBook` holds the definitions; the stream layer feeds it the documents of `callqa.cohorts` and of
+the HTTP API with `apply()`. A definition change affects results published after it, not earlier ones.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from fnmatch import fnmatchcase
+from fractions import Fraction
+from typing import Any, Iterable
+
+from msgspec import Struct
 
 from models.call_state import CallState
+from models.cohorts import (
+    CohortDefinition,
+    LlmCriterion,
+    RuleCriterion,
+    decode_cohort,
+    is_number,
+)
 from models.results import CohortVerdict, MetricResult
+from scorers.qa.base import QaMetric, round_score
+from scorers.registry import ScorerRegistry, qa_metrics
+
+CRITERION_MET_SCORE = 100
+CRITERION_NOT_MET_SCORE = 0
+NOT_JUDGED_REASON = "No judge verdict yet"
+NOT_SCORED_REASON = "Metric not scored for this call"
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
 
 
 class CohortBook:
+    """The cohort definitions in force, keyed by `cohort_id`. `CohortBook()` knows no cohorts."""
+
+    def __init__(self, registry: ScorerRegistry | None = None, cohorts: Iterable[Any] = ()) -> None:
+        metrics: Iterable[QaMetric] = registry.qa if registry is not None else qa_metrics()
+        self.default_thresholds: dict[str, float] = {m.name: m.default_threshold for m in metrics}
+        self._cohorts: dict[str, CohortDefinition] = {}
+        for document in cohorts:
+            self.apply(document)
+
+    # ------------------------------------------------------------------------------ definitions
+
+    def decode(self, document: bytes | str | dict[str, Any] | CohortDefinition) -> CohortDefinition:
+        """Validate a document against this book's metrics without applying it. Raises CohortError."""
+        return decode_cohort(document, self.default_thresholds)
+
+    def apply(self, document: bytes | str | dict[str, Any] | CohortDefinition) -> None:
+        """Upsert a cohort, or remove it when the document says `deleted: true`. Raises CohortError."""
+        definition = self.decode(document)
+        if definition.deleted:
+            self._cohorts.pop(definition.cohort_id, None)
+        else:
+            self._cohorts[definition.cohort_id] = definition
+
+    def delete(self, cohort_id: str) -> None:
+        """Remove a cohort (a Kafka tombstone on `callqa.cohorts` carries only the key)."""
+        self._cohorts.pop(cohort_id, None)
+
+    def get(self, cohort_id: str) -> CohortDefinition | None:
+        return self._cohorts.get(cohort_id)
+
+    def all(self) -> list[CohortDefinition]:
+        return [self._cohorts[cohort_id] for cohort_id in sorted(self._cohorts)]
+
+    def __len__(self) -> int:
+        return len(self._cohorts)
+
+    # --------------------------------------------------------------------------------- verdicts
+
     def verdicts(self, call: CallState, metrics: list[MetricResult], evaluation: dict[str, Any]) -> list[CohortVerdict]:
-        return []
+        if not self._cohorts:
+            return []
+        view = _ResultView(call, metrics, evaluation)
+        return [
+            self.verdict(self._cohorts[cohort_id], view)
+            for cohort_id in sorted(self._cohorts)
+            if belongs(call, self._cohorts[cohort_id])
+        ]
+
+    def verdict(self, cohort: CohortDefinition, view: "_ResultView") -> CohortVerdict:
+        parts: list[tuple[Fraction, Fraction]] = []  # (weight, score) of everything that applies
+        metric_details: dict[str, dict[str, Any]] = {}
+        counted: list[str] = []
+        for selection in cohort.metrics:
+            threshold = selection.threshold if selection.threshold is not None else self.default_thresholds[selection.metric]
+            result = view.metrics.get(selection.metric)
+            detail: dict[str, Any] = {"score": None, "threshold": threshold, "passed": None, "weight": selection.weight}
+            if result is None or result.score is None:
+                detail["reason"] = result.details.get("reason", NOT_SCORED_REASON) if result is not None else NOT_SCORED_REASON
+            else:
+                detail["score"] = result.score
+                detail["passed"] = result.score >= threshold
+                counted.append(selection.metric)
+                parts.append((Fraction(selection.weight), Fraction(result.score)))
+            metric_details[selection.metric] = detail
+
+        criterion_details: dict[str, dict[str, Any]] = {}
+        for criterion in cohort.criteria:
+            if isinstance(criterion, LlmCriterion):
+                met, reason = llm_criterion_met(criterion, view.call)
+                detail = {"met": met, "weight": criterion.weight, "reason": reason}
+            else:
+                met = rule_met(criterion, view.resolve(criterion.field))
+                detail = {"met": met, "weight": criterion.weight}
+            criterion_details[criterion.name] = detail
+            if met is not None:
+                score = CRITERION_MET_SCORE if met else CRITERION_NOT_MET_SCORE
+                parts.append((Fraction(criterion.weight), Fraction(score)))
+
+        weighted = weighted_score(parts)
+        return CohortVerdict(
+            cohort_id=cohort.cohort_id,
+            weighted_score=weighted,
+            passed=None if weighted is None else weighted >= cohort.pass_threshold,
+            metrics_counted=counted,
+            details={
+                "name": cohort.name,
+                "pass_threshold": cohort.pass_threshold,
+                "metrics": metric_details,
+                "criteria": criterion_details,
+            },
+        )
+
+
+def belongs(call: CallState, cohort: CohortDefinition) -> bool:
+    if cohort.cohort_id in call.cohort_ids:
+        return True
+    return call.agent_id is not None and any(fnmatchcase(call.agent_id, pattern) for pattern in cohort.agents)
+
+
+def weighted_score(parts: list[tuple[Fraction, Fraction]]) -> float | None:
+    """Σ weight × score / Σ weight, rounded to one decimal; exact sums, so the rounding is the only one."""
+    total_weight = sum(weight for weight, _ in parts)
+    if not parts or total_weight == 0:
+        return None
+    return round_score(float(sum(weight * score for weight, score in parts) / total_weight))
+
+
+# ----------------------------------------------------------------------------------- criteria
+
+
+def llm_criterion_met(criterion: LlmCriterion, call: CallState) -> tuple[bool | None, str]:
+    """(met, reason). Not applicable (None) until the judge answered this criterion; an answer that
+    is not a boolean counts as not met, as for the judge's other verdicts."""
+    answers = call.judge.criteria if call.judge is not None else None
+    if not answers or criterion.name not in answers:
+        return None, NOT_JUDGED_REASON
+    answer = answers[criterion.name]
+    passed = answer.get("passed") if isinstance(answer, dict) else None
+    reason = answer.get("reason") if isinstance(answer, dict) else None
+    if not isinstance(passed, bool):
+        return False, f"Invalid judge verdict: passed is {passed!r}, not a boolean"
+    return passed, reason if isinstance(reason, str) else ""
+
+
+def rule_met(rule: RuleCriterion, actual: Any) -> bool:
+    """Whether `actual` (the field's value, or MISSING) satisfies the rule. A missing field reads as null."""
+    op, expected = rule.op, rule.value
+    if op == "exists":
+        present = actual is not MISSING and actual is not None
+        return present == (True if expected is None else expected)
+    if actual is MISSING:
+        actual = None
+    if op == "eq":
+        return _equal(actual, expected)
+    if op == "ne":
+        return not _equal(actual, expected)
+    if op == "in":
+        return any(_equal(actual, item) for item in expected)
+    if op == "not_in":
+        return not any(_equal(actual, item) for item in expected)
+    if op == "contains":
+        if isinstance(actual, str):
+            return isinstance(expected, str) and expected in actual
+        if isinstance(actual, list):
+            return any(_equal(item, expected) for item in actual)
+        if isinstance(actual, dict):
+            return isinstance(expected, str) and expected in actual
+        return False
+    comparable = (is_number(actual) and is_number(expected)) or (isinstance(actual, str) and isinstance(expected, str))
+    if not comparable:
+        return False
+    if op == "lt":
+        return actual < expected
+    if op == "le":
+        return actual <= expected
+    if op == "gt":
+        return actual > expected
+    return actual >= expected  # "ge"
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+# ---------------------------------------------------------------------------------- the result
+
+
+class _ResultView:
+    """The fields of the call's result a rule criterion may name, without building the document."""
+
+    __slots__ = ("call", "metrics", "evaluation")
+
+    def __init__(self, call: CallState, metrics: list[MetricResult], evaluation: dict[str, Any]) -> None:
+        self.call = call
+        self.metrics = {m.metric: m for m in metrics}
+        self.evaluation = evaluation
+
+    def root(self, name: str) -> Any:
+        call = self.call
+        if name == "metrics":
+            return self.metrics
+        if name == "evaluation":
+            return self.evaluation
+        if name == "final":
+            return call.has_ended
+        if name == "cohort_ids":
+            return list(call.cohort_ids)
+        if name in ("call_id", "version", "agent_id", "run_id", "ended_ts_ms"):
+            return getattr(call, name)
+        return MISSING
+
+    def resolve(self, path: str) -> Any:
+        first, *rest = path.split(".")
+        node = self.root(first)
+        for segment in rest:
+            node = _step(node, segment)
+            if node is MISSING:
+                break
+        return node
+
+
+def _step(node: Any, segment: str) -> Any:
+    if isinstance(node, dict):
+        return node.get(segment, MISSING)
+    if isinstance(node, Struct):
+        return getattr(node, segment) if segment in node.__struct_fields__ else MISSING
+    if isinstance(node, list):
+        try:
+            return node[int(segment)]
+        except (ValueError, IndexError):
+            return MISSING
+    return MISSING
