@@ -1,4 +1,5 @@
-"""Transfer success (not implemented yet: always not applicable)."""
+"""Transfer success: whether an attempted transfer connected (see `scorers.qa.transfers` for what
+counts as attempted and as connected). Value 1 or 0; score 100 or 0."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from models.call_state import CallState
 from models.events import Event
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
+from scorers.qa.transfers import NO_TRANSFER_ATTEMPTED, TRANSFER_EVENT_TYPES, TransferLog
 
 
 class TransferSuccess(QaMetric):
@@ -14,13 +16,21 @@ class TransferSuccess(QaMetric):
     value_meaning = "1 or 0"
     default_threshold = 100
     judge_kind = "computed"
-    handles = frozenset()
+    handles = TRANSFER_EVENT_TYPES
 
-    def start(self) -> None:
-        return None
+    def start(self) -> TransferLog:
+        return TransferLog()
 
-    def update(self, acc: None, event: Event, call: CallState) -> None:
-        pass
+    def update(self, acc: TransferLog, event: Event, call: CallState) -> None:
+        acc.observe(event)
 
-    def finalize(self, acc: None, call: CallState) -> MetricResult:
-        return self.not_applicable("not implemented yet")
+    def finalize(self, acc: TransferLog, call: CallState) -> MetricResult:
+        if not acc.attempted:
+            return self.not_applicable(NO_TRANSFER_ATTEMPTED)
+        connected = acc.connected(call)
+        return self.scored(
+            1 if connected else 0,
+            100.0 if connected else 0.0,
+            bridged=acc.bridged,
+            end_reason=call.ended.reason if call.ended is not None else None,
+        )

@@ -1,11 +1,23 @@
-"""Transfer wait time (not implemented yet: always not applicable)."""
+"""Transfer wait time: milliseconds (event time) from the transfer's start to its bridge.
+
+The first `started` event and the first `bridged` event after it are paired (see
+`scorers.qa.transfers`). Score: 100 up to 10 s, falling linearly to 0 at 70 s. Not applicable when no
+transfer was attempted, when it did not connect, or when there is no started → bridged pair to time
+(e.g. it connected only by the call ending with "call_transfer").
+"""
 
 from __future__ import annotations
 
 from models.call_state import CallState
 from models.events import Event
 from models.results import MetricResult
-from scorers.qa.base import QaMetric
+from scorers.qa.base import QaMetric, linear_falloff
+from scorers.qa.transfers import NO_TRANSFER_ATTEMPTED, TRANSFER_EVENT_TYPES, TransferLog
+
+TRANSFER_DID_NOT_CONNECT = "Transfer did not connect"
+NO_BRIDGE_TIMESTAMP = "No bridge timestamp"
+FULL_SCORE_UNTIL_MS = 10_000
+ZERO_SCORE_AT_MS = 70_000
 
 
 class TransferWaitTime(QaMetric):
@@ -14,13 +26,25 @@ class TransferWaitTime(QaMetric):
     value_meaning = "Milliseconds"
     default_threshold = 50
     judge_kind = "computed"
-    handles = frozenset()
+    handles = TRANSFER_EVENT_TYPES
 
-    def start(self) -> None:
-        return None
+    def start(self) -> TransferLog:
+        return TransferLog()
 
-    def update(self, acc: None, event: Event, call: CallState) -> None:
-        pass
+    def update(self, acc: TransferLog, event: Event, call: CallState) -> None:
+        acc.observe(event)
 
-    def finalize(self, acc: None, call: CallState) -> MetricResult:
-        return self.not_applicable("not implemented yet")
+    def finalize(self, acc: TransferLog, call: CallState) -> MetricResult:
+        if not acc.attempted:
+            return self.not_applicable(NO_TRANSFER_ATTEMPTED)
+        if not acc.connected(call):
+            return self.not_applicable(TRANSFER_DID_NOT_CONNECT)
+        if acc.started_ts_ms is None or acc.bridged_ts_ms is None:
+            return self.not_applicable(NO_BRIDGE_TIMESTAMP)
+        wait_ms = acc.bridged_ts_ms - acc.started_ts_ms
+        return self.scored(
+            wait_ms,
+            linear_falloff(wait_ms, FULL_SCORE_UNTIL_MS, ZERO_SCORE_AT_MS),
+            started_ts_ms=acc.started_ts_ms,
+            bridged_ts_ms=acc.bridged_ts_ms,
+        )
