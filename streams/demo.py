@@ -1,0 +1,100 @@
+"""`callqa demo`: the whole path on one machine, from nothing to a table of scored calls.
+
+Starts the embedded broker and a worker, sends the bundled sample log, waits until every call's
+latest result is on `callqa.results`, prints the table and totals, checks the live results against
+an in-process replay of the same log, and stops everything it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from models.wire import read_log
+from scorers.engine import CallEngine
+from streams.broker import EmbeddedBroker
+from streams.config import Settings
+from streams.processes import WorkerProcess
+from streams.progress import progress_bar
+from streams.render import results_table, totals_block
+from streams.replay import replay
+from streams.sender import send_log
+from streams.tail import read_topic
+from streams.topics import TopicNames
+
+SAMPLE_LOG = Path(__file__).resolve().parent.parent / "samples" / "calls.jsonl"
+
+
+def replay_latest(log: str, partitions: int) -> tuple[dict[str, dict], object]:
+    latest: dict[str, dict] = {}
+
+    def keep(result: object) -> None:
+        document = json.loads(__import__("msgspec").json.encode(result))
+        latest[document["call_id"]] = document
+
+    report = replay(read_log(log), CallEngine(), partitions, keep)
+    return latest, report
+
+
+def collect_live(settings: Settings, expected: dict[str, dict], timeout_s: float) -> dict[str, dict]:
+    latest: dict[str, dict] = {}
+    bar = progress_bar(total=len(expected), desc="results", unit="call")
+
+    def keep(key: bytes, value: bytes) -> None:
+        document = json.loads(value)
+        previous = latest.get(document["call_id"])
+        if previous is None or document["version"] >= previous["version"]:
+            if previous is None:
+                bar.update(1)
+            latest[document["call_id"]] = document
+
+    def complete() -> bool:
+        return all(c in latest and latest[c]["version"] >= e["version"] for c, e in expected.items())
+
+    asyncio.run(read_topic(settings, TopicNames(settings.topic_prefix).results, None, keep, until=complete, timeout_s=timeout_s))
+    bar.close()
+    return latest
+
+
+def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180.0) -> int:
+    log = log or str(SAMPLE_LOG)
+    started = time.perf_counter()
+    expected, replay_report = replay_latest(log, partitions)
+    workdir = tempfile.mkdtemp(prefix="callqa-demo-")
+    print(f"callqa demo: {log}\n  replay (in-process): {replay_report.events} events, {len(expected)} calls "
+          f"in {replay_report.seconds:.2f} s ({replay_report.events_per_s:,.0f} events/s)")
+    with EmbeddedBroker().start(log_path=f"{workdir}/broker.log") as broker:
+        print(f"  embedded broker at {broker.bootstrap}; logs in {workdir}")
+        settings = Settings(broker=broker.url, partitions=partitions, data_dir=f"{workdir}/data")
+        with WorkerProcess(broker.url, f"{workdir}/data", log_path=f"{workdir}/worker.log",
+                           env={"CALLQA_PARTITIONS": str(partitions)}) as worker:
+            worker.wait_ready()
+            print(f"  worker ready after {time.perf_counter() - started:.1f} s")
+            records = list(read_log(log))
+            bar = progress_bar(total=len(records), desc="send", unit="record")
+            sent_at = time.perf_counter()
+            send = asyncio.run(send_log(records, settings, on_record=lambda n: bar.update(1)))
+            bar.close()
+            live = collect_live(settings, expected, timeout_s)
+            scored_in = time.perf_counter() - sent_at
+            health = worker.health() or {}
+    print()
+    print(results_table(live.values()))
+    print()
+    print(totals_block(list(live.values())))
+    same = sum(1 for call_id, doc in expected.items() if live.get(call_id) == doc)
+    missing = [c for c in expected if c not in live]
+    print(
+        f"\nrecords: {send.records}, events: {send.events}, messages sent: {send.messages}; "
+        f"worker: applied {health.get('applied', '?')}, duplicates ignored {health.get('duplicate', '?')}, "
+        f"dead-lettered {replay_report.rejected}"
+    )
+    print(f"calls scored live: {len(live)}/{len(expected)}; identical to replay: {same}/{len(expected)}")
+    print(f"send → all results: {scored_in:.1f} s ({send.events / scored_in:,.0f} events/s end to end); "
+          f"demo total {time.perf_counter() - started:.1f} s")
+    if missing:
+        print(f"MISSING results for {len(missing)} calls, e.g. {missing[:5]}")
+    return 0 if not missing and same == len(expected) else 1

@@ -1,0 +1,157 @@
+"""What the live worker does with one Kafka message, without Faust in the way.
+
+`LiveScorer.handle()` decodes the message, feeds its events through the shared `CallEngine`, runs the
+inactivity sweep for the message's partition, and returns an `Outbox`: results to publish, dead
+letters, synthetic events to record in the event log, journal segments to write and calls to forget.
+The Faust agent (streams/app.py) only performs those sends. Tests drive this class directly too.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from models.events import Event
+from models.results import CallResult
+from models.wire import Rejected, decode_message, encode_event
+from scorers.engine import CallEngine, Processed
+from streams.journal import calls_of_partition
+
+# A batch message's events share one offset: position = offset * 2**20 + index keeps them ordered.
+INDEX_BITS = 20
+SYNTHETIC_INDEX = (1 << INDEX_BITS) - 1
+
+
+def position_of(offset: int, index: int) -> int:
+    return (offset << INDEX_BITS) | index
+
+
+@dataclass(slots=True)
+class DeadLetter:
+    reason: str
+    topic: str
+    partition: int
+    offset: int
+    original: bytes
+    event_id: str | None = None
+    call_id: str | None = None
+    batch_index: int | None = None
+
+    def to_document(self) -> dict[str, Any]:
+        try:
+            text: str | None = self.original.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        return {
+            "reason": self.reason,
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "batch_index": self.batch_index,
+            "event_id": self.event_id,
+            "call_id": self.call_id,
+            "original_b64": base64.b64encode(self.original).decode("ascii"),
+            "original_text": text,
+        }
+
+
+@dataclass
+class Outbox:
+    results: list[CallResult] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    recorded_events: list[Event] = field(default_factory=list)
+    journal: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
+    forget: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LiveScorer:
+    engine: CallEngine
+    max_message_bytes: int = 1_048_576
+    # call_id -> (partition, segments written); what this worker owns right now.
+    owned: dict[str, list[int]] = field(default_factory=dict)
+    restored_partitions: set[int] = field(default_factory=set)
+
+    # ------------------------------------------------------------------------------- messages
+
+    def handle(self, value: bytes, topic: str, partition: int, offset: int) -> Outbox:
+        out = Outbox()
+        decoded = decode_message(value, self.max_message_bytes)
+        for rejected in decoded.rejected:
+            out.dead_letters.append(self._dead_letter(rejected, topic, partition, offset))
+        for index, event in enumerate(decoded.events):
+            processed = self.engine.process(event, partition, position_of(offset, index))
+            where = (value, index if decoded.is_batch else None)
+            self._collect(processed, event, partition, position_of(offset, index), topic, offset, out, where)
+        for synthetic in self.engine.sweep(partition):
+            out.recorded_events.append(synthetic)
+            processed = self.engine.process(synthetic, partition, None)
+            where = (encode_event(synthetic), None)
+            self._collect(processed, synthetic, partition, position_of(offset, SYNTHETIC_INDEX), topic, offset, out, where)
+        for call_id in self.engine.expired(partition):
+            out.forget.append(call_id)
+        if out.forget:
+            self.engine.forget(out.forget)
+        return out
+
+    def _collect(self, processed: Processed, event: Event, partition: int, position: int, topic: str,
+                 offset: int, out: Outbox, where: tuple[bytes, int | None]) -> None:
+        """`where`: the original bytes to dead-letter the event with, and its index in a batch."""
+        if processed.status == "applied":
+            out.journal.setdefault(event.call_id, []).append((position, encode_event(event)))
+            self.owned.setdefault(event.call_id, [partition, 0])
+        elif processed.status == "rejected":
+            original, batch_index = where
+            out.dead_letters.append(
+                DeadLetter(processed.reason or "rejected", topic, partition, offset, original,
+                           event.event_id, event.call_id, batch_index)
+            )
+        if processed.result is not None:
+            out.results.append(processed.result)
+
+    @staticmethod
+    def _dead_letter(rejected: Rejected, topic: str, partition: int, offset: int) -> DeadLetter:
+        return DeadLetter(rejected.reason, topic, partition, offset, rejected.raw, rejected.event_id,
+                          rejected.call_id, rejected.batch_index)
+
+    def next_segment(self, call_id: str) -> int:
+        """The segment number for the next journal write of `call_id` (and count it)."""
+        entry = self.owned[call_id]
+        segment = entry[1]
+        entry[1] += 1
+        return segment
+
+    # ------------------------------------------------------------------------------ ownership
+
+    def restore_partition(self, partition: int, journal_items: Iterable[tuple[bytes, bytes]]) -> int:
+        """Rebuild every call journaled on `partition`; returns how many calls were restored."""
+        from models.wire import decode_message as decode
+
+        restored = 0
+        for call_id, segments, entries in calls_of_partition(journal_items, partition):
+            for position, raw in entries:
+                for event in decode(raw).events:
+                    self.engine.process(event, partition, position)
+            self.owned[call_id] = [partition, segments]
+            restored += 1
+        self.restored_partitions.add(partition)
+        return restored
+
+    def release_partitions(self, partitions: set[int]) -> None:
+        """Forget what another worker may now change (on revoke): re-read it if it comes back."""
+        gone = [call_id for call_id, (partition, _) in self.owned.items() if partition in partitions]
+        self.engine.forget(gone)
+        for call_id in gone:
+            del self.owned[call_id]
+        for partition in partitions:
+            self.engine.sweeper.forget_partition(partition)
+            self.restored_partitions.discard(partition)
+
+    def forgotten(self, call_ids: list[str]) -> list[str]:
+        """Drop ownership of expired calls; returns how many journal segments each had (for deletes)."""
+        counts = []
+        for call_id in call_ids:
+            entry = self.owned.pop(call_id, None)
+            counts.append(entry[1] if entry else 0)
+        return counts

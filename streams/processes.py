@@ -1,0 +1,79 @@
+"""Start and stop a worker as a child process (for `demo`, tests and benchmarks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+
+from streams.broker import free_port
+
+
+@dataclass
+class WorkerProcess:
+    broker_url: str
+    data_dir: str
+    web_port: int = 0
+    env: dict[str, str] = field(default_factory=dict)
+    log_path: str | None = None
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def start(self) -> "WorkerProcess":
+        if self.web_port == 0:
+            self.web_port = free_port()
+        env = {
+            **os.environ,
+            "CALLQA_BROKER": self.broker_url,
+            "CALLQA_WEB_PORT": str(self.web_port),
+            "CALLQA_DATA_DIR": self.data_dir,
+            **self.env,
+        }
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streams.cli", "worker"], env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    def health(self) -> dict | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/health", timeout=1) as response:
+                return json.loads(response.read())
+        except (OSError, ValueError):
+            return None
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"worker exited with code {self.process.returncode}; see {self.log_path}")
+            if self.health() is not None:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"worker not ready within {timeout_s:.0f} s; see {self.log_path}")
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown, no final commit — what a crash looks like."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def __enter__(self) -> "WorkerProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,86 @@
+"""Readable text for people: one line per result, dead letter or alert, and the demo's table."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def metrics_passed(result: dict[str, Any]) -> tuple[int, int]:
+    applicable = [m for m in result.get("metrics", []) if m.get("score") is not None]
+    return sum(1 for m in applicable if m.get("passed")), len(applicable)
+
+
+def result_line(result: dict[str, Any]) -> str:
+    ev = result.get("evaluation", {})
+    passed, applicable = metrics_passed(result)
+    return (
+        f"{result['call_id']} v{result['version']} agent={result.get('agent_id') or '-'} "
+        f"turns={ev.get('total_turns', '-')} dur={_fmt(ev.get('duration_seconds'))}s "
+        f"p50={_fmt(ev.get('latency_stats', {}).get('p50_ms'), 0)}ms stop={ev.get('stop_reason')} "
+        f"metrics={passed}/{applicable} passed success={_fmt(ev.get('is_successful', '-'))}"
+    )
+
+
+def dead_letter_line(document: dict[str, Any]) -> str:
+    return f"{document.get('topic')}[{document.get('partition')}]@{document.get('offset')}: {document.get('reason')}"
+
+
+def alert_line(alert: dict[str, Any]) -> str:
+    return (
+        f"[{str(alert.get('state', '')).upper():8}] {alert.get('severity', '')} {alert.get('rule')} "
+        f"scope={alert.get('scope')} metric={alert.get('metric')} pass_rate={_fmt(alert.get('pass_rate'), 3)} "
+        f"({alert.get('passed')}/{alert.get('total')}) window=[{alert.get('window_start_ms')}, {alert.get('window_end_ms')}) "
+        f"key={alert.get('dedupe_key')}"
+    )
+
+
+COLUMNS = [
+    ("call", 26), ("ver", 3), ("agent", 12), ("scenario", 28), ("turns", 5), ("dur s", 7), ("p50 ms", 7),
+    ("stop", 22), ("metrics", 7), ("success", 7),
+]
+
+
+def results_table(results: Iterable[dict[str, Any]]) -> str:
+    rows = []
+    for r in sorted(results, key=lambda r: r["call_id"]):
+        ev = r.get("evaluation", {})
+        passed, applicable = metrics_passed(r)
+        rows.append([
+            r["call_id"], str(r["version"]), r.get("agent_id") or "-", str(ev.get("scenario_name", "-")),
+            str(ev.get("total_turns", "-")), _fmt(ev.get("duration_seconds")),
+            _fmt(ev.get("latency_stats", {}).get("p50_ms"), 0), str(ev.get("stop_reason")),
+            f"{passed}/{applicable}", _fmt(ev.get("is_successful", "-")),
+        ])
+    header = "  ".join(name.ljust(width) for name, width in COLUMNS)
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        lines.append("  ".join(cell[:width].ljust(width) for cell, (_, width) in zip(row, COLUMNS)))
+    return "\n".join(lines)
+
+
+def totals_block(results: list[dict[str, Any]]) -> str:
+    """Per-metric totals: calls where it applied, average score, pass rate."""
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        for m in r.get("metrics", []):
+            by_metric.setdefault(m["metric"], []).append(m)
+    lines = [f"{'metric':22}  {'applied':>7}  {'avg score':>9}  {'pass rate':>9}"]
+    for name, entries in by_metric.items():
+        applied = [m for m in entries if m.get("score") is not None]
+        avg = sum(m["score"] for m in applied) / len(applied) if applied else None
+        rate = sum(1 for m in applied if m.get("passed")) / len(applied) if applied else None
+        lines.append(f"{name:22}  {len(applied):>7}  {_fmt(avg):>9}  {(_fmt(rate * 100) + '%') if rate is not None else '-':>9}")
+    successes = [r["evaluation"].get("is_successful") for r in results if isinstance(r.get("evaluation", {}).get("is_successful"), bool)]
+    if successes:
+        lines.append(f"\nscenarios with a verdict: {len(successes)}, successful: {sum(successes)} ({100 * sum(successes) / len(successes):.1f}%)")
+    return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""`callqa tail results|deadletter|alerts`: print a topic's records readably, from the beginning.
+
+It reads outside any consumer group and from the first offset: the embedded broker's "latest offset"
+answer is wrong (BROKER.md), so starting "at the end" cannot be trusted there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Callable
+
+from aiokafka import TopicPartition
+
+from streams.config import Settings
+from streams.kafka_clients import reader
+from streams.render import alert_line, dead_letter_line, result_line
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "results": result_line,
+    "deadletter": dead_letter_line,
+    "alerts": alert_line,
+}
+
+
+async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None, on_record: Callable[[bytes, bytes], None],
+                     until: Callable[[], bool] | None = None, timeout_s: float | None = None) -> int:
+    """Deliver every record of `topic` to `on_record(key, value)`; stop after `idle_exit_s` without
+    new records (None: follow forever), once `until()` holds, or after `timeout_s`. Returns the number read."""
+    consumer = reader(settings)
+    await consumer.start()
+    count = 0
+    try:
+        partitions = await _partitions(consumer, topic)
+        consumer.assign([TopicPartition(topic, p) for p in partitions])
+        await consumer.seek_to_beginning()
+        idle = 0.0
+        deadline = None if timeout_s is None else asyncio.get_running_loop().time() + timeout_s
+        while idle_exit_s is None or idle < idle_exit_s:
+            if until is not None and until():
+                break
+            if deadline is not None and asyncio.get_running_loop().time() > deadline:
+                break
+            batches = await consumer.getmany(timeout_ms=500)
+            records = [r for batch in batches.values() for r in batch]
+            if not records:
+                idle += 0.5
+                continue
+            idle = 0.0
+            for record in records:
+                on_record(record.key or b"", record.value or b"")
+                count += 1
+    finally:
+        await consumer.stop()
+    return count
+
+
+async def _partitions(consumer: Any, topic: str, wait_s: float = 30.0) -> list[int]:
+    for _ in range(int(wait_s * 4)):
+        partitions = consumer.partitions_for_topic(topic)
+        if partitions:
+            return sorted(partitions)
+        await consumer._client.force_metadata_update()  # the topic may not exist yet: wait for it
+        await asyncio.sleep(0.25)
+    raise SystemExit(f"topic {topic!r} does not exist (is a worker running against this broker?)")
+
+
+def tail(settings: Settings, topic: str, kind: str, follow: bool, raw: bool) -> int:
+    render = RENDERERS[kind]
+
+    def show(key: bytes, value: bytes) -> None:
+        try:
+            document = json.loads(value)
+        except ValueError:
+            print(f"(undecodable record, key={key!r}, {len(value)} bytes)")
+            return
+        print(json.dumps(document, sort_keys=False) if raw else render(document), flush=True)
+
+    return asyncio.run(read_topic(settings, topic, None if follow else 3.0, show))
