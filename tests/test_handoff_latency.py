@@ -1,0 +1,125 @@
+"""Handoff latency samples: one source per call (latency events, else RTVI speaking events, else turn
+timings), one sample per handoff."""
+from eventkit import T0, event, run_call
+from qa_kit import call_events
+
+T = T0 + 1_000_000
+
+
+def samples(*middle):
+    engine, _ = run_call(call_events(*middle))
+    return [(s.latency_ms, s.user_transcript, s.agent_transcript)
+            for s in engine.calls["c1"].accumulators["handoff_latency"].samples()]
+
+
+def latency(ms, user="", agent=""):
+    return event("latency", {"latency_ms": ms, "user_transcript": user, "agent_transcript": agent})
+
+
+def speaking(kind, side, at):
+    return event("rtvi", {"side": side, "message": {"label": "rtvi-ai", "type": kind}}, ts_ms=at)
+
+
+def user_turn(text, start=None, end=None):
+    return event("turn", {"role": "user", "text": text, "start_ms": start, "end_ms": end})
+
+
+def agent_turn(text, start=None, end=None):
+    return event("turn", {"role": "agent", "text": text, "start_ms": start, "end_ms": end})
+
+
+def simulated_user_stopped(at):
+    return speaking("bot-stopped-speaking", "user", at)
+
+
+def agent_heard_user_stop(at):
+    return speaking("user-stopped-speaking", "agent", at)
+
+
+def agent_started(at):
+    return speaking("bot-started-speaking", "agent", at)
+
+
+def test_latency_events_are_the_samples_when_present():
+    # The speaking events (900 ms) and turn timings (500 ms) of the same handoff are not counted again.
+    assert samples(
+        user_turn("hi", 0, 1000),
+        simulated_user_stopped(T), agent_started(T + 900),
+        agent_turn("hello", 1500, 2000),
+        latency(850, "hi", "hello"),
+    ) == [(850.0, "hi", "hello")]
+
+
+def test_simulated_users_bot_stopped_to_agents_bot_started():
+    assert samples(
+        user_turn("book a table"),
+        simulated_user_stopped(T), agent_started(T + 1200),
+        agent_turn("For how many?"),
+    ) == [(1200.0, "book a table", "For how many?")]
+
+
+def test_agent_pipelines_user_stopped_to_bot_started():
+    assert samples(agent_heard_user_stop(T), agent_started(T + 700)) == [(700.0, "", "")]
+
+
+def test_simulated_user_is_preferred_over_the_agent_pipeline():
+    # Both describe the same handoff: 1000 ms from the simulated user's own stop, 800 from the agent's VAD.
+    assert samples(
+        simulated_user_stopped(T), agent_heard_user_stop(T + 200), agent_started(T + 1000),
+    ) == [(1000.0, "", "")]
+
+
+def test_turn_timings_when_there_are_no_latency_or_speaking_events():
+    # user ends 2000 → agent starts 2600; user ends 5000 → agent starts 6500.
+    assert samples(
+        user_turn("hi", 0, 2000), agent_turn("hello", 2600, 3000),
+        user_turn("bye", 4000, 5000), agent_turn("goodbye", 6500, 7000),
+    ) == [(600.0, "hi", "hello"), (1500.0, "bye", "goodbye")]
+
+
+def test_speaking_events_are_not_mixed_with_turn_timings():
+    assert samples(
+        user_turn("hi", 0, 2000), simulated_user_stopped(T), agent_started(T + 400), agent_turn("hello", 2600, 3000),
+    ) == [(400.0, "hi", "hello")]
+
+
+def test_one_sample_per_handoff_from_speaking_events():
+    # The agent starts speaking twice after one user stop (e.g. after an interruption): one handoff.
+    assert samples(
+        simulated_user_stopped(T), agent_started(T + 500), agent_started(T + 3000),
+    ) == [(500.0, "", "")]
+
+
+def test_one_sample_per_handoff_from_turn_timings():
+    assert samples(
+        user_turn("hi", 0, 1000), agent_turn("hello", 1400, 2000), agent_turn("how can I help?", 2100, 3000),
+    ) == [(400.0, "hi", "hello")]
+
+
+def test_the_users_last_stop_before_the_reply_counts():
+    # The user pauses and goes on: from the second stop (T + 2000) to the reply (T + 2600).
+    assert samples(
+        simulated_user_stopped(T), simulated_user_stopped(T + 2000), agent_started(T + 2600),
+    ) == [(600.0, "", "")]
+
+
+def test_the_users_last_turn_end_before_the_reply_counts():
+    assert samples(
+        user_turn("hi", 0, 1000), user_turn("are you there", 1500, 2500), agent_turn("yes", 3000, 3500),
+    ) == [(500.0, "are you there", "yes")]
+
+
+def test_agent_speaking_first_is_not_a_handoff():
+    assert samples(agent_started(T), agent_turn("Welcome!", 0, 800)) == []
+
+
+def test_the_simulated_users_own_speech_start_is_not_a_reply():
+    # user-side bot-started-speaking is the simulated user talking, not the agent.
+    assert samples(simulated_user_stopped(T), speaking("bot-started-speaking", "user", T + 300)) == []
+
+
+def test_several_handoffs_give_one_sample_each():
+    assert samples(
+        simulated_user_stopped(T), agent_started(T + 900),
+        simulated_user_stopped(T + 5000), agent_started(T + 6100),
+    ) == [(900.0, "", ""), (1100.0, "", "")]
