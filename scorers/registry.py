@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scorers.base import Scorer
+from scorers.evaluation.actions import PredictedActions
+from scorers.evaluation.conversation_end import ConversationEnd
+from scorers.evaluation.db_state import DbStateScorer, PredicateRegistry
+from scorers.evaluation.judge_fields import EvaluationJudge
 from scorers.handoff_latency import HandoffLatency
 from scorers.qa.base import QaMetric
 from scorers.qa.hallucination import Hallucination
@@ -39,12 +43,17 @@ def qa_metrics() -> list[QaMetric]:
     ]
 
 
-def signal_scorers() -> list[Scorer]:
-    """Accumulators the evaluation document (metrics.json) and several metrics read."""
+def signal_scorers(predicates: PredicateRegistry | None = None) -> list[Scorer]:
+    """Accumulators the evaluation document (metrics.json) and several metrics read. `predicates`
+    replaces the default DB-state predicate registry (see scorers/evaluation/db_state.py)."""
     return [
         HandoffLatency(),
         TokenUsage(),
         Retries(),
+        ConversationEnd(),
+        PredictedActions(),
+        DbStateScorer(predicates),
+        EvaluationJudge(),
     ]
 
 

@@ -1,7 +1,11 @@
 """The evaluation harness's per-scenario `metrics.json` document for one call.
 
-Always-present keys come first, conditional keys only when their condition holds (see the metrics
-dictionary). Every figure comes from accumulators kept while the call ran; nothing re-reads events.
+Always-present keys come first, in the metrics dictionary's table order, then the conditional keys,
+each only when its condition holds, in that table's order; the judge's judge_result.json document
+rides last under `judge_result` (the export writes it as its own file). Every figure comes from
+accumulators kept while the call ran; nothing re-reads events. A call without a scenario (a
+production call) gets the full document too: no reference answer ("N/A"), the tool-only policy,
+every signal whitelisted, no agent-turn floor.
 """
 
 from __future__ import annotations
@@ -10,9 +14,55 @@ from datetime import datetime, timezone
 from typing import Any
 
 from models.call_state import CallState
+from scorers.evaluation.actions import PredictedActionsAcc, action_match_value
+from scorers.evaluation.conversation_end import ConversationEndAcc, conversation_end_fields
+from scorers.evaluation.db_state import DbStateAcc, db_state_fields
+from scorers.evaluation.judge_fields import JudgeAnswerAcc, judge_fields
+from scorers.evaluation.success import success_fields
 from scorers.handoff_latency import HandoffLatencyAcc
 from scorers.stats import latency_stats
 from scorers.token_usage import TokenUsageAcc
+
+
+ALWAYS_PRESENT_KEYS = (
+    "scenario_name",
+    "scenario_directory",
+    "total_turns",
+    "turns",
+    "duration_seconds",
+    "scenario_duration",
+    "latency_stats",
+    "latencies",
+    "stop_reason",
+    "inactivity_timeout_seconds",
+    "clean_exit",
+    "end_conversation_tool_called",
+    "simulator_end_reported",
+    "last_speaker",
+    "conversation_end_policy",
+    "conversation_end_reason",
+    "is_action_match",
+    "token_usage",
+    "success_breakdown",
+    "is_successful",
+    "is_task_successful",  # written whenever is_successful is a bool
+    "auto_retry_count",
+)
+CONDITIONAL_KEYS = (
+    "db_state_expected_hash",
+    "db_state_actual_hash",
+    "db_state_match",
+    "db_state_assertion_verdicts",
+    "db_state_assertion_pass_rate",
+    "nl_assertion_pass_rate",
+    "judge_score",
+    "judge_passed",
+    "insufficient_agent_turns",
+    "auto_retry_reasons",
+    "trace_metrics",
+)
+JUDGE_RESULT_KEY = "judge_result"
+KEY_ORDER = (*ALWAYS_PRESENT_KEYS, *CONDITIONAL_KEYS, JUDGE_RESULT_KEY)
 
 
 def iso_timestamp(ts_ms: int) -> str:
@@ -63,11 +113,25 @@ def always_present(call: CallState) -> dict[str, Any]:
     }
 
 
+def in_key_order(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` in KEY_ORDER; a key the order does not know keeps its place after the known ones."""
+    ordered = {key: fields[key] for key in KEY_ORDER if key in fields}
+    ordered.update((key, value) for key, value in fields.items() if key not in ordered)
+    return ordered
+
+
 def build_metrics_json(call: CallState) -> dict[str, Any]:
     document = always_present(call)
-    retries = call.accumulators.get("retries")
+    accumulators = call.accumulators
+    document.update(conversation_end_fields(accumulators.get("conversation_end") or ConversationEndAcc(), call))
+    document["is_action_match"] = action_match_value(accumulators.get("predicted_actions") or PredictedActionsAcc(), call.scenario)
+    document.update(db_state_fields(accumulators.get("db_state") or DbStateAcc(), call.scenario))
+    document.update(judge_fields(accumulators.get("evaluation_judge") or JudgeAnswerAcc(), call.scenario))
+    retries = accumulators.get("retries")
     if retries is not None and retries.reasons:
         document["auto_retry_reasons"] = list(retries.reasons)
     if call.ended is not None and call.ended.trace_metrics is not None:
         document["trace_metrics"] = call.ended.trace_metrics
-    return document
+    tokens: TokenUsageAcc = accumulators["token_usage"]
+    document.update(success_fields(document, call.scenario, tokens.agent.n_calls))
+    return in_key_order(document)

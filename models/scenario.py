@@ -1,0 +1,280 @@
+"""The evaluation harness's scenario model: who talks, what each side must do, how the call is scored.
+
+A `Scenario` describes one simulated call: the personas, tasks, actions and resources of the agent
+under test and of the simulated user (rendered into their system prompts), and the scoring inputs —
+reference answer and match options, expected DB, DB-state and natural-language assertions, the
+`success_signals` whitelist. `Scenario.to_call_started()` turns it into the `call.started` data a
+harness publishes, so that callqa scores the call against it.
+
+Declare scenarios by constructing `Scenario(...)`, or by subclassing with `@dataclass(kw_only=True)`
+and new field defaults for a domain's shared parts.
+
+`SuccessSignal` and `composite_is_successful` are the one definition of the composite verdict: the
+evaluation document (scorers/evaluation/success.py) uses them too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
+
+from scorers.evaluation.db_state import db_state_hash
+
+NOT_APPLICABLE = "N/A"
+
+
+class SuccessSignal(StrEnum):
+    """Per-scenario scoring signals that may gate `is_successful`; the values are the JSON keys of
+    `success_breakdown` (members are string-equal to them)."""
+
+    ACTION_MATCH = "is_action_match"
+    DB_STATE_MATCH = "db_state_match"
+    DB_STATE_ASSERTION = "db_state_assertion"
+    NL_ASSERTION = "nl_assertion"
+    JUDGE_PASSED = "judge_passed"
+    CLEAN_EXIT = "clean_exit"
+
+
+def as_success_signal(name: SuccessSignal | str) -> SuccessSignal:
+    """The member named by `name`; ValueError when there is none."""
+    try:
+        return SuccessSignal(name)
+    except ValueError:
+        known = ", ".join(s.value for s in SuccessSignal)
+        raise ValueError(f"unknown success signal {name!r}; expected one of: {known}") from None
+
+
+def parse_success_signals(names: Iterable[SuccessSignal | str] | None) -> tuple[SuccessSignal, ...]:
+    """A whitelist as members, in the given order without repeats; None means every signal.
+    Raises ValueError on a name that is no SuccessSignal."""
+    if names is None:
+        return tuple(SuccessSignal)
+    return tuple(dict.fromkeys(as_success_signal(name) for name in names))
+
+
+def composite_is_successful(
+    whitelist: Iterable[SuccessSignal], signals: Mapping[SuccessSignal, bool | None]
+) -> bool | Literal["N/A"]:
+    """Strict AND over the whitelisted signals that have a verdict; "N/A" when none has."""
+    applicable = [signals[s] for s in whitelist if signals.get(s) is not None]
+    if not applicable:
+        return NOT_APPLICABLE
+    return all(applicable)
+
+
+# ---------------------------------------------------------------------------------- prompt parts
+
+SPOKEN_STYLE = (
+    "Stay in your role and work towards your task using the information below. Your words are spoken "
+    "aloud: keep replies short and conversational, in plain sentences with ordinary punctuation, "
+    "numbers written as words, and no special characters or emojis."
+)
+
+
+@dataclass
+class Persona:
+    """Who a side is. `behavior_config` and `voice_config` are carried for pipeline and TTS layers
+    and for slicing metrics; they are not rendered into the prompt."""
+
+    role: str
+    name: str | None = None
+    background: str | None = None
+    personality: str | None = None
+    language: str | None = None
+    accent: str | None = None
+    behavior_config: dict[str, Any] | None = None
+    voice_config: dict[str, Any] | None = None
+
+    def to_prompt_section(self) -> str:
+        lines = [f"You are a {self.role}."]
+        if self.name:
+            lines.append(f"Your name is {self.name}.")
+        if self.background:
+            lines.append(self.background)
+        if self.personality:
+            lines.append(self.personality)
+        if self.language and self.accent:
+            lines.append(f"You speak {self.language} with a {self.accent} accent.")
+        elif self.language:
+            lines.append(f"You speak {self.language}.")
+        elif self.accent:
+            lines.append(f"You speak with a {self.accent} accent.")
+        lines.append(SPOKEN_STYLE)
+        return "\n".join(lines)
+
+
+@dataclass
+class Task:
+    goal: str
+    background: str = ""
+
+    def to_prompt_section(self) -> str:
+        lines = ["# Task", ""]
+        if self.background:
+            lines.append(self.background)
+        lines.append(f"Your goal is to: {self.goal}")
+        return "\n".join(lines)
+
+
+@dataclass
+class Actions:
+    """Step-by-step instructions and standing guidelines for one side."""
+
+    instructions: list[str] = field(default_factory=list)
+    guidelines: list[str] = field(default_factory=list)
+
+    def to_prompt_section(self) -> str:
+        if not self.instructions and not self.guidelines:
+            return ""
+        sections = ["# Actions"]
+        if self.instructions:
+            steps = "\n".join(f"Step {i}: {step}" for i, step in enumerate(self.instructions, start=1))
+            sections.append(
+                "## Instructions\nFollow these steps in order, one step per turn, to complete the task:\n" + steps
+            )
+        if self.guidelines:
+            rules = "\n".join(f"- {rule}" for rule in self.guidelines)
+            sections.append("## Guidelines\nAlways comply with these guidelines during the task:\n" + rules)
+        return "\n\n".join(sections)
+
+
+@dataclass
+class Resources:
+    """Tools (name → constructor arguments), documents (name → file path readable through a tool),
+    loose information lines, and optional named information blocks (`info_sections`, rendered as
+    `### <name>` blocks under Additional Information)."""
+
+    tools: dict[str, dict[str, str]] = field(default_factory=dict)
+    documents: dict[str, str] = field(default_factory=dict)
+    information: list[str] = field(default_factory=list)
+    info_sections: dict[str, str] | None = None
+
+    def to_prompt_section(self) -> str:
+        sections = []
+        if self.documents:
+            listing = "\n".join(f"- {name}: {path}" for name, path in self.documents.items())
+            sections.append("## Available Documents\nYou can read these documents with your tools:\n" + listing)
+        if self.information or self.info_sections:
+            parts = ["## Additional Information"]
+            if self.information:
+                parts.append("Use this information for reference:\n" + "\n".join(f"- {line}" for line in self.information))
+            for title, body in (self.info_sections or {}).items():
+                parts.append(f"### {title}\n{body}")
+            sections.append("\n".join(parts))
+        if not sections:
+            return ""
+        return "\n\n".join(["# Resources", *sections])
+
+    def to_tools_json_string(self) -> str:
+        return json.dumps(self.tools) if self.tools else "{}"
+
+
+# -------------------------------------------------------------------------------------- scenario
+
+
+@dataclass(kw_only=True)
+class Scenario:
+    """One evaluation scenario. `success_signals=None` gates on every signal; the conversation-end
+    policy, the agent-turn floor and the judge options travel with the scenario to callqa."""
+
+    reference_file: ClassVar[str] = "reference_answer.json"
+
+    name: str | None = None
+    domain: str = "default"
+    description: str | None = None
+    noise_config: dict[str, Any] | None = None
+    max_duration: int | None = None
+
+    reference_answer: list[dict[str, Any]] | dict[str, Any] | None = None
+    ignore_capitalization: bool = False
+    ignore_punctuation: bool = False
+    clean_text: bool = False
+    disallow_extra_items: bool = False
+    expected_scenario_db: dict[str, Any] | None = None
+    nl_assertions: list[str] | None = None
+    db_state_assertions: list[dict[str, Any]] | None = None
+    initialization_actions: list[dict[str, Any]] | None = None
+    expected_user_db: dict[str, Any] | None = None
+    success_signals: Sequence[SuccessSignal | str] | None = None
+
+    conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = "tool-only"
+    min_agent_turns: int = 2
+    judge: bool = False
+    judge_threshold: float | None = None
+    judge_include_conversation: bool = False
+
+    agent_persona: Persona | None = None
+    agent_task: Task | None = None
+    agent_actions: Actions | None = None
+    agent_resources: Resources | None = None
+    user_persona: Persona | None = None
+    user_task: Task | None = None
+    user_actions: Actions | None = None
+    user_resources: Resources | None = None
+
+    # -- prompts and tools ------------------------------------------------------------------------
+
+    @staticmethod
+    def _prompt(*parts: Persona | Task | Actions | Resources | None) -> str:
+        return "\n\n".join(section for part in parts if part is not None and (section := part.to_prompt_section()))
+
+    def get_agent_prompt(self) -> str:
+        return self._prompt(self.agent_persona, self.agent_task, self.agent_actions, self.agent_resources)
+
+    def get_user_prompt(self) -> str:
+        return self._prompt(self.user_persona, self.user_task, self.user_actions, self.user_resources)
+
+    def get_agent_tools(self) -> str:
+        """`{"tool_name": {"arg": "value", …}, …}` as a JSON string."""
+        return self.agent_resources.to_tools_json_string() if self.agent_resources is not None else "{}"
+
+    def get_user_tools(self) -> str:
+        return self.user_resources.to_tools_json_string() if self.user_resources is not None else "{}"
+
+    # -- scoring -----------------------------------------------------------------------------------
+
+    def compute_is_successful(self, signals: Mapping[SuccessSignal | str, bool | None]) -> bool | Literal["N/A"]:
+        """Strict AND over the whitelisted signals with a verdict (None = not applicable); "N/A" when
+        none applies. Raises ValueError when the whitelist or `signals` names an unknown signal."""
+        verdicts = {as_success_signal(key): value for key, value in signals.items()}
+        return composite_is_successful(parse_success_signals(self.success_signals), verdicts)
+
+    def expected_db_hash(self) -> str | None:
+        return db_state_hash(self.expected_scenario_db) if self.expected_scenario_db is not None else None
+
+    def to_scenario_spec(self) -> dict[str, Any]:
+        """The `scenario` block of `call.started` (models.events.ScenarioSpec)."""
+        whitelist = None if self.success_signals is None else [s.value for s in parse_success_signals(self.success_signals)]
+        return {
+            "name": self.name,
+            "domain": self.domain,
+            "description": self.description,
+            "success_signals": whitelist,
+            "reference_answer": self.reference_answer,
+            "ignore_capitalization": self.ignore_capitalization,
+            "ignore_punctuation": self.ignore_punctuation,
+            "clean_text": self.clean_text,
+            "disallow_extra_items": self.disallow_extra_items,
+            "expected_db_hash": self.expected_db_hash(),
+            "db_state_assertions": self.db_state_assertions,
+            "nl_assertions": self.nl_assertions,
+            "conversation_end_policy": self.conversation_end_policy,
+            "min_agent_turns": self.min_agent_turns,
+            "judge": self.judge,
+            "judge_threshold": self.judge_threshold,
+            "judge_include_conversation": self.judge_include_conversation,
+        }
+
+    def to_call_started(self, agent_id: str, **extra: Any) -> dict[str, Any]:
+        """The data of a `call.started` event for a call running this scenario. `extra` carries the
+        other call.started fields (cohort_ids, run_id, variables, inactivity_timeout_s, agent_config);
+        without an `agent_config`, the agent's rendered prompt becomes its prompt (for grounding)."""
+        if "scenario" in extra:
+            raise TypeError("to_call_started() builds the 'scenario' block itself")
+        data: dict[str, Any] = {"agent_id": agent_id, **extra, "scenario": self.to_scenario_spec()}
+        if "agent_config" not in data and (prompt := self.get_agent_prompt()):
+            data["agent_config"] = {"prompt": prompt}
+        return data
+

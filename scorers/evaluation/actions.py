@@ -1,0 +1,169 @@
+"""`is_action_match`: the agent's predicted actions against the scenario's reference answer.
+
+Predicted actions are the agent's `<final_response>…</final_response>` server messages, in order
+(each one's JSON, or `{"message": text}` when it is not JSON) — the harness's prediction file.
+
+Matching (the harness's deterministic comparator):
+- a one-element list holding a dict is unwrapped to that dict, then a lone dict is wrapped in a list;
+- with one reference item and several predictions, only the last prediction is compared;
+- with `disallow_extra_items`, the two lists must have the same length;
+- every reference item must match a distinct prediction item, in any order (a pairing is found
+  whenever one exists, not only by first fit); extra predictions are allowed otherwise;
+- a dict matches when every reference key is present and its value matches (extra predicted keys are
+  fine); a nested list matches like the top level, extras allowed;
+- leaves that both parse as floats compare with `numpy.isclose`; other leaves compare as strings,
+  lowercased under `ignore_capitalization`, with punctuation (`[^\\w\\s]`) removed under
+  `ignore_punctuation` or `clean_text`.
+
+The verdict is `false` when nothing was predicted and "N/A" when the scenario has no reference answer
+(or the call has no scenario).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+import numpy
+
+from models.call_state import CallState
+from models.events import Rtvi, ScenarioSpec
+from models.scenario import NOT_APPLICABLE
+from scorers.base import Scorer
+from scorers.evaluation.server_messages import final_response_payload, server_message_text
+
+PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+@dataclass(slots=True)
+class PredictedActionsAcc:
+    predictions: list[Any] = field(default_factory=list)
+
+
+def parse_final_response(payload: str) -> Any:
+    try:
+        return json.loads(payload)
+    except json.JSONDecodeError:
+        return {"message": payload}
+
+
+class PredictedActions(Scorer):
+    name = "predicted_actions"
+    handles = frozenset({"rtvi"})
+
+    def start(self) -> PredictedActionsAcc:
+        return PredictedActionsAcc()
+
+    def update(self, acc: PredictedActionsAcc, event: Rtvi, call: CallState) -> None:
+        if event.data.side != "agent":
+            return
+        text = server_message_text(event)
+        payload = final_response_payload(text) if text is not None else None
+        if payload is not None:
+            acc.predictions.append(parse_final_response(payload))
+
+
+# ------------------------------------------------------------------------------------- matching
+
+
+@dataclass(frozen=True, slots=True)
+class MatchOptions:
+    ignore_capitalization: bool = False
+    ignore_punctuation: bool = False
+    clean_text: bool = False
+    disallow_extra_items: bool = False
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _normal_text(value: Any, options: MatchOptions) -> str:
+    text = str(value)
+    if options.ignore_capitalization:
+        text = text.lower()
+    if options.ignore_punctuation or options.clean_text:
+        text = PUNCTUATION.sub("", text)
+    return text
+
+
+def leaf_matches(reference: Any, prediction: Any, options: MatchOptions) -> bool:
+    ref_number, pred_number = _as_float(reference), _as_float(prediction)
+    if ref_number is not None and pred_number is not None:
+        return bool(numpy.isclose(ref_number, pred_number))
+    return _normal_text(reference, options) == _normal_text(prediction, options)
+
+
+def item_matches(reference: Any, prediction: Any, options: MatchOptions) -> bool:
+    if isinstance(reference, dict):
+        return isinstance(prediction, dict) and all(
+            key in prediction and item_matches(value, prediction[key], options) for key, value in reference.items()
+        )
+    if isinstance(reference, list):
+        return isinstance(prediction, list) and each_matches_a_distinct_item(
+            reference, prediction, lambda r, p: item_matches(r, p, options)
+        )
+    return leaf_matches(reference, prediction, options)
+
+
+def each_matches_a_distinct_item(references: list[Any], predictions: list[Any], matches: Callable[[Any, Any], bool]) -> bool:
+    """Whether every reference can be paired with its own matching prediction (bipartite matching by
+    augmenting paths; the lists are a handful of actions, so the quadratic search is cheap)."""
+    candidates = [[j for j, prediction in enumerate(predictions) if matches(reference, prediction)] for reference in references]
+    holder: dict[int, int] = {}  # prediction index -> the reference it is paired with
+
+    def pair(i: int, visited: set[int]) -> bool:
+        for j in candidates[i]:
+            if j in visited:
+                continue
+            visited.add(j)
+            if j not in holder or pair(holder[j], visited):
+                holder[j] = i
+                return True
+        return False
+
+    return all(pair(i, set()) for i in range(len(references)))
+
+
+def _unwrap_single(payload: Any) -> Any:
+    if isinstance(payload, list) and len(payload) == 1 and isinstance(payload[0], dict):
+        return payload[0]
+    return payload
+
+
+def _as_list(payload: Any) -> list[Any]:
+    return payload if isinstance(payload, list) else [payload]
+
+
+def is_action_match(reference: Any, predictions: list[Any], options: MatchOptions = MatchOptions()) -> bool:
+    """Whether the predicted actions satisfy the reference answer (see the module's rules)."""
+    if not predictions:
+        return False
+    references = _as_list(_unwrap_single(reference))
+    predicted = _as_list(_unwrap_single(predictions))
+    if len(references) == 1 and len(predicted) > 1:
+        predicted = predicted[-1:]
+    if options.disallow_extra_items and len(references) != len(predicted):
+        return False
+    return each_matches_a_distinct_item(references, predicted, lambda r, p: item_matches(r, p, options))
+
+
+def match_options(scenario: ScenarioSpec) -> MatchOptions:
+    return MatchOptions(
+        ignore_capitalization=scenario.ignore_capitalization,
+        ignore_punctuation=scenario.ignore_punctuation,
+        clean_text=scenario.clean_text,
+        disallow_extra_items=scenario.disallow_extra_items,
+    )
+
+
+def action_match_value(acc: PredictedActionsAcc, scenario: ScenarioSpec | None) -> bool | Literal["N/A"]:
+    # An empty reference writes no reference file in the harness, so it is "N/A" like a missing one.
+    if scenario is None or not scenario.reference_answer:
+        return NOT_APPLICABLE
+    return is_action_match(scenario.reference_answer, acc.predictions, match_options(scenario))
