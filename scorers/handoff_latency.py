@@ -5,7 +5,8 @@ Three sources, in order of preference, never mixed within one call so nothing is
 2. RTVI speaking events — a simulated user's `bot-stopped-speaking` (user side) → the agent's
    `bot-started-speaking`; failing that, the agent pipeline's `user-stopped-speaking` → its
    `bot-started-speaking` (both in event time, `ts_ms`);
-3. turn timings — a user turn's `end_ms` → the next agent turn's `start_ms`.
+3. turn timings — a user turn's `end_ms` → the next agent turn's `start_ms` (none when that turn
+   started before the user's ended: talking over the user is an overlap, not a handoff).
 Each source keeps its own samples while the call runs; the first non-empty one is the call's.
 """
 
@@ -101,5 +102,8 @@ class HandoffLatency(Scorer):
                 source.samples[index].agent_transcript = d.text
             source.awaiting_agent_text.clear()
         if acc.last_user_end_ms is not None and d.start_ms is not None:
-            acc.from_turns.append(LatencySample(float(d.start_ms - acc.last_user_end_ms), acc.last_user_text, d.text))
+            # An agent turn that starts before the user finished talked over the user (an overlap),
+            # it did not answer after the user's last audio: no sample, rather than a negative one.
+            if d.start_ms >= acc.last_user_end_ms:
+                acc.from_turns.append(LatencySample(float(d.start_ms - acc.last_user_end_ms), acc.last_user_text, d.text))
             acc.last_user_end_ms = None

@@ -123,3 +123,12 @@ def test_several_handoffs_give_one_sample_each():
         simulated_user_stopped(T), agent_started(T + 900),
         simulated_user_stopped(T + 5000), agent_started(T + 6100),
     ) == [(900.0, "", ""), (1100.0, "", "")]
+
+
+def test_agent_turn_starting_before_the_user_turn_ended_gives_no_sample():
+    # Agent starts at 1800 while the user speaks until 2000: an overlap, not a −200 ms handoff.
+    # The next handoff (user ends 5000 → agent 5600) still counts.
+    assert samples(
+        user_turn("hi", 0, 2000), agent_turn("hello", 1800, 3000),
+        user_turn("bye", 4000, 5000), agent_turn("goodbye", 5600, 6000),
+    ) == [(600.0, "bye", "goodbye")]
