@@ -141,3 +141,28 @@ def test_writing_refuses_a_path_outside_the_export_directory(tmp_path):
 def test_results_given_as_decoded_dicts_export_the_same_files():
     results = live_run()
     assert export_run([msgspec.to_builtins(result) for result in results]) == export_run(results)
+
+
+def test_results_straight_from_the_engine_export_and_reload_the_same():
+    from eventkit import event, run_call
+
+    def scenario_call(call_id: str, name: str, agent_llm_calls: int):
+        tokens = [{"prompt_tokens": 10, "completion_tokens": 2}] * agent_llm_calls
+        return run_call([
+            event("call.started", {"agent_id": "a", "run_id": RUN, "scenario": {
+                "name": name, "success_signals": ["clean_exit"], "min_agent_turns": 2}}, call_id=call_id),
+            event("turn", {"role": "user", "text": "hi"}, call_id=call_id),
+            event("turn", {"role": "agent", "text": "hello"}, call_id=call_id),
+            event("rtvi", {"side": "agent", "message": {"type": "metrics", "data": {"tokens": tokens}}},
+                  call_id=call_id),
+            event("call.ended", {"stop_reason": "[EXIT]", "end_conversation_tool_called": True}, call_id=call_id),
+        ])[1]
+
+    results = scenario_call("k1", "eva__1", agent_llm_calls=2) + scenario_call("k2", "qa__1", agent_llm_calls=1)
+    live = live_summary(results)
+    # k1 exits cleanly with 2 agent LLM calls: success; k2 made 1 call (< 2), a counted failure: 1/2.
+    assert live.success_rate.passed == 1 and live.success_rate.total == 2
+    assert live.stall_warning.scenarios == ("qa__1",)
+    # The stalled k2 is skipped in the clean-exit bucket: 1 of 1.
+    assert (live.clean_exit_rate.passed, live.clean_exit_rate.total) == (1, 1)
+    assert load_run(export_run(results), run_id=RUN).summary() == live
