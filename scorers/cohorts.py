@@ -89,14 +89,14 @@ class CohortBook:
     def verdicts(self, call: CallState, metrics: list[MetricResult], evaluation: dict[str, Any]) -> list[CohortVerdict]:
         if not self._cohorts:
             return []
-        view = _ResultView(call, metrics, evaluation)
+        view = ResultView(call, metrics, evaluation)
         return [
             self.verdict(self._cohorts[cohort_id], view)
             for cohort_id in sorted(self._cohorts)
             if belongs(call, self._cohorts[cohort_id])
         ]
 
-    def verdict(self, cohort: CohortDefinition, view: "_ResultView") -> CohortVerdict:
+    def verdict(self, cohort: CohortDefinition, view: ResultView) -> CohortVerdict:
         parts: list[tuple[Fraction, Fraction]] = []  # (weight, score) of everything that applies
         metric_details: dict[str, dict[str, Any]] = {}
         counted: list[str] = []
@@ -104,13 +104,13 @@ class CohortBook:
             threshold = selection.threshold if selection.threshold is not None else self.default_thresholds[selection.metric]
             result = view.metrics.get(selection.metric)
             detail: dict[str, Any] = {"score": None, "threshold": threshold, "passed": None, "weight": selection.weight}
-            if result is None or result.score is None:
-                detail["reason"] = result.details.get("reason", NOT_SCORED_REASON) if result is not None else NOT_SCORED_REASON
-            else:
+            if result is not None and result.score is not None:
                 detail["score"] = result.score
                 detail["passed"] = result.score >= threshold
                 counted.append(selection.metric)
                 parts.append((Fraction(selection.weight), Fraction(result.score)))
+            else:
+                detail["reason"] = (result.details if result is not None else {}).get("reason", NOT_SCORED_REASON)
             metric_details[selection.metric] = detail
 
         criterion_details: dict[str, dict[str, Any]] = {}
@@ -217,7 +217,7 @@ def _equal(a: Any, b: Any) -> bool:
 # ---------------------------------------------------------------------------------- the result
 
 
-class _ResultView:
+class ResultView:
     """The fields of the call's result a rule criterion may name, without building the document."""
 
     __slots__ = ("call", "metrics", "evaluation")
