@@ -1,0 +1,368 @@
+"""Text rules the QA metrics share: words, significant words, negation, stock phrases and facts.
+
+One definition of each, so that hallucination, knowledge base recall and naturalness (and any later
+metric) read a turn the same way.
+
+Words
+    `words(text)`: the text lowercased, the typographic apostrophe (’) made straight, then every run of
+    Unicode letters and digits, keeping apostrophes *inside* a word ("don't", "customer's"). Punctuation,
+    underscores and hyphens separate words ("follow-up" is "follow", "up").
+
+Significant words
+    `significant_words(text)`: the words that carry content, in order of appearance. A word is
+    significant when, after dropping a possessive "'s" ("account's" → "account"), it
+    - has at least `MIN_SIGNIFICANT_WORD_LENGTH` (3) characters,
+    - contains at least one letter: pure numbers ("12", "2024") are not significant words, because
+      figures are checked as facts (below) and digits alone must not make two texts look alike,
+    - is not in `ENGLISH_STOP_WORDS`.
+
+Negation
+    `has_negation(words)`: a word in `NEGATION_WORDS` (not, no, never, cannot, …, including the
+    apostrophe-less spellings speech-to-text produces such as "dont") or any word ending in "n't".
+
+Stock phrases
+    `CONFUSION_PHRASES` and `ROBOTIC_PHRASES` are matched on `phrase_text(text)`, the words joined by
+    single spaces, so case and punctuation do not matter ("Sorry, I didn't understand." contains
+    "sorry i didn't understand"). A phrase matches whole words only ("as an ai" is not in "as an aide").
+    Matches do not overlap and the longest phrase wins at a position, so "as an AI language model" is one
+    robotic phrase, not two.
+
+Facts
+    `extract_facts(text)` finds the fact-like figures a speaker states:
+    - prices: "$12.50", "$ 1,200", "12 dollars", "12.50 bucks";
+    - times of day: "4pm", "4 p.m.", "4:30 pm", "16:00", "4:30";
+    - amounts with percent: "15%", "15 percent", "15 per cent";
+    - durations in minutes, hours or days: "30 minutes", "2 hrs", "3-day", "1 min";
+    - any other number whose integer part has 3 or more digits: "1200", "1,200", "48213", "2024".
+    Numbers written as words ("twelve fifty") are not recognised. Digits glued to letters (a code such
+    as "XK1234", an ordinal such as "4th") are not facts.
+
+    Each fact is matched by its *value*, not by how it was written or by its unit:
+    - an amount (price, percent, duration, number) by its number with thousands separators removed and
+      without insignificant zeros: "$12.50", "12.50 dollars", "$12.5" and a bare "12.5" all have the key
+      "12.5"; "1,200" and "1200.00" have the key "1200";
+    - a time by its 24-hour reading "HH:MM": "4pm", "4:00 PM" and "16:00" are all "16:00". A clock time
+      without am/pm and an hour from 1 to 12 is ambiguous and has both readings ("4:30" → "04:30" or
+      "16:30"; "12:15" → "12:15" or "00:15"); it matches when either reading does.
+    Units are dropped because the data an agent is given rarely carries them: a tool result
+    `{"price": 12.5, "duration": 30}` must ground "$12.50" and "30 minutes". The price of that leniency:
+    a figure counts as grounded when the same value appears anywhere in the grounding, whatever it
+    measured there.
+
+    `grounding_keys(text)` gives the keys of *every* figure in a text that could ground a fact: all
+    times and all numbers of any length ("30", "12.5"), not only the fact-like ones.
+
+    `Fact.canonical` is the fact as one deterministic string that keeps its kind ("$12.5", "15%",
+    "30 minutes", "16:00", "04:30/16:30", "1200"); the same fact said twice in different words has the
+    same canonical string.
+
+JSON
+    `json_text(value)`: the strings and numbers of any JSON value (a tool result, the agent's flow,
+    the call's variables), keys included, one per line, dictionaries in sorted key order. Walking the
+    value instead of serialising it keeps escapes such as "\\n" from gluing a letter to a figure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, Iterable, Iterator
+
+# ------------------------------------------------------------------------------------------ words
+
+WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+_TYPOGRAPHIC_APOSTROPHE = "\u2019"
+_POSSESSIVE = "'s"
+
+MIN_SIGNIFICANT_WORD_LENGTH = 3
+
+# Function words (the common English stop-word list of NLTK and Snowball, with the contractions spelled
+# out) plus the fillers and courtesy words of spoken calls ("okay", "please", "thanks", "would you
+# like"), which say nothing about what the call was about. Words shorter than
+# MIN_SIGNIFICANT_WORD_LENGTH are left out: they are never significant anyway.
+ENGLISH_STOP_WORDS = frozenset(
+    """
+    about above after again against all and any are aren aren't because been before being below between
+    both but can can't cannot could couldn couldn't did didn didn't does doesn doesn't doing don don't down
+    during each few for from further had hadn hadn't has hasn hasn't have haven haven't having her here
+    here's hers herself him himself his how how's i'd i'll i'm i've into isn isn't it'd it'll it's its
+    itself just let let's may might mightn mightn't more most must mustn mustn't myself needn needn't nor
+    not now off once only other ought our ours ourselves out over own same shall shan shan't she she'd
+    she'll she's should should've shouldn shouldn't some such than that that'll that's the their theirs
+    them themselves then there there's these they they'd they'll they're they've this those through too
+    under until very was wasn wasn't we'd we'll we're we've were weren weren't what what's when when's
+    where where's which while who who's whom why why's will with won won't would wouldn wouldn't you
+    you'd you'll you're you've your yours yourself yourselves also yes yeah yep yup okay alright right
+    sure well really actually like please thank thanks hello hey bye goodbye hmm uhm umm
+    """.split()
+)
+
+NEGATION_WORDS = frozenset(
+    """
+    not no never cannot nothing nobody none neither nor nowhere
+    dont didnt doesnt isnt wasnt arent werent cant couldnt shouldnt wouldnt wont havent hasnt hadnt
+    aint mustnt neednt
+    """.split()
+)
+_NEGATING_SUFFIX = "n't"
+
+
+def words(text: str) -> list[str]:
+    """The text's words, lowercased, apostrophes inside words kept."""
+    return WORD_RE.findall(text.lower().replace(_TYPOGRAPHIC_APOSTROPHE, "'"))
+
+
+def significant_form(word: str) -> str | None:
+    """The word as a significant word (possessive dropped), or None when it is not one."""
+    if word.endswith(_POSSESSIVE):
+        word = word[: -len(_POSSESSIVE)]
+    if len(word) < MIN_SIGNIFICANT_WORD_LENGTH or word in ENGLISH_STOP_WORDS:
+        return None
+    if not any(ch.isalpha() for ch in word):
+        return None
+    return word
+
+
+def significant(word_list: Iterable[str]) -> list[str]:
+    """The significant words among already-split words, in order, repeats kept."""
+    return [form for w in word_list if (form := significant_form(w)) is not None]
+
+
+def significant_words(text: str) -> list[str]:
+    """The text's significant words, in order of appearance, repeats kept."""
+    return significant(words(text))
+
+
+def has_negation(word_list: Iterable[str]) -> bool:
+    return any(w in NEGATION_WORDS or w.endswith(_NEGATING_SUFFIX) for w in word_list)
+
+
+def phrase_text(text: str) -> str:
+    """The text's words joined by single spaces: the form stock phrases are matched on."""
+    return " ".join(words(text))
+
+
+# -------------------------------------------------------------------------------- stock phrases
+
+# What an agent says when it has lost the thread of the conversation.
+CONFUSION_PHRASES = frozenset(
+    {
+        "sorry i didn't understand",
+        "i didn't understand",
+        "i did not understand",
+        "i don't understand",
+        "i do not understand",
+        "i didn't catch that",
+        "i did not catch that",
+        "i didn't get that",
+        "i did not get that",
+        "could you repeat",
+        "could you please repeat",
+        "can you repeat",
+        "can you please repeat",
+        "would you repeat",
+        "would you mind repeating",
+        "say that again",
+        "i'm not sure what you mean",
+        "i am not sure what you mean",
+        "not sure what you mean",
+        "i don't know what you mean",
+        "i'm confused",
+        "i am confused",
+        "i'm not following",
+        "i am not following",
+        "i don't follow",
+    }
+)
+
+# What gives away a language model talking instead of a person.
+ROBOTIC_PHRASES = frozenset(
+    {
+        "as an ai",
+        "as an ai language model",
+        "as an ai assistant",
+        "as a language model",
+        "as a large language model",
+        "as an artificial intelligence",
+        "i am an ai",
+        "i'm an ai",
+        "i am just an ai",
+        "i'm just an ai",
+        "i am an artificial intelligence",
+        "i'm an artificial intelligence",
+        "i am a language model",
+        "i'm a language model",
+        "i am a large language model",
+        "i'm a large language model",
+        "i don't have personal opinions",
+        "i do not have personal opinions",
+        "i don't have feelings",
+        "i do not have feelings",
+    }
+)
+
+
+def _phrase_pattern(phrases: frozenset[str]) -> re.Pattern[str]:
+    # Longest first, so that at one position the longest phrase is the one matched.
+    ordered = sorted((phrase_text(p) for p in phrases), key=lambda p: (-len(p), p))
+    return re.compile(r"(?<!\S)(?:" + "|".join(re.escape(p) for p in ordered) + r")(?!\S)")
+
+
+CONFUSION_RE = _phrase_pattern(CONFUSION_PHRASES)
+ROBOTIC_RE = _phrase_pattern(ROBOTIC_PHRASES)
+
+
+def confusion_phrases(text: str) -> list[str]:
+    """The confusion phrases the text contains, in order, one per non-overlapping occurrence."""
+    return CONFUSION_RE.findall(phrase_text(text))
+
+
+def robotic_phrases(text: str) -> list[str]:
+    """The robotic phrases the text contains, in order, one per non-overlapping occurrence."""
+    return ROBOTIC_RE.findall(phrase_text(text))
+
+
+# ---------------------------------------------------------------------------------------- facts
+
+MIN_FACT_NUMBER_DIGITS = 3
+
+_NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+# "pm", "p m", "p.m." and "p.m"; a dot after a plain "pm" ends the sentence and is not taken.
+_AM_PM = r"\s*(?P<{0}>[ap])(?:\.\s?m\.|\.\s?m\b|\s?m\b)"
+# One scanner for every figure; at each position the first alternative that matches wins, so "4:30 pm"
+# is a time and not the numbers 4 and 30, and "$12.50" a price and not a bare 12.50.
+FACT_RE = re.compile(
+    rf"""
+      (?P<clock> (?<![\d:.]) (?P<clock_h>\d{{1,2}}) : (?P<clock_m>\d{{2}}) (?!\d) (?:{_AM_PM.format("clock_ap")})? )
+    | (?P<hour> (?<![\w.,]) (?P<hour_h>\d{{1,2}}) {_AM_PM.format("hour_ap")} )
+    | (?P<money> \$\s?(?P<money_n>{_NUMBER}) (?!\w) )
+    | (?P<amount> (?<![\w.,]) (?P<amount_n>{_NUMBER})
+        (?: \s*(?P<percent>%|percent\b|per\s+cent\b)
+          | (?:\s+|-)?(?P<unit>dollars?|bucks?|minutes?|mins?|hours?|hrs?|days?)\b ) )
+    | (?P<number> (?<![\w.,]) (?P<number_n>{_NUMBER}) (?!\w) )
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+_UNITS = {
+    "dollar": "price", "dollars": "price", "buck": "price", "bucks": "price",
+    "minute": "minutes", "minutes": "minutes", "min": "minutes", "mins": "minutes",
+    "hour": "hours", "hours": "hours", "hr": "hours", "hrs": "hours",
+    "day": "days", "days": "days",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A fact-like figure as said (`said`), its canonical form and the keys it is matched by."""
+
+    kind: str  # price, time, percent, duration or number
+    said: str
+    canonical: str
+    keys: tuple[str, ...]
+
+
+def canonical_number(number: str) -> str:
+    """"1,200.50" → "1200.5"; "12.00" → "12"; "007" → "7"."""
+    try:
+        value = Decimal(number.replace(",", "")).normalize()
+    except InvalidOperation:  # cannot happen for what _NUMBER matches; kept as written to be safe
+        return number
+    return format(value, "f")
+
+
+def _integer_digits(number: str) -> int:
+    return len(number.split(".", 1)[0].replace(",", ""))
+
+
+def _clock(hour: int, minute: int, am_pm: str | None) -> tuple[str, ...] | None:
+    """The 24-hour readings of a time, or None when it is not a valid time."""
+    if minute > 59:
+        return None
+    if am_pm is not None:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if am_pm.lower() == "p" else 0)
+        return (f"{hour:02d}:{minute:02d}",)
+    if hour > 23:
+        return None
+    if 1 <= hour <= 12:
+        return (f"{hour:02d}:{minute:02d}", f"{(hour + 12) % 24:02d}:{minute:02d}")
+    return (f"{hour:02d}:{minute:02d}",)
+
+
+def _scan(text: str) -> Iterator[tuple[Fact | None, tuple[str, ...]]]:
+    """Every figure in the text: (the fact, when it is fact-like; its grounding keys)."""
+    for m in FACT_RE.finditer(text):
+        said = m.group(0).strip()
+        if m.group("clock") is not None:
+            readings = _clock(int(m.group("clock_h")), int(m.group("clock_m")), m.group("clock_ap"))
+            if readings is None:
+                yield None, (canonical_number(m.group("clock_h")), canonical_number(m.group("clock_m")))
+            else:
+                yield Fact("time", said, "/".join(readings), readings), readings
+        elif m.group("hour") is not None:
+            readings = _clock(int(m.group("hour_h")), 0, m.group("hour_ap"))
+            if readings is None:
+                yield None, (canonical_number(m.group("hour_h")),)
+            else:
+                yield Fact("time", said, readings[0], readings), readings
+        elif m.group("money") is not None:
+            number = canonical_number(m.group("money_n"))
+            yield Fact("price", said, f"${number}", (number,)), (number,)
+        elif m.group("amount") is not None:
+            number = canonical_number(m.group("amount_n"))
+            if m.group("percent") is not None:
+                yield Fact("percent", said, f"{number}%", (number,)), (number,)
+                continue
+            unit = _UNITS[m.group("unit").lower()]
+            if unit == "price":
+                yield Fact("price", said, f"${number}", (number,)), (number,)
+            else:
+                name = unit[:-1] if number == "1" else unit
+                yield Fact("duration", said, f"{number} {name}", (number,)), (number,)
+        else:
+            raw = m.group("number_n")
+            number = canonical_number(raw)
+            fact = Fact("number", said, number, (number,)) if _integer_digits(raw) >= MIN_FACT_NUMBER_DIGITS else None
+            yield fact, (number,)
+
+
+def extract_facts(text: str) -> list[Fact]:
+    """The fact-like figures the text states, in order (repeats kept)."""
+    return [fact for fact, _ in _scan(text) if fact is not None]
+
+
+def grounding_keys(text: str) -> set[str]:
+    """The keys of every time and number in the text, fact-like or not."""
+    keys: set[str] = set()
+    for _, found in _scan(text):
+        keys.update(found)
+    return keys
+
+
+# ----------------------------------------------------------------------------------------- JSON
+
+
+def _json_scalars(value: Any) -> Iterator[str]:
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (int, float)):
+        yield repr(value)
+    elif isinstance(value, dict):
+        for key in sorted(value, key=str):
+            yield str(key)
+            yield from _json_scalars(value[key])
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _json_scalars(item)
+    else:
+        yield str(value)
+
+
+def json_text(value: Any) -> str:
+    """The strings and numbers of a JSON value (keys included), one per line, keys sorted."""
+    return "\n".join(_json_scalars(value))
