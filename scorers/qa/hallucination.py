@@ -1,11 +1,92 @@
-"""Hallucination (not implemented yet: always not applicable)."""
+"""Hallucination: agent statements not supported by what the agent was given or told.
+
+Heuristic (used when no LLM judge answered):
+- **Fabrication (major).** Every fact-like figure an agent turn states (see `scorers.text`: prices,
+  times, percents, durations, numbers of 3+ digits) must appear in the grounding: the agent
+  configuration (prompt and flow), the call's variables (keys and values), knowledge base passages
+  (`kb.retrieval`, every retrieval, not only the first 50 that knowledge base recall considers), tool
+  results (`tool.call` `result`, RTVI `llm-function-call-stopped` `data.result`, agent side only: the
+  simulated user's own tools tell the agent nothing) or the user's turns. Grounding may arrive before
+  or after the agent states the figure, so both sides are kept as sets and compared at finalize. A
+  figure stated several times, in any wording with the same canonical form ("$12.50", "12.5
+  dollars"), is one fabrication.
+- **Confusion (minor).** An agent turn containing a confusion phrase ("sorry, I didn't understand",
+  "could you repeat", …) is one confusion, however many such phrases it holds.
+- **Contradiction (major).** Two agent turns that share 3 or more significant words where exactly one
+  of them has a negation. Every such pair counts once: a turn that contradicts three earlier turns
+  adds three contradictions. Each new turn is compared only with earlier turns of the opposite
+  negation, found through an inverted index (significant word → agent turns), so a turn costs the
+  postings of its own words rather than a scan of the whole call.
+
+Score: 100 − 30 × major − 10 × minor, floored at 0. Value: the number of issues. `details.issues` keeps
+the first `MAX_LISTED_ISSUES` issues in the order of the agent turns that raised them (within a turn:
+fabrications, then contradictions, then confusion), each `{type, severity, text, evidence}` with
+`text` the agent's turn (cut to `EXCERPT_CHARS`); the counts in `details` cover every issue.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
 from models.call_state import CallState
-from models.events import Event
+from models.events import CallStarted, Event, KbRetrieval, Rtvi, ToolCall, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
+from scorers.text import (
+    confusion_phrases,
+    extract_facts,
+    grounding_keys,
+    has_negation,
+    json_text,
+    significant,
+    significant_words,
+    words,
+)
+
+MAJOR_PENALTY = 30
+MINOR_PENALTY = 10
+MAX_LISTED_ISSUES = 20
+MIN_SHARED_WORDS_FOR_CONTRADICTION = 3
+EXCERPT_CHARS = 200
+
+FUNCTION_CALL_STOPPED = "llm-function-call-stopped"
+GROUNDING_SOURCES = "the agent configuration, variables, knowledge base, tool results or what the user said"
+
+# Issue types and severities, as the LLM judge names them.
+FABRICATION, CONTRADICTION, CONFUSION = "fabrication", "contradiction", "confusion"
+MAJOR, MINOR = "major", "minor"
+_TYPE_ORDER = {FABRICATION: 0, CONTRADICTION: 1, CONFUSION: 2}
+
+
+def excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+
+
+@dataclass(slots=True)
+class Claim:
+    """The first time the agent stated a fact (by canonical form)."""
+
+    said: str
+    keys: tuple[str, ...]
+    turn: int  # index of the agent's turn in call.turns
+    text: str
+
+
+@dataclass(slots=True)
+class HallucinationAcc:
+    grounding: set[str] = field(default_factory=set)
+    claims: dict[str, Claim] = field(default_factory=dict)  # canonical fact → first statement
+    # Agent turns by significant word, split by whether the turn has a negation.
+    negated_turns: dict[str, list[int]] = field(default_factory=dict)
+    plain_turns: dict[str, list[int]] = field(default_factory=dict)
+    contradictions: int = 0
+    confusions: int = 0
+    # The first MAX_LISTED_ISSUES of each kind decided while the call runs, as (turn, issue).
+    listed_contradictions: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    listed_confusions: list[tuple[int, dict[str, str]]] = field(default_factory=list)
 
 
 class Hallucination(QaMetric):
@@ -14,13 +95,102 @@ class Hallucination(QaMetric):
     value_meaning = "Number of issues found"
     default_threshold = 70
     judge_kind = "llm"
-    handles = frozenset()
+    handles = frozenset({"call.started", "turn", "kb.retrieval", "tool.call", "rtvi"})
 
-    def start(self) -> None:
-        return None
+    def start(self) -> HallucinationAcc:
+        return HallucinationAcc()
 
-    def update(self, acc: None, event: Event, call: CallState) -> None:
-        pass
+    # ------------------------------------------------------------------------------------ update
 
-    def finalize(self, acc: None, call: CallState) -> MetricResult:
-        return self.not_applicable("not implemented yet")
+    def update(self, acc: HallucinationAcc, event: Event, call: CallState) -> None:
+        if isinstance(event, Turn):
+            if event.data.role == "user":
+                acc.grounding |= grounding_keys(event.data.text)
+            else:
+                self._agent_turn(acc, len(call.turns) - 1, event.data.text, call)
+        elif isinstance(event, KbRetrieval):
+            for passage in event.data.passages:
+                acc.grounding |= grounding_keys(passage)
+        elif isinstance(event, ToolCall):
+            if event.data.side == "agent":
+                acc.grounding |= grounding_keys(json_text(event.data.result))
+        elif isinstance(event, Rtvi):
+            message = event.data.message
+            if event.data.side == "agent" and message.type == FUNCTION_CALL_STOPPED and isinstance(message.data, dict):
+                acc.grounding |= grounding_keys(json_text(message.data.get("result")))
+        elif isinstance(event, CallStarted):
+            config = event.data.agent_config
+            if config is not None:
+                acc.grounding |= grounding_keys(config.prompt or "")
+                acc.grounding |= grounding_keys(json_text(config.flow))
+            acc.grounding |= grounding_keys(json_text(event.data.variables))
+
+    def _agent_turn(self, acc: HallucinationAcc, turn: int, text: str, call: CallState) -> None:
+        for fact in extract_facts(text):
+            if fact.canonical not in acc.claims:
+                acc.claims[fact.canonical] = Claim(fact.said, fact.keys, turn, excerpt(text))
+
+        word_list = words(text)
+        turn_words = set(significant(word_list))
+        negated = has_negation(word_list)
+        self._contradictions(acc, turn, turn_words, negated, text, call)
+        own_index = acc.negated_turns if negated else acc.plain_turns
+        for word in turn_words:
+            own_index.setdefault(word, []).append(turn)
+
+        phrases = confusion_phrases(text)
+        if phrases:
+            acc.confusions += 1
+            if len(acc.listed_confusions) < MAX_LISTED_ISSUES:
+                issue = {"type": CONFUSION, "severity": MINOR, "text": excerpt(text),
+                         "evidence": f'confusion phrase "{phrases[0]}"'}
+                acc.listed_confusions.append((turn, issue))
+
+    @staticmethod
+    def _contradictions(acc: HallucinationAcc, turn: int, turn_words: set[str], negated: bool, text: str,
+                        call: CallState) -> None:
+        # Only earlier turns of the opposite negation can contradict this one.
+        opposite = acc.plain_turns if negated else acc.negated_turns
+        shared: Counter[int] = Counter()
+        for word in turn_words:
+            shared.update(opposite.get(word, ()))
+        for earlier in sorted(e for e, n in shared.items() if n >= MIN_SHARED_WORDS_FOR_CONTRADICTION):
+            acc.contradictions += 1
+            if len(acc.listed_contradictions) < MAX_LISTED_ISSUES:
+                earlier_text = call.turns[earlier].text
+                common = sorted(turn_words.intersection(significant_words(earlier_text)))
+                issue = {"type": CONTRADICTION, "severity": MAJOR, "text": excerpt(text),
+                         "evidence": f'contradicts an earlier agent turn: "{excerpt(earlier_text)}" '
+                                     f'(shared words: {", ".join(common)})'}
+                acc.listed_contradictions.append((turn, issue))
+
+    # ---------------------------------------------------------------------------------- finalize
+
+    def finalize(self, acc: HallucinationAcc, call: CallState) -> MetricResult:
+        fabrications = [
+            (claim.turn, {"type": FABRICATION, "severity": MAJOR, "text": claim.text,
+                          "evidence": f'"{claim.said}" is not in {GROUNDING_SOURCES}'})
+            for claim in acc.claims.values()
+            if not any(key in acc.grounding for key in claim.keys)
+        ]
+        listed = sorted(
+            fabrications[:MAX_LISTED_ISSUES] + acc.listed_contradictions + acc.listed_confusions,
+            key=lambda item: (item[0], _TYPE_ORDER[item[1]["type"]]),
+        )
+        issues: list[dict[str, Any]] = [dict(issue) for _, issue in listed[:MAX_LISTED_ISSUES]]
+
+        major = len(fabrications) + acc.contradictions
+        minor = acc.confusions
+        total = major + minor
+        score = max(0, 100 - MAJOR_PENALTY * major - MINOR_PENALTY * minor)
+        return self.scored(
+            total,
+            score,
+            issues=issues,
+            total=total,
+            major=major,
+            minor=minor,
+            fabrications=len(fabrications),
+            contradictions=acc.contradictions,
+            confusions=acc.confusions,
+        )
