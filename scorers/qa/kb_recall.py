@@ -1,11 +1,59 @@
-"""Knowledge base recall (not implemented yet: always not applicable)."""
+"""Knowledge base recall: how well the agent used the passages its knowledge base returned.
+
+Heuristic (used when no LLM judge answered):
+- A retrieval is one `kb.retrieval` event; its passages, joined in order, are the retrieval's passage
+  text. Only the call's first `MAX_RETRIEVALS` retrievals (in arrival order) are considered.
+- The passage's words are its first `MAX_PASSAGE_WORDS` distinct significant words (see
+  `scorers.text`), in order of appearance: the cap keeps a long passage from needing dozens of its
+  words repeated.
+- A retrieval is recalled when (its words the agent also said) ÷ (its word count) ≥
+  `MIN_RECALLED_SHARE`. Words the agent says at any time of the call count, before the retrieval or
+  after it. A retrieval with no significant words (no passages, or nothing but stop words) cannot be
+  recalled and counts as not recalled.
+- Value: recalled ÷ retrievals (0 to 1); score: value × 100. Not applicable without retrievals.
+
+Incremental: the agent's significant words are one set; each retrieval's words not yet said wait in an
+inverted index (word → retrievals), so that the first time the agent says a word, exactly the
+retrievals waiting for it gain a match.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from models.call_state import CallState
-from models.events import Event
+from models.events import Event, KbRetrieval, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
+from scorers.text import significant_words
+
+MAX_RETRIEVALS = 50
+MAX_PASSAGE_WORDS = 20
+MIN_RECALLED_SHARE = 0.2
+NOT_APPLICABLE = "No knowledge base retrievals in this call"
+
+
+@dataclass(slots=True)
+class Retrieval:
+    query: str | None
+    word_count: int
+    matched: int = 0
+
+    @property
+    def share(self) -> float:
+        return self.matched / self.word_count if self.word_count else 0.0
+
+    @property
+    def recalled(self) -> bool:
+        return self.word_count > 0 and self.share >= MIN_RECALLED_SHARE
+
+
+@dataclass(slots=True)
+class KbRecallAcc:
+    retrievals: list[Retrieval] = field(default_factory=list)
+    ignored_retrievals: int = 0  # beyond MAX_RETRIEVALS
+    agent_words: set[str] = field(default_factory=set)
+    waiting: dict[str, list[int]] = field(default_factory=dict)  # word not yet said → retrievals
 
 
 class KbRecall(QaMetric):
@@ -14,13 +62,56 @@ class KbRecall(QaMetric):
     value_meaning = "Share of retrievals used (0 to 1)"
     default_threshold = 60
     judge_kind = "llm"
-    handles = frozenset()
+    handles = frozenset({"kb.retrieval", "turn"})
 
-    def start(self) -> None:
-        return None
+    def start(self) -> KbRecallAcc:
+        return KbRecallAcc()
 
-    def update(self, acc: None, event: Event, call: CallState) -> None:
-        pass
+    def update(self, acc: KbRecallAcc, event: Event, call: CallState) -> None:
+        if isinstance(event, Turn):
+            if event.data.role == "agent":
+                self._agent_said(acc, event.data.text)
+        elif isinstance(event, KbRetrieval):
+            self._retrieved(acc, event)
 
-    def finalize(self, acc: None, call: CallState) -> MetricResult:
-        return self.not_applicable("not implemented yet")
+    @staticmethod
+    def _agent_said(acc: KbRecallAcc, text: str) -> None:
+        for word in significant_words(text):
+            if word in acc.agent_words:
+                continue
+            acc.agent_words.add(word)
+            for index in acc.waiting.pop(word, ()):
+                acc.retrievals[index].matched += 1
+
+    @staticmethod
+    def _retrieved(acc: KbRecallAcc, event: KbRetrieval) -> None:
+        if len(acc.retrievals) >= MAX_RETRIEVALS:
+            acc.ignored_retrievals += 1
+            return
+        passage_words = list(dict.fromkeys(significant_words("\n".join(event.data.passages))))[:MAX_PASSAGE_WORDS]
+        index = len(acc.retrievals)
+        retrieval = Retrieval(event.data.query, len(passage_words))
+        for word in passage_words:
+            if word in acc.agent_words:
+                retrieval.matched += 1
+            else:
+                acc.waiting.setdefault(word, []).append(index)
+        acc.retrievals.append(retrieval)
+
+    def finalize(self, acc: KbRecallAcc, call: CallState) -> MetricResult:
+        if not acc.retrievals:
+            return self.not_applicable(NOT_APPLICABLE)
+        recalled = sum(1 for r in acc.retrievals if r.recalled)
+        value = recalled / len(acc.retrievals)
+        return self.scored(
+            value,
+            value * 100,
+            retrievals=len(acc.retrievals),
+            recalled=recalled,
+            ignored_retrievals=acc.ignored_retrievals,
+            per_retrieval=[
+                {"query": r.query, "matched_words": r.matched, "passage_words": r.word_count,
+                 "recalled": r.recalled}
+                for r in acc.retrievals
+            ],
+        )

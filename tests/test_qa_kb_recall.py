@@ -1,0 +1,142 @@
+"""Knowledge base recall heuristic: share of retrievals whose passage words the agent used."""
+
+from eventkit import event, run_call
+from models.results import MetricResult
+
+# 26 distinct significant words, none a stop word
+NATO = ("alfa bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november oscar papa "
+        "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+# 5 significant words: parking, garage, entrance, beside, pharmacy
+FIVE_WORDS = "The parking garage entrance is beside the pharmacy."
+# 6 significant words: the five above and "underground"
+SIX_WORDS = "The underground parking garage entrance is beside the pharmacy."
+
+
+def kb_recall(*middle) -> MetricResult:
+    events = [event("call.started", {"agent_id": "a1"}), *middle, event("call.ended", {"stop_reason": "hangup"})]
+    _, results = run_call(events)
+    (result,) = results
+    (entry,) = [m for m in result.metrics if m.metric == "kb_recall"]
+    return entry
+
+
+def retrieval(*passages: str, query: str | None = None):
+    return event("kb.retrieval", {"passages": list(passages), "query": query})
+
+
+def agent(text: str):
+    return event("turn", {"role": "agent", "text": text})
+
+
+def user(text: str):
+    return event("turn", {"role": "user", "text": text})
+
+
+def test_not_applicable_without_retrievals():
+    m = kb_recall(agent("Hello, how can I help?"))
+    assert (m.value, m.score, m.passed) == (None, None, None)
+    assert m.details["reason"] == "No knowledge base retrievals in this call"
+    assert m.details["judge"] == "heuristic"
+
+
+def test_share_of_exactly_0_2_is_recalled():
+    # 1 of 5 words said ("parking"): 1 / 5 = 0.2 → recalled; value 1 / 1 = 1.0
+    m = kb_recall(retrieval(FIVE_WORDS), agent("Parking is free."))
+    assert (m.value, m.score, m.passed) == (1.0, 100.0, True)
+    assert m.details["per_retrieval"] == [
+        {"query": None, "matched_words": 1, "passage_words": 5, "recalled": True}]
+
+
+def test_share_just_below_0_2_is_not_recalled():
+    # 1 of 6 words: 0.167 < 0.2; value 0 / 1 = 0
+    m = kb_recall(retrieval(SIX_WORDS), agent("Parking is free."))
+    assert (m.value, m.score, m.passed) == (0.0, 0.0, False)
+
+
+def test_words_said_before_the_retrieval_count():
+    m = kb_recall(agent("Parking is free."), retrieval(FIVE_WORDS))
+    assert m.value == 1.0
+
+
+def test_only_the_agents_words_count():
+    m = kb_recall(retrieval(FIVE_WORDS), user("Where is parking?"), agent("One moment."))
+    assert m.value == 0.0
+
+
+def test_passage_words_are_capped_at_the_first_20_distinct():
+    # 26 words, capped to alfa…tango; 4 of them said: 4 / 20 = 0.2 → recalled
+    m = kb_recall(retrieval(" ".join(NATO)), agent("alfa bravo charlie delta"))
+    assert m.value == 1.0
+    assert m.details["per_retrieval"][0]["passage_words"] == 20
+
+
+def test_words_beyond_the_first_20_do_not_count():
+    # uniform…zulu are words 21–26: 0 / 20 matched
+    m = kb_recall(retrieval(" ".join(NATO)), agent("uniform victor whiskey xray yankee zulu"))
+    assert m.value == 0.0
+
+
+def test_repeated_passage_words_count_once():
+    # distinct words: parking, garage (2); "garage" said: 1 / 2 → recalled
+    m = kb_recall(retrieval("parking parking parking garage"), agent("The garage, yes."))
+    assert m.details["per_retrieval"][0]["passage_words"] == 2
+    assert m.value == 1.0
+
+
+def test_a_retrievals_passages_are_joined():
+    # "parking garage" + "entrance beside pharmacy" = 5 words; "pharmacy" said: 1 / 5 → recalled
+    m = kb_recall(retrieval("parking garage", "entrance beside pharmacy"), agent("Next to the pharmacy."))
+    assert m.details["per_retrieval"][0]["passage_words"] == 5
+    assert m.value == 1.0
+
+
+def test_value_is_recalled_over_retrievals_and_score_rounds_to_one_decimal():
+    # 1 of 3 recalled: value 1/3, score 33.333… → 33.3
+    m = kb_recall(retrieval(FIVE_WORDS), retrieval("alfa bravo"), retrieval("kilo lima"), agent("Parking is free."))
+    assert m.value == 1 / 3
+    assert (m.score, m.passed) == (33.3, False)
+    assert (m.details["retrievals"], m.details["recalled"]) == (3, 1)
+
+
+def test_two_of_three_rounds_up_and_passes():
+    # value 2/3, score 66.666… → 66.7 ≥ 60
+    m = kb_recall(retrieval(FIVE_WORDS), retrieval("alfa bravo"), retrieval("kilo lima"), agent("Parking, alfa."))
+    assert (m.score, m.passed) == (66.7, True)
+
+
+def test_score_exactly_at_the_threshold_passes():
+    # 3 of 5 recalled: value 0.6, score 60.0 = threshold
+    recalled = [retrieval(w) for w in NATO[:3]]
+    missed = [retrieval(w) for w in NATO[3:5]]
+    m = kb_recall(*recalled, *missed, agent(" ".join(NATO[:3])))
+    assert (m.value, m.score, m.passed) == (0.6, 60.0, True)
+
+
+def test_retrieval_without_significant_words_is_not_recalled():
+    # an empty retrieval counts and cannot be recalled: 1 / 2 = 0.5
+    m = kb_recall(retrieval(), retrieval(FIVE_WORDS), agent("Parking is free."))
+    assert (m.value, m.score, m.passed) == (0.5, 50.0, False)
+
+
+def test_only_the_first_50_retrievals_are_considered():
+    # 50 recalled ("alfa") and a 51st that is not: 50 / 50 = 1.0 (51 would give 50 / 51 → 98.0)
+    retrievals = [retrieval("alfa") for _ in range(50)] + [retrieval("zulu")]
+    m = kb_recall(*retrievals, agent("alfa"))
+    assert (m.value, m.score) == (1.0, 100.0)
+    assert (m.details["retrievals"], m.details["ignored_retrievals"]) == (50, 1)
+
+
+def test_the_query_is_reported_per_retrieval():
+    m = kb_recall(retrieval(FIVE_WORDS, query="where to park"), agent("Parking is free."))
+    assert m.details["per_retrieval"][0]["query"] == "where to park"
+
+
+def test_a_rescore_gives_the_same_result():
+    events = [event("call.started", {"agent_id": "a1"}), retrieval(FIVE_WORDS), retrieval(SIX_WORDS),
+              agent("Parking is free."), event("call.ended", {"stop_reason": "hangup"}),
+              event("call.annotated", {"user_sentiment": "Neutral"})]
+    _, (first, second) = run_call(events)
+    (before,) = [m for m in first.metrics if m.metric == "kb_recall"]
+    (after,) = [m for m in second.metrics if m.metric == "kb_recall"]
+    assert (second.version, after) == (2, before)
+    assert before.value == 0.5
