@@ -1,11 +1,54 @@
-"""Naturalness (not implemented yet: always not applicable)."""
+"""Naturalness: how human and fluent the agent sounded.
+
+Heuristic (used when no LLM judge answered), over the agent's turns:
+- a turn's words are the whitespace-separated tokens of its text ("I'm here, okay?" is 3 words); a
+  blank agent turn is not a turn the agent spoke and is ignored;
+- start at 100;
+- −15 per repeated turn: a turn whose normalised text (`scorers.text.phrase_text`: lowercase, words
+  only, so case and punctuation do not matter) equals an earlier agent turn's; the third identical
+  turn is a second repeat. A turn with no words after normalisation ("...") is never a repeat;
+- −25 per robotic phrase occurrence (`scorers.text.ROBOTIC_PHRASES`);
+- −8 per turn of more than 60 words (60 is fine);
+- −1.5 per word the average turn length is above 35 (fractions count: 36.5 → −2.25);
+- floored at 0. Value: the average words per agent turn (not rounded). Not applicable when the agent
+  did not speak.
+
+The turns already seen are kept as fixed-size digests of their normalised text, not as the text.
+"""
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass, field
+
 from models.call_state import CallState
-from models.events import Event
+from models.events import Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
+from scorers.text import ROBOTIC_RE, phrase_text
+
+REPEATED_TURN_PENALTY = 15
+ROBOTIC_PHRASE_PENALTY = 25
+LONG_TURN_WORDS = 60
+LONG_TURN_PENALTY = 8
+COMFORTABLE_AVERAGE_WORDS = 35
+PER_WORD_ABOVE_AVERAGE_PENALTY = 1.5
+NOT_APPLICABLE = "The agent did not speak"
+
+
+def _digest(normalised: str) -> str:
+    # A stable digest (unlike hash()), so a restored state still recognises the turns it saw.
+    return hashlib.blake2b(normalised.encode("utf-8"), digest_size=16).hexdigest()
+
+
+@dataclass(slots=True)
+class NaturalnessAcc:
+    turns: int = 0
+    words: int = 0
+    repeated_turns: int = 0
+    robotic_phrases: int = 0
+    long_turns: int = 0
+    seen: set[str] = field(default_factory=set)
 
 
 class Naturalness(QaMetric):
@@ -14,13 +57,46 @@ class Naturalness(QaMetric):
     value_meaning = "Average words per agent turn"
     default_threshold = 60
     judge_kind = "llm"
-    handles = frozenset()
+    handles = frozenset({"turn"})
 
-    def start(self) -> None:
-        return None
+    def start(self) -> NaturalnessAcc:
+        return NaturalnessAcc()
 
-    def update(self, acc: None, event: Event, call: CallState) -> None:
-        pass
+    def update(self, acc: NaturalnessAcc, event: Turn, call: CallState) -> None:
+        if event.data.role != "agent":
+            return
+        word_count = len(event.data.text.split())
+        if word_count == 0:
+            return
+        acc.turns += 1
+        acc.words += word_count
+        if word_count > LONG_TURN_WORDS:
+            acc.long_turns += 1
+        normalised = phrase_text(event.data.text)
+        acc.robotic_phrases += len(ROBOTIC_RE.findall(normalised))
+        if normalised:
+            digest = _digest(normalised)
+            if digest in acc.seen:
+                acc.repeated_turns += 1
+            else:
+                acc.seen.add(digest)
 
-    def finalize(self, acc: None, call: CallState) -> MetricResult:
-        return self.not_applicable("not implemented yet")
+    def finalize(self, acc: NaturalnessAcc, call: CallState) -> MetricResult:
+        if acc.turns == 0:
+            return self.not_applicable(NOT_APPLICABLE)
+        average = acc.words / acc.turns
+        score = (
+            100
+            - REPEATED_TURN_PENALTY * acc.repeated_turns
+            - ROBOTIC_PHRASE_PENALTY * acc.robotic_phrases
+            - LONG_TURN_PENALTY * acc.long_turns
+            - PER_WORD_ABOVE_AVERAGE_PENALTY * max(0.0, average - COMFORTABLE_AVERAGE_WORDS)
+        )
+        return self.scored(
+            average,
+            max(0.0, score),
+            agent_turns=acc.turns,
+            repeated_turns=acc.repeated_turns,
+            robotic_phrases=acc.robotic_phrases,
+            long_turns=acc.long_turns,
+        )
