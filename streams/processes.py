@@ -33,6 +33,7 @@ class WorkerProcess:
             "CALLQA_DATA_DIR": self.data_dir,
             **self.env,
         }
+        os.makedirs(self.data_dir, exist_ok=True)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
             [sys.executable, "-m", "streams.cli", "worker"], env=env, stdout=log, stderr=subprocess.STDOUT,

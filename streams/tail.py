@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from typing import Any, Callable
 
 from aiokafka import TopicPartition
@@ -76,4 +77,8 @@ def tail(settings: Settings, topic: str, kind: str, follow: bool, raw: bool) -> 
             return
         print(json.dumps(document, sort_keys=False) if raw else render(document), flush=True)
 
-    return asyncio.run(read_topic(settings, topic, None if follow else 3.0, show))
+    try:
+        return asyncio.run(read_topic(settings, topic, None if follow else 3.0, show))
+    except BrokenPipeError:  # the reader went away (`| head`): not an error
+        sys.stderr.close()
+        return 0

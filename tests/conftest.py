@@ -1,5 +1,25 @@
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 # Test helpers (eventkit, fake servers) live beside the tests and are imported by name.
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(scope="session")
+def broker():
+    """One embedded Kafka-compatible broker for the whole session, on a free port, over TCP."""
+    from streams.broker import EmbeddedBroker
+
+    log = Path(tempfile.mkdtemp(prefix="callqa-broker-")) / "broker.log"
+    with EmbeddedBroker().start(log_path=str(log)) as running:
+        yield running
+
+
+@pytest.fixture
+def topic_prefix(request):
+    """A fresh topic namespace per test, so tests sharing the broker never see each other's data."""
+    name = "".join(ch if ch.isalnum() else "-" for ch in request.node.name)[:40]
+    return f"t-{name}-{id(request) % 100000}"

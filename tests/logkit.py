@@ -1,0 +1,59 @@
+"""A synthetic event log for end-to-end tests: many overlapping calls with every kind of wrinkle the
+worker must absorb (duplicates, malformed records, calls that never end, post-call rescoring)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+T0 = 1_760_000_000_000
+
+
+def build_log(path: str, calls: int = 120, turns: int = 6, seed: int = 3) -> dict:
+    rng = random.Random(seed)
+    timeline: list[tuple[int, int, dict]] = []
+    seq = 0
+    stats = {"calls": calls, "never_end": 0, "duplicates": 0, "malformed": 0}
+
+    def add(call_id: str, ts: int, type_: str, data: dict) -> dict:
+        nonlocal seq
+        seq += 1
+        ev = {"v": 1, "event_id": f"{call_id}:{seq}", "call_id": call_id, "ts_ms": ts, "type": type_, "data": data}
+        timeline.append((ts, seq, ev))
+        return ev
+
+    for c in range(calls):
+        call_id = f"call-{c:04d}"
+        t = T0 + c * 700
+        add(call_id, t, "call.started", {"agent_id": f"agent-{c % 4}", "cohort_ids": ["support"],
+                                         "run_id": "run-e2e", "scenario": {"name": f"d{c % 3}__s{c}"}})
+        offset = 0
+        for k in range(turns):
+            user = add(call_id, t + 1000 + k * 4000, "turn", {"role": "user", "text": f"I need help with order {k}",
+                                                              "start_ms": offset, "end_ms": offset + 1500})
+            add(call_id, t + 2000 + k * 4000, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics",
+                "data": {"tokens": [{"prompt_tokens": 100 + k, "completion_tokens": 20, "total_tokens": 120 + k}]}}})
+            add(call_id, t + 3000 + k * 4000, "turn", {"role": "agent", "text": f"Sure, order {k} is on its way",
+                                                       "start_ms": offset + 1500 + rng.randint(300, 2500), "end_ms": offset + 3800})
+            offset += 4000
+            if rng.random() < 0.05:
+                timeline.append((user["ts_ms"] + 1, seq, user))  # the producer sent it twice
+                stats["duplicates"] += 1
+        end = t + 1000 + turns * 4000
+        if c % 17 == 5:
+            stats["never_end"] += 1
+            continue
+        add(call_id, end, "call.ended", {"stop_reason": "[EXIT]"})
+        if c % 3 == 0:
+            add(call_id, end + 5000, "call.annotated", {"user_sentiment": rng.choice(["Positive", "Neutral", "Negative"])})
+    timeline.sort(key=lambda item: (item[0], item[1]))
+    lines = [json.dumps(ev) for _, _, ev in timeline]
+    for position, bad in ((10, "this is not an event"), (50, json.dumps({"v": 1, "event_id": "bad-1", "call_id": "call-0001",
+                           "ts_ms": T0, "type": "turn", "data": {"role": "bot", "text": "x"}})),
+                          (90, json.dumps({"v": 1, "event_id": "bad-2", "call_id": "call-0002", "ts_ms": T0, "type": "no.such.type", "data": {}}))):
+        lines.insert(position, bad)
+        stats["malformed"] += 1
+    with open(path, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    stats["records"] = len(lines)
+    return stats
