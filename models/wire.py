@@ -87,7 +87,18 @@ def _reject(codec: _Codec, raw: bytes, problem: str, batch_index: int | None = N
     return Rejected(f"{subject}: {problem}", raw, event_id, call_id, batch_index)
 
 
+def _looks_like_text(raw: bytes) -> bool:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return text.isprintable()
+
+
 def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> AnyEvent | Rejected:
+    if codec is _MSGPACK and _looks_like_text(raw):
+        # Printable text that is not a JSON object: MessagePack would read it as a stray number.
+        return _reject(codec, raw, f"undecodable: neither a JSON object nor a MessagePack map ({raw[:40]!r})", batch_index)
     try:
         event = codec.event.decode(raw)
     except msgspec.ValidationError as exc:

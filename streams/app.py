@@ -13,6 +13,7 @@ from typing import Any, Awaitable, Callable
 import faust
 import msgspec
 
+from models.call_state import CallState
 from models.results import CallResult
 from models.wire import encode_event
 from scorers.engine import CallEngine
@@ -24,7 +25,8 @@ from streams.topics import TopicNames
 logger = logging.getLogger("callqa.worker")
 _json = msgspec.json.Encoder()
 
-ResultHook = Callable[[CallResult], Awaitable[None]]
+# Called after each published result with the call's state (read-only), e.g. to request a judge.
+ResultHook = Callable[[CallResult, CallState], Awaitable[None]]
 
 
 def faust_broker_credentials(settings: Settings) -> Any:
@@ -51,6 +53,9 @@ class CallqaApp:
     app: faust.App
     topics: TopicNames
     live: LiveScorer
+    events_topic: Any = None
+    results_topic: Any = None
+    deadletter_topic: Any = None
     result_hooks: list[ResultHook] = field(default_factory=list)
 
 
@@ -87,6 +92,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     results_topic = app.topic(names.results, key_type=bytes, value_type=bytes, partitions=settings.partitions)
     deadletter_topic = app.topic(names.deadletter, key_type=bytes, value_type=bytes, partitions=1)
     journal = app.Table("call-journal", key_type=bytes, value_type=bytes, partitions=settings.partitions)
+    callqa.events_topic, callqa.results_topic, callqa.deadletter_topic = events_topic, results_topic, deadletter_topic
 
     async def publish(out: Outbox, partition: int) -> None:
         for result in out.results:
@@ -102,8 +108,10 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
                 for segment in range(segments):
                     journal.pop(segment_key(call_id, segment), None)
         for result in out.results:
-            for hook in callqa.result_hooks:
-                await hook(result)
+            call = engine.calls.get(result.call_id)
+            if call is not None:
+                for hook in callqa.result_hooks:
+                    await hook(result, call)
 
     @app.agent(events_topic, name="score-events")
     async def score_events(stream: faust.StreamT) -> None:
