@@ -17,10 +17,13 @@ from models.call_state import CallState
 from models.results import CallResult
 from models.wire import encode_event
 from scorers.engine import CallEngine
+from streams.api import install_api
 from streams.config import Settings
 from streams.journal import encode_segment, segment_key
 from streams.live import LiveScorer, Outbox
+from streams.results_view import ResultsView
 from streams.topics import TopicNames
+from streams.wiring import build_engine
 
 logger = logging.getLogger("callqa.worker")
 _json = msgspec.json.Encoder()
@@ -81,10 +84,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         key_serializer="raw",
         value_serializer="raw",
     )
-    engine = engine or CallEngine(
-        allowed_lateness_ms=settings.allowed_lateness_ms,
-        retention_after_end_ms=int(settings.retention_after_end_s * 1000),
-    )
+    engine = engine or build_engine(settings)
     live = LiveScorer(engine, max_message_bytes=settings.max_message_bytes)
     callqa = CallqaApp(settings, app, names, live)
 
@@ -134,4 +134,5 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         counters = engine.counters
         return web.json({"status": "ok", "calls_in_memory": len(engine.calls), **counters.__dict__})
 
+    install_api(callqa, engine.cohorts, ResultsView())
     return callqa

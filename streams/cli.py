@@ -98,9 +98,9 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from models.wire import Rejected
-    from scorers.engine import CallEngine
     from streams.progress import progress_bar
     from streams.replay import replay
+    from streams.wiring import build_engine
 
     settings = _settings(args)
     bar = progress_bar(total=_count_records(args.log), desc="replay", unit="record")
@@ -117,8 +117,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                                      "call_id": rejected.call_id}))
             dead.write(b"\n")
 
-    engine = CallEngine(allowed_lateness_ms=settings.allowed_lateness_ms,
-                        retention_after_end_ms=int(settings.retention_after_end_s * 1000))
+    engine = build_engine(settings, args.cohorts)
     try:
         report = replay(read_log(args.log), engine, settings.partitions, on_result, on_dead_letter,
                         on_record=lambda n: bar.update(1))
@@ -148,6 +147,48 @@ def cmd_tail(args: argparse.Namespace) -> int:
         tail(settings, topic, args.topic, follow=not args.no_follow, raw=args.json)
     except KeyboardInterrupt:
         pass
+    return 0
+
+
+def _run_results(args: argparse.Namespace) -> list[dict]:
+    """The results of one run: from a results file (`callqa replay --out`) or the results topic."""
+    if args.results:
+        with open(args.results, "rb") as handle:
+            documents = [json.loads(line) for line in handle if line.strip()]
+    else:
+        from streams.tail import read_topic
+        from streams.topics import TopicNames
+
+        settings = _settings(args)
+        documents = []
+        asyncio.run(read_topic(settings, TopicNames(settings.topic_prefix).results, 3.0,
+                               lambda key, value: documents.append(json.loads(value))))
+    run = [d for d in documents if d.get("run_id") == args.run_id]
+    if not run:
+        known = sorted({str(d.get("run_id")) for d in documents if d.get("run_id")})
+        raise ValueError(f"no results of run {args.run_id!r}; runs present: {known or 'none'}")
+    return run
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from scorers.runs import RunSummary, render_all_summary
+
+    summary = RunSummary(run_id=args.run_id)
+    for result in _run_results(args):
+        summary.add(result)
+    if args.json:
+        print(json.dumps(summary.summary().to_dict(), indent=2))
+    else:
+        print(render_all_summary(summary.summary()))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from scorers.runs import export_run
+    from streams.export import write_export
+
+    written = write_export(export_run(_run_results(args)), args.dir)
+    print(f"wrote {len(written)} files under {args.dir}", file=sys.stderr)
     return 0
 
 
@@ -194,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--deadletter", help="write rejected records here as JSON Lines")
     p.add_argument("--partitions", type=int, help="partition count to reproduce live sweeps (default 4)")
+    p.add_argument("--cohorts", help="cohort definitions (JSON or TOML) to score the calls against")
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("tail", help="print results, dead letters or alerts readably")
@@ -202,6 +244,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-follow", action="store_true", help="stop when no record came for 3 s")
     p.add_argument("--json", action="store_true", help="print the raw JSON documents")
     p.set_defaults(func=cmd_tail)
+
+    for name, helptext in (("summary", "print a run's all_summary (from the results topic or a results file)"),
+                           ("export", "write a run in the evaluation harness's layout (metrics.json, all_summary.txt)")):
+        p = sub.add_parser(name, help=helptext)
+        kafka_options(p)
+        p.add_argument("run_id")
+        if name == "export":
+            p.add_argument("dir")
+        else:
+            p.add_argument("--json", action="store_true", help="the summary as JSON")
+        p.add_argument("--results", help="a results file (JSON Lines) instead of the results topic")
+        p.set_defaults(func=cmd_summary if name == "summary" else cmd_export)
 
     p = sub.add_parser("demo", help="broker + worker + the bundled sample calls → scored table")
     p.add_argument("--log", help="another log instead of the bundled sample")

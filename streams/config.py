@@ -47,6 +47,8 @@ class Settings:
     kafka_sasl_password: str | None = field(default=None, repr=False)
     kafka_ssl_cafile: str | None = None
     alert_webhook_url: str | None = None
+    # Cohort definitions loaded at start (JSON or TOML); the `callqa.cohorts` topic updates them.
+    cohorts_file: str | None = None
     log_level: str = "info"
 
     @property

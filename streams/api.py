@@ -1,0 +1,158 @@
+"""The worker's HTTP API and the background readers that keep its views current.
+
+- `GET /qa/metrics` — every metric with its default threshold, label and judge kind.
+- `GET /cohorts`, `POST /cohorts`, `GET|PUT|DELETE /cohorts/{id}` — cohort definitions. Writes go to
+  the compacted `callqa.cohorts` topic (so every worker, and any later replay of that topic, sees the
+  same configuration); each worker applies the topic to its CohortBook as it reads it.
+- `GET /cohorts/{id}/overview` — per metric: calls where it applied, average score and value, pass rate.
+- `GET /runs`, `GET /runs/{id}/summary` (JSON), `GET /runs/{id}/summary.txt` (all_summary.txt).
+
+Every worker reads the whole results and cohorts topics outside the consumer group, so any worker can
+answer for every partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import faust
+from aiokafka import TopicPartition
+
+from models.cohorts import CohortDefinition, CohortError, cohort_to_builtins, encode_cohort
+from scorers.cohorts import CohortBook
+from scorers.metric_catalog import metric_catalog
+from scorers.runs import render_all_summary
+from streams.kafka_clients import ensure_topics, reader
+from streams.results_view import ResultsView
+
+logger = logging.getLogger("callqa.api")
+
+
+async def follow_topic(callqa: Any, topic: str, on_record: Any) -> None:
+    """Read `topic` from its first offset forever (outside any group), handing each record on."""
+    await ensure_topics(callqa.settings, {topic: 1 if topic.endswith(".cohorts") else callqa.settings.partitions})
+    consumer = reader(callqa.settings)
+    await consumer.start()
+    try:
+        partitions: set[int] | None = None
+        while not partitions:
+            partitions = consumer.partitions_for_topic(topic)
+            if not partitions:
+                await consumer._client.force_metadata_update()
+                await asyncio.sleep(0.5)
+        consumer.assign([TopicPartition(topic, p) for p in sorted(partitions)])
+        await consumer.seek_to_beginning()
+        while True:
+            batches = await consumer.getmany(timeout_ms=1000)
+            for records in batches.values():
+                for record in records:
+                    try:
+                        on_record(record.key, record.value)
+                    except Exception as exc:  # noqa: BLE001 - one bad record must not stop the view
+                        logger.warning("%s[%s]@%s skipped: %s", topic, record.partition, record.offset, exc)
+    finally:
+        await consumer.stop()
+
+
+def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
+    app: faust.App = callqa.app
+    names = callqa.topics
+    registry = callqa.live.engine.registry
+    cohorts_topic = app.topic(names.cohorts, key_type=bytes, value_type=bytes, partitions=1)
+
+    def apply_cohort(key: bytes | None, value: bytes | None) -> None:
+        if value is None:
+            if key:
+                book.delete(key.decode())
+            return
+        book.apply(value)
+
+    def apply_result(key: bytes | None, value: bytes | None) -> None:
+        if value:
+            view.add(json.loads(value))
+
+    @app.task
+    async def read_cohorts() -> None:
+        await follow_topic(callqa, names.cohorts, apply_cohort)
+
+    @app.task
+    async def read_results() -> None:
+        await follow_topic(callqa, names.results, apply_result)
+
+    async def publish_cohort(web: Any, request: Any, cohort_id: str | None) -> Any:
+        try:
+            body = await request.json()
+        except ValueError:
+            return web.error(400, "the body must be a JSON cohort document")
+        if not isinstance(body, dict):
+            return web.error(400, "the body must be a JSON object")
+        if cohort_id is not None:
+            body.setdefault("cohort_id", cohort_id)
+            if body["cohort_id"] != cohort_id:
+                return web.error(400, f"cohort_id {body['cohort_id']!r} differs from the URL's {cohort_id!r}")
+        try:
+            definition = book.decode(body)
+        except CohortError as exc:
+            return web.error(422, str(exc))
+        await cohorts_topic.send(key=definition.cohort_id.encode(), value=encode_cohort(definition))
+        return web.json(cohort_to_builtins(definition), status=201 if cohort_id is None else 200)
+
+    @app.page("/qa/metrics")
+    class QaMetrics(faust.web.View):
+        async def get(self, request: Any) -> Any:
+            return self.json({"metrics": metric_catalog(registry)})
+
+    @app.page("/cohorts")
+    class Cohorts(faust.web.View):
+        async def get(self, request: Any) -> Any:
+            return self.json({"cohorts": [cohort_to_builtins(c) for c in book.all()]})
+
+        async def post(self, request: Any) -> Any:
+            return await publish_cohort(self, request, None)
+
+    @app.page("/cohorts/{cohort_id}")
+    class Cohort(faust.web.View):
+        async def get(self, request: Any, cohort_id: str) -> Any:
+            definition = book.get(cohort_id)
+            if definition is None:
+                return self.notfound(f"no cohort {cohort_id!r}")
+            return self.json(cohort_to_builtins(definition))
+
+        async def put(self, request: Any, cohort_id: str) -> Any:
+            return await publish_cohort(self, request, cohort_id)
+
+        async def delete(self, request: Any, cohort_id: str) -> Any:
+            if book.get(cohort_id) is None:
+                return self.notfound(f"no cohort {cohort_id!r}")
+            tombstone = CohortDefinition(cohort_id=cohort_id, deleted=True)
+            await cohorts_topic.send(key=cohort_id.encode(), value=encode_cohort(tombstone))
+            return self.json({"cohort_id": cohort_id, "deleted": True})
+
+    @app.page("/cohorts/{cohort_id}/overview")
+    class CohortOverviewView(faust.web.View):
+        async def get(self, request: Any, cohort_id: str) -> Any:
+            return self.json(view.cohorts.overview(cohort_id))
+
+    @app.page("/runs")
+    class Runs(faust.web.View):
+        async def get(self, request: Any) -> Any:
+            return self.json({"runs": {run_id: len(summary) for run_id, summary in sorted(view.runs.items())}})
+
+    @app.page("/runs/{run_id}/summary")
+    class RunSummaryView(faust.web.View):
+        async def get(self, request: Any, run_id: str) -> Any:
+            summary = view.runs.get(run_id)
+            if summary is None:
+                return self.notfound(f"no results of run {run_id!r} yet")
+            return self.json(summary.summary().to_dict())
+
+    @app.page("/runs/{run_id}/summary.txt")
+    class RunSummaryText(faust.web.View):
+        async def get(self, request: Any, run_id: str) -> Any:
+            summary = view.runs.get(run_id)
+            if summary is None:
+                return self.notfound(f"no results of run {run_id!r} yet")
+            return self.text(render_all_summary(summary.summary()))
