@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Iterable
 
+from models.deadletter import DeadLetterDocument
 from models.events import Event
 from models.results import CallResult
 from models.wire import Rejected, decode_message, encode_event
@@ -38,22 +39,16 @@ class DeadLetter:
     call_id: str | None = None
     batch_index: int | None = None
 
-    def to_document(self) -> dict[str, Any]:
+    def to_document(self) -> DeadLetterDocument:
         try:
             text: str | None = self.original.decode("utf-8")
         except UnicodeDecodeError:
             text = None
-        return {
-            "reason": self.reason,
-            "topic": self.topic,
-            "partition": self.partition,
-            "offset": self.offset,
-            "batch_index": self.batch_index,
-            "event_id": self.event_id,
-            "call_id": self.call_id,
-            "original_b64": base64.b64encode(self.original).decode("ascii"),
-            "original_text": text,
-        }
+        return DeadLetterDocument(
+            reason=self.reason, topic=self.topic, partition=self.partition, offset=self.offset,
+            batch_index=self.batch_index, event_id=self.event_id, call_id=self.call_id,
+            original_b64=base64.b64encode(self.original).decode("ascii"), original_text=text,
+        )
 
 
 @dataclass

@@ -1,0 +1,17 @@
+"""The dead-letter document: input the worker could not accept, kept whole with the reason."""
+
+from __future__ import annotations
+
+from msgspec import Struct
+
+
+class DeadLetterDocument(Struct, kw_only=True):
+    reason: str  # one line: the event_id when readable, the field and the problem
+    topic: str
+    partition: int
+    offset: int
+    batch_index: int | None = None  # the item's index when the message was a batch
+    event_id: str | None = None
+    call_id: str | None = None
+    original_b64: str  # the original message bytes, base64
+    original_text: str | None = None  # the same bytes as text, when they are UTF-8

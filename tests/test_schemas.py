@@ -1,0 +1,87 @@
+"""schemas/ is generated from models/ and agrees with the decoder on real records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import msgspec
+import pytest
+
+from logkit import build_log
+from models.schema_export import all_schemas, render
+from models.wire import decode_message, read_log
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "calls.jsonl"
+
+
+def test_committed_schemas_equal_the_ones_generated_from_the_models():
+    generated = {name: render(schema) for name, schema in all_schemas().items()}
+    committed = {path.name: path.read_text() for path in SCHEMAS.glob("*.json")}
+    assert committed == generated, "run `python -m models.schema_export schemas` and commit"
+
+
+def test_every_schema_is_a_valid_draft_2020_12_schema():
+    for name, schema in all_schemas().items():
+        jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def _validator(event_type: str):
+    path = SCHEMAS / f"event.{event_type}.json"
+    return jsonschema.Draft202012Validator(json.loads(path.read_text())) if path.exists() else None
+
+
+def _agreement(records: list[bytes]) -> tuple[int, int]:
+    """For each single-event JSON record: the decoder accepts it exactly when its type's schema does."""
+    checked = rejected = 0
+    for raw in records:
+        try:
+            document = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(document, dict) or "events" in document:
+            continue
+        accepted = not decode_message(raw).rejected
+        validator = _validator(document.get("type")) if isinstance(document.get("type"), str) else None
+        valid = validator is not None and validator.is_valid(document)
+        assert accepted == valid, raw[:200]
+        checked += 1
+        rejected += not accepted
+    return checked, rejected
+
+
+def test_decoder_and_schemas_agree_on_a_synthetic_log(tmp_path):
+    log = tmp_path / "calls.jsonl"
+    build_log(str(log), calls=20)
+    checked, rejected = _agreement(list(read_log(str(log))))
+    # 20 calls of 6 turns: 418 JSON events; two are malformed (role "bot", an unknown type).
+    assert checked == 418 and rejected == 2
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="no bundled sample log")
+def test_decoder_and_schemas_agree_on_the_bundled_sample_log():
+    checked, rejected = _agreement(list(read_log(str(SAMPLE))))
+    assert checked > 1000 and rejected >= 1
+
+
+def test_result_documents_validate_against_the_result_schema(tmp_path):
+    from livekit import replay_results
+
+    log = tmp_path / "calls.jsonl"
+    build_log(str(log), calls=10)
+    results, _ = replay_results(str(log))
+    validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "result.json").read_text()))
+    for result in results:
+        assert validator.is_valid(result), list(validator.iter_errors(result))[:1]
+    broken = dict(results[0], evaluation={"scenario_name": "x"})
+    assert not validator.is_valid(broken)
+
+
+def test_dead_letter_documents_validate_against_their_schema():
+    from streams.live import DeadLetter
+
+    validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "deadletter.json").read_text()))
+    letter = DeadLetter("event 'x': bad", "callqa.events", 0, 7, b"\xc1", "x", "c1", None)
+    assert validator.is_valid(json.loads(msgspec.json.encode(letter.to_document())))
