@@ -95,12 +95,10 @@ class Persona:
             lines.append(self.background)
         if self.personality:
             lines.append(self.personality)
-        if self.language and self.accent:
-            lines.append(f"You speak {self.language} with a {self.accent} accent.")
-        elif self.language:
+        if self.language:
             lines.append(f"You speak {self.language}.")
-        elif self.accent:
-            lines.append(f"You speak with a {self.accent} accent.")
+        if self.accent:
+            lines.append(f"Your accent is {self.accent}.")
         lines.append(SPOKEN_STYLE)
         return "\n".join(lines)
 

@@ -263,7 +263,7 @@ def db_state_fields(acc: DbStateAcc, scenario: ScenarioSpec | None) -> dict[str,
     if scenario.expected_db_hash is not None:
         fields["db_state_expected_hash"] = scenario.expected_db_hash
         fields["db_state_actual_hash"] = acc.agent_hash
-        fields["db_state_match"] = acc.agent_hash is not None and acc.agent_hash == scenario.expected_db_hash
+        fields["db_state_match"] = acc.agent_hash == scenario.expected_db_hash  # no agent hash: False
     if scenario.db_state_assertions:
         verdicts = []
         for index, assertion in enumerate(scenario.db_state_assertions):

@@ -78,7 +78,7 @@ def normalise_nl_verdicts(raw: Any, assertions: list[str], failure_reason: str |
     by_index: dict[int, dict[str, Any]] = {}
     for entry in raw if isinstance(raw, list) and failure_reason is None else ():
         index = _verdict_index(entry)
-        if index is not None and 1 <= index <= len(assertions) and index not in by_index:
+        if index is not None and index not in by_index:  # indexes outside 1..n are never looked up
             by_index[index] = entry
     verdicts = []
     for index, assertion in enumerate(assertions, start=1):
