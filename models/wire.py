@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator
 
 import msgspec
 
-from models.events import CONTRACT_VERSION, AnyEvent, Event
+from models.events import CONTRACT_VERSION, EVENT_TYPES, AnyEvent, Event
 
 MAX_MESSAGE_BYTES = 1_048_576
 
@@ -102,7 +102,10 @@ def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> An
     try:
         event = codec.event.decode(raw)
     except msgspec.ValidationError as exc:
-        return _reject(codec, raw, _reason(exc), batch_index)
+        reason = _reason(exc)
+        if reason.startswith("Invalid value") and reason.endswith("- at `type`"):
+            reason = f"unknown event type {reason[len('Invalid value '):-len(' - at `type`')]}; known types: {', '.join(EVENT_TYPES)}"
+        return _reject(codec, raw, reason, batch_index)
     except msgspec.DecodeError as exc:
         return _reject(codec, raw, f"undecodable: {_reason(exc)}", batch_index)
     if event.v != CONTRACT_VERSION:

@@ -1,0 +1,120 @@
+"""The shared processing engine: duplicates, redeliveries, late events, versions, the inactivity sweep."""
+
+from __future__ import annotations
+
+from eventkit import T0, event
+from scorers.engine import CallEngine
+from scorers.inactivity import INACTIVITY_STOP_REASON
+
+
+def started(call_id="c1", ts=T0, **data):
+    return event("call.started", {"agent_id": "a1", **data}, call_id=call_id, ts_ms=ts)
+
+
+def ended(call_id="c1", ts=T0 + 10_000):
+    return event("call.ended", {"stop_reason": "[EXIT]"}, call_id=call_id, ts_ms=ts)
+
+
+def test_an_event_id_seen_before_is_ignored():
+    engine = CallEngine()
+    turn = event("turn", {"role": "user", "text": "hi"})
+    engine.process(started())
+    assert engine.process(turn).status == "applied"
+    assert engine.process(turn).status == "duplicate"
+    assert len(engine.calls["c1"].turns) == 1
+
+
+def test_a_redelivered_position_is_skipped_even_with_a_new_event_id():
+    engine = CallEngine()
+    engine.process(started(), position=10)
+    replayed = event("turn", {"role": "user", "text": "hi"})
+    assert engine.process(replayed, position=10).status == "redelivered"
+    assert engine.process(replayed, position=11).status == "applied"
+
+
+def test_call_ended_publishes_version_1_and_each_post_call_event_the_next_version():
+    engine = CallEngine()
+    engine.process(started())
+    first = engine.process(ended()).result
+    second = engine.process(event("call.annotated", {"user_sentiment": "Negative"}, ts_ms=T0 + 20_000)).result
+    third = engine.process(event("transcript.corrected", {"turn_index": 0, "text": "x"}, ts_ms=T0 + 30_000)).result
+    assert (first.version, second.version, third.version) == (1, 2, 3)
+    assert second.event_ts_ms == T0 + 20_000 and second.ended_ts_ms == T0 + 10_000
+
+
+def test_a_post_call_event_before_the_end_publishes_nothing_but_counts():
+    engine = CallEngine()
+    engine.process(started())
+    assert engine.process(event("call.annotated", {"user_sentiment": "Positive"})).result is None
+    result = engine.process(ended()).result
+    sentiment = next(m for m in result.metrics if m.metric == "sentiment")
+    assert result.version == 1 and sentiment.score == 100.0
+
+
+def test_an_in_call_event_after_the_end_is_rejected_with_a_reason():
+    engine = CallEngine()
+    engine.process(started())
+    engine.process(ended())
+    late = engine.process(event("turn", {"role": "user", "text": "hello?"}, event_id="late-1"))
+    assert late.status == "rejected"
+    assert "late-1" in late.reason and "'turn'" in late.reason and "already ended" in late.reason
+    assert engine.process(ended()).status == "rejected"  # a second end, with its own event_id
+
+
+def test_the_sweep_ends_a_silent_call_at_last_activity_plus_its_timeout():
+    engine = CallEngine(allowed_lateness_ms=0)
+    engine.process(started("quiet", ts=T0, inactivity_timeout_s=60))
+    engine.process(event("turn", {"role": "user", "text": "hello?"}, call_id="quiet", ts_ms=T0 + 5_000))
+    # Another call on the same partition moves the watermark past 5 000 + 60 000 ms.
+    engine.process(started("busy", ts=T0 + 65_001))
+    (synthetic,) = engine.sweep(0)
+    assert synthetic.call_id == "quiet" and synthetic.ts_ms == T0 + 65_000
+    assert synthetic.data.stop_reason == INACTIVITY_STOP_REASON
+    result = engine.process(synthetic).result
+    assert result.evaluation["stop_reason"] == "[INACTIVITY_TIMEOUT]"
+    assert result.evaluation["duration_seconds"] == 65.0
+
+
+def test_the_sweep_waits_for_the_allowed_lateness():
+    engine = CallEngine(allowed_lateness_ms=30_000)
+    engine.process(started("quiet", ts=T0))  # deadline T0 + 120 s
+    engine.process(started("busy", ts=T0 + 140_000))  # watermark - lateness = T0 + 110 s < deadline
+    assert engine.sweep(0) == []
+    engine.process(started("busier", ts=T0 + 150_001))  # T0 + 120.001 s > deadline
+    assert [e.call_id for e in engine.sweep(0)] == ["quiet"]
+
+
+def test_activity_pushes_the_deadline_back():
+    engine = CallEngine(allowed_lateness_ms=0)
+    engine.process(started("c1", ts=T0, inactivity_timeout_s=10))
+    engine.process(event("turn", {"role": "user", "text": "still here"}, call_id="c1", ts_ms=T0 + 9_000))
+    engine.process(started("other", ts=T0 + 15_000))
+    assert engine.sweep(0) == []  # deadline is now T0 + 19 s
+    engine.process(started("other2", ts=T0 + 19_001))
+    assert [e.ts_ms for e in engine.sweep(0)] == [T0 + 19_000]
+
+
+def test_end_of_input_sweeps_every_open_call():
+    engine = CallEngine()
+    engine.process(started("a", ts=T0))
+    engine.process(started("b", ts=T0 + 1))
+    engine.process(ended("b", ts=T0 + 2))
+    assert [e.call_id for e in engine.sweep(0, end_of_input=True)] == ["a"]
+
+
+def test_a_watermark_event_with_end_of_input_sweeps_its_partition():
+    engine = CallEngine()
+    engine.process(started("a", ts=T0))
+    assert engine.process(event("watermark", {"end_of_input": True}, call_id="__watermark__", ts_ms=T0)).status == "watermark"
+    assert "__watermark__" not in engine.calls
+    assert [e.call_id for e in engine.sweep(0)] == ["a"]
+
+
+def test_ended_calls_are_forgotten_after_their_retention():
+    engine = CallEngine(retention_after_end_ms=60_000)
+    engine.process(started("a", ts=T0))
+    engine.process(ended("a", ts=T0 + 1_000))
+    engine.process(started("b", ts=T0 + 61_000))
+    assert engine.expired(0) == []
+    engine.process(started("c", ts=T0 + 61_001))
+    assert engine.expired(0) == ["a"]

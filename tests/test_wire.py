@@ -1,0 +1,92 @@
+"""Decoding Kafka message bytes: every problem becomes a one-line reason, nothing raises."""
+
+from __future__ import annotations
+
+import json
+
+import msgpack
+
+from models.wire import decode_message, encode_batch, encode_event
+
+
+def envelope(**overrides):
+    doc = {"v": 1, "event_id": "e1", "call_id": "c1", "ts_ms": 1_000, "type": "turn",
+           "data": {"role": "user", "text": "hi"}}
+    doc.update(overrides)
+    return doc
+
+
+def test_a_msgpack_event_and_the_same_event_as_json_decode_alike():
+    as_msgpack = decode_message(msgpack.packb(envelope()))
+    as_json = decode_message(json.dumps(envelope()).encode())
+    assert as_msgpack.events == as_json.events and len(as_json.events) == 1
+    assert as_json.events[0].data.text == "hi"
+
+
+def test_a_wrong_field_is_named_with_the_event_id():
+    (rejected,) = decode_message(json.dumps(envelope(data={"role": "bot", "text": "x"})).encode()).rejected
+    assert rejected.reason == "event 'e1': Invalid enum value 'bot' - at `data.role`"
+    assert rejected.event_id == "e1" and rejected.call_id == "c1"
+
+
+def test_a_missing_required_field_is_named():
+    (rejected,) = decode_message(json.dumps(envelope(data={"role": "user"})).encode()).rejected
+    assert rejected.reason == "event 'e1': Object missing required field `text` - at `data`"
+
+
+def test_a_wrong_type_is_named():
+    (rejected,) = decode_message(json.dumps(envelope(ts_ms="yesterday")).encode()).rejected
+    assert "Expected `int`, got `str` - at `ts_ms`" in rejected.reason
+
+
+def test_an_unknown_type_is_rejected():
+    (rejected,) = decode_message(json.dumps(envelope(type="call.teleported")).encode()).rejected
+    assert rejected.reason.startswith("event 'e1': unknown event type 'call.teleported'; known types: call.started, turn,")
+
+
+def test_undecodable_bytes_keep_their_original_bytes():
+    (rejected,) = decode_message(b"\xc1\x00garbage").rejected
+    assert rejected.reason.startswith("event without a readable event_id: undecodable")
+    assert rejected.raw == b"\xc1\x00garbage"
+
+
+def test_plain_text_is_reported_as_neither_json_nor_msgpack():
+    (rejected,) = decode_message(b"hello world").rejected
+    assert "neither a JSON object nor a MessagePack map" in rejected.reason
+
+
+def test_an_oversized_message_is_rejected_before_decoding():
+    (rejected,) = decode_message(b"{" + b" " * 2000 + b"}", max_bytes=1000).rejected
+    assert rejected.reason == "message of 2002 bytes exceeds the 1000-byte limit"
+
+
+def test_an_unsupported_contract_version_is_rejected():
+    (rejected,) = decode_message(json.dumps(envelope(v=2)).encode()).rejected
+    assert rejected.reason == "event 'e1': unsupported contract version v=2"
+
+
+def test_a_batch_keeps_its_good_events_and_rejects_only_the_bad_ones():
+    good = envelope()
+    bad = envelope(event_id="e2", data={"role": "user"})
+    decoded = decode_message(msgpack.packb({"v": 1, "call_id": "c1", "events": [good, bad, envelope(event_id="e3")]}))
+    assert decoded.is_batch
+    assert [e.event_id for e in decoded.events] == ["e1", "e3"]
+    (rejected,) = decoded.rejected
+    assert rejected.batch_index == 1 and rejected.reason.startswith("event 'e2' (batch item 1):")
+
+
+def test_a_batch_item_of_another_call_is_rejected():
+    decoded = decode_message(msgpack.packb({"v": 1, "call_id": "c1", "events": [envelope(call_id="c2")]}))
+    assert decoded.events == []
+    assert "differs from its batch's 'c1'" in decoded.rejected[0].reason
+
+
+def test_a_cross_call_batch_has_no_call_id():
+    decoded = decode_message(msgpack.packb({"v": 1, "events": [envelope(), envelope(event_id="e9", call_id="c2")]}))
+    assert [e.call_id for e in decoded.events] == ["c1", "c2"] and not decoded.rejected
+
+
+def test_encoded_events_and_batches_decode_back_to_the_same_events():
+    (event,) = decode_message(json.dumps(envelope()).encode()).events
+    assert decode_message(encode_event(event)).events == [event]
+    assert decode_message(encode_batch([event, event], "c1")).events == [event, event]
