@@ -18,6 +18,8 @@ from msgspec import Struct
 CONTRACT_VERSION = 1
 
 Role = Literal["user", "agent"]
+# The evaluation harness's SuccessSignal values (models/scenario.py): an unknown name is an input error.
+SuccessSignalName = Literal["is_action_match", "db_state_match", "db_state_assertion", "nl_assertion", "judge_passed", "clean_exit"]
 Side = Literal["agent", "user"]
 
 
@@ -30,7 +32,7 @@ class ScenarioSpec(Struct, forbid_unknown_fields=False):
     name: str | None = None
     domain: str | None = None
     description: str | None = None
-    success_signals: list[str] | None = None
+    success_signals: list[SuccessSignalName] | None = None
     reference_answer: list[dict[str, Any]] | dict[str, Any] | None = None
     ignore_capitalization: bool = False
     ignore_punctuation: bool = False

@@ -90,3 +90,15 @@ def test_encoded_events_and_batches_decode_back_to_the_same_events():
     (event,) = decode_message(json.dumps(envelope()).encode()).events
     assert decode_message(encode_event(event)).events == [event]
     assert decode_message(encode_batch([event, event], "c1")).events == [event, event]
+
+
+def test_a_scenario_naming_an_unknown_success_signal_is_rejected_on_the_wire():
+    from typing import get_args
+
+    from models.events import SuccessSignalName
+    from models.scenario import SuccessSignal
+
+    assert set(get_args(SuccessSignalName)) == {signal.value for signal in SuccessSignal}
+    doc = envelope(type="call.started", data={"agent_id": "a", "scenario": {"success_signals": ["clean_exit", "vibes"]}})
+    (rejected,) = decode_message(json.dumps(doc).encode()).rejected
+    assert "'vibes'" in rejected.reason and "scenario.success_signals[1]" in rejected.reason
