@@ -1,0 +1,33 @@
+# One command each, on a fresh machine with Python 3.11+: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test install bench schemas samples clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Installs callqa (editable) with the embedded broker and the test tools.
+install: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test,rocksdb]"
+
+demo: install
+	$(BIN)/callqa demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	$(BIN)/callqa bench --out bench-report.json
+
+schemas: install
+	$(BIN)/python -m models.schema_export schemas
+
+samples: install
+	$(BIN)/python -m samples.generate --seed 7 --calls 240 --out samples/calls.jsonl
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache callqa-data
