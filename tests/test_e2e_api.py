@@ -1,0 +1,95 @@
+"""The worker's HTTP API against a live worker on the embedded broker: cohorts defined over HTTP score
+the calls that follow, and overviews and run summaries equal those computed from replay."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from livekit import collect_results, latest_by_call, send, settings_for, start_worker
+from logkit import build_log
+from models.wire import read_log
+from scorers.cohort_overview import CohortOverview
+from scorers.cohorts import CohortBook
+from scorers.engine import CallEngine
+from scorers.runs import RunSummary
+from streams.replay import replay
+
+pytestmark = pytest.mark.broker
+
+COHORT = {"cohort_id": "support", "name": "Support line",
+          "metrics": [{"metric": "latency", "weight": 2, "threshold": 70}, {"metric": "wer"}, {"metric": "sentiment"}]}
+
+
+def http(worker, method: str, path: str, body: dict | None = None) -> tuple[int, dict | str]:
+    request = urllib.request.Request(f"http://127.0.0.1:{worker.web_port}{path}", method=method,
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            raw = response.read().decode()
+            status = response.status
+    except urllib.error.HTTPError as error:
+        raw, status = error.read().decode(), error.code
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, raw
+
+
+def wait_for(predicate, timeout_s: float = 30.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError("condition not met in time")
+
+
+def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_prefix, tmp_path):
+    log = str(tmp_path / "calls.jsonl")
+    build_log(log, calls=40)
+    book = CohortBook()
+    book.apply(COHORT)
+    expected_results: list[dict] = []
+    replay(read_log(log), CallEngine(cohorts=book), 4, lambda r: expected_results.append(json.loads(__import__("msgspec").json.encode(r))))
+    expected = latest_by_call(expected_results)
+
+    worker = start_worker(broker, topic_prefix)
+    try:
+        status, catalog = http(worker, "GET", "/qa/metrics")
+        assert status == 200 and [m["metric"] for m in catalog["metrics"]][:3] == ["hallucination", "kb_recall", "wer"]
+
+        status, body = http(worker, "POST", "/cohorts", {"cohort_id": "x", "name": "X", "metrics": [{"metric": "empathy"}]})
+        assert status == 422 and "empathy" in body["error"]
+
+        status, created = http(worker, "POST", "/cohorts", COHORT)
+        assert status == 201 and created["cohort_id"] == "support"
+        wait_for(lambda: http(worker, "GET", "/cohorts/support")[0] == 200)
+
+        settings = settings_for(broker, topic_prefix)
+        send(log, settings)
+        live = latest_by_call(collect_results(settings, expected))
+        assert live == expected
+        assert all(r["cohorts"] and r["cohorts"][0]["cohort_id"] == "support" for r in live.values())
+
+        want_overview = CohortOverview.recompute(expected.values()).overview("support")
+        overview = wait_for(lambda: (o := http(worker, "GET", "/cohorts/support/overview")[1]) == want_overview and o)
+        assert overview["calls"] == len(expected)
+
+        want_summary = RunSummary(run_id="run-e2e")
+        for result in expected.values():
+            want_summary.add(result)
+        summary = wait_for(lambda: (s := http(worker, "GET", "/runs/run-e2e/summary")) [0] == 200
+                           and s[1] == want_summary.summary().to_dict() and s[1])
+        assert summary["scenarios"] == len(expected)
+        status, text = http(worker, "GET", "/runs/run-e2e/summary.txt")
+        assert status == 200 and "Overall Success Rate" in text
+        assert http(worker, "GET", "/runs/nope/summary")[0] == 404
+    finally:
+        worker.stop()
