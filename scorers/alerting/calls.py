@@ -1,0 +1,129 @@
+"""What a published call result contributes to the alert windows, and when.
+
+Only a small part of a result matters to alerting: the call's scopes (all, its agent, its cohorts),
+each QA metric's verdict (`passed` and `score`, when the metric applied), and each cohort's verdict
+(weighted score and pass). `ScoredCall` keeps just that; its document form is what the live worker
+re-keys onto the single-partition alert input topic, so that topic stays small.
+
+Event time: a call is placed in the windows by the time it ended (`ended_ts_ms`), not by the time the
+result was published (`event_ts_ms`). The quality of a call belongs to when the call happened, and a
+rescore (a late sentiment annotation, a transcript correction, a judge result) publishes a later
+version with a later `event_ts_ms` but the same end: keyed by the end, the rescore replaces the call's
+contribution in the window it was already in instead of moving the call to a later window (which
+would both double-count time and let a batch of late annotations look like a burst of fresh calls).
+A result without an end time (a call swept before it ended) falls back to `event_ts_ms`.
+
+Scores are kept in tenths (they are rounded to one decimal), so sums taken back on a rescore or
+when a call leaves a window leave no rounding residue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from msgspec import Struct
+
+from models.alert_rules import SCOPE_ALL, WEIGHTED_SCORE
+
+
+class _MetricView(Struct):
+    metric: str
+    score: float | None = None
+    passed: bool | None = None
+
+
+class _CohortView(Struct):
+    cohort_id: str
+    weighted_score: float | None = None
+    passed: bool | None = None
+
+
+class _ResultView(Struct):
+    """The fields of a `CallResult` (or of a `ScoredCall` document) the alert engine reads."""
+
+    call_id: str
+    version: int
+    agent_id: str | None = None
+    cohort_ids: list[str] = []
+    ended_ts_ms: int | None = None
+    event_ts_ms: int | None = None
+    metrics: list[_MetricView] = []
+    cohorts: list[_CohortView] = []
+
+
+@dataclass(slots=True, frozen=True)
+class Outcome:
+    passed: bool
+    score_tenths: int
+
+
+@dataclass(slots=True, frozen=True)
+class ScoredCall:
+    call_id: str
+    version: int
+    ts_ms: int  # the event time that places the call in the windows (see the module docstring)
+    agent_id: str | None
+    cohort_ids: tuple[str, ...]  # the cohorts the call belongs to, listed or by verdict
+    metrics: dict[str, Outcome]  # QA metrics that applied
+    cohort_verdicts: dict[str, Outcome]  # cohorts with a weighted score
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        agent = (f"agent:{self.agent_id}",) if self.agent_id else ()
+        return (SCOPE_ALL, *agent, *(f"cohort:{c}" for c in self.cohort_ids))
+
+    def contributions(self) -> list[tuple[str, str, Outcome]]:
+        """(scope, metric, outcome) for every window aggregate the call counts in."""
+        out = [(scope, metric, outcome) for scope in self.scopes for metric, outcome in self.metrics.items()]
+        out.extend((f"cohort:{c}", WEIGHTED_SCORE, outcome) for c, outcome in self.cohort_verdicts.items())
+        return out
+
+    def outcome(self, scope: str, metric: str) -> Outcome | None:
+        if metric == WEIGHTED_SCORE:
+            kind, _, cohort_id = scope.partition(":")
+            return self.cohort_verdicts.get(cohort_id) if kind == "cohort" else None
+        return self.metrics.get(metric) if scope in self.scopes else None
+
+    def to_document(self) -> dict[str, Any]:
+        """A compact result document (the shape of `CallResult`, with only what alerting reads)."""
+        return {
+            "call_id": self.call_id,
+            "version": self.version,
+            "agent_id": self.agent_id,
+            "cohort_ids": list(self.cohort_ids),
+            "ended_ts_ms": self.ts_ms,
+            "metrics": [{"metric": m, "score": o.score_tenths / 10, "passed": o.passed} for m, o in self.metrics.items()],
+            "cohorts": [{"cohort_id": c, "weighted_score": o.score_tenths / 10, "passed": o.passed}
+                        for c, o in self.cohort_verdicts.items()],
+        }
+
+
+def scored_call(result: Any) -> ScoredCall | None:
+    """The alerting view of a result (a `CallResult`, its dict, its JSON bytes, or a compact
+    document); None when the result carries no event time at all."""
+    if isinstance(result, (bytes, bytearray, memoryview, str)):
+        view = msgspec.json.decode(result, type=_ResultView)
+    else:
+        view = msgspec.convert(result, _ResultView, from_attributes=True)
+    ts_ms = view.ended_ts_ms if view.ended_ts_ms is not None else view.event_ts_ms
+    if ts_ms is None:
+        return None
+    verdicts = {c.cohort_id: Outcome(c.passed, _tenths(c.weighted_score))
+                for c in view.cohorts if c.passed is not None and c.weighted_score is not None}
+    cohorts = dict.fromkeys([*view.cohort_ids, *(c.cohort_id for c in view.cohorts)])
+    return ScoredCall(
+        call_id=view.call_id,
+        version=view.version,
+        ts_ms=ts_ms,
+        agent_id=view.agent_id,
+        cohort_ids=tuple(cohorts),
+        # `passed` null means the metric did not apply: it is not scored, so it does not count.
+        metrics={m.metric: Outcome(m.passed, _tenths(m.score)) for m in view.metrics if m.passed is not None},
+        cohort_verdicts=verdicts,
+    )
+
+
+def _tenths(score: float | None) -> int:
+    return round((score or 0.0) * 10)

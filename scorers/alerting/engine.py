@@ -1,0 +1,254 @@
+"""The alert engine: published call results in, alert events out, in event time.
+
+`observe(result)` counts the result in the windows (scorers/alerting/windows.py), then evaluates every
+rule on every scope whose windows changed, plus every open episode (time alone can make a pending
+episode fire). Scopes are evaluated in a fixed order (rule name, then scope), and nothing reads a
+clock: the same results in the same order give the same alerts, byte for byte.
+
+Rules can change while results flow (`set_rules`): an episode whose rule is removed, disabled or now
+names another scope or metric is resolved; a rule whose thresholds changed keeps its episodes and is
+re-evaluated at once, as is a new rule.
+
+The live worker persists what it needs to restart where it stopped: the calls still kept
+(`kept_calls`, changed calls via `take_changes`) and the open episodes (`episodes_document`); see
+`restore`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import msgspec
+
+from models.alert_rules import AlertRule, scope_matches
+from models.alerts import Alert, WindowReading
+from scorers.alerting.calls import ScoredCall, scored_call
+from scorers.alerting.episodes import Episode, dedupe_key, transitions, verdict
+from scorers.alerting.windows import EventTimeWindows, WindowTotals
+
+SAMPLE_CALLS = 5
+
+
+@dataclass(slots=True)
+class AlertCounters:
+    observed: int = 0
+    counted: int = 0
+    stale: int = 0  # a version at or below the one already counted, or too late for every window
+    untimed: int = 0  # no event time at all
+    alerts: int = 0
+
+
+@dataclass(slots=True)
+class StateChanges:
+    """What changed in the engine's persistent state since the last `take_changes()`."""
+
+    calls: dict[str, ScoredCall] = field(default_factory=dict)  # kept, new or replaced
+    dropped: set[str] = field(default_factory=set)  # no longer kept
+    episodes: bool = False  # the open episodes changed
+
+    def __bool__(self) -> bool:
+        return bool(self.calls or self.dropped or self.episodes)
+
+
+class AlertEngine:
+    def __init__(self, rules: Iterable[AlertRule] = ()) -> None:
+        self._rules: dict[str, AlertRule] = {}
+        self._by_metric: dict[str, list[AlertRule]] = {}
+        self._episodes: dict[tuple[str, str], Episode] = {}
+        self.windows = EventTimeWindows()
+        self.counters = AlertCounters()
+        self._changes = StateChanges()
+        self.set_rules(rules)
+
+    # ------------------------------------------------------------------------------------ rules
+
+    @property
+    def rules(self) -> list[AlertRule]:
+        return list(self._rules.values())
+
+    def set_rules(self, rules: Iterable[AlertRule]) -> list[dict[str, Any]]:
+        """Replace the rule set (inactive rules are left out); returns the alerts this causes."""
+        new = {rule.name: rule for rule in sorted(rules, key=lambda r: r.name) if rule.active}
+        changed = [rule for name, rule in new.items() if self._rules.get(name) != rule]
+        self._rules = new
+        self._by_metric = {}
+        for rule in new.values():
+            self._by_metric.setdefault(rule.metric or "", []).append(rule)
+        lengths = {rule.window_ms for rule in new.values()} | {rule.long_window_ms for rule in new.values() if rule.long_window_ms}
+        if tuple(sorted(lengths)) != self.windows.lengths_ms:
+            self._record_dropped(self.windows.set_lengths(lengths))
+            self.windows.take_dirty()
+        alerts = self._close_orphaned_episodes()
+        candidates = {(rule.name, scope) for rule in changed for scope in self._scopes_of(rule)}
+        candidates.update(key for key in self._episodes if key[0] in {rule.name for rule in changed})
+        alerts.extend(self._evaluate(candidates))
+        return alerts
+
+    def _close_orphaned_episodes(self) -> list[dict[str, Any]]:
+        alerts: list[dict[str, Any]] = []
+        for key in sorted(self._episodes):
+            episode = self._episodes[key]
+            rule = self._rules.get(episode.rule.name)
+            if rule is None:
+                reason = "rule removed or disabled"
+            elif rule.metric != episode.rule.metric or not scope_matches(rule.scope, episode.scope):
+                reason = "rule changed its scope or metric"
+            else:
+                episode.rule = rule
+                continue
+            del self._episodes[key]
+            self._changes.episodes = True
+            alerts.append(self._alert(episode.rule, episode.scope, episode, "resolved", reason))
+        return alerts
+
+    def _scopes_of(self, rule: AlertRule) -> list[str]:
+        return [scope for scope in self.windows.scopes(rule.window_ms, rule.metric or "") if scope_matches(rule.scope, scope)]
+
+    # ---------------------------------------------------------------------------------- results
+
+    def observe(self, result: Any) -> list[dict[str, Any]]:
+        """Count one published result (a `CallResult`, its dict or JSON, or a compact document) and
+        return the alert events it causes, in order."""
+        self.counters.observed += 1
+        call = scored_call(result)
+        if call is None:
+            self.counters.untimed += 1
+            return []
+        taken, dropped = self.windows.put(call)
+        self._record_dropped(dropped)
+        if not taken:
+            self.counters.stale += 1
+            return []
+        self.counters.counted += 1
+        self._changes.calls[call.call_id] = call
+        self._changes.dropped.discard(call.call_id)
+        candidates = {key for key in self._episodes}
+        for length, scope, metric in self.windows.take_dirty():
+            for rule in self._by_metric.get(metric, ()):
+                if length in (rule.window_ms, rule.long_window_ms) and scope_matches(rule.scope, scope):
+                    candidates.add((rule.name, scope))
+        return self._evaluate(candidates)
+
+    def firing(self) -> list[dict[str, Any]]:
+        """The firing events of the episodes firing now, in rule and scope order."""
+        return [e.firing_alert for _, e in sorted(self._episodes.items()) if e.state == "firing" and e.firing_alert]
+
+    def reading(self, scope: str, metric: str, window_s: float) -> dict[str, Any] | None:
+        """A window's figures now (None when no rule keeps a window of that length)."""
+        length = round(window_s * 1000)
+        if length not in self.windows.lengths_ms:
+            return None
+        return msgspec.to_builtins(self._reading(length, scope, metric))
+
+    # ------------------------------------------------------------------------------- evaluation
+
+    def _evaluate(self, candidates: set[tuple[str, str]]) -> list[dict[str, Any]]:
+        now = self.windows.watermark
+        if now is None:
+            return []
+        alerts: list[dict[str, Any]] = []
+        for name, scope in sorted(candidates):
+            rule = self._rules.get(name)
+            if rule is None:
+                continue
+            metric = rule.metric or ""
+            window = self.windows.totals(rule.window_ms, scope, metric)
+            long_ms = rule.long_window_ms
+            long_window = self.windows.totals(long_ms, scope, metric) if long_ms else None
+            episode = self._episodes.get((name, scope))
+            for state in transitions(rule, episode, verdict(rule, window, long_window), now):
+                if state == "pending":
+                    episode = Episode(rule=rule, scope=scope, state="pending", started_ms=now,
+                                      dedupe_key=dedupe_key(name, scope, metric, now))
+                    self._episodes[(name, scope)] = episode
+                elif state == "firing" and episode is not None:
+                    episode.state = "firing"
+                elif state == "resolved":
+                    del self._episodes[(name, scope)]
+                assert episode is not None
+                alert = self._alert(rule, scope, episode, state, _reason(rule, state, window, long_window))
+                if state == "firing":
+                    episode.firing_alert = alert
+                self._changes.episodes = True
+                alerts.append(alert)
+        self.counters.alerts += len(alerts)
+        return alerts
+
+    def _alert(self, rule: AlertRule, scope: str, episode: Episode, state: str, reason: str) -> dict[str, Any]:
+        metric = rule.metric or ""
+        window = self._reading(rule.window_ms, scope, metric)
+        long_ms = rule.long_window_ms
+        alert = Alert(
+            rule=rule.name,
+            scope=scope,
+            metric=metric,
+            state=state,  # type: ignore[arg-type]
+            severity=rule.severity,
+            pass_rate=window.pass_rate,
+            passed=window.passed,
+            total=window.total,
+            average_score=window.average_score,
+            window_s=window.window_s,
+            window_start_ms=window.window_start_ms,
+            window_end_ms=window.window_end_ms,
+            fire_below=rule.fire_at,
+            clear_above=rule.clear_at,
+            min_calls=rule.min_calls,
+            for_s=float(rule.for_s),
+            long_window=self._reading(long_ms, scope, metric) if long_ms else None,
+            sample_call_ids=self.windows.samples(rule.window_ms, scope, metric, SAMPLE_CALLS),
+            episode_start_ms=episode.started_ms,
+            event_ts_ms=self.windows.watermark if self.windows.watermark is not None else episode.started_ms,
+            dedupe_key=episode.dedupe_key,
+            reason=reason,
+        )
+        return msgspec.to_builtins(alert)
+
+    def _reading(self, length_ms: int, scope: str, metric: str) -> WindowReading:
+        totals = self.windows.totals(length_ms, scope, metric)
+        start, end = self.windows.bounds(length_ms)
+        return WindowReading(window_s=length_ms / 1000, window_start_ms=start, window_end_ms=end, total=totals.total,
+                             passed=totals.passed, pass_rate=totals.pass_rate, average_score=totals.average_score)
+
+    # ------------------------------------------------------------------------------ persistence
+
+    def take_changes(self) -> StateChanges:
+        changes, self._changes = self._changes, StateChanges()
+        return changes
+
+    def kept_calls(self) -> list[ScoredCall]:
+        return list(self.windows.calls.values())
+
+    def episodes_document(self) -> list[dict[str, Any]]:
+        return [msgspec.to_builtins(episode) for _, episode in sorted(self._episodes.items())]
+
+    def restore(self, calls: Iterable[Any], episodes: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Start again from persisted state: kept calls (`ScoredCall`s or their documents) and the
+        open episodes. Returns the resolved events of episodes whose rule is gone meanwhile."""
+        kept = [c if isinstance(c, ScoredCall) else scored_call(c) for c in calls]
+        self.windows.restore(c for c in kept if c is not None)
+        self.windows.take_dirty()
+        self._episodes = {}
+        for document in episodes:
+            episode = msgspec.convert(document, Episode)
+            self._episodes[(episode.rule.name, episode.scope)] = episode
+        self._changes = StateChanges()
+        return self._close_orphaned_episodes()
+
+    def _record_dropped(self, call_ids: Iterable[str]) -> None:
+        for call_id in call_ids:
+            self._changes.dropped.add(call_id)
+            self._changes.calls.pop(call_id, None)
+
+
+def _reason(rule: AlertRule, state: str, window: WindowTotals, long_window: WindowTotals | None) -> str:
+    rate = f"pass rate {window.pass_rate:.3f} ({window.passed}/{window.total})"
+    if state == "resolved":
+        return f"{rate} at or above {rule.clear_at:g}"
+    longer = ""
+    if long_window is not None and long_window.pass_rate is not None:
+        longer = f", long window {long_window.pass_rate:.3f} ({long_window.passed}/{long_window.total})"
+    if state == "firing":
+        return f"{rate} below {rule.fire_at:g}{longer} for at least {rule.for_s:g} s"
+    return f"{rate} below {rule.fire_at:g}{longer}"
