@@ -100,9 +100,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from models.wire import Rejected
     from streams.progress import progress_bar
     from streams.replay import replay
+    from streams.replay_alerts import alerts_file
     from streams.wiring import build_engine
 
     settings = _settings(args)
+    alerts = alerts_file(args.rules, args.alerts_out)
     bar = progress_bar(total=_count_records(args.log), desc="replay", unit="record")
     out = open(args.out, "wb")
     dead = open(args.deadletter, "wb") if args.deadletter else None
@@ -110,6 +112,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     def on_result(result: object) -> None:
         out.write(_json.encode(result))
         out.write(b"\n")
+        if alerts is not None:
+            alerts.observe(result)
 
     def on_dead_letter(rejected: Rejected, index: int) -> None:
         if dead is not None:
@@ -126,6 +130,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         out.close()
         if dead is not None:
             dead.close()
+        if alerts is not None:
+            alerts.close()
     print(
         f"replayed {report.records} records: {report.events} events, {report.applied} applied, "
         f"{report.duplicates} duplicates ignored, {report.rejected} dead-lettered, {report.swept} calls swept "
@@ -133,6 +139,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         f"({report.events_per_s:,.0f} events/s) -> {args.out}",
         file=sys.stderr,
     )
+    if alerts is not None:
+        print(f"{alerts.count} alert events -> {alerts.path}", file=sys.stderr)
     return 0
 
 
@@ -236,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deadletter", help="write rejected records here as JSON Lines")
     p.add_argument("--partitions", type=int, help="partition count to reproduce live sweeps (default 4)")
     p.add_argument("--cohorts", help="cohort definitions (JSON or TOML) to score the calls against")
+    p.add_argument("--rules", help="alert rules (TOML or JSON) to evaluate over the results")
+    p.add_argument("--alerts-out", help="write the alert events here as JSON Lines (with --rules)")
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("tail", help="print results, dead letters or alerts readably")
