@@ -163,13 +163,20 @@ class AttemptDiscardedData(Struct, forbid_unknown_fields=False):
     reason: str
 
 
+# The call_id (and Kafka key) of watermark events: they belong to no call.
+WATERMARK_CALL_ID = "__watermark__"
+
+
 class WatermarkData(Struct, forbid_unknown_fields=False):
     """A producer's promise: nothing older than the envelope's `ts_ms` follows on this partition.
 
     `end_of_input` promises that nothing at all follows: every open call may be swept now.
+    `partition` names the partition it was sent to, so that a replay applies it to the same calls
+    (its key does not choose its partition).
     """
 
     end_of_input: bool = False
+    partition: int | None = None
 
 
 # ---------------------------------------------------------------------------------------- envelopes

@@ -17,7 +17,9 @@ from models.call_state import CallState
 from models.results import CallResult
 from models.wire import encode_event
 from scorers.engine import CallEngine
+from streams.alerts_live import install_alerts
 from streams.api import install_api
+from streams.clock import install_idle_clock
 from streams.config import Settings
 from streams.journal import encode_segment, segment_key
 from streams.live import LiveScorer, Outbox
@@ -135,4 +137,6 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         return web.json({"status": "ok", "calls_in_memory": len(engine.calls), **counters.__dict__})
 
     install_api(callqa, engine.cohorts, ResultsView())
+    install_idle_clock(callqa)
+    install_alerts(callqa)
     return callqa

@@ -30,6 +30,8 @@ class Settings:
     # Event time: how far a partition's watermark must pass a call's inactivity deadline before the
     # call is swept, to absorb the reordering a batching producer introduces between calls.
     allowed_lateness_ms: int = 30_000
+    # A quiet partition with open calls gets a watermark tick after this many seconds (0: never).
+    idle_tick_s: float = 5.0
     # Ended calls stay in state this long in event time for late annotations and corrections.
     retention_after_end_s: float = 86_400.0
     max_message_bytes: int = 1_048_576
@@ -47,6 +49,8 @@ class Settings:
     kafka_sasl_password: str | None = field(default=None, repr=False)
     kafka_ssl_cafile: str | None = None
     alert_webhook_url: str | None = None
+    # Alert rules (TOML or JSON, see models/alert_rules.py); the `callqa.alert-rules` topic overrides them.
+    alert_rules_file: str | None = None
     # Cohort definitions loaded at start (JSON or TOML); the `callqa.cohorts` topic updates them.
     cohorts_file: str | None = None
     log_level: str = "info"

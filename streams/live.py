@@ -9,6 +9,7 @@ The Faust agent (streams/app.py) only performs those sends. Tests drive this cla
 from __future__ import annotations
 
 import base64
+import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -67,6 +68,8 @@ class LiveScorer:
     # call_id -> (partition, segments written); what this worker owns right now.
     owned: dict[str, list[int]] = field(default_factory=dict)
     restored_partitions: set[int] = field(default_factory=set)
+    # partition -> (monotonic time of its last message, its watermark then): for the idle clock.
+    last_message: dict[int, tuple[float, int | None]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------- messages
 
@@ -88,6 +91,8 @@ class LiveScorer:
             out.forget.append(call_id)
         if out.forget:
             self.engine.forget(out.forget)
+        clock = self.engine.sweeper.partitions.get(partition)
+        self.last_message[partition] = (time.monotonic(), clock.watermark_ms if clock else None)
         return out
 
     def _collect(self, processed: Processed, event: Event, partition: int, position: int, topic: str,
@@ -142,6 +147,7 @@ class LiveScorer:
         for partition in partitions:
             self.engine.sweeper.forget_partition(partition)
             self.restored_partitions.discard(partition)
+            self.last_message.pop(partition, None)
 
     def forgotten(self, call_ids: list[str]) -> list[str]:
         """Drop ownership of expired calls; returns how many journal segments each had (for deletes)."""

@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 
 from aiokafka.partitioner import murmur2
 
-from models.events import Event
+from models.events import Event, Watermark
 from models.results import CallResult
 from models.wire import Rejected, decode_message
 from scorers.engine import CallEngine
@@ -26,6 +26,13 @@ EventSink = Callable[[Event], None]
 def partition_for(call_id: str, partitions: int) -> int:
     """Kafka's default partitioner (murmur2 of the key bytes), as every producer of the contract uses."""
     return (murmur2(call_id.encode()) & 0x7FFFFFFF) % partitions
+
+
+def partition_of(event: Event, partitions: int) -> int:
+    """The partition a live worker saw the event on: a watermark names its own, others go by call_id."""
+    if isinstance(event, Watermark) and event.data.partition is not None:
+        return event.data.partition % partitions
+    return partition_for(event.call_id, partitions)
 
 
 @dataclass
@@ -88,7 +95,7 @@ def replay(
         touched: list[int] = []
         for event in decoded.events:
             report.events += 1
-            partition = partition_for(event.call_id, partitions)
+            partition = partition_of(event, partitions)
             feed(event, partition, index)
             if partition not in touched:
                 touched.append(partition)

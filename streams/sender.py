@@ -15,13 +15,12 @@ from typing import Any, Callable, Iterable
 
 import msgspec
 
-from models.events import CONTRACT_VERSION
+from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID
 from models.wire import decode_message
 from streams.config import Settings
 from streams.kafka_clients import ensure_topics, producer
 from streams.topics import TopicNames
 
-WATERMARK_KEY = "__watermark__"
 _msgpack = msgspec.msgpack.Encoder()
 _json_decode = msgspec.json.decode
 _msgpack_decode = msgspec.msgpack.decode
@@ -110,6 +109,6 @@ async def send_log(
 async def send_end_of_input(kafka: Any, topic: str, ts_ms: int) -> None:
     partitions = sorted(await kafka.partitions_for(topic))
     for partition in partitions:
-        body = {"v": CONTRACT_VERSION, "type": "watermark", "event_id": f"{WATERMARK_KEY}:{ts_ms}:{partition}",
-                "call_id": WATERMARK_KEY, "ts_ms": ts_ms, "data": {"end_of_input": True}}
-        await kafka.send(topic, _msgpack.encode(body), key=WATERMARK_KEY.encode(), partition=partition)
+        body = {"v": CONTRACT_VERSION, "type": "watermark", "event_id": f"{WATERMARK_CALL_ID}:{ts_ms}:{partition}",
+                "call_id": WATERMARK_CALL_ID, "ts_ms": ts_ms, "data": {"end_of_input": True, "partition": partition}}
+        await kafka.send(topic, _msgpack.encode(body), key=WATERMARK_CALL_ID.encode(), partition=partition)

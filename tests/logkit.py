@@ -9,7 +9,7 @@ import random
 T0 = 1_760_000_000_000
 
 
-def build_log(path: str, calls: int = 120, turns: int = 6, seed: int = 3) -> dict:
+def build_log(path: str, calls: int = 120, turns: int = 6, seed: int = 3, inactivity_timeout_s: float | None = None) -> dict:
     rng = random.Random(seed)
     timeline: list[tuple[int, int, dict]] = []
     seq = 0
@@ -25,8 +25,11 @@ def build_log(path: str, calls: int = 120, turns: int = 6, seed: int = 3) -> dic
     for c in range(calls):
         call_id = f"call-{c:04d}"
         t = T0 + c * 700
-        add(call_id, t, "call.started", {"agent_id": f"agent-{c % 4}", "cohort_ids": ["support"],
-                                         "run_id": "run-e2e", "scenario": {"name": f"d{c % 3}__s{c}"}})
+        started = {"agent_id": f"agent-{c % 4}", "cohort_ids": ["support"], "run_id": "run-e2e",
+                   "scenario": {"name": f"d{c % 3}__s{c}"}}
+        if inactivity_timeout_s is not None:
+            started["inactivity_timeout_s"] = inactivity_timeout_s
+        add(call_id, t, "call.started", started)
         offset = 0
         for k in range(turns):
             user = add(call_id, t + 1000 + k * 4000, "turn", {"role": "user", "text": f"I need help with order {k}",
