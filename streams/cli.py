@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
-from pathlib import Path
 
 import msgspec
 

@@ -13,29 +13,33 @@ import tempfile
 import time
 from pathlib import Path
 
+import msgspec
+
+from models.results import CallResult
 from models.wire import read_log
-from scorers.engine import CallEngine
 from streams.broker import EmbeddedBroker
 from streams.config import Settings
 from streams.processes import WorkerProcess
 from streams.progress import progress_bar
 from streams.render import results_table, totals_block
-from streams.replay import replay
+from streams.replay import ReplayReport, replay
 from streams.sender import send_log
 from streams.tail import read_topic
 from streams.topics import TopicNames
+from streams.wiring import build_engine
 
 SAMPLE_LOG = Path(__file__).resolve().parent.parent / "samples" / "calls.jsonl"
+SAMPLE_COHORTS = SAMPLE_LOG.with_name("cohorts.json")
 
 
-def replay_latest(log: str, partitions: int) -> tuple[dict[str, dict], object]:
+def replay_latest(log: str, settings: Settings, cohorts_file: str | None) -> tuple[dict[str, dict], ReplayReport]:
     latest: dict[str, dict] = {}
 
-    def keep(result: object) -> None:
-        document = json.loads(__import__("msgspec").json.encode(result))
+    def keep(result: CallResult) -> None:
+        document = json.loads(msgspec.json.encode(result))
         latest[document["call_id"]] = document
 
-    report = replay(read_log(log), CallEngine(), partitions, keep)
+    report = replay(read_log(log), build_engine(settings, cohorts_file), settings.partitions, keep)
     return latest, report
 
 
@@ -61,16 +65,19 @@ def collect_live(settings: Settings, expected: dict[str, dict], timeout_s: float
 
 def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180.0) -> int:
     log = log or str(SAMPLE_LOG)
+    cohorts_file = str(SAMPLE_COHORTS) if SAMPLE_COHORTS.exists() else None
     started = time.perf_counter()
-    expected, replay_report = replay_latest(log, partitions)
+    expected, replay_report = replay_latest(log, Settings(partitions=partitions), cohorts_file)
     workdir = tempfile.mkdtemp(prefix="callqa-demo-")
     print(f"callqa demo: {log}\n  replay (in-process): {replay_report.events} events, {len(expected)} calls "
           f"in {replay_report.seconds:.2f} s ({replay_report.events_per_s:,.0f} events/s)")
     with EmbeddedBroker().start(log_path=f"{workdir}/broker.log") as broker:
         print(f"  embedded broker at {broker.bootstrap}; logs in {workdir}")
         settings = Settings(broker=broker.url, partitions=partitions, data_dir=f"{workdir}/data")
-        with WorkerProcess(broker.url, f"{workdir}/data", log_path=f"{workdir}/worker.log",
-                           env={"CALLQA_PARTITIONS": str(partitions)}) as worker:
+        worker_env = {"CALLQA_PARTITIONS": str(partitions)}
+        if cohorts_file:
+            worker_env["CALLQA_COHORTS_FILE"] = cohorts_file
+        with WorkerProcess(broker.url, f"{workdir}/data", log_path=f"{workdir}/worker.log", env=worker_env) as worker:
             worker.wait_ready()
             print(f"  worker ready after {time.perf_counter() - started:.1f} s")
             records = list(read_log(log))

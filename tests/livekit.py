@@ -74,3 +74,11 @@ def collect_results(settings: Settings, expected_latest: dict[str, dict], timeou
 
 def send(log: str, settings: Settings, **options) -> object:
     return asyncio.run(send_log(read_log(log), settings, **options))
+
+
+def assert_one_content_per_version(results: list[dict]) -> None:
+    """A result may be published twice (after a crash), never with two different contents."""
+    by_version: dict[tuple[str, int], set[str]] = {}
+    for r in results:
+        by_version.setdefault((r["call_id"], r["version"]), set()).add(repr(r))
+    assert all(len(contents) == 1 for contents in by_version.values())

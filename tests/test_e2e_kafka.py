@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from livekit import collect, collect_results, latest_by_call, replay_results, send, settings_for, start_worker
+from livekit import assert_one_content_per_version, collect, collect_results, latest_by_call, replay_results, send, settings_for, start_worker
 from logkit import build_log
 from streams.topics import TopicNames
 
@@ -28,11 +28,7 @@ def test_send_scores_every_call_as_replay_does(broker, topic_prefix, tmp_path):
     finally:
         worker.stop()
     assert latest_by_call(live) == expected
-    # One content per (call, version): a redelivered result may repeat, never differ.
-    by_version: dict[tuple[str, int], set[str]] = {}
-    for r in live:
-        by_version.setdefault((r["call_id"], r["version"]), set()).add(repr(r))
-    assert all(len(contents) == 1 for contents in by_version.values())
+    assert_one_content_per_version(live)
     assert len(letters) == stats["malformed"] == report.rejected
     assert all(letter["reason"] and letter["original_b64"] for letter in letters)
 
@@ -59,10 +55,7 @@ def test_worker_killed_mid_send_restarts_to_the_same_results(broker, topic_prefi
     finally:
         worker.stop()
     assert latest_by_call(live) == expected
-    by_version: dict[tuple[str, int], set[str]] = {}
-    for r in live:
-        by_version.setdefault((r["call_id"], r["version"]), set()).add(repr(r))
-    assert all(len(contents) == 1 for contents in by_version.values())
+    assert_one_content_per_version(live)
 
 
 def test_a_quiet_partition_still_sweeps_its_silent_calls(broker, topic_prefix, tmp_path):
@@ -82,3 +75,24 @@ def test_a_quiet_partition_still_sweeps_its_silent_calls(broker, topic_prefix, t
     assert live == expected
     swept = [r for r in live.values() if r["evaluation"]["stop_reason"] == "[INACTIVITY_TIMEOUT]"]
     assert len(swept) == stats["never_end"]
+
+
+SAMPLE = __import__("pathlib").Path(__file__).resolve().parent.parent / "samples" / "calls.jsonl"
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="no bundled sample log")
+def test_the_bundled_sample_scores_live_exactly_as_replay(broker, topic_prefix):
+    expected_results, report = replay_results(str(SAMPLE))
+    expected = latest_by_call(expected_results)
+    settings = settings_for(broker, topic_prefix)
+    worker = start_worker(broker, topic_prefix)
+    try:
+        send(str(SAMPLE), settings)
+        live = collect_results(settings, expected, timeout_s=120)
+        letters = collect(settings, TopicNames(topic_prefix).deadletter, lambda r: len(r) >= report.rejected, 60)
+        health = worker.health()
+    finally:
+        worker.stop()
+    assert latest_by_call(live) == expected
+    assert len(letters) == report.rejected
+    assert health["applied"] == report.applied

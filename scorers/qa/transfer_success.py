@@ -4,26 +4,16 @@ counts as attempted and as connected). Value 1 or 0; score 100 or 0."""
 from __future__ import annotations
 
 from models.call_state import CallState
-from models.events import Event
 from models.results import MetricResult
-from scorers.qa.base import QaMetric
-from scorers.qa.transfers import NO_TRANSFER_ATTEMPTED, TRANSFER_EVENT_TYPES, TransferLog
+from scorers.qa.transfers import NO_TRANSFER_ATTEMPTED, TransferLog, TransferMetric
 
 
-class TransferSuccess(QaMetric):
+class TransferSuccess(TransferMetric):
     name = "transfer_success"
     label = "Transfer success"
     value_meaning = "1 or 0"
     default_threshold = 100
     judge_kind = "computed"
-    handles = TRANSFER_EVENT_TYPES
-
-    def start(self) -> TransferLog:
-        return TransferLog()
-
-    def update(self, acc: TransferLog, event: Event, call: CallState) -> None:
-        acc.observe(event)
-
     def finalize(self, acc: TransferLog, call: CallState) -> MetricResult:
         if not acc.attempted:
             return self.not_applicable(NO_TRANSFER_ATTEMPTED)

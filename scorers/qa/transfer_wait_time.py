@@ -9,10 +9,9 @@ transfer was attempted, when it did not connect, or when there is no started →
 from __future__ import annotations
 
 from models.call_state import CallState
-from models.events import Event
 from models.results import MetricResult
-from scorers.qa.base import QaMetric, linear_falloff
-from scorers.qa.transfers import NO_TRANSFER_ATTEMPTED, TRANSFER_EVENT_TYPES, TransferLog
+from scorers.qa.base import linear_falloff
+from scorers.qa.transfers import NO_TRANSFER_ATTEMPTED, TransferLog, TransferMetric
 
 TRANSFER_DID_NOT_CONNECT = "Transfer did not connect"
 NO_BRIDGE_TIMESTAMP = "No bridge timestamp"
@@ -20,20 +19,12 @@ FULL_SCORE_UNTIL_MS = 10_000
 ZERO_SCORE_AT_MS = 70_000
 
 
-class TransferWaitTime(QaMetric):
+class TransferWaitTime(TransferMetric):
     name = "transfer_wait_time"
     label = "Transfer wait time"
     value_meaning = "Milliseconds"
     default_threshold = 50
     judge_kind = "computed"
-    handles = TRANSFER_EVENT_TYPES
-
-    def start(self) -> TransferLog:
-        return TransferLog()
-
-    def update(self, acc: TransferLog, event: Event, call: CallState) -> None:
-        acc.observe(event)
-
     def finalize(self, acc: TransferLog, call: CallState) -> MetricResult:
         if not acc.attempted:
             return self.not_applicable(NO_TRANSFER_ATTEMPTED)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from models.call_state import CallState
 from models.events import Event, Transfer
+from scorers.qa.base import QaMetric
 from scorers.qa.tool_calls import called_function_name
 
 NO_TRANSFER_ATTEMPTED = "No transfer attempted"
@@ -45,3 +46,15 @@ class TransferLog:
 
     def connected(self, call: CallState) -> bool:
         return self.bridged or (call.ended is not None and call.ended.reason == TRANSFER_END_REASON)
+
+
+class TransferMetric(QaMetric):
+    """What the two transfer metrics share: one TransferLog per call, fed by the transfer event types."""
+
+    handles = TRANSFER_EVENT_TYPES
+
+    def start(self) -> TransferLog:
+        return TransferLog()
+
+    def update(self, acc: TransferLog, event: Event, call: CallState) -> None:
+        acc.observe(event)
