@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any, Iterable
 
 
@@ -36,12 +37,22 @@ def dead_letter_line(document: dict[str, Any]) -> str:
 
 
 def alert_line(alert: dict[str, Any]) -> str:
+    """Windows hold the calls that ended in (start, end]; the end is the event time of the transition."""
+    samples = ",".join(alert.get("sample_call_ids") or []) or "-"
     return (
         f"[{str(alert.get('state', '')).upper():8}] {alert.get('severity', '')} {alert.get('rule')} "
         f"scope={alert.get('scope')} metric={alert.get('metric')} pass_rate={_fmt(alert.get('pass_rate'), 3)} "
-        f"({alert.get('passed')}/{alert.get('total')}) window=[{alert.get('window_start_ms')}, {alert.get('window_end_ms')}) "
+        f"({alert.get('passed')}/{alert.get('total')}) fire<{_fmt(alert.get('fire_below'), 2)} "
+        f"clear>={_fmt(alert.get('clear_above'), 2)} window={_fmt(alert.get('window_s'), 0)}s "
+        f"({_utc(alert.get('window_start_ms'))}, {_utc(alert.get('window_end_ms'))}] samples={samples} "
         f"key={alert.get('dedupe_key')}"
     )
+
+
+def _utc(ts_ms: Any) -> str:
+    if not isinstance(ts_ms, int):
+        return "-"
+    return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 COLUMNS = [
