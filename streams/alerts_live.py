@@ -1,0 +1,225 @@
+"""Alerts in the live worker: results → one evaluating agent → `callqa.alerts` (and the webhook).
+
+Exactly one place evaluates: the windows and episodes must see every result of the deployment, but
+`callqa.results` is spread over several partitions and workers. So:
+
+1. `alerts-relay` (an agent over `callqa.results`, consumed by the whole group) reduces each result
+   to what alerting reads (`ScoredCall.to_document()`) and re-keys it onto `callqa.alerts-input`, a
+   topic of ONE partition.
+2. `evaluate-alerts` consumes `callqa.alerts-input`. With one partition, exactly one worker of the
+   group owns it at any time, so that worker alone runs the `AlertEngine` and publishes the alert
+   events on `callqa.alerts` (one partition too, key = `dedupe_key`, JSON), in the order they happened.
+   If that worker dies, the group hands the partition to another worker, which restores the engine
+   from the `alert-engine` table (one partition, changelog-backed: the calls still inside the
+   longest window and the open episodes) and goes on. A redelivered result is a version the engine
+   already counted, so it changes nothing and raises no alert twice.
+
+The order in which the relays of several workers append to the input topic is the live order of
+evaluation; `callqa replay --rules` evaluates in the order of the log, and replaying the same log
+gives the same alerts.
+
+Rules: the `alert_rules_file` setting (TOML or JSON), overridden by name by the documents on the
+compacted topic `callqa.alert-rules` (key = rule name; `deleted: true` or a tombstone removes one).
+Every worker reads that topic from the beginning, outside any group, so whichever worker evaluates
+has the full rule set; a change reaches the engine before the next result is evaluated.
+
+`GET /alerts` lists the firing alerts; it is routed to the worker that owns the evaluation (through
+the `alert-engine` table), so any worker of the deployment answers it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import faust
+import msgspec
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+from faust.exceptions import SameNode
+
+from models.alert_rules import AlertRuleError, decode_rule, load_rules
+from scorers.alerting.calls import scored_call
+from scorers.alerting.engine import AlertEngine
+from scorers.alerting.rulebook import RuleBook
+from scorers.registry import qa_metrics
+from streams.alert_webhook import WebhookDelivery
+from streams.api import follow_topic
+from streams.kafka_clients import connection_options, ensure_topics
+
+logger = logging.getLogger("callqa.alerts")
+_json = msgspec.json.Encoder()
+
+ENGINE_TABLE = "alert-engine"
+EPISODES_KEY = b"episodes"
+CALL_KEY_PREFIX = b"call:"
+RULES_RETRY_S = 5.0
+
+
+def alerts_input_topic_name(prefix: str) -> str:
+    return f"{prefix}.alerts-input"
+
+
+async def ensure_compacted_topic(settings: Any, topic: str) -> None:
+    """Create the one-partition compacted topic (the newest document per key) if it is missing."""
+    admin = AIOKafkaAdminClient(**connection_options(settings))
+    await admin.start()
+    try:
+        if topic not in set(await admin.list_topics()):
+            try:
+                await admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "compact"})])
+            except TopicAlreadyExistsError:
+                pass
+    finally:
+        await admin.close()
+
+
+@dataclass
+class AlertsRuntime:
+    """The evaluating side's state in one worker (tests and views reach it through `install_alerts`)."""
+
+    rulebook: RuleBook
+    engine: AlertEngine = field(init=False)
+    restored: bool = False
+    rules_revision: int = -1
+    webhook: WebhookDelivery | None = None
+    published: int = 0
+
+    def __post_init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the evaluation (the input partition went to another worker): restore it again if
+        it comes back, from what that worker left in the table."""
+        self.engine = AlertEngine()
+        self.restored = False
+        self.rules_revision = -1
+
+    def ensure_ready(self, table: Any) -> list[dict[str, Any]]:
+        """Restore from the table once, and hand the engine the current rules when they changed.
+        Returns the alerts this causes (episodes whose rule is gone)."""
+        alerts: list[dict[str, Any]] = []
+        if not self.restored:
+            self.engine = AlertEngine(self.rulebook.rules())
+            self.rules_revision = self.rulebook.revision
+            calls, episodes = [], []
+            for key, value in table.items():
+                if key == EPISODES_KEY:
+                    episodes = msgspec.json.decode(value)
+                elif key.startswith(CALL_KEY_PREFIX):
+                    calls.append(msgspec.json.decode(value))
+            alerts.extend(self.engine.restore(calls, episodes))
+            self.restored = True
+            if calls or episodes:
+                logger.info("alerts: restored %s calls and %s open episodes", len(calls), len(episodes))
+        if self.rules_revision != self.rulebook.revision:
+            self.rules_revision = self.rulebook.revision
+            alerts.extend(self.engine.set_rules(self.rulebook.rules()))
+        return alerts
+
+    def persist(self, table: Any) -> None:
+        changes = self.engine.take_changes()
+        if changes.episodes:
+            table[EPISODES_KEY] = _json.encode(self.engine.episodes_document())
+        for call_id, call in changes.calls.items():
+            table[CALL_KEY_PREFIX + call_id.encode()] = _json.encode(call.to_document())
+        for call_id in changes.dropped:
+            table.pop(CALL_KEY_PREFIX + call_id.encode(), None)
+
+
+def install_alerts(callqa: Any) -> AlertsRuntime:
+    """Add the alert agents, tasks and view to a `CallqaApp` (streams/app.py)."""
+    app: faust.App = callqa.app
+    settings = callqa.settings
+    names = callqa.topics
+    known_metrics = [metric.name for metric in qa_metrics()]
+    file_rules = load_rules(settings.alert_rules_file, known_metrics) if settings.alert_rules_file else []
+    runtime = AlertsRuntime(RuleBook.from_file_rules(file_rules))
+    if settings.alert_webhook_url:
+        runtime.webhook = WebhookDelivery(settings.alert_webhook_url)
+
+    # internal: Faust creates it (with its one partition) before subscribing, so no broker default
+    # partition count can creep in through auto-creation.
+    input_topic = app.topic(alerts_input_topic_name(names.prefix), key_type=bytes, value_type=bytes, partitions=1,
+                            internal=True)
+    alerts_topic = app.topic(names.alerts, key_type=bytes, value_type=bytes, partitions=1)
+    table = app.Table(ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1)
+
+    @app.agent(callqa.results_topic, name="alerts-relay")
+    async def relay_results(stream: faust.StreamT) -> None:
+        async for value in stream:
+            try:
+                call = scored_call(value)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                logger.warning("alerts: skipped a result that is not a call result: %s", exc)
+                continue
+            if call is not None:
+                await input_topic.send(key=call.call_id.encode(), value=_json.encode(call.to_document()))
+
+    async def publish(alerts: list[dict[str, Any]]) -> None:
+        for alert in alerts:
+            await alerts_topic.send(key=alert["dedupe_key"].encode(), value=_json.encode(alert))
+            runtime.published += 1
+            if runtime.webhook is not None:
+                runtime.webhook.submit(alert)
+
+    @app.agent(input_topic, name="evaluate-alerts", concurrency=1)
+    async def evaluate_alerts(stream: faust.StreamT) -> None:
+        await ensure_topics(settings, {names.alerts: 1})
+        async for value in stream:
+            alerts = runtime.ensure_ready(table)
+            alerts.extend(runtime.engine.observe(value))
+            await publish(alerts)
+            runtime.persist(table)
+
+    @app.on_partitions_revoked.connect
+    async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        if any(tp.topic == input_topic.get_topic_name() for tp in revoked):
+            runtime.reset()
+
+    def apply_rule(key: bytes | None, value: bytes | None) -> None:
+        name = (key or b"").decode("utf-8", "replace")
+        if not value:  # a tombstone
+            runtime.rulebook.apply(name, None)
+            return
+        try:
+            rule = decode_rule(value, known_metrics, where=f"{names.alert_rules} key {name!r}")
+        except AlertRuleError as exc:
+            logger.warning("alerts: ignored a rule document: %s", exc)
+            return
+        runtime.rulebook.apply(rule.name, rule)
+
+    @app.task
+    async def follow_rules() -> None:
+        while True:  # a lost connection must not end the task: read the compacted topic again
+            try:
+                await ensure_compacted_topic(settings, names.alert_rules)
+                await follow_topic(callqa, names.alert_rules, apply_rule)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("alerts: reading %s failed (%s); again in %s s", names.alert_rules, exc, RULES_RETRY_S)
+                await asyncio.sleep(RULES_RETRY_S)
+
+    if runtime.webhook is not None:
+        webhook = runtime.webhook
+
+        @app.task
+        async def deliver_webhooks() -> None:
+            await webhook.run()
+
+    @app.page("/alerts")
+    async def firing_alerts(web: Any, request: Any) -> Any:
+        try:  # the worker that owns the evaluation answers; another one passes the request on to it
+            return await app.router.route_req(table.name, EPISODES_KEY, web, request)
+        except SameNode:
+            pass
+        except Exception:  # noqa: BLE001 - no assignment yet (faust raises KeyError or TypeError then)
+            return web.error(503, "alert evaluation is not assigned to a worker yet")
+        await publish(runtime.ensure_ready(table))
+        return web.json({"firing": runtime.engine.firing(), "watermark_ms": runtime.engine.windows.watermark,
+                         "rules": [rule.name for rule in runtime.engine.rules]})
+
+    return runtime

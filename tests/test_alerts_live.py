@@ -1,0 +1,99 @@
+"""Alerts through the real (embedded) broker: the worker publishes on `callqa.alerts` exactly the
+alert events `callqa replay --rules` writes, with rules from its file and from `callqa.alert-rules`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+from alertkit import write_latency_log
+from livekit import collect, send, settings_for
+from models.alert_rules import AlertRule, encode_rule
+from streams.cli import main
+from streams.kafka_clients import ensure_topics, producer
+from streams.processes import WorkerProcess
+from streams.topics import TopicNames
+
+pytestmark = pytest.mark.broker
+
+FILE_RULE = """
+[[rules]]
+name = "agent latency"
+scope = "agent:*"
+metric = "latency"
+window_s = 300
+fire_below = 0.5
+clear_above = 0.8
+min_calls = 5
+for_s = 60
+severity = "critical"
+"""
+# a1 is one call in three: while it is slow, the pass rate of all calls is 2/3, below 0.7.
+TOPIC_RULE = AlertRule(name="all latency", scope="all", metric="latency", window_s=300, fire_below=0.7,
+                       clear_above=0.9, min_calls=10, for_s=0)
+
+
+def a1_slow(agent: str, second: int) -> bool:
+    return agent == "a1" and 600 <= second < 1200
+
+
+def get_alerts(worker: WorkerProcess) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}/alerts", timeout=2) as response:
+            return json.loads(response.read())
+    except (OSError, ValueError):
+        return None
+
+
+async def publish_rule(settings, topic: str, rule: AlertRule) -> None:
+    client = producer(settings)
+    await client.start()
+    try:
+        await client.send_and_wait(topic, key=rule.name.encode(), value=encode_rule(rule))
+    finally:
+        await client.stop()
+
+
+def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp_path):
+    log, rules_file, both_rules = tmp_path / "calls.jsonl", tmp_path / "rules.toml", tmp_path / "both.json"
+    write_latency_log(str(log), 2000, a1_slow)
+    rules_file.write_text(FILE_RULE)
+    import tomllib
+
+    both_rules.write_text(json.dumps(tomllib.loads(FILE_RULE)["rules"] + [json.loads(encode_rule(TOPIC_RULE))]))
+    expected_file = tmp_path / "expected.jsonl"
+    # One partition: the worker scores (and so evaluates) in the order of the log, as replay does.
+    assert main(["replay", str(log), "--out", str(tmp_path / "results.jsonl"), "--partitions", "1",
+                 "--rules", str(both_rules), "--alerts-out", str(expected_file)]) == 0
+    expected = [json.loads(line) for line in expected_file.read_text().splitlines()]
+    assert {a["rule"] for a in expected} == {"agent latency", "all latency"}
+
+    settings = settings_for(broker, topic_prefix, partitions=1)
+    names = TopicNames(topic_prefix)
+    data_dir = tempfile.mkdtemp(prefix="callqa-worker-")
+    worker = WorkerProcess(broker.url, data_dir, log_path=f"{data_dir}/worker.log", env={
+        "CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix, "CALLQA_PARTITIONS": "1",
+        "CALLQA_ALERT_RULES_FILE": str(rules_file)})
+    # The broker would create the worker's topics with its own default of 4 partitions.
+    asyncio.run(ensure_topics(settings, {names.events: 1, names.results: 1}))
+    worker.start()
+    try:
+        worker.wait_ready()
+        asyncio.run(publish_rule(settings, names.alert_rules, TOPIC_RULE))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (get_alerts(worker) or {}).get("rules") != ["agent latency", "all latency"]:
+            time.sleep(0.3)
+        assert (get_alerts(worker) or {}).get("rules") == ["agent latency", "all latency"]
+        send(str(log), settings)
+        live = collect(settings, names.alerts, lambda records: len(records) >= len(expected), timeout_s=60)
+        firing_now = get_alerts(worker)
+    finally:
+        worker.stop()
+    assert live == expected
+    # Both episodes resolved by the end of the log: nothing is firing.
+    assert firing_now is not None and firing_now["firing"] == []
