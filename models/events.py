@@ -16,6 +16,7 @@ import msgspec
 from msgspec import Struct
 
 CONTRACT_VERSION = 1
+ContractVersion = Literal[1]
 
 Role = Literal["user", "agent"]
 # The evaluation harness's SuccessSignal values (models/scenario.py): an unknown name is an input error.
@@ -188,7 +189,7 @@ class Event(Struct, tag_field="type", forbid_unknown_fields=False, kw_only=True)
     event_id: str
     call_id: str
     ts_ms: int
-    v: int = CONTRACT_VERSION
+    v: ContractVersion = CONTRACT_VERSION
 
 
 class CallStarted(Event, tag="call.started"):
@@ -280,4 +281,4 @@ class Batch(Struct, forbid_unknown_fields=False):
 
     events: list[Any]
     call_id: str | None = None
-    v: int = CONTRACT_VERSION
+    v: ContractVersion = CONTRACT_VERSION

@@ -103,13 +103,13 @@ def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> An
         event = codec.event.decode(raw)
     except msgspec.ValidationError as exc:
         reason = _reason(exc)
-        if reason.startswith("Invalid value") and reason.endswith("- at `type`"):
+        if reason.endswith("- at `v`"):
+            reason = f"unsupported contract version v={reason.split(' - at')[0].removeprefix('Invalid enum value ')}"
+        elif reason.startswith("Invalid value") and reason.endswith("- at `type`"):
             reason = f"unknown event type {reason[len('Invalid value '):-len(' - at `type`')]}; known types: {', '.join(EVENT_TYPES)}"
         return _reject(codec, raw, reason, batch_index)
     except msgspec.DecodeError as exc:
         return _reject(codec, raw, f"undecodable: {_reason(exc)}", batch_index)
-    if event.v != CONTRACT_VERSION:
-        return _reject(codec, raw, f"unsupported contract version v={event.v}", batch_index)
     if not event.event_id or not event.call_id:
         return _reject(codec, raw, "event_id and call_id must not be empty", batch_index)
     return event
