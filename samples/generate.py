@@ -28,12 +28,13 @@ from pathlib import Path
 from random import Random
 from typing import Any, Iterable
 
+from models.events import RESCORE_TYPES
+from models.wire import MAX_MESSAGE_BYTES
 from samples import domains as d
 from samples.domains import Facts, Step, Task, Tool
 from scorers.evaluation.db_state import ORDER_INDEPENDENT_LIST_KEYS, db_state_hash
-from models.events import RESCORE_TYPES
-from models.wire import MAX_MESSAGE_BYTES
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
+from streams.replay import partition_for
 
 # ------------------------------------------------------------------------------------------ constants
 
@@ -42,14 +43,28 @@ RUN_ID = "eval_20251006_0900"
 CONTRACT_VERSION = 1
 
 PRODUCTION_SHARE = 0.25
-MEAN_ARRIVAL_GAP_MS = 14_000  # one new call every ~14 s: about ten calls in progress at any time
+MEAN_ARRIVAL_GAP_MS = 14_000  # one new call every ~14 s: about five calls in progress at any time
 DEFAULT_INACTIVITY_TIMEOUT_S = 120.0
-CUSTOM_INACTIVITY_TIMEOUTS_S = (45.0, 60.0, 90.0, 180.0, 300.0)
-# Calls that never end start early enough that the feed runs on well past their inactivity deadline.
-NEVER_ENDED_START_FRACTION = 0.6
+# Long enough for the longest agent turn spoken without any event in between (no speaking events).
+CUSTOM_INACTIVITY_TIMEOUTS_S = (90.0, 180.0, 300.0)
+STALLED_INACTIVITY_TIMEOUTS_S = (45.0, 60.0)  # a stalled call's turns are short
+# Calls that never end start early enough that the feed runs on well past their inactivity deadline:
+# a call lasts under 3 minutes, its timeout is at most 3 minutes, plus the sweep's allowed lateness and
+# a minute to spare.
+NEVER_ENDED_HEADROOM_MS = 3 * 60_000 + 3 * 60_000 + DEFAULT_ALLOWED_LATENESS_MS + 60_000
+NEVER_ENDED_TIMEOUTS_S = (90.0, None, 180.0, 90.0, None, 180.0)
 # Gaps inside a call stay this far below its inactivity timeout, so that only the calls meant to time
 # out ever do (the sweep allows 30 s of lateness on top; this margin does not rely on it).
 INACTIVITY_SAFETY_MARGIN_MS = 10_000
+
+# Bad input placed among the valid lines, one line of each kind (see `malformed`). A record over the
+# message size limit is optional: its dead letter (the original bytes, twice) exceeds what a broker
+# accepts by default, so it belongs in fault tests rather than in the bundled sample.
+MALFORMED_KINDS = ("log_line", "truncated", "unknown_type", "missing_text", "string_ts", "bot_role", "empty_object", "future_version")
+
+# The sweep of a call that never ends must happen with any of these partition counts (replay's default is 4).
+CHECKED_PARTITION_COUNTS = (1, 2, 4, 8)
+SWEEP_SPARE_MS = 60_000
 
 PRODUCER_JITTER_MS = 1_200  # how far a producer may send an event late, relative to other calls
 DUPLICATE_SHARE = 0.01  # of single-event lines, sent again
@@ -259,8 +274,7 @@ def choose_conversation(rng: Random, plan: CallPlan) -> None:
 def assign_rare_features(rng: Random, plans: list[CallPlan]) -> None:
     """Give the rare features to a few eligible calls each, so every one of them is in the log."""
     n = len(plans)
-    last_start = max(p.start_ms for p in plans)
-    early_cutoff = LOG_START_MS + NEVER_ENDED_START_FRACTION * (last_start - LOG_START_MS)
+    early_cutoff = max(p.start_ms for p in plans) - NEVER_ENDED_HEADROOM_MS
     taken: set[str] = set()  # call_ids whose ending is already special
 
     def pick(count: int, eligible) -> list[CallPlan]:
@@ -272,7 +286,7 @@ def assign_rare_features(rng: Random, plans: list[CallPlan]) -> None:
     never = quota(n, NEVER_ENDED_PER_240, 5)
     for i, plan in enumerate(pick(never, lambda p: p.start_ms < early_cutoff and (p.simulated or p.rtvi))):
         plan.ending = "never"
-        plan.inactivity_timeout_s = (45.0, None, 60.0, 90.0, None, 180.0)[i % 6]
+        plan.inactivity_timeout_s = NEVER_ENDED_TIMEOUTS_S[i % len(NEVER_ENDED_TIMEOUTS_S)]
     for kind, per_240 in TRANSFER_KINDS_PER_240.items():
         for plan in pick(quota(n, per_240, 1), lambda p: p.production):
             plan.ending, plan.transfer = "transfer", kind
@@ -282,9 +296,10 @@ def assign_rare_features(rng: Random, plans: list[CallPlan]) -> None:
         plan.ending = "timeout"
         plan.flow_trouble = "loop" if plan.flow else None
     for plan in pick(quota(n, STALLED_PER_240, 2), lambda p: p.simulated):
-        plan.ending, plan.inactivity_timeout_s = "stalled", rng.choice((45.0, 60.0))
+        plan.ending, plan.inactivity_timeout_s = "stalled", rng.choice(STALLED_INACTIVITY_TIMEOUTS_S)
+        plan.policy = "valid-terminal-state"  # where an inactivity timeout after the caller's turn counts
     for plan in pick(quota(n, SILENT_USER_PER_240, 2), lambda p: p.simulated):
-        plan.ending, plan.inactivity_timeout_s = "silent_user", rng.choice((45.0, 60.0))
+        plan.ending, plan.inactivity_timeout_s = "silent_user", rng.choice(CUSTOM_INACTIVITY_TIMEOUTS_S[:2])
         plan.policy = "valid-terminal-state"
 
     for plan in pick(quota(n, DEAD_AIR_PER_240, 1), lambda p: p.production and p.rtvi):
@@ -335,7 +350,7 @@ def choose_outcome(rng: Random, plan: CallPlan) -> None:
 # --------------------------------------------------------------------------------------- the script
 
 
-@dataclass
+@dataclass(eq=False)  # exchanges are told apart by identity: two may say the same words
 class Exchange:
     """The caller says something (or not), the agent replies (or not)."""
 
@@ -344,7 +359,6 @@ class Exchange:
     step: Step | None = None
     node: str | None = None
     heard: str | None = None  # what speech-to-text made of the user's words, when it got them wrong
-    kb_used: bool = False
 
 
 class CallScript:
@@ -432,7 +446,8 @@ class CallBuilder:
         self.failure_left = plan.tool_failure
         # The details the agent acts on: a call whose DB ends up wrong acted on the wrong ones.
         wrong = plan.task.wrong_facts
-        acted_wrongly = plan.db_outcome == "mismatch" and wrong is not None and plan.ending not in ("timeout", "stalled", "silent_user")
+        acted = plan.ending not in ("timeout", "stalled", "silent_user")
+        acted_wrongly = plan.db_outcome == "mismatch" and wrong is not None and acted
         self.action_facts = wrong(plan.facts) if acted_wrongly else plan.facts
 
     # ---------------------------------------------------------------------------- simple events
@@ -705,7 +720,7 @@ class CallBuilder:
         plan = self.plan
         if plan.prediction in (None, "none") or plan.task.reference is None:
             return
-        for i, text in enumerate(prediction_texts(self.rng, plan, self.action_facts)):
+        for i, text in enumerate(prediction_texts(plan, self.action_facts)):
             self.server_message(at + 40 * i, "agent", text)
 
     # ------------------------------------------------------------------------------------ endings
@@ -716,8 +731,7 @@ class CallBuilder:
 
     def end_tool(self) -> int:
         at = self.pos + self.rng.randint(300, 700)
-        end = self.tool_call(at, END_CONVERSATION_TOOL, {"reason": "the caller has no further questions"}, {"ended": True})
-        return end
+        return self.tool_call(at, END_CONVERSATION_TOOL, {"reason": "the caller has no further questions"}, {"ended": True})
 
     def finish(self) -> None:
         """Play the plan's ending: the closing words, how the call is ended, and `call.ended`."""
@@ -894,7 +908,7 @@ def broken_json(rng: Random, arguments: dict[str, Any]) -> str:
     return rng.choice(forms)
 
 
-def prediction_texts(rng: Random, plan: CallPlan, facts: Facts) -> list[str]:
+def prediction_texts(plan: CallPlan, facts: Facts) -> list[str]:
     """The `<final_response>` texts the agent sends for the plan's prediction kind."""
     reference = plan.task.reference(facts)
     items = [dict(item) for item in (reference if isinstance(reference, list) else [reference])]
@@ -905,7 +919,8 @@ def prediction_texts(rng: Random, plan: CallPlan, facts: Facts) -> list[str]:
 
     first_string = next((k for item in items for k, v in item.items() if isinstance(v, str) and any(c.isalpha() for c in v)), None)
     if kind == "case" and first_string:
-        items[0][first_string] = items[0][first_string].upper() if items[0][first_string] != items[0][first_string].upper() else items[0][first_string].lower()
+        value = items[0][first_string]
+        items[0][first_string] = value.lower() if value == value.upper() else value.upper()
     elif kind == "punct" and first_string:
         items[0][first_string] = items[0][first_string] + "."
     elif kind == "numeric":
@@ -948,29 +963,39 @@ def build_exchanges(rng: Random, plan: CallPlan) -> list[Exchange]:
     exchanges = [Exchange(None, domain.greeting)]
     for step in steps:
         agent = d.fill(step.agent, facts)
-        used = step.kb is not None and plan.kb_used
-        if used:
+        if step.kb is not None and plan.kb_used:
             agent = f"{agent} {d.fill(domain.passages[step.kb].paraphrase, facts)}"
-        exchanges.append(Exchange(d.fill(step.user, facts), agent, step, step.node, kb_used=used))
+        exchanges.append(Exchange(d.fill(step.user, facts), agent, step, step.node))
     talk = exchanges[1:]
     if plan.ending == "stalled":
         talk[0].agent = None
         return exchanges
 
-    if plan.ungrounded:
-        target = rng.choice(talk[1:] or talk)
-        bogus = bogus_figures(rng, plan)
-        target.agent = f"{target.agent} {d.fill(rng.choice(domain.ungrounded_lines), {**facts, **bogus})}"
-    if plan.robotic:
-        target = rng.choice(talk)
-        target.agent = f"{rng.choice(d.ROBOTIC_OPENERS)} {target.agent}"
-    if plan.contradiction and len(talk) >= 2:
-        first, second = sorted(rng.sample(range(len(talk)), 2))
-        talk[first].agent = f"{talk[first].agent} {domain.contradiction[0]}"
-        talk[second].agent = f"{talk[second].agent} {domain.contradiction[1]}"
+    # Each fault goes on an exchange of its own where it can, so that no agent turn grows too long.
+    spoiled: list[Exchange] = []
+
+    def target(candidates: list[Exchange]) -> Exchange:
+        fresh = [e for e in candidates if e not in spoiled] or candidates
+        chosen = rng.choice(fresh)
+        spoiled.append(chosen)
+        return chosen
+
     if plan.long_turn:
-        target = next((e for e in talk if e.step is not None and e.step.action), talk[-1])
-        target.agent = f"{target.agent} {rng.choice(d.LONG_WINDUPS)}"
+        chosen = next((e for e in talk if e.step is not None and e.step.action), talk[-1])
+        spoiled.append(chosen)
+        chosen.agent = f"{chosen.agent} {rng.choice(d.LONG_WINDUPS)}"
+    if plan.ungrounded:
+        chosen = target(talk[1:] or talk)
+        bogus = bogus_figures(rng, plan)
+        chosen.agent = f"{chosen.agent} {d.fill(rng.choice(domain.ungrounded_lines), {**facts, **bogus})}"
+    if plan.robotic:
+        chosen = target(talk)
+        chosen.agent = f"{rng.choice(d.ROBOTIC_OPENERS)} {chosen.agent}"
+    if plan.contradiction and len(talk) >= 2:
+        first = target(talk[:-1])
+        second = target(talk[talk.index(first) + 1 :])
+        first.agent = f"{first.agent} {domain.contradiction[0]}"
+        second.agent = f"{second.agent} {domain.contradiction[1]}"
     if plan.noisy_line:
         for exchange in talk:
             exchange.heard = garbled(rng, exchange.user or "", domain.misheard)
@@ -1154,12 +1179,12 @@ def add_duplicates(rng: Random, lines: list[Line]) -> list[Line]:
     return out
 
 
-def malformed_lines(rng: Random, lines: list[Line]) -> list[tuple[int, Line, str]]:
+def malformed_lines(rng: Random, lines: list[Line], kinds: tuple[str, ...]) -> list[tuple[int, Line, str]]:
     """Realistic bad input, each near a live call: (insert before index, line, kind)."""
-    kinds = ("log_line", "truncated", "unknown_type", "missing_text", "string_ts", "bot_role", "empty_object", "future_version", "oversized")
     out = []
     for n, kind in enumerate(kinds):
-        index = int(len(lines) * (n + 1) / (len(kinds) + 2)) + rng.randint(-20, 20)
+        spread = int(len(lines) * (n + 1) / (len(kinds) + 2)) + rng.randint(-20, 20)
+        index = min(max(spread, 1), len(lines) - 2)
         near = lines[index].events[0]
         call_id, ts = near["call_id"], near["ts_ms"] + rng.randint(1, 400)
         out.append((index, Line([], raw=malformed(kind, call_id, f"{call_id}:bad-{n}", ts)), kind))
@@ -1199,11 +1224,13 @@ def iso_time(ts_ms: int) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S") + f",{ts_ms % 1000:03d}"
 
 
-def assemble_log(rng: Random, plans: list[CallPlan], calls: list[list[dict[str, Any]]]) -> tuple[list[Line], list[str]]:
+def assemble_log(
+    rng: Random, plans: list[CallPlan], calls: list[list[dict[str, Any]]], malformed_kinds: tuple[str, ...]
+) -> tuple[list[Line], list[str]]:
     lines = merge_calls(rng, calls)
     lines = add_batches(rng, lines, plans)
     lines = add_duplicates(rng, lines)
-    bad = malformed_lines(rng, lines)
+    bad = malformed_lines(rng, lines, malformed_kinds)
     inserts = {index: line for index, line, _ in bad}
     out: list[Line] = []
     for i, line in enumerate(lines):
@@ -1217,9 +1244,9 @@ def assemble_log(rng: Random, plans: list[CallPlan], calls: list[list[dict[str, 
 
 
 def check_inactivity(plans: list[CallPlan], calls: list[list[dict[str, Any]]]) -> None:
-    """Only the calls meant to time out may go quiet for their inactivity timeout, and the feed runs on
-    past the deadline of every call that never ends (plus the sweep's allowed lateness)."""
-    feed_end = max(e["ts_ms"] for events in calls for e in events if e["type"] not in RESCORE_TYPES)
+    """Only the calls meant to time out may go quiet for their inactivity timeout, and every call that
+    never ends is followed, on its own partition, by events past its deadline plus the sweep's allowed
+    lateness — whatever the partition count — so that a worker's watermark gets there."""
     for plan, events in zip(plans, calls):
         active = [e["ts_ms"] for e in events if e["type"] not in RESCORE_TYPES]
         limit = plan.timeout_ms - INACTIVITY_SAFETY_MARGIN_MS
@@ -1228,10 +1255,19 @@ def check_inactivity(plans: list[CallPlan], calls: list[list[dict[str, Any]]]) -
             gaps = gaps[:-1]  # the last gap is the harness's own inactivity timeout
         if gaps and max(gaps) > limit:
             raise AssertionError(f"{plan.call_id}: a {max(gaps)} ms gap would trip its {plan.timeout_ms} ms inactivity timeout")
-        if plan.ending == "never":
-            deadline = active[-1] + plan.timeout_ms
-            if feed_end < deadline + DEFAULT_ALLOWED_LATENESS_MS + 60_000:
-                raise AssertionError(f"{plan.call_id} never ends, but the feed stops before its inactivity deadline")
+    for partitions in CHECKED_PARTITION_COUNTS:
+        feed_end: dict[int, int] = {}
+        for events in calls:
+            partition = partition_for(events[0]["call_id"], partitions)
+            feed_end[partition] = max(feed_end.get(partition, 0), max(e["ts_ms"] for e in events))
+        for plan, events in zip(plans, calls):
+            if plan.ending != "never":
+                continue
+            deadline = events[-1]["ts_ms"] + plan.timeout_ms
+            if feed_end[partition_for(plan.call_id, partitions)] < deadline + DEFAULT_ALLOWED_LATENESS_MS + SWEEP_SPARE_MS:
+                raise AssertionError(
+                    f"{plan.call_id} never ends, but with {partitions} partitions its partition's events stop before its deadline"
+                )
 
 
 # ----------------------------------------------------------------------------------------- manifest
@@ -1262,7 +1298,7 @@ def manifest(seed: int, plans: list[CallPlan], lines: list[Line], malformed_kind
         "seed": seed,
         "calls": len(plans),
         "lines": len(lines),
-        "events": len(events),
+        "valid_events": len(events),  # accepted events, counted once per event_id
         "event_lines": sum(1 for line in lines if line.raw is None and not line.batch),
         "batch_lines": sum(1 for line in lines if line.batch),
         "events_in_batches": sum(len(line.events) for line in lines if line.batch),
@@ -1271,7 +1307,8 @@ def manifest(seed: int, plans: list[CallPlan], lines: list[Line], malformed_kind
         "malformed_kinds": malformed_kinds,
         "calls_never_ended": len(never),
         "never_ended_call_ids": never,
-        "run_ids": {RUN_ID: sum(1 for p in plans if p.scenario_name), "production (no run_id)": sum(1 for p in plans if p.production)},
+        "evaluation_run": {"run_id": RUN_ID, "calls": sum(1 for p in plans if p.scenario_name)},
+        "production_calls": sum(1 for p in plans if p.production),
         "scenario_domains": dict(sorted(domains.items())),
         "production_domains": dict(sorted(production.items())),
         "agents": dict(sorted(agents.items())),
@@ -1285,13 +1322,14 @@ def manifest(seed: int, plans: list[CallPlan], lines: list[Line], malformed_kind
 # -------------------------------------------------------------------------------------------- entry
 
 
-def generate(seed: int, n_calls: int) -> tuple[bytes, dict[str, Any]]:
-    """The log's bytes and its manifest: a pure function of (seed, n_calls)."""
+def generate(seed: int, n_calls: int, oversized_record: bool = False) -> tuple[bytes, dict[str, Any]]:
+    """The log's bytes and its manifest: a pure function of the arguments."""
     rng = Random(seed)
     plans = plan_calls(rng, n_calls)
     calls = [script_call(plan, rng) for plan in plans]
     check_inactivity(plans, calls)
-    lines, malformed_kinds = assemble_log(rng, plans, calls)
+    kinds = MALFORMED_KINDS + (("oversized",) if oversized_record else ())
+    lines, malformed_kinds = assemble_log(rng, plans, calls, kinds)
     body = b"".join(line.encode() + b"\n" for line in lines)
     return body, manifest(seed, plans, lines, malformed_kinds)
 
@@ -1305,8 +1343,10 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--calls", type=int, default=240)
     parser.add_argument("--out", type=Path, default=Path("samples/calls.jsonl"))
+    parser.add_argument("--oversized-record", action="store_true",
+                        help="add a record over the 1 MiB message limit (its dead letter outgrows a broker's default limit)")
     args = parser.parse_args(None if argv is None else list(argv))
-    body, counts = generate(args.seed, args.calls)
+    body, counts = generate(args.seed, args.calls, args.oversized_record)
     args.out.write_bytes(body)
     manifest_path(args.out).write_text(json.dumps(counts, indent=2) + "\n")
     print(f"wrote {args.out} ({len(body):,} bytes, {counts['lines']} lines, {counts['calls']} calls)")
