@@ -67,6 +67,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
 # ------------------------------------------------------------------------------------------ words
@@ -113,6 +114,7 @@ def words(text: str) -> list[str]:
     return WORD_RE.findall(text.lower().replace(_TYPOGRAPHIC_APOSTROPHE, "'"))
 
 
+@lru_cache(maxsize=16384)  # a pure function of one word; spoken vocabulary is small and repetitive
 def significant_form(word: str) -> str | None:
     """The word as a significant word (possessive dropped), or None when it is not one."""
     if word.endswith(_POSSESSIVE):
@@ -292,8 +294,13 @@ def _clock(hour: int, minute: int, am_pm: str | None) -> tuple[str, ...] | None:
     return (f"{hour:02d}:{minute:02d}",)
 
 
+_DIGIT = re.compile(r"\d")  # every figure FACT_RE finds has a digit: no digit, nothing to scan
+
+
 def _scan(text: str) -> Iterator[tuple[Fact | None, tuple[str, ...]]]:
     """Every figure in the text: (the fact, when it is fact-like; its grounding keys)."""
+    if _DIGIT.search(text) is None:
+        return
     for m in FACT_RE.finditer(text):
         said = m.group(0).strip()
         if m.group("clock") is not None:
@@ -366,3 +373,65 @@ def _json_scalars(value: Any) -> Iterator[str]:
 def json_text(value: Any) -> str:
     """The strings and numbers of a JSON value (keys included), one per line, keys sorted."""
     return "\n".join(_json_scalars(value))
+
+
+# ------------------------------------------------------------------------------- shared readings
+
+# Several scorers fold the same turn: hallucination, knowledge base recall and naturalness all read an
+# agent turn's words and phrases, hallucination the figures of every turn. `reading(text)` and
+# `figures(text)` compute each once per text and share it, immutable; the small cache keyed on the text
+# means the scorers that fold one event after another find it ready. Same definitions as above.
+READING_CACHE_SIZE = 1024
+
+
+def _anchor_words(phrases: frozenset[str]) -> frozenset[str]:
+    # One word of each phrase (its longest): a text none of whose words is an anchor holds no phrase,
+    # so most turns skip the phrase scan.
+    return frozenset(max(phrase_text(p).split(), key=len) for p in phrases)
+
+
+_CONFUSION_ANCHORS = _anchor_words(CONFUSION_PHRASES)
+_ROBOTIC_ANCHORS = _anchor_words(ROBOTIC_PHRASES)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A text as the phrase-reading scorers see it."""
+
+    words: tuple[str, ...]  # words(text)
+    phrase: str  # phrase_text(text)
+    significant: tuple[str, ...]  # significant_words(text)
+    negated: bool  # has_negation(words)
+    confusion: tuple[str, ...]  # confusion_phrases(text)
+    robotic: tuple[str, ...]  # robotic_phrases(text)
+
+
+@lru_cache(maxsize=READING_CACHE_SIZE)
+def reading(text: str) -> Reading:
+    found = words(text)
+    phrase = " ".join(found)
+    confusion = CONFUSION_RE.findall(phrase) if not _CONFUSION_ANCHORS.isdisjoint(found) else ()
+    robotic = ROBOTIC_RE.findall(phrase) if not _ROBOTIC_ANCHORS.isdisjoint(found) else ()
+    return Reading(tuple(found), phrase, tuple(significant(found)), has_negation(found), tuple(confusion), tuple(robotic))
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    facts: tuple[Fact, ...]  # extract_facts(text)
+    keys: frozenset[str]  # grounding_keys(text)
+
+
+_NO_FIGURES = Figures((), frozenset())
+
+
+@lru_cache(maxsize=READING_CACHE_SIZE)
+def figures(text: str) -> Figures:
+    if _DIGIT.search(text) is None:
+        return _NO_FIGURES
+    facts: list[Fact] = []
+    keys: set[str] = set()
+    for fact, found in _scan(text):
+        if fact is not None:
+            facts.append(fact)
+        keys.update(found)
+    return Figures(tuple(facts), frozenset(keys))

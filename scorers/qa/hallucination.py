@@ -26,7 +26,6 @@ fabrications, then contradictions, then confusion), each `{type, severity, text,
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,16 +33,7 @@ from models.call_state import CallState
 from models.events import CallStarted, Event, KbRetrieval, Rtvi, ToolCall, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.text import (
-    confusion_phrases,
-    extract_facts,
-    grounding_keys,
-    has_negation,
-    json_text,
-    significant,
-    significant_words,
-    words,
-)
+from scorers.text import figures, grounding_keys, json_text, reading, significant_words
 
 MAJOR_PENALTY = 30
 MINOR_PENALTY = 10
@@ -105,7 +95,7 @@ class Hallucination(QaMetric):
     def update(self, acc: HallucinationAcc, event: Event, call: CallState) -> None:
         if isinstance(event, Turn):
             if event.data.role == "user":
-                acc.grounding |= grounding_keys(event.data.text)
+                acc.grounding |= figures(event.data.text).keys
             else:
                 self._agent_turn(acc, len(call.turns) - 1, event.data.text, call)
         elif isinstance(event, KbRetrieval):
@@ -126,19 +116,19 @@ class Hallucination(QaMetric):
             acc.grounding |= grounding_keys(json_text(event.data.variables))
 
     def _agent_turn(self, acc: HallucinationAcc, turn: int, text: str, call: CallState) -> None:
-        for fact in extract_facts(text):
+        for fact in figures(text).facts:
             if fact.canonical not in acc.claims:
                 acc.claims[fact.canonical] = Claim(fact.said, fact.keys, turn, excerpt(text))
 
-        word_list = words(text)
-        turn_words = set(significant(word_list))
-        negated = has_negation(word_list)
+        read = reading(text)
+        turn_words = set(read.significant)
+        negated = read.negated
         self._contradictions(acc, turn, turn_words, negated, text, call)
         own_index = acc.negated_turns if negated else acc.plain_turns
         for word in turn_words:
             own_index.setdefault(word, []).append(turn)
 
-        phrases = confusion_phrases(text)
+        phrases = read.confusion
         if phrases:
             acc.confusions += 1
             if len(acc.listed_confusions) < MAX_LISTED_ISSUES:
@@ -151,9 +141,10 @@ class Hallucination(QaMetric):
                         call: CallState) -> None:
         # Only earlier turns of the opposite negation can contradict this one.
         opposite = acc.plain_turns if negated else acc.negated_turns
-        shared: Counter[int] = Counter()
+        shared: dict[int, int] = {}
         for word in turn_words:
-            shared.update(opposite.get(word, ()))
+            for earlier in opposite.get(word, ()):
+                shared[earlier] = shared.get(earlier, 0) + 1
         for earlier in sorted(e for e, n in shared.items() if n >= MIN_SHARED_WORDS_FOR_CONTRADICTION):
             acc.contradictions += 1
             if len(acc.listed_contradictions) < MAX_LISTED_ISSUES:

@@ -25,7 +25,7 @@ from models.call_state import CallState
 from models.events import Event, KbRetrieval, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.text import significant_words
+from scorers.text import reading, significant_words
 
 MAX_RETRIEVALS = 50
 MAX_PASSAGE_WORDS = 20
@@ -76,7 +76,7 @@ class KbRecall(QaMetric):
 
     @staticmethod
     def _agent_said(acc: KbRecallAcc, text: str) -> None:
-        for word in significant_words(text):
+        for word in reading(text).significant:
             if word in acc.agent_words:
                 continue
             acc.agent_words.add(word)

@@ -25,7 +25,7 @@ from models.call_state import CallState
 from models.events import Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.text import ROBOTIC_RE, phrase_text
+from scorers.text import reading
 
 REPEATED_TURN_PENALTY = 15
 ROBOTIC_PHRASE_PENALTY = 25
@@ -72,8 +72,9 @@ class Naturalness(QaMetric):
         acc.words += word_count
         if word_count > LONG_TURN_WORDS:
             acc.long_turns += 1
-        normalised = phrase_text(event.data.text)
-        acc.robotic_phrases += len(ROBOTIC_RE.findall(normalised))
+        read = reading(event.data.text)
+        normalised = read.phrase
+        acc.robotic_phrases += len(read.robotic)
         if normalised:
             digest = _digest(normalised)
             if digest in acc.seen:
