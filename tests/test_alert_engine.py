@@ -21,6 +21,12 @@ RULE = AlertRule(name="agent latency", scope="agent:*", metric="latency", window
                  clear_above=0.8, min_calls=5, for_s=60, severity="critical")
 
 
+def latency_windows(*lengths_ms: int) -> EventTimeWindows:
+    """Windows of these lengths keeping the latency aggregates of every scope kind."""
+    kinds = frozenset({("all", "latency"), ("agent", "latency"), ("cohort", "latency")})
+    return EventTimeWindows({length: kinds for length in lengths_ms})
+
+
 def rule(**changes) -> AlertRule:
     return msgspec.structs.replace(RULE, **changes)
 
@@ -47,7 +53,7 @@ def states(alerts: list[dict]) -> list[tuple[str, str, int]]:
 
 
 def test_a_window_counts_scored_calls_passes_and_average_score_per_scope_and_metric():
-    windows = EventTimeWindows((300_000,))
+    windows = latency_windows(300_000)
     for r in [result("c1", "a1", T0, True, score=90.0, cohort_ids=["billing"]),
               result("c2", "a1", T0 + 1, False, score=40.0),
               result("c3", "a2", T0 + 2, True, score=80.0, cohort_ids=["billing"])]:
@@ -62,27 +68,27 @@ def test_a_window_counts_scored_calls_passes_and_average_score_per_scope_and_met
 
 
 def test_a_metric_that_did_not_apply_is_not_counted():
-    windows = EventTimeWindows((300_000,))
+    windows = latency_windows(300_000)
     windows.put(scored_call(result("c1", "a1", T0, None)))
     assert windows.totals(300_000, "all", "latency").total == 0
 
 
 def test_calls_leave_the_window_once_the_watermark_passes_them():
-    windows = EventTimeWindows((300_000,))
+    windows = latency_windows(300_000)
     windows.put(scored_call(result("old", "a1", T0, False)))
     windows.put(scored_call(result("edge", "a1", T0 + 1, True)))
     # Watermark T0 + 300_001: the window is (T0 + 1, T0 + 300_001]; "old" and "edge" have left it.
     windows.put(scored_call(result("new", "a1", T0 + 300_001, True)))
     assert windows.totals(300_000, "all", "latency").total == 1
     # Watermark T0 + 300_000 would still hold "edge": the window is open at the start only.
-    other = EventTimeWindows((300_000,))
+    other = latency_windows(300_000)
     other.put(scored_call(result("edge", "a1", T0 + 1, True)))
     other.put(scored_call(result("new", "a1", T0 + 300_000, True)))
     assert other.totals(300_000, "all", "latency").total == 2
 
 
 def test_a_rescore_replaces_the_calls_contribution_and_an_older_version_changes_nothing():
-    windows = EventTimeWindows((300_000,))
+    windows = latency_windows(300_000)
     windows.put(scored_call(result("c1", "a1", T0, True, score=90.0)))
     windows.put(scored_call(result("c1", "a1", T0, False, score=20.0, version=2, event_ts_ms=T0 + 60_000)))
     taken, _ = windows.put(scored_call(result("c1", "a1", T0, True, score=90.0)))  # redelivered v1
@@ -91,7 +97,7 @@ def test_a_rescore_replaces_the_calls_contribution_and_an_older_version_changes_
 
 
 def test_a_late_call_inside_the_window_counts_and_one_older_than_the_longest_window_is_dropped():
-    windows = EventTimeWindows((60_000, 300_000))
+    windows = latency_windows(60_000, 300_000)
     windows.put(scored_call(result("now", "a1", T0 + 400_000, True)))
     late, _ = windows.put(scored_call(result("late", "a1", T0 + 200_000, False)))
     too_late, _ = windows.put(scored_call(result("too-late", "a1", T0 + 100_000, False)))
@@ -107,7 +113,7 @@ def test_memory_holds_only_the_calls_of_the_longest_window():
 
 
 def test_the_samples_name_failing_calls_first_then_passing_ones_newest_first():
-    windows = EventTimeWindows((300_000,))
+    windows = latency_windows(300_000)
     for n, passed in enumerate([False, True, False, True, True]):
         windows.put(scored_call(result(f"c{n}", "a1", T0 + n, passed)))
     assert windows.samples(300_000, "agent:a1", "latency", 4) == ["c2", "c0", "c4", "c3"]

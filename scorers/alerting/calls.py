@@ -19,8 +19,8 @@ when a call leaves a window leave no rounding residue.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Collection
 
 import msgspec
 from msgspec import Struct
@@ -68,16 +68,35 @@ class ScoredCall:
     cohort_ids: tuple[str, ...]  # the cohorts the call belongs to, listed or by verdict
     metrics: dict[str, Outcome]  # QA metrics that applied
     cohort_verdicts: dict[str, Outcome]  # cohorts with a weighted score
+    # The scope instances the call belongs to, per scope kind: {"all": ("all",), "agent": ("agent:a1",), …}
+    scopes_by_kind: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        scopes = {
+            SCOPE_ALL: (SCOPE_ALL,),
+            "agent": (f"agent:{self.agent_id}",) if self.agent_id else (),
+            "cohort": tuple(f"cohort:{c}" for c in self.cohort_ids),
+        }
+        object.__setattr__(self, "scopes_by_kind", scopes)
 
     @property
     def scopes(self) -> tuple[str, ...]:
-        agent = (f"agent:{self.agent_id}",) if self.agent_id else ()
-        return (SCOPE_ALL, *agent, *(f"cohort:{c}" for c in self.cohort_ids))
+        return tuple(scope for scopes in self.scopes_by_kind.values() for scope in scopes)
 
-    def contributions(self) -> list[tuple[str, str, Outcome]]:
-        """(scope, metric, outcome) for every window aggregate the call counts in."""
-        out = [(scope, metric, outcome) for scope in self.scopes for metric, outcome in self.metrics.items()]
-        out.extend((f"cohort:{c}", WEIGHTED_SCORE, outcome) for c, outcome in self.cohort_verdicts.items())
+    def contributions(self, wanted: Collection[tuple[str, str]] | None = None) -> list[tuple[str, str, Outcome]]:
+        """(scope, metric, outcome) for every window aggregate the call counts in, or only for the
+        (scope kind, metric) pairs `wanted`."""
+        if wanted is None:
+            wanted = [(kind, metric) for kind in self.scopes_by_kind for metric in [*self.metrics, WEIGHTED_SCORE]]
+        out: list[tuple[str, str, Outcome]] = []
+        for kind, metric in wanted:
+            if metric == WEIGHTED_SCORE:
+                if kind == "cohort":
+                    out.extend((f"cohort:{c}", metric, outcome) for c, outcome in self.cohort_verdicts.items())
+                continue
+            outcome = self.metrics.get(metric)
+            if outcome is not None:
+                out.extend((scope, metric, outcome) for scope in self.scopes_by_kind.get(kind, ()))
         return out
 
     def outcome(self, scope: str, metric: str) -> Outcome | None:

@@ -21,11 +21,11 @@ from typing import Any, Iterable
 
 import msgspec
 
-from models.alert_rules import AlertRule, scope_matches
+from models.alert_rules import AlertRule, scope_kind, scope_matches
 from models.alerts import Alert, WindowReading
 from scorers.alerting.calls import ScoredCall, scored_call
 from scorers.alerting.episodes import Episode, dedupe_key, transitions, verdict
-from scorers.alerting.windows import EventTimeWindows, WindowTotals
+from scorers.alerting.windows import EventTimeWindows, Needs, WindowTotals
 
 SAMPLE_CALLS = 5
 
@@ -75,9 +75,9 @@ class AlertEngine:
         self._by_metric = {}
         for rule in new.values():
             self._by_metric.setdefault(rule.metric or "", []).append(rule)
-        lengths = {rule.window_ms for rule in new.values()} | {rule.long_window_ms for rule in new.values() if rule.long_window_ms}
-        if tuple(sorted(lengths)) != self.windows.lengths_ms:
-            self._record_dropped(self.windows.set_lengths(lengths))
+        needs = window_needs(new.values())
+        if needs != self.windows.needs:
+            self._record_dropped(self.windows.configure(needs))
             self.windows.take_dirty()
         alerts = self._close_orphaned_episodes()
         candidates = {(rule.name, scope) for rule in changed for scope in self._scopes_of(rule)}
@@ -135,9 +135,9 @@ class AlertEngine:
         return [e.firing_alert for _, e in sorted(self._episodes.items()) if e.state == "firing" and e.firing_alert]
 
     def reading(self, scope: str, metric: str, window_s: float) -> dict[str, Any] | None:
-        """A window's figures now (None when no rule keeps a window of that length)."""
+        """A window's figures now (None when no rule reads that window of that scope kind and metric)."""
         length = round(window_s * 1000)
-        if length not in self.windows.lengths_ms:
+        if (scope_kind(scope), metric) not in self.windows.needs.get(length, ()):
             return None
         return msgspec.to_builtins(self._reading(length, scope, metric))
 
@@ -240,6 +240,16 @@ class AlertEngine:
         for call_id in call_ids:
             self._changes.dropped.add(call_id)
             self._changes.calls.pop(call_id, None)
+
+
+def window_needs(rules: Iterable[AlertRule]) -> Needs:
+    """The aggregates the rules read: per window length, the (scope kind, metric) pairs."""
+    needs: dict[int, set[tuple[str, str]]] = {}
+    for rule in rules:
+        for length in (rule.window_ms, rule.long_window_ms):
+            if length:
+                needs.setdefault(length, set()).add((scope_kind(rule.scope), rule.metric or ""))
+    return {length: frozenset(pairs) for length, pairs in sorted(needs.items())}
 
 
 def _reason(rule: AlertRule, state: str, window: WindowTotals, long_window: WindowTotals | None) -> str:
