@@ -291,3 +291,19 @@ def test_a_restored_engine_carries_on_as_if_never_stopped():
 def test_only_the_degraded_agent_alerts(drop_agent):
     _, alerts = run(agent_stream(2000, lambda agent, s: agent == drop_agent and 600 <= s < 1200))
     assert {a["scope"] for a in alerts} == {f"agent:{drop_agent}"}
+
+
+def test_the_compact_document_the_worker_relays_reads_back_as_the_same_call():
+    verdicts = [{"cohort_id": "billing", "weighted_score": 62.5, "passed": False, "metrics_counted": [], "details": {}}]
+    full = result("c1", "a1", T0, True, score=87.5, cohort_ids=["support"], cohorts=verdicts, event_ts_ms=T0 + 9)
+    full["metrics"].append({"metric": "wer", "value": None, "score": None, "passed": None, "details": {"reason": "n/a"}})
+    call = scored_call(msgspec.json.encode(full))
+    assert scored_call(msgspec.json.encode(call.to_document())) == call
+    assert call.scopes == ("all", "agent:a1", "cohort:support", "cohort:billing")
+    assert set(call.metrics) == {"latency"}  # wer did not apply
+
+
+def test_a_result_without_an_end_is_placed_by_its_event_time():
+    swept = result("c1", "a1", T0, True, event_ts_ms=T0 + 5000)
+    swept["ended_ts_ms"] = None
+    assert scored_call(swept).ts_ms == T0 + 5000
