@@ -6,11 +6,13 @@ from models.call_state import CallState
 from models.results import CallResult, MetricResult
 from scorers.cohorts import CohortBook
 from scorers.evaluation.metrics_json import build_metrics_json
+from scorers.judge.override import with_judge_answers
 from scorers.registry import ScorerRegistry
 
 
 def score_metrics(call: CallState, registry: ScorerRegistry) -> list[MetricResult]:
-    return [metric.finalize(call.accumulators[metric.name], call) for metric in registry.qa]
+    heuristics = [metric.finalize(call.accumulators[metric.name], call) for metric in registry.qa]
+    return with_judge_answers(heuristics, registry.qa, call)
 
 
 def score_call(call: CallState, registry: ScorerRegistry, cohorts: CohortBook, version: int, event_ts_ms: int) -> CallResult:

@@ -10,6 +10,7 @@ from scorers.evaluation.conversation_end import ConversationEnd
 from scorers.evaluation.db_state import DbStateScorer, PredicateRegistry
 from scorers.evaluation.judge_fields import EvaluationJudge
 from scorers.handoff_latency import HandoffLatency
+from scorers.judge.context import JudgeContext
 from scorers.qa.base import QaMetric
 from scorers.qa.hallucination import Hallucination
 from scorers.qa.kb_recall import KbRecall
@@ -54,6 +55,7 @@ def signal_scorers(predicates: PredicateRegistry | None = None) -> list[Scorer]:
         PredictedActions(),
         DbStateScorer(predicates),
         EvaluationJudge(),
+        JudgeContext(),
     ]
 
 

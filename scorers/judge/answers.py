@@ -1,0 +1,148 @@
+"""The judge's answers: checked, clamped, normalised, and recorded as one `judge.result` event.
+
+An answer is first decoded as JSON (NaN and Infinity are not numbers) and checked against its JSON
+Schema (scorers/judge/schemas.py); anything else is a `JudgeAnswerError`, which counts like any
+failed request. Then:
+- QA judge: ratings are clamped to 0–100 (null stays null: the metric does not apply), issues are
+  kept as `{type, severity, text}`, and the criteria verdicts become `{name: {passed, reason}}`,
+  exactly one per criterion asked, normalised as the nl_assertion verdicts are.
+- evaluation judge: the score is clamped to 0–1 and the answer becomes the judge_result.json document
+  (`judge_input` verbatim; `nl_assertion_verdicts` exactly one per assertion, missing, out-of-range or
+  non-boolean ones failed with a reason; counts and rate), by the same code that builds the
+  evaluation document, so both always agree.
+
+The event (`event_id` "<call_id>:judge", `ts_ms` = the call's end + 1, nothing from the wall clock):
+- `qa`: the QA answer; when that request failed, `{"error": "…"}` instead (the metrics keep their
+  heuristic results). `criteria`: the verdicts, or null when no criterion was asked or the request
+  failed (the criteria then stay unjudged rather than failed for an outage).
+- `evaluation`: the judge_result.json document; `error`: the evaluation judge's error (it then shows
+  as score 0.0, reason "Error: …"). `error` is only ever the evaluation judge's: a call whose scenario
+  does not ask for that judge must not gain a judge_score from a failed QA request.
+- `input`: the verbatim prompts: the QA request's under `qa`, the evaluation request's at the top
+  level (`system_prompt`, `user_content`), where the evaluation document reads them on an error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from models.events import JudgeResult, JudgeResultData
+from scorers.evaluation.judge_fields import JudgeAnswerAcc, judge_result_document, normalise_nl_verdicts
+from scorers.judge.context import cut
+from scorers.judge.requests import JudgeRequest, JudgeRequests
+from scorers.judge.schemas import EVALUATION_ANSWER_CHECK, QA_ANSWER_CHECK, RATED_METRICS
+
+QA_ERROR_KEY = "error"
+MAX_ERROR_CHARS = 300
+
+
+class JudgeAnswerError(ValueError):
+    """The judge answered, but not with a usable answer."""
+
+
+def _not_a_number(constant: str) -> Any:
+    raise JudgeAnswerError(f"answer is not JSON: {constant} is not a number")
+
+
+def decode_answer(content: str | None) -> Any:
+    if content is None or not content.strip():
+        raise JudgeAnswerError("empty answer")
+    try:
+        return json.loads(content, parse_constant=_not_a_number)
+    except JudgeAnswerError:
+        raise
+    except ValueError as exc:
+        raise JudgeAnswerError(f"answer is not JSON: {exc}") from None
+
+
+def check_answer(validator: Draft202012Validator, answer: Any) -> None:
+    error = best_match(validator.iter_errors(answer))
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "the top level"
+        raise JudgeAnswerError(cut(f"answer does not match the schema at {where}: {error.message}", MAX_ERROR_CHARS))
+
+
+def clamp_number(value: float, low: float, high: float) -> float:
+    return max(low, min(high, float(value)))
+
+
+# --------------------------------------------------------------------------------- QA answer
+
+
+@dataclass(frozen=True, slots=True)
+class QaAnswer:
+    qa: dict[str, Any]
+    criteria: dict[str, dict[str, Any]] | None
+
+
+def parse_qa_answer(content: str | None, request: JudgeRequest) -> QaAnswer:
+    answer = decode_answer(content)
+    check_answer(QA_ANSWER_CHECK, answer)
+    qa: dict[str, Any] = {
+        "hallucination": {
+            "issues": [{"type": i["type"], "severity": i["severity"], "text": i["text"]}
+                       for i in answer["hallucination"]["issues"]]
+        }
+    }
+    for name in RATED_METRICS:
+        score = answer[name]["score"]
+        qa[name] = {"score": None if score is None else clamp_number(score, 0.0, 100.0),
+                    "reason": answer[name]["reason"]}
+    criteria = None
+    if request.criteria:
+        verdicts = normalise_nl_verdicts(answer["criteria"], list(request.criteria))
+        criteria = {v["assertion"]: {"passed": v["passed"], "reason": v["reason"]} for v in verdicts}
+    return QaAnswer(qa, criteria)
+
+
+# ------------------------------------------------------------------------- evaluation answer
+
+
+def parse_evaluation_answer(content: str | None, request: JudgeRequest) -> dict[str, Any]:
+    """The judge_result.json document of a valid answer."""
+    answer = decode_answer(content)
+    check_answer(EVALUATION_ANSWER_CHECK[bool(request.nl_assertions)], answer)
+    raw = {"score": clamp_number(answer["score"], 0.0, 1.0), "reason": answer["reason"],
+           "judge_input": request.input()}
+    if request.nl_assertions:
+        raw["nl_assertion_verdicts"] = answer["nl_assertion_verdicts"]
+    document = judge_result_document(JudgeAnswerAcc(evaluation=raw), list(request.nl_assertions) or None)
+    assert document is not None
+    return document
+
+
+# ------------------------------------------------------------------------------------ event
+
+
+def judge_event_id(call_id: str) -> str:
+    return f"{call_id}:judge"
+
+
+def judge_result_event(
+    requests: JudgeRequests,
+    model: str | None,
+    *,
+    qa: QaAnswer | None = None,
+    qa_error: str | None = None,
+    evaluation: dict[str, Any] | None = None,
+    evaluation_error: str | None = None,
+) -> JudgeResult:
+    """The recorded outcome of a call's judge requests (see the module's layout)."""
+    recorded_input: dict[str, Any] = {"qa": requests.qa.input()}
+    if requests.evaluation is not None:
+        recorded_input.update(requests.evaluation.input())
+    data = JudgeResultData(
+        model=model,
+        qa=qa.qa if qa is not None else {QA_ERROR_KEY: qa_error or "no answer"},
+        criteria=qa.criteria if qa is not None else None,
+        evaluation=evaluation,
+        error=(evaluation_error or "no answer") if requests.evaluation is not None and evaluation is None else None,
+        input=recorded_input,
+    )
+    return JudgeResult(event_id=judge_event_id(requests.call_id), call_id=requests.call_id, ts_ms=requests.ts_ms,
+                       data=data)

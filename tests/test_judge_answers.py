@@ -1,0 +1,196 @@
+"""The judge's answers: strict schema checks, clamping, verdict normalisation, and the recorded event."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from eventkit import run_call
+from judgekit import ASSERTIONS, EVALUATION_ANSWER, QA_ANSWER, judged_call
+from models.events import JudgeResult
+from scorers.cohorts import CohortBook
+from scorers.evaluation.judge_fields import MISSING_VERDICT_REASON, NON_BOOLEAN_VERDICT_REASON
+from scorers.judge.answers import (
+    JudgeAnswerError,
+    judge_result_event,
+    parse_evaluation_answer,
+    parse_qa_answer,
+)
+from scorers.judge.requests import build_requests
+
+BOOK = CohortBook(cohorts=[{"cohort_id": "pizza", "name": "Pizza", "agents": ["pizza-*"], "criteria": [
+    {"name": "resolved", "kind": "llm", "question": "Did the caller get a pizza?"},
+    {"name": "polite", "kind": "llm", "question": "Was the agent polite?"}]}])
+
+
+def requests(events: list | None = None, cohorts: CohortBook | None = BOOK):
+    engine, _ = run_call(events or judged_call())
+    (call,) = engine.calls.values()
+    return build_requests(call, cohorts)
+
+
+def qa_with(**changes) -> str:
+    answer = copy.deepcopy(QA_ANSWER)
+    answer.update(changes)
+    return json.dumps(answer)
+
+
+def evaluation_with(**changes) -> str:
+    answer = copy.deepcopy(EVALUATION_ANSWER)
+    answer.update(changes)
+    return json.dumps(answer)
+
+
+# ---------------------------------------------------------------------------------------- QA answer
+
+
+def test_ratings_are_clamped_to_0_100_and_null_stays_null():
+    answer = qa_with(kb_recall={"score": -5, "reason": ""}, naturalness={"score": 130.5, "reason": ""},
+                     transition_accuracy={"score": None, "reason": "no transitions"})
+    qa = parse_qa_answer(answer, requests().qa).qa
+    assert (qa["kb_recall"]["score"], qa["naturalness"]["score"], qa["transition_accuracy"]["score"]) == (0.0, 100.0, None)
+    assert qa["tool_call_accuracy"] == {"score": 90.0, "reason": "Right tool, right time."}
+
+
+def test_issues_are_kept_as_type_severity_text():
+    qa = parse_qa_answer(qa_with(), requests().qa).qa
+    assert qa["hallucination"]["issues"] == QA_ANSWER["hallucination"]["issues"]
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    ("I think the agent did fine", "answer is not JSON"),
+    ("", "empty answer"),
+    ('{"kb_recall": NaN}', "NaN is not a number"),
+    ("[1, 2]", "does not match the schema at the top level"),
+])
+def test_an_answer_that_is_not_a_json_object_is_an_error(content, problem):
+    with pytest.raises(JudgeAnswerError, match=problem):
+        parse_qa_answer(content, requests().qa)
+
+
+@pytest.mark.parametrize("broken", [
+    {"kb_recall": {"score": "high", "reason": ""}},  # not a number
+    {"kb_recall": {"score": True, "reason": ""}},  # a boolean is not a number
+    {"naturalness": {"score": 50}},  # no reason
+    {"hallucination": {"issues": [{"type": "lie", "severity": "major", "text": "x"}]}},  # unknown type
+    {"hallucination": {"issues": [{"type": "fabrication", "severity": "huge", "text": "x"}]}},  # unknown severity
+    {"extra": 1},  # a key the schema does not have
+])
+def test_an_answer_off_the_schema_is_an_error(broken):
+    with pytest.raises(JudgeAnswerError, match="does not match the schema"):
+        parse_qa_answer(qa_with(**broken), requests().qa)
+
+
+def test_a_missing_metric_is_an_error():
+    answer = copy.deepcopy(QA_ANSWER)
+    del answer["naturalness"]
+    with pytest.raises(JudgeAnswerError, match="'naturalness' is a required property"):
+        parse_qa_answer(json.dumps(answer), requests().qa)
+
+
+def test_criteria_verdicts_are_exactly_one_per_criterion_asked():
+    # 1 answered, 2 with a non-boolean, 3 does not exist: resolved from 1, polite failed, 3 dropped.
+    verdicts = [{"index": 1, "passed": True, "reason": "Pizza ordered."},
+                {"index": 2, "passed": "yes", "reason": "Said please."},
+                {"index": 3, "passed": True, "reason": "?"}]
+    criteria = parse_qa_answer(qa_with(criteria=verdicts), requests().qa).criteria
+    assert criteria == {"resolved": {"passed": True, "reason": "Pizza ordered."},
+                        "polite": {"passed": False, "reason": NON_BOOLEAN_VERDICT_REASON}}
+
+
+def test_a_criterion_without_a_verdict_fails():
+    criteria = parse_qa_answer(qa_with(criteria=[]), requests().qa).criteria
+    assert criteria == {"resolved": {"passed": False, "reason": MISSING_VERDICT_REASON},
+                        "polite": {"passed": False, "reason": MISSING_VERDICT_REASON}}
+
+
+def test_no_criteria_asked_means_no_criteria_recorded():
+    assert parse_qa_answer(qa_with(), requests(cohorts=None).qa).criteria is None
+
+
+# -------------------------------------------------------------------------------- evaluation answer
+
+
+def test_the_evaluation_answer_becomes_the_judge_result_document():
+    request = requests().evaluation
+    document = parse_evaluation_answer(evaluation_with(), request)
+    assert document == {
+        "score": 0.8,
+        "reason": EVALUATION_ANSWER["reason"],
+        "judge_input": {"system_prompt": request.system_prompt, "user_content": request.user_content},
+        "nl_assertion_verdicts": [
+            {"index": 1, "assertion": ASSERTIONS[0], "passed": True, "reason": "\"Hello Ann\""},
+            {"index": 2, "assertion": ASSERTIONS[1], "passed": True, "reason": "\"a large is $12\""},
+            {"index": 3, "assertion": ASSERTIONS[2], "passed": False, "reason": "No order tool result."},
+        ],
+        "nl_assertion_pass_count": 2,
+        "nl_assertion_total": 3,
+        "nl_assertion_pass_rate": 2 / 3,
+    }
+
+
+@pytest.mark.parametrize(("score", "clamped"), [(1.7, 1.0), (-0.2, 0.0), (1, 1.0)])
+def test_the_evaluation_score_is_clamped_to_0_1(score, clamped):
+    document = parse_evaluation_answer(evaluation_with(score=score), requests().evaluation)
+    assert document["score"] == clamped and isinstance(document["score"], float)
+
+
+def test_missing_out_of_range_and_non_boolean_verdicts_fail_with_a_reason():
+    verdicts = [{"index": 2, "passed": "true", "reason": "quoted"}, {"index": 7, "passed": True, "reason": "?"},
+                {"index": 0, "passed": True, "reason": "?"}]
+    document = parse_evaluation_answer(evaluation_with(nl_assertion_verdicts=verdicts), requests().evaluation)
+    assert [(v["index"], v["passed"], v["reason"]) for v in document["nl_assertion_verdicts"]] == [
+        (1, False, MISSING_VERDICT_REASON), (2, False, NON_BOOLEAN_VERDICT_REASON), (3, False, MISSING_VERDICT_REASON)]
+    assert (document["nl_assertion_pass_count"], document["nl_assertion_total"], document["nl_assertion_pass_rate"]) == (0, 3, 0.0)
+
+
+def test_an_evaluation_score_that_is_not_a_number_is_an_error():
+    with pytest.raises(JudgeAnswerError, match="does not match the schema at score"):
+        parse_evaluation_answer(evaluation_with(score="0.8"), requests().evaluation)
+
+
+def test_without_assertions_the_document_has_no_verdicts():
+    request = requests(judged_call(scenario={"name": "s", "judge": True})).evaluation
+    document = parse_evaluation_answer(json.dumps({"score": 0.5, "reason": "Half done."}), request)
+    assert set(document) == {"score", "reason", "judge_input"}
+
+
+# ------------------------------------------------------------------------------------------- event
+
+
+def test_the_event_is_deterministic_and_keeps_the_prompts():
+    reqs = requests()
+    qa = parse_qa_answer(qa_with(), reqs.qa)
+    event = judge_result_event(reqs, "judge-test", qa=qa, evaluation=parse_evaluation_answer(evaluation_with(), reqs.evaluation))
+    assert isinstance(event, JudgeResult)
+    assert (event.event_id, event.call_id, event.ts_ms) == ("c1:judge", "c1", reqs.ts_ms)
+    assert event.data.input == {"qa": reqs.qa.input(), **reqs.evaluation.input()}
+    assert (event.data.qa, event.data.criteria, event.data.error) == (qa.qa, qa.criteria, None)
+
+
+def test_failed_requests_are_recorded_where_each_fallback_reads_them():
+    reqs = requests()
+    event = judge_result_event(reqs, "judge-test", qa_error="HTTP 500 from the judge", evaluation_error="timed out")
+    assert event.data.qa == {"error": "HTTP 500 from the judge"}
+    assert (event.data.criteria, event.data.evaluation, event.data.error) == (None, None, "timed out")
+    assert (event.data.input["system_prompt"], event.data.input["user_content"]) == (reqs.evaluation.system_prompt, reqs.evaluation.user_content)
+
+
+def test_a_failed_qa_request_alone_gives_no_evaluation_error():
+    reqs = requests(judged_call(scenario={"name": "production"}))
+    event = judge_result_event(reqs, "judge-test", qa_error="HTTP 500 from the judge")
+    assert reqs.evaluation is None and event.data.error is None
+    engine, results = run_call(judged_call(scenario={"name": "production"}) + [event])
+    assert "judge_score" not in results[-1].evaluation and "judge_result" not in results[-1].evaluation
+
+
+def test_an_evaluation_error_scores_0_with_error_reason():
+    reqs = requests()
+    event = judge_result_event(reqs, "judge-test", qa_error="x", evaluation_error="the judge did not answer within 2 s")
+    _, results = run_call(judged_call() + [event])
+    evaluation = results[-1].evaluation
+    assert (evaluation["judge_score"], evaluation["judge_passed"], evaluation["nl_assertion_pass_rate"]) == (0.0, False, 0.0)
+    assert evaluation["judge_result"]["reason"] == "Error: the judge did not answer within 2 s"
+    assert evaluation["judge_result"]["judge_input"] == reqs.evaluation.input()
