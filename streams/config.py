@@ -42,6 +42,9 @@ class Settings:
     judge_timeout_s: float = 30.0
     judge_concurrency: int = 4
     judge_retries: int = 2
+    judge_backoff_s: float = 0.5  # first retry's wait; doubles on each retry
+    judge_response_format: str = "json_schema"  # or json_object, for servers without structured output
+    judge_queue_size: int = 1000  # ended calls waiting for the judge in a worker; beyond it, not judged
     # Kafka security for real clusters.
     kafka_security_protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
     kafka_sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512

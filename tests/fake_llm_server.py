@@ -1,0 +1,123 @@
+"""A chat-completions server on localhost for the judge's tests: a real HTTP server, no patching.
+
+Modes: "correct" answers with the configured answers, "slow" answers correctly but only after
+`delay_s`, "error" answers HTTP 500, "garbage" answers 200 with a message that is not JSON. The QA
+and evaluation requests are told apart by the JSON Schema name they send. Every request body received
+is kept in `requests`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+QA_SCHEMA_NAME = "callqa_qa_judge"
+EVALUATION_SCHEMA_NAME = "callqa_evaluation_judge"
+
+
+def completion(model: str, content: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_760_000_000,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+class FakeLlm:
+    def __init__(self, qa_answer: Any = None, evaluation_answer: Any = None, mode: str = "correct",
+                 delay_s: float = 5.0) -> None:
+        self.qa_answer = qa_answer
+        self.evaluation_answer = evaluation_answer
+        self.mode = mode
+        self.delay_s = delay_s
+        self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> "FakeLlm":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "FakeLlm":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def received(self, schema_name: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.requests if schema_of(r) == schema_name]
+
+    def answer_for(self, body: dict[str, Any]) -> Any:
+        """The configured answer for the request's kind (a callable is given the request body)."""
+        answer = self.evaluation_answer if schema_of(body) == EVALUATION_SCHEMA_NAME else self.qa_answer
+        return answer(body) if callable(answer) else answer
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                with fake._lock:
+                    fake.requests.append({"path": self.path, "authorization": self.headers.get("Authorization"), **body})
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    self._answer(body)
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+            def _answer(self, body: dict[str, Any]) -> None:
+                if not self.path.endswith("/chat/completions"):
+                    return self._send(404, {"error": {"message": "not found"}})
+                if fake.mode == "error":
+                    return self._send(500, {"error": {"message": "the model is on fire", "type": "server_error"}})
+                if fake.mode == "slow":
+                    time.sleep(fake.delay_s)
+                if fake.mode == "garbage":
+                    return self._send(200, completion(body["model"], "I think the agent did fine!! 10/10"))
+                answer = fake.answer_for(body)
+                content = answer if isinstance(answer, str) else json.dumps(answer)
+                self._send(200, completion(body["model"], content))
+
+            def _send(self, status: int, document: dict[str, Any]) -> None:
+                payload = json.dumps(document).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout)
+
+        return Handler
+
+
+def schema_of(body: dict[str, Any]) -> str | None:
+    response_format = body.get("response_format") or {}
+    return (response_format.get("json_schema") or {}).get("name")
