@@ -139,4 +139,8 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     install_api(callqa, engine.cohorts, ResultsView())
     install_idle_clock(callqa)
     install_alerts(callqa)
+    if settings.judge_enabled:
+        from streams.judge_runner import install_judge
+
+        install_judge(callqa)
     return callqa
