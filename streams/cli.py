@@ -102,8 +102,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from streams.wiring import build_engine
 
     settings = _settings(args)
+    log = args.log
+    if args.judge or args.record:  # write LOG2 (sweeps and judge answers recorded), then replay it
+        from streams.judge_offline import NEEDS_RECORD, print_summary, record_log
+
+        if not args.record:
+            raise ValueError(NEEDS_RECORD)
+        print_summary(record_log(log, args.record, settings, build_engine(settings, args.cohorts), args.judge), args.record)
+        log = args.record
     alerts = alerts_file(args.rules, args.alerts_out)
-    bar = progress_bar(total=_count_records(args.log), desc="replay", unit="record")
+    bar = progress_bar(total=_count_records(log), desc="replay", unit="record")
     out = open(args.out, "wb")
     dead = open(args.deadletter, "wb") if args.deadletter else None
 
@@ -121,7 +129,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     engine = build_engine(settings, args.cohorts)
     try:
-        report = replay(read_log(args.log), engine, settings.partitions, on_result, on_dead_letter,
+        report = replay(read_log(log), engine, settings.partitions, on_result, on_dead_letter,
                         on_record=lambda n: bar.update(1))
     finally:
         bar.close()
@@ -244,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cohorts", help="cohort definitions (JSON or TOML) to score the calls against")
     p.add_argument("--rules", help="alert rules (TOML or JSON) to evaluate over the results")
     p.add_argument("--alerts-out", help="write the alert events here as JSON Lines (with --rules)")
+    p.add_argument("--judge", action="store_true", help="ask the configured LLM judge about calls with no recorded answer (needs --record)")
+    p.add_argument("--record", metavar="LOG2", help="write the log plus its sweep and judge.result events here, then score that")
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("tail", help="print results, dead letters or alerts readably")

@@ -1,0 +1,154 @@
+"""`callqa replay LOG --judge --record LOG2`: judge a recorded log's calls offline, once.
+
+1. Replay LOG (no output) and note, for every call that ends without a recorded judge answer, its
+   judge requests — built from the call's state when its first result is published, exactly as the
+   live worker builds them — and where that was decided: after which record of LOG, or after which
+   event of the inactivity sweep.
+2. Ask the configured judge for all of them (bounded concurrency, timeout, retries).
+3. Write LOG2: every record of LOG unchanged, each sweep event right after the record that caused it,
+   each `judge.result` right after the record or sweep event where its call ended. `callqa replay
+   LOG2` then needs neither the judge nor the network, and the results of the judged run are those
+   of LOG2 — the caller replays LOG2 to produce them — so the two are the same byte for byte.
+
+Without `--judge`, LOG2 is LOG plus its sweep events. A call with a `judge.result` already in LOG
+(an answer or an error) is not judged again. LOG2 has LOG's format (.jsonl or .msgpack). Every judged
+call's requests are held in memory until the judge has answered them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass, field
+from typing import BinaryIO, Callable, Iterable
+
+import msgspec
+
+from models.events import Event
+from models.results import CallResult
+from models.wire import encode_event, read_log
+from scorers.engine import CallEngine
+from scorers.judge.requests import JudgeRequests, build_requests
+from streams.config import Settings
+from streams.replay import replay
+
+# Where a judge answer goes in LOG2: right after record N of LOG, or right after a sweep event.
+Anchor = tuple[str, int | str]
+
+NEEDS_KEY = "--judge needs OPENAI_API_KEY (and OPENAI_BASE_URL for a server other than OpenAI's)"
+NEEDS_RECORD = "--judge needs --record LOG2: the judge's answers must be kept to reproduce the results"
+SAME_FORMAT = "--record must have the format of the log it records (.jsonl or .msgpack)"
+
+_encode_json = msgspec.json.Encoder().encode
+
+
+@dataclass
+class RecordReport:
+    records: int = 0
+    swept: int = 0
+    judged: int = 0
+    judge_errors: int = 0
+    already_judged: int = 0
+
+
+@dataclass
+class _Pass:
+    """What the first replay decides, and where."""
+
+    engine: CallEngine
+    judge: bool
+    position: int = 0
+    anchor: Anchor = ("record", 0)
+    sweeps: dict[int, list[Event]] = field(default_factory=dict)
+    pending: dict[str, tuple[Anchor, JudgeRequests]] = field(default_factory=dict)
+    recorded: set[str] = field(default_factory=set)
+
+    def on_recorded(self, event: Event) -> None:
+        self.sweeps.setdefault(self.position, []).append(event)
+        self.anchor = ("sweep", event.event_id)
+
+    def on_record(self, size: int) -> None:
+        self.position += 1
+        self.anchor = ("record", self.position)
+
+    def on_result(self, result: CallResult) -> None:
+        call = self.engine.calls.get(result.call_id)
+        if call is None:
+            return
+        if call.judge is not None:
+            self.recorded.add(call.call_id)
+        elif self.judge and result.version == 1 and result.final:
+            requests = build_requests(call, self.engine.cohorts)
+            if requests is not None:
+                self.pending[call.call_id] = (self.anchor, requests)
+
+
+def log_format(path: str) -> str:
+    return "msgpack" if path.endswith(".msgpack") else "jsonl"
+
+
+def record_log(log: str, record: str, settings: Settings, engine: CallEngine, judge: bool = False,
+               on_record: Callable[[int], None] | None = None) -> RecordReport:
+    """Write `record` (LOG2) from `log`, judging the calls that need it when `judge` is set.
+    `engine` is a fresh engine built like the one that will replay LOG2 (same cohorts and clocks)."""
+    if judge and not settings.judge_enabled:
+        raise ValueError(NEEDS_KEY)
+    if log_format(log) != log_format(record):
+        raise ValueError(SAME_FORMAT)
+    first = _Pass(engine, judge)
+
+    def counted(size: int) -> None:
+        first.on_record(size)
+        if on_record is not None:
+            on_record(size)
+
+    replayed = replay(read_log(log), engine, settings.partitions, first.on_result,
+                      on_recorded=first.on_recorded, on_record=counted)
+    report = RecordReport(records=replayed.records, swept=replayed.swept)
+    to_judge = [(anchor, requests) for call_id, (anchor, requests) in first.pending.items()
+                if call_id not in first.recorded]
+    report.already_judged = len(first.recorded)
+
+    answers: dict[Anchor, list[Event]] = {}
+    if to_judge:
+        from streams.judge_client import judge_all
+
+        events = asyncio.run(judge_all(settings, [requests for _, requests in to_judge]))
+        for (anchor, _), event in zip(to_judge, events):
+            answers.setdefault(anchor, []).append(event)
+            report.judged += 1
+            failed = event.data.error is not None or (event.data.qa or {}).get("error") is not None
+            report.judge_errors += failed
+    _write(log, record, replayed.records, first.sweeps, answers)
+    return report
+
+
+def _write(log: str, record: str, records: int, sweeps: dict[int, list[Event]],
+           answers: dict[Anchor, list[Event]]) -> None:
+    """LOG's records in order, each followed by what was decided right after it; then the sweep of
+    the end of input (position `records`)."""
+    msgpack = log_format(record) == "msgpack"
+
+    def emit(out: BinaryIO, events: Iterable[Event]) -> None:
+        for event in events:
+            out.write(encode_event(event) if msgpack else _encode_json(event) + b"\n")
+
+    def after(out: BinaryIO, position: int) -> None:
+        emit(out, answers.get(("record", position), ()))
+        for event in sweeps.get(position, ()):
+            emit(out, [event, *answers.get(("sweep", event.event_id), ())])
+
+    with open(record, "wb") as out:
+        for index, raw in enumerate(read_log(log)):
+            out.write(raw if msgpack else raw + b"\n")
+            after(out, index)
+        after(out, records)
+
+
+def summary(report: RecordReport, record: str) -> str:
+    return (f"recorded {report.records} records, {report.swept} sweep events and {report.judged} judge answers "
+            f"({report.judge_errors} with errors; {report.already_judged} calls already judged) -> {record}")
+
+
+def print_summary(report: RecordReport, record: str) -> None:
+    print(summary(report, record), file=sys.stderr)

@@ -1,0 +1,147 @@
+"""`callqa replay LOG --judge --record LOG2`: the judge is asked once, its answers are recorded, and
+replaying LOG2 without judge or network gives the same results byte for byte."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from eventkit import T0, event
+from fake_llm_server import EVALUATION_SCHEMA_NAME, QA_SCHEMA_NAME, FakeLlm
+from judgekit import API_KEY, EVALUATION_ANSWER, QA_ANSWER, judged_call
+from streams.cli import main
+
+LLM_METRICS = ("hallucination", "kb_recall", "naturalness", "tool_call_accuracy", "transition_accuracy")
+
+
+def write_log(path: Path) -> None:
+    calls = [
+        judged_call("c-eval", start=T0),  # the scenario asks for the evaluation judge too
+        judged_call("c-prod", scenario={"name": "production"}, start=T0 + 100),
+        judged_call("c-open", scenario={"name": "never ends"}, start=T0 + 200)[:-1],  # swept at the end of input
+        judged_call("c-pre", scenario={"name": "pre-judged"}, user_text="PRE-RECORDED caller", start=T0 + 300),
+    ]
+    events = sorted((e for call in calls for e in call), key=lambda e: e.ts_ms)
+    events.append(event("judge.result", {"model": "earlier", "qa": {"kb_recall": {"score": 12, "reason": "old"}}},
+                        call_id="c-pre", ts_ms=T0 + 300 + 6_000, event_id="c-pre:judge"))
+    lines = [msgspec.json.encode(e).decode() for e in events]
+    lines.insert(3, "this is not an event")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def results(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def latest(rows: list[dict]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for row in rows:
+        out[row["call_id"]] = row if row["version"] >= out.get(row["call_id"], {"version": 0})["version"] else out[row["call_id"]]
+    return out
+
+
+def judge_of(row: dict, name: str) -> str:
+    (entry,) = [m for m in row["metrics"] if m["metric"] == name]
+    return entry["details"]["judge"]
+
+
+@pytest.fixture
+def judge_env(monkeypatch):
+    def configure(base_url: str) -> None:
+        monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+        monkeypatch.setenv("CALLQA_JUDGE_TIMEOUT_S", "2")
+        monkeypatch.setenv("CALLQA_JUDGE_RETRIES", "0")
+    monkeypatch.delenv("CALLQA_CONFIG", raising=False)
+    return configure
+
+
+def test_replaying_the_recorded_log_without_the_server_reproduces_every_result(tmp_path, judge_env):
+    log, log2 = tmp_path / "calls.jsonl", tmp_path / "judged.jsonl"
+    judged, replayed = tmp_path / "judged-results.jsonl", tmp_path / "replayed-results.jsonl"
+    write_log(log)
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        assert main(["replay", str(log), "--out", str(judged), "--judge", "--record", str(log2)]) == 0
+    # The server is gone; the key is still set, and plain replay must not need it.
+    assert main(["replay", str(log2), "--out", str(replayed)]) == 0
+    assert replayed.read_bytes() == judged.read_bytes()
+
+    final = latest(results(judged))
+    assert {call: {judge_of(row, m) for m in LLM_METRICS} for call, row in final.items()} == {
+        "c-eval": {"llm"}, "c-prod": {"llm"}, "c-open": {"llm"},
+        "c-pre": {"heuristic", "llm"},  # its earlier answer rated kb_recall only
+    }
+    assert final["c-eval"]["evaluation"]["judge_score"] == 0.8
+    assert "judge_score" not in final["c-prod"]["evaluation"]
+    assert [r["version"] for r in results(judged) if r["call_id"] == "c-open"] == [1, 2]
+
+
+def test_the_judge_is_asked_once_per_call_without_a_recorded_answer(tmp_path, judge_env):
+    log = tmp_path / "calls.jsonl"
+    write_log(log)
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(tmp_path / "l2.jsonl")])
+    qa_contents = [r["messages"][1]["content"] for r in fake.received(QA_SCHEMA_NAME)]
+    assert len(qa_contents) == 3 and not any("PRE-RECORDED" in c for c in qa_contents)
+    assert len(fake.received(EVALUATION_SCHEMA_NAME)) == 1  # only c-eval's scenario asks for it
+
+
+def test_each_judge_answer_follows_the_record_where_its_call_ended(tmp_path, judge_env):
+    log, log2 = tmp_path / "calls.jsonl", tmp_path / "judged.jsonl"
+    write_log(log)
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(log2)])
+    original = log.read_text().splitlines()
+    recorded = log2.read_text().splitlines()
+    added = [(i, json.loads(line)) for i, line in enumerate(recorded) if line not in original]
+    assert [(e["type"], e["call_id"]) for _, e in added] == [
+        ("judge.result", "c-eval"), ("judge.result", "c-prod"),
+        ("call.ended", "c-open"), ("judge.result", "c-open"),
+    ]
+    for i, e in added:
+        if e["type"] == "judge.result":
+            previous = json.loads(recorded[i - 1])
+            assert (previous["type"], previous["call_id"]) == ("call.ended", e["call_id"])
+            assert e["ts_ms"] == previous["ts_ms"] + 1 and e["event_id"] == f"{e['call_id']}:judge"
+    assert [line for line in recorded if line in original] == original  # every original record, in order
+
+
+def test_record_without_judge_adds_only_the_sweep_and_replays_to_the_same_results(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    log, log2 = tmp_path / "calls.jsonl", tmp_path / "swept.jsonl"
+    write_log(log)
+    assert main(["replay", str(log), "--out", str(tmp_path / "a.jsonl")]) == 0
+    assert main(["replay", str(log), "--out", str(tmp_path / "b.jsonl"), "--record", str(log2)]) == 0
+    assert main(["replay", str(log2), "--out", str(tmp_path / "c.jsonl")]) == 0
+    a, b, c = ((tmp_path / name).read_bytes() for name in ("a.jsonl", "b.jsonl", "c.jsonl"))
+    assert a == b == c
+    assert len(log2.read_text().splitlines()) == len(log.read_text().splitlines()) + 1  # c-open's sweep
+
+
+def test_judge_without_a_key_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    log = tmp_path / "calls.jsonl"
+    write_log(log)
+    assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(tmp_path / "l2.jsonl")]) == 2
+    assert "--judge needs OPENAI_API_KEY" in capsys.readouterr().err
+
+
+def test_judge_without_record_is_refused(tmp_path, judge_env, capsys):
+    judge_env("http://127.0.0.1:9")
+    log = tmp_path / "calls.jsonl"
+    write_log(log)
+    assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge"]) == 2
+    assert "--judge needs --record LOG2" in capsys.readouterr().err
+
+
+def test_record_keeps_the_logs_format(tmp_path, capsys):
+    log = tmp_path / "calls.jsonl"
+    write_log(log)
+    assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--record", str(tmp_path / "l2.msgpack")]) == 2
+    assert "--record must have the format of the log" in capsys.readouterr().err
