@@ -13,5 +13,13 @@ class DeadLetterDocument(Struct, kw_only=True):
     batch_index: int | None = None  # the item's index when the message was a batch
     event_id: str | None = None
     call_id: str | None = None
-    original_b64: str  # the original message bytes, base64
+    original_b64: str  # the original message bytes, base64 (the first ORIGINAL_KEPT_BYTES when larger)
     original_text: str | None = None  # the same bytes as text, when they are UTF-8
+    # A dead letter must fit in a Kafka message itself: past ORIGINAL_KEPT_BYTES the original is cut here
+    # and stays whole at topic/partition/offset; its size and digest identify it.
+    original_size: int = 0
+    original_sha256: str = ""
+    original_truncated: bool = False
+
+
+ORIGINAL_KEPT_BYTES = 256 * 1024

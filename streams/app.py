@@ -82,6 +82,8 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         stream_buffer_maxsize=65536,
         stream_wait_empty=False,
         producer_linger=0.005,
+        # A dead letter carries up to 256 KiB of its original (base64 and text): well under this.
+        producer_max_request_size=4_194_304,
         autodiscover=False,
         key_serializer="raw",
         value_serializer="raw",

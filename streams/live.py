@@ -9,11 +9,12 @@ The Faust agent (streams/app.py) only performs those sends. Tests drive this cla
 from __future__ import annotations
 
 import base64
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from models.deadletter import DeadLetterDocument
+from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
 from models.events import Event
 from models.results import CallResult
 from models.wire import Rejected, decode_message, encode_event
@@ -41,14 +42,17 @@ class DeadLetter:
     batch_index: int | None = None
 
     def to_document(self) -> DeadLetterDocument:
+        kept = self.original[:ORIGINAL_KEPT_BYTES]
         try:
-            text: str | None = self.original.decode("utf-8")
+            text: str | None = kept.decode("utf-8")
         except UnicodeDecodeError:
             text = None
         return DeadLetterDocument(
             reason=self.reason, topic=self.topic, partition=self.partition, offset=self.offset,
             batch_index=self.batch_index, event_id=self.event_id, call_id=self.call_id,
-            original_b64=base64.b64encode(self.original).decode("ascii"), original_text=text,
+            original_b64=base64.b64encode(kept).decode("ascii"), original_text=text,
+            original_size=len(self.original), original_sha256=hashlib.sha256(self.original).hexdigest(),
+            original_truncated=len(kept) < len(self.original),
         )
 
 

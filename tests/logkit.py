@@ -56,6 +56,11 @@ def build_log(path: str, calls: int = 120, turns: int = 6, seed: int = 3, inacti
                           (90, json.dumps({"v": 1, "event_id": "bad-2", "call_id": "call-0002", "ts_ms": T0, "type": "no.such.type", "data": {}}))):
         lines.insert(position, bad)
         stats["malformed"] += 1
+    # A retrieval that returned a whole manual: over the 1 MiB message limit.
+    huge = {"v": 1, "event_id": "bad-3", "call_id": "call-0003", "ts_ms": T0, "type": "kb.retrieval",
+            "data": {"passages": ["policy text " * 100_000]}}
+    lines.insert(min(120, len(lines)), json.dumps(huge))
+    stats["malformed"] += 1
     with open(path, "w") as handle:
         handle.write("\n".join(lines) + "\n")
     stats["records"] = len(lines)
