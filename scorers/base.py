@@ -18,6 +18,9 @@ from models.events import Event
 class Scorer(ABC):
     name: ClassVar[str]
     handles: ClassVar[frozenset[str]]
+    # For a scorer that handles "rtvi": the RTVI message types its update() reads, so the fold skips
+    # it for every other message (most RTVI traffic is metrics and speaking events). None: all of them.
+    rtvi_messages: ClassVar[frozenset[str] | None] = None
 
     @abstractmethod
     def start(self) -> Any:

@@ -24,8 +24,9 @@ def new_call(call_id: str, registry: ScorerRegistry) -> CallState:
 def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None:
     """Fold `event` into `call`. The caller has already decided the event is new and acceptable."""
     _apply_core(call, event)
-    for scorer in registry.by_event_type.get(event.__struct_config__.tag, ()):
-        scorer.update(call.accumulators[scorer.name], event, call)
+    accumulators = call.accumulators
+    for name, update in registry.updates_for(event):
+        update(accumulators[name], event, call)
     call.seen_event_ids.add(event.event_id)
     call.events_applied += 1
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
 
+from models.call_state import CallState
+from models.events import EVENT_TYPES, Event, Rtvi
 from scorers.base import Scorer
 from scorers.evaluation.actions import PredictedActions
 from scorers.evaluation.conversation_end import ConversationEnd
@@ -59,11 +62,20 @@ def signal_scorers(predicates: PredicateRegistry | None = None) -> list[Scorer]:
     ]
 
 
+# (accumulator name, the scorer's update) for each scorer an event goes to, in registry order.
+Updates = tuple[tuple[str, Callable[[Any, Event, CallState], None]], ...]
+
+
 @dataclass(frozen=True)
 class ScorerRegistry:
     scorers: tuple[Scorer, ...]
     qa: tuple[QaMetric, ...]
     by_event_type: dict[str, tuple[Scorer, ...]] = field(default_factory=dict)
+    # The fold's routing table, built once: by event class, and for RTVI by message type as well, so
+    # that an RTVI message reaches only the scorers that read its type (`Scorer.rtvi_messages`).
+    routes: dict[type, Updates] = field(default_factory=dict)
+    rtvi_routes: dict[str, Updates] = field(default_factory=dict)
+    rtvi_unlisted: Updates = ()
 
     @classmethod
     def build(cls, signals: list[Scorer], metrics: list[QaMetric]) -> "ScorerRegistry":
@@ -76,7 +88,28 @@ class ScorerRegistry:
         for scorer in scorers:
             for event_type in scorer.handles:
                 by_type.setdefault(event_type, []).append(scorer)
-        return cls(scorers, tuple(metrics), {k: tuple(v) for k, v in by_type.items()})
+
+        def updates(chosen: Iterable[Scorer]) -> Updates:
+            return tuple((scorer.name, scorer.update) for scorer in chosen)
+
+        routes = {EVENT_TYPES[tag]: updates(chosen) for tag, chosen in by_type.items() if tag in EVENT_TYPES}
+        rtvi = by_type.get(RTVI, [])
+        listed = {kind for scorer in rtvi if scorer.rtvi_messages is not None for kind in scorer.rtvi_messages}
+        rtvi_routes = {
+            kind: updates(s for s in rtvi if s.rtvi_messages is None or kind in s.rtvi_messages) for kind in listed
+        }
+        rtvi_unlisted = updates(s for s in rtvi if s.rtvi_messages is None)
+        return cls(scorers, tuple(metrics), {k: tuple(v) for k, v in by_type.items()}, routes, rtvi_routes, rtvi_unlisted)
+
+    def updates_for(self, event: Event) -> Updates:
+        """The scorers that fold `event`: those whose `handles` name its type (and, for an RTVI
+        message, whose `rtvi_messages` allow its message type)."""
+        if type(event) is Rtvi:
+            return self.rtvi_routes.get(event.data.message.type, self.rtvi_unlisted)
+        return self.routes.get(type(event), ())
+
+
+RTVI = Rtvi.__struct_config__.tag
 
 
 def default_registry() -> ScorerRegistry:

@@ -40,6 +40,7 @@ def _int(value: object) -> int:
 class TokenUsage(Scorer):
     name = "token_usage"
     handles = frozenset({"rtvi"})
+    rtvi_messages = frozenset({"metrics"})
 
     def start(self) -> TokenUsageAcc:
         return TokenUsageAcc()

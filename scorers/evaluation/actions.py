@@ -32,7 +32,7 @@ from models.call_state import CallState
 from models.events import Rtvi, ScenarioSpec
 from models.scenario import NOT_APPLICABLE
 from scorers.base import Scorer
-from scorers.evaluation.server_messages import final_response_payload, server_message_text
+from scorers.evaluation.server_messages import SERVER_MESSAGE, final_response_payload, server_message_text
 
 PUNCTUATION = re.compile(r"[^\w\s]")
 
@@ -52,6 +52,7 @@ def parse_final_response(payload: str) -> Any:
 class PredictedActions(Scorer):
     name = "predicted_actions"
     handles = frozenset({"rtvi"})
+    rtvi_messages = frozenset({SERVER_MESSAGE})
 
     def start(self) -> PredictedActionsAcc:
         return PredictedActionsAcc()

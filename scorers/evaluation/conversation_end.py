@@ -30,7 +30,7 @@ from typing import Any, Literal
 from models.call_state import CallState
 from models.events import Event, Rtvi, ToolCall
 from scorers.base import Scorer
-from scorers.evaluation.server_messages import has_exit_tag, server_message_text
+from scorers.evaluation.server_messages import SERVER_MESSAGE, has_exit_tag, server_message_text
 from scorers.inactivity import INACTIVITY_STOP_REASON
 
 END_CONVERSATION_TOOL = "EndConversationTool"
@@ -73,6 +73,7 @@ def _agent_called_end_tool(event: Event) -> bool:
 class ConversationEnd(Scorer):
     name = "conversation_end"
     handles = frozenset({"tool.call", "rtvi"})
+    rtvi_messages = frozenset({FUNCTION_CALL_IN_PROGRESS, SERVER_MESSAGE})
 
     def start(self) -> ConversationEndAcc:
         return ConversationEndAcc()

@@ -86,6 +86,7 @@ class Hallucination(QaMetric):
     default_threshold = 70
     judge_kind = "llm"
     handles = frozenset({"call.started", "turn", "kb.retrieval", "tool.call", "rtvi"})
+    rtvi_messages = frozenset({FUNCTION_CALL_STOPPED})
 
     def start(self) -> HallucinationAcc:
         return HallucinationAcc()

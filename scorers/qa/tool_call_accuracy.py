@@ -31,7 +31,7 @@ from models.call_state import CallState
 from models.events import Event, Rtvi, ToolCall
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, rtvi_function_call
+from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, RTVI_FUNCTION_CALL_TYPES, rtvi_function_call
 
 NO_TOOL_CALLS = "No tool calls"
 VALUE_DECIMALS = 4
@@ -131,6 +131,7 @@ class ToolCallAccuracy(QaMetric):
     default_threshold = 80
     judge_kind = "llm"
     handles = frozenset({"tool.call", "rtvi"})
+    rtvi_messages = RTVI_FUNCTION_CALL_TYPES
 
     def start(self) -> ToolCallAcc:
         return ToolCallAcc()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from models.call_state import CallState
 from models.events import Event, Transfer
 from scorers.qa.base import QaMetric
-from scorers.qa.tool_calls import called_function_name
+from scorers.qa.tool_calls import RTVI_FUNCTION_CALL_TYPES, called_function_name
 
 NO_TRANSFER_ATTEMPTED = "No transfer attempted"
 TRANSFER_TOOL_MARK = "transfer"
@@ -52,6 +52,7 @@ class TransferMetric(QaMetric):
     """What the two transfer metrics share: one TransferLog per call, fed by the transfer event types."""
 
     handles = TRANSFER_EVENT_TYPES
+    rtvi_messages = RTVI_FUNCTION_CALL_TYPES
 
     def start(self) -> TransferLog:
         return TransferLog()
