@@ -105,6 +105,7 @@ class JudgeContext(Scorer):
     name = "judge_context"
     handles = frozenset({"kb.retrieval", "tool.call", "rtvi", "node.transition"})
     rtvi_messages = RTVI_FUNCTION_CALL_TYPES
+    rtvi_messages = RTVI_FUNCTION_CALL_TYPES
 
     def start(self) -> JudgeContextAcc:
         return JudgeContextAcc()
