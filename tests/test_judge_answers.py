@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from eventkit import run_call
+from eventkit import event, run_call
 from judgekit import ASSERTIONS, EVALUATION_ANSWER, QA_ANSWER, judged_call
 from models.events import JudgeResult
+from models.wire import MAX_MESSAGE_BYTES, encode_event
 from scorers.cohorts import CohortBook
 from scorers.evaluation.judge_fields import MISSING_VERDICT_REASON, NON_BOOLEAN_VERDICT_REASON
 from scorers.judge.answers import (
@@ -29,6 +30,11 @@ def requests(events: list | None = None, cohorts: CohortBook | None = BOOK):
     engine, _ = run_call(events or judged_call())
     (call,) = engine.calls.values()
     return build_requests(call, cohorts)
+
+
+def final_response(payload: str) -> object:
+    return event("rtvi", {"side": "agent", "message": {"type": "server-message",
+                                                       "data": {"text": f"<final_response>{payload}</final_response>"}}})
 
 
 def qa_with(**changes) -> str:
@@ -194,3 +200,31 @@ def test_an_evaluation_error_scores_0_with_error_reason():
     assert (evaluation["judge_score"], evaluation["judge_passed"], evaluation["nl_assertion_pass_rate"]) == (0.0, False, 0.0)
     assert evaluation["judge_result"]["reason"] == "Error: the judge did not answer within 2 s"
     assert evaluation["judge_result"]["judge_input"] == reqs.evaluation.input()
+
+
+def test_the_event_of_an_enormous_call_fits_in_one_message():
+    big = "é" * 5_000  # two bytes a character
+    book = CohortBook(cohorts=[{"cohort_id": "all", "name": "All", "agents": ["*"], "criteria": [
+        {"name": f"q{i}", "kind": "llm", "question": big} for i in range(50)]}])
+    # Scenario assertions are inlined in their verdicts whole: 100 of 200 characters is a lot already.
+    scenario = {"name": "huge", "reference_answer": [{"note": big}] * 20, "nl_assertions": ["é" * 200] * 100,
+                "judge_include_conversation": True}
+    events = [event("call.started", {"agent_id": "a", "agent_config": {"prompt": big * 20, "flow": {"n": big * 20}},
+                                     "variables": {f"v{i}": big for i in range(20)}, "scenario": scenario})]
+    for i in range(60):
+        events.append(event("kb.retrieval", {"passages": [big] * 10}))
+        for side in ("agent", "user"):
+            events.append(event("tool.call", {"name": big, "arguments": big, "result": big, "side": side}))
+        events.append(event("node.transition", {"to": big}))
+        events.append(final_response(big))
+    events += [event("turn", {"role": "agent" if i % 2 else "user", "text": big}) for i in range(500)]
+    events.append(event("call.ended", {"stop_reason": "[EXIT]"}))
+    reqs = requests(events, book)
+    answer = {"hallucination": {"issues": [{"type": "fabrication", "severity": "major", "text": big * 4}] * 100},
+              **{name: {"score": 50, "reason": big * 4} for name in ("kb_recall", "naturalness", "tool_call_accuracy", "transition_accuracy")},
+              "criteria": [{"index": i, "passed": True, "reason": big * 4} for i in range(1, 51)]}
+    evaluation = {"score": 0.5, "reason": big * 4,
+                  "nl_assertion_verdicts": [{"index": i, "passed": True, "reason": big * 4} for i in range(1, 101)]}
+    judge_event = judge_result_event(reqs, "m", qa=parse_qa_answer(json.dumps(answer), reqs.qa),
+                                     evaluation=parse_evaluation_answer(json.dumps(evaluation), reqs.evaluation))
+    assert len(encode_event(judge_event)) < MAX_MESSAGE_BYTES

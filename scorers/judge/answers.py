@@ -4,7 +4,7 @@ An answer is first decoded as JSON (NaN and Infinity are not numbers) and checke
 Schema (scorers/judge/schemas.py); anything else is a `JudgeAnswerError`, which counts like any
 failed request. Then:
 - QA judge: ratings are clamped to 0–100 (null stays null: the metric does not apply), issues are
-  kept as `{type, severity, text}`, and the criteria verdicts become `{name: {passed, reason}}`,
+  kept as `{type, severity, text}` (the model's free text is cut short), and the criteria verdicts become `{name: {passed, reason}}`,
   exactly one per criterion asked, normalised as the nl_assertion verdicts are.
 - evaluation judge: the score is clamped to 0–1 and the answer becomes the judge_result.json document
   (`judge_input` verbatim; `nl_assertion_verdicts` exactly one per assertion, missing, out-of-range or
@@ -39,6 +39,9 @@ from scorers.judge.schemas import EVALUATION_ANSWER_CHECK, QA_ANSWER_CHECK, RATE
 
 QA_ERROR_KEY = "error"
 MAX_ERROR_CHARS = 300
+# The model's free text is cut to these, so that its answer cannot bloat the event.
+MAX_REASON_CHARS = 1_000
+MAX_ISSUE_TEXT_CHARS = 500
 
 
 class JudgeAnswerError(ValueError):
@@ -71,6 +74,16 @@ def clamp_number(value: float, low: float, high: float) -> float:
     return max(low, min(high, float(value)))
 
 
+def short_text(value: str, limit: int = MAX_REASON_CHARS) -> str:
+    return cut(value, limit)
+
+
+def verdicts_with_short_reasons(verdicts: list[Any]) -> list[Any]:
+    """The judge's verdicts as given, their string reasons cut (the shape is normalised later)."""
+    return [{**v, "reason": short_text(v["reason"])} if isinstance(v, dict) and isinstance(v.get("reason"), str) else v
+            for v in verdicts]
+
+
 # --------------------------------------------------------------------------------- QA answer
 
 
@@ -85,17 +98,17 @@ def parse_qa_answer(content: str | None, request: JudgeRequest) -> QaAnswer:
     check_answer(QA_ANSWER_CHECK, answer)
     qa: dict[str, Any] = {
         "hallucination": {
-            "issues": [{"type": i["type"], "severity": i["severity"], "text": i["text"]}
+            "issues": [{"type": i["type"], "severity": i["severity"], "text": short_text(i["text"], MAX_ISSUE_TEXT_CHARS)}
                        for i in answer["hallucination"]["issues"]]
         }
     }
     for name in RATED_METRICS:
         score = answer[name]["score"]
         qa[name] = {"score": None if score is None else clamp_number(score, 0.0, 100.0),
-                    "reason": answer[name]["reason"]}
+                    "reason": short_text(answer[name]["reason"])}
     criteria = None
     if request.criteria:
-        verdicts = normalise_nl_verdicts(answer["criteria"], list(request.criteria))
+        verdicts = normalise_nl_verdicts(verdicts_with_short_reasons(answer["criteria"]), list(request.criteria))
         criteria = {v["assertion"]: {"passed": v["passed"], "reason": v["reason"]} for v in verdicts}
     return QaAnswer(qa, criteria)
 
@@ -107,10 +120,10 @@ def parse_evaluation_answer(content: str | None, request: JudgeRequest) -> dict[
     """The judge_result.json document of a valid answer."""
     answer = decode_answer(content)
     check_answer(EVALUATION_ANSWER_CHECK[bool(request.nl_assertions)], answer)
-    raw = {"score": clamp_number(answer["score"], 0.0, 1.0), "reason": answer["reason"],
+    raw = {"score": clamp_number(answer["score"], 0.0, 1.0), "reason": short_text(answer["reason"]),
            "judge_input": request.input()}
     if request.nl_assertions:
-        raw["nl_assertion_verdicts"] = answer["nl_assertion_verdicts"]
+        raw["nl_assertion_verdicts"] = verdicts_with_short_reasons(answer["nl_assertion_verdicts"])
     document = judge_result_document(JudgeAnswerAcc(evaluation=raw), list(request.nl_assertions) or None)
     assert document is not None
     return document

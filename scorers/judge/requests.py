@@ -41,8 +41,10 @@ from scorers.judge.schemas import (
     qa_answer_schema,
 )
 
-MAX_SECTION_CHARS = 20_000
-MAX_TRANSCRIPT_CHARS = 40_000
+# Bounds on what a call can put into a request, so that the recorded judge.result (both prompts, the
+# evaluation prompt twice: in `input` and in judge_input) stays well under the wire's 1 MiB per message.
+MAX_SECTION_CHARS = 8_000
+MAX_TRANSCRIPT_CHARS = 24_000
 
 # Section tags of both requests: data may never contain one of these unescaped.
 QA_TAGS = ("agent_prompt", "agent_flow", "variables", "knowledge_base", "tool_calls", "node_transitions",
