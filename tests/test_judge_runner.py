@@ -13,7 +13,7 @@ from models.events import JudgeResult
 from models.wire import decode_message
 from qa_kit import metric
 from scorers.engine import CallEngine
-from streams.judge_runner import install_judge
+from streams.judge_runner import JudgeRunner, install_judge
 
 
 class Topic:
@@ -89,3 +89,18 @@ def test_a_full_queue_drops_the_call_instead_of_waiting():
         asyncio.run(scenario())
     assert (runner.dropped, runner.published) == (2, 1)
     assert [key for key, _ in callqa.events_topic.sent] == [b"c0"]
+
+
+def is_judge_hook(hook) -> bool:
+    return isinstance(getattr(hook, "__self__", None), JudgeRunner)
+
+
+def test_the_worker_installs_the_judge_only_when_a_key_is_set(tmp_path):
+    from streams.app import create_app
+    from streams.config import Settings
+
+    without = create_app(Settings(data_dir=str(tmp_path / "a"), app_id="judge-off"))
+    with_key = create_app(Settings(data_dir=str(tmp_path / "b"), app_id="judge-on", openai_api_key="sk-x",
+                                   openai_base_url="http://127.0.0.1:9/v1"))
+    assert not any(is_judge_hook(h) for h in without.result_hooks)
+    assert sum(is_judge_hook(h) for h in with_key.result_hooks) == 1

@@ -104,7 +104,7 @@ class JudgeContextAcc:
 class JudgeContext(Scorer):
     name = "judge_context"
     handles = frozenset({"kb.retrieval", "tool.call", "rtvi", "node.transition"})
-    rtvi_messages = RTVI_FUNCTION_CALL_TYPES
+    # Only function-call messages carry tool calls; the fold may skip the rest of RTVI traffic.
     rtvi_messages = RTVI_FUNCTION_CALL_TYPES
 
     def start(self) -> JudgeContextAcc:
