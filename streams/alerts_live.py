@@ -23,15 +23,17 @@ compacted topic `callqa.alert-rules` (key = rule name; `deleted: true` or a tomb
 Every worker reads that topic from the beginning, outside any group, so whichever worker evaluates
 has the full rule set; a change reaches the engine before the next result is evaluated.
 
-`GET /alerts` lists the firing alerts; it is routed to the worker that owns the evaluation (through
-the `alert-engine` table), so any worker of the deployment answers it.
+`GET /alerts` answers `{"firing": [...], "watermark_ms", "rules", "counters"}`: the firing events of
+the open episodes as they were published, the rule names in force and the engine's counters. It is
+routed to the worker that owns the evaluation (through the `alert-engine` table), so any worker of the
+deployment answers it (503 until the evaluation is assigned).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import faust
@@ -219,7 +221,10 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
         except Exception:  # noqa: BLE001 - no assignment yet (faust raises KeyError or TypeError then)
             return web.error(503, "alert evaluation is not assigned to a worker yet")
         await publish(runtime.ensure_ready(table))
+        counters = {**asdict(runtime.engine.counters), "published": runtime.published}
+        if runtime.webhook is not None:
+            counters["webhook"] = asdict(runtime.webhook.counters)
         return web.json({"firing": runtime.engine.firing(), "watermark_ms": runtime.engine.windows.watermark,
-                         "rules": [rule.name for rule in runtime.engine.rules]})
+                         "rules": [rule.name for rule in runtime.engine.rules], "counters": counters})
 
     return runtime

@@ -7,6 +7,7 @@ import asyncio
 import json
 import tempfile
 import time
+import tomllib
 import urllib.request
 
 import pytest
@@ -63,8 +64,6 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
     log, rules_file, both_rules = tmp_path / "calls.jsonl", tmp_path / "rules.toml", tmp_path / "both.json"
     write_latency_log(str(log), 2000, a1_slow)
     rules_file.write_text(FILE_RULE)
-    import tomllib
-
     both_rules.write_text(json.dumps(tomllib.loads(FILE_RULE)["rules"] + [json.loads(encode_rule(TOPIC_RULE))]))
     expected_file = tmp_path / "expected.jsonl"
     # One partition: the worker scores (and so evaluates) in the order of the log, as replay does.
@@ -97,3 +96,4 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
     assert live == expected
     # Both episodes resolved by the end of the log: nothing is firing.
     assert firing_now is not None and firing_now["firing"] == []
+    assert firing_now["counters"]["published"] == len(expected)
