@@ -60,10 +60,6 @@ CALL_KEY_PREFIX = b"call:"
 RULES_RETRY_S = 5.0
 
 
-def alerts_input_topic_name(prefix: str) -> str:
-    return f"{prefix}.alerts-input"
-
-
 async def ensure_compacted_topic(settings: Any, topic: str) -> None:
     """Create the one-partition compacted topic (the newest document per key) if it is missing."""
     admin = AIOKafkaAdminClient(**connection_options(settings))
@@ -144,7 +140,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
 
     # internal: Faust creates it (with its one partition) before subscribing, so no broker default
     # partition count can creep in through auto-creation.
-    input_topic = app.topic(alerts_input_topic_name(names.prefix), key_type=bytes, value_type=bytes, partitions=1,
+    input_topic = app.topic(names.alerts_input, key_type=bytes, value_type=bytes, partitions=1,
                             internal=True)
     alerts_topic = app.topic(names.alerts, key_type=bytes, value_type=bytes, partitions=1)
     table = app.Table(ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1)

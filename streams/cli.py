@@ -57,7 +57,12 @@ def _run_worker(settings: Settings) -> int:
     import faust
 
     from streams.app import create_app
+    from streams.kafka_clients import ensure_topics
+    from streams.topics import TopicNames
 
+    # Create every topic with its partition count before Faust subscribes (see ensure_topics).
+    asyncio.run(ensure_topics(settings, TopicNames(settings.topic_prefix).partition_counts(settings.partitions),
+                              check_partitions=True))
     callqa = create_app(settings)
     worker = faust.Worker(callqa.app, loglevel=settings.log_level, quiet=True)
     worker.execute_from_commandline()
@@ -206,6 +211,40 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    """Validate a file of cohorts or alert rules and publish each to its compacted topic."""
+    from models.alert_rules import encode_rule, load_rules
+    from models.cohorts import encode_cohort
+    from streams.documents import load_documents
+    from streams.kafka_clients import ensure_topics, producer
+    from streams.topics import TopicNames
+    from streams.wiring import cohort_book
+
+    settings = _settings(args)
+    names = TopicNames(settings.topic_prefix)
+    if args.kind == "cohorts":
+        book = cohort_book(settings)
+        messages = [(d.cohort_id, encode_cohort(d)) for d in (book.decode(doc) for doc in load_documents(args.file, "cohorts"))]
+        topic = names.cohorts
+    else:
+        messages = [(rule.name, encode_rule(rule)) for rule in load_rules(args.file)]
+        topic = names.alert_rules
+
+    async def publish() -> None:
+        await ensure_topics(settings, {topic: 1})
+        kafka = producer(settings)
+        await kafka.start()
+        try:
+            for key, value in messages:
+                await kafka.send_and_wait(topic, value, key=key.encode())
+        finally:
+            await kafka.stop()
+
+    asyncio.run(publish())
+    print(f"published {len(messages)} {args.kind} to {topic}: {', '.join(k for k, _ in messages)}", file=sys.stderr)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from streams.demo import run_demo
 
@@ -274,6 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="the summary as JSON")
         p.add_argument("--results", help="a results file (JSON Lines) instead of the results topic")
         p.set_defaults(func=cmd_summary if name == "summary" else cmd_export)
+
+    p = sub.add_parser("publish", help="validate cohorts or alert rules from a file and publish them to their topic")
+    kafka_options(p)
+    p.add_argument("kind", choices=["cohorts", "rules"])
+    p.add_argument("file", help="JSON or TOML")
+    p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser("demo", help="broker + worker + the bundled sample calls → scored table")
     p.add_argument("--log", help="another log instead of the bundled sample")

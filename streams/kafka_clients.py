@@ -37,8 +37,11 @@ def reader(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
     return AIOKafkaConsumer(enable_auto_commit=False, auto_offset_reset="earliest", **connection_options(settings), **extra)
 
 
-async def ensure_topics(settings: Settings, topics: dict[str, int]) -> None:
-    """Create the topics that do not exist yet (name -> partitions)."""
+async def ensure_topics(settings: Settings, topics: dict[str, int], check_partitions: bool = False) -> None:
+    """Create the topics that do not exist yet (name -> partitions). With `check_partitions`, an
+    existing topic with another partition count is an error: the journal and the inactivity sweep
+    depend on the events topic's partitioning, and a broker that auto-creates topics on first read may
+    have made one with its own default."""
     admin = AIOKafkaAdminClient(**connection_options(settings))
     await admin.start()
     try:
@@ -49,5 +52,12 @@ async def ensure_topics(settings: Settings, topics: dict[str, int]) -> None:
                 await admin.create_topics(missing)
             except TopicAlreadyExistsError:
                 pass
+        if check_partitions:
+            described = await admin.describe_topics([name for name in topics if name in existing])
+            for topic in described:
+                name, count = topic["topic"], len(topic["partitions"])
+                if count != topics[name]:
+                    raise ValueError(f"topic {name!r} has {count} partitions, this deployment expects {topics[name]} "
+                                     f"(CALLQA_PARTITIONS); recreate it or set CALLQA_PARTITIONS={count}")
     finally:
         await admin.close()
