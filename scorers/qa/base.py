@@ -9,6 +9,7 @@ Each metric is one module with one `QaMetric` subclass: it folds events into its
 from __future__ import annotations
 
 from abc import abstractmethod
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, ClassVar, Literal
 
 from models.call_state import CallState
@@ -20,9 +21,13 @@ JudgeKind = Literal["llm", "computed"]
 
 def round_score(score: float) -> float:
     """Scores are rounded to one decimal (half away from zero, so 92.25 → 92.3 as people expect)."""
-    from decimal import ROUND_HALF_UP, Decimal
+    score = float(score)
+    if score.is_integer():  # most scores (100, 70, 0): nothing to round, skip the decimal arithmetic
+        return score
+    return float(Decimal(repr(score)).quantize(_ONE_DECIMAL, rounding=ROUND_HALF_UP))
 
-    return float(Decimal(repr(float(score))).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+
+_ONE_DECIMAL = Decimal("0.1")
 
 
 def clamp(value: float, low: float = 0.0, high: float = 100.0) -> float:
