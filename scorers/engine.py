@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Literal
 
 from models.call_state import CallState
-from models.events import RESCORE_TYPES, CallEnded, Event, Watermark
+from models.events import EVENT_TYPES, RESCORE_TYPES, CallEnded, Event, Watermark
 from models.results import CallResult
 from scorers.call_result import score_call
 from scorers.cohorts import CohortBook
@@ -24,6 +24,7 @@ from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS, InactivitySweeper, R
 from scorers.registry import ScorerRegistry, default_registry
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
+RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
 
 
 @dataclass(slots=True)
@@ -64,30 +65,34 @@ class CallEngine:
         """Fold one event. `position` is its place in the source partition (monotone within it; for a
         batch message, offset and index combined): an event at or below the call's highest applied
         position is a redelivery and is skipped. Replay passes None."""
+        # Runs for every event: locals instead of repeated attribute lookups.
         if isinstance(event, Watermark):
             self.sweeper.observe(partition, event.ts_ms)
             if event.data.end_of_input:
                 self._end_of_input.add(partition)
             return Processed("watermark")
 
-        call = self.calls.get(event.call_id)
+        call_id = event.call_id
+        call = self.calls.get(call_id)
         if call is None:
-            call = self.calls[event.call_id] = new_call(event.call_id, self.registry)
-        if position is not None and position <= call.applied_offset:
-            self.counters.redelivered += 1
-            return Processed("redelivered", call)
+            call = self.calls[call_id] = new_call(call_id, self.registry)
         if position is not None:
+            if position <= call.applied_offset:
+                self.counters.redelivered += 1
+                return Processed("redelivered", call)
             call.applied_offset = position
-        if event.event_id in call.seen_event_ids:
+        event_id = event.event_id
+        if event_id in call.seen_event_ids:
             self.counters.duplicate += 1
             return Processed("duplicate", call)
 
-        tag = event.__struct_config__.tag
-        ended_before = call.has_ended
-        if ended_before and tag not in RESCORE_TYPES:
-            call.seen_event_ids.add(event.event_id)
+        rescores = type(event) in RESCORE_CLASSES
+        ended_before = call.ended is not None
+        if ended_before and not rescores:
+            call.seen_event_ids.add(event_id)
             self.counters.rejected += 1
-            return Processed("rejected", call, reason=f"event {event.event_id!r}: a {tag!r} event cannot change call {call.call_id!r}, which has already ended")
+            tag = event.__struct_config__.tag
+            return Processed("rejected", call, reason=f"event {event_id!r}: a {tag!r} event cannot change call {call_id!r}, which has already ended")
 
         first_activity = call.last_activity_ts_ms is None
         apply_event(call, event, self.registry)
@@ -96,13 +101,15 @@ class CallEngine:
         if first_activity and call.last_activity_ts_ms is not None:
             self.sweeper.track(partition, call)
 
-        if call.has_ended and not ended_before:
+        if call.ended is None:
+            return Processed("applied", call)
+        if not ended_before:
             self._retained.track_end(partition, call)
-        if call.has_ended and (not ended_before or tag in RESCORE_TYPES):
-            call.version += 1
-            self.counters.results += 1
-            return Processed("applied", call, score_call(call, self.registry, self.cohorts, call.version, event.ts_ms))
-        return Processed("applied", call)
+        elif not rescores:
+            return Processed("applied", call)
+        call.version += 1
+        self.counters.results += 1
+        return Processed("applied", call, score_call(call, self.registry, self.cohorts, call.version, event.ts_ms))
 
     # ---------------------------------------------------------------------------------- sweeping
 

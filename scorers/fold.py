@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from models.call_state import DEFAULT_INACTIVITY_TIMEOUT_S, CallState, TurnRecord
 from models.events import (
+    EVENT_TYPES,
     RESCORE_TYPES,
     CallEnded,
     CallStarted,
@@ -31,15 +32,21 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
     call.events_applied += 1
 
 
+_RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
+
+
 def _apply_core(call: CallState, event: Event) -> None:
     ts = event.ts_ms
-    if call.first_ts_ms is None or ts < call.first_ts_ms:
+    first = call.first_ts_ms
+    if first is None or ts < first:
         call.first_ts_ms = ts
-    if call.last_ts_ms is None or ts > call.last_ts_ms:
+    last = call.last_ts_ms
+    if last is None or ts > last:
         call.last_ts_ms = ts
-    tag = event.__struct_config__.tag
-    if tag not in RESCORE_TYPES and (call.last_activity_ts_ms is None or ts > call.last_activity_ts_ms):
-        call.last_activity_ts_ms = ts
+    if type(event) not in _RESCORE_CLASSES:
+        activity = call.last_activity_ts_ms
+        if activity is None or ts > activity:
+            call.last_activity_ts_ms = ts
 
     if isinstance(event, Turn):
         d = event.data

@@ -53,8 +53,9 @@ class InactivitySweeper:
         return clock
 
     def observe(self, partition: int, ts_ms: int) -> None:
-        clock = self.clock(partition)
-        if clock.watermark_ms is None or ts_ms > clock.watermark_ms:
+        clock = self.partitions.get(partition) or self.clock(partition)
+        watermark = clock.watermark_ms
+        if watermark is None or ts_ms > watermark:
             clock.watermark_ms = ts_ms
 
     def track(self, partition: int, call: CallState) -> None:
@@ -66,9 +67,11 @@ class InactivitySweeper:
     def due(self, partition: int, calls: dict[str, CallState], end_of_input: bool = False) -> list[CallState]:
         """Open calls of `partition` whose deadline the watermark has passed (all, at end of input)."""
         clock = self.partitions.get(partition)
-        if clock is None:
+        if clock is None or not clock.deadlines:
             return []
         horizon = None if end_of_input else (clock.watermark_ms or 0) - self.allowed_lateness_ms
+        if horizon is not None and clock.deadlines[0][0] >= horizon:
+            return []  # nothing due: the common case, checked before any work
         found: list[CallState] = []
         while clock.deadlines and (horizon is None or clock.deadlines[0][0] < horizon):
             deadline, call_id = heapq.heappop(clock.deadlines)

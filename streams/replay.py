@@ -85,6 +85,8 @@ def replay(
                 on_recorded(synthetic)
             feed(synthetic, partition, index)
 
+    # A call's partition never changes: hash its id once, not once per event.
+    partition_of_call: dict[str, int] = {}
     for index, raw in enumerate(records):
         report.records += 1
         decoded = decode_message(raw)
@@ -95,7 +97,11 @@ def replay(
         touched: list[int] = []
         for event in decoded.events:
             report.events += 1
-            partition = partition_of(event, partitions)
+            partition = partition_of_call.get(event.call_id)
+            if partition is None or isinstance(event, Watermark):
+                partition = partition_of(event, partitions)
+                if not isinstance(event, Watermark):
+                    partition_of_call[event.call_id] = partition
             feed(event, partition, index)
             if partition not in touched:
                 touched.append(partition)
