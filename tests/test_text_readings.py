@@ -10,6 +10,9 @@ import random
 
 from scorers.qa.wer import _normalise, word_count
 from scorers.text import (
+    FACT_RE,
+    WORD_RE,
+    _figure_matches,
     confusion_phrases,
     figures,
     extract_facts,
@@ -38,8 +41,8 @@ TEXTS = [
 ]
 
 _ALPHABET = [" ", "  ", "\t", "\n", "\r", "\x0b", "\x1c", "\xa0", "\u2003", ".", ",", "'", "\u2019", "-", "!", "a",
-             "B", "é", "İ", "ß", "1", "12", "$", "%", "pm", "¿", "—", "“", "_", "五", "\u3000", "not ", "repeat",
-             "i didn't understand", "as an ai", "4:30", "dollars"]
+             "B", "é", "İ", "ß", "1", "12", "$", "$ ", "%", "pm", " p.m.", ":", "¿", "—", "“", "_", "五", "٣",
+             "\u3000", "not ", "repeat", "i didn't understand", "as an ai", "4:30", "dollars", " hrs", "1,200", "Don't"]
 
 
 def _random_texts(count: int, seed: int = 1) -> list[str]:
@@ -63,6 +66,17 @@ def test_figures_agree_with_facts_and_grounding_keys():
         found = figures(text)
         assert list(found.facts) == extract_facts(text), text
         assert set(found.keys) == grounding_keys(text), text
+
+
+def test_figures_are_found_where_fact_re_finds_them():
+    for text in TEXTS + _random_texts(5000, seed=4):
+        assert [(m.span(), m.group(0)) for m in _figure_matches(text)] == \
+            [(m.span(), m.group(0)) for m in FACT_RE.finditer(text)], text
+
+
+def test_words_of_ascii_text_are_the_words_of_the_unicode_rule():
+    for text in TEXTS + _random_texts(3000, seed=5):
+        assert words(text) == WORD_RE.findall(text.lower().replace("\u2019", "'")), text
 
 
 def test_a_robotic_phrase_found_through_its_anchor_word():
