@@ -50,8 +50,12 @@ class CallState:
     version: int = 0
     events_applied: int = 0
     seen_event_ids: set[str] = field(default_factory=set)
-    # Highest source offset applied (all of a call's events share one partition); -1 = none.
+    # Highest source position applied (all of a call's events share one partition); -1 = none.
     applied_offset: int = -1
+    # Where the latest version came from: the source position (-1 = replay) and event time of the event
+    # that produced it, so that a redelivery of that event can publish it again (see LiveScorer).
+    result_position: int = -1
+    result_event_ts_ms: int | None = None
 
     accumulators: dict[str, Any] = field(default_factory=dict)
 

@@ -108,8 +108,16 @@ class CallEngine:
         elif not rescores:
             return Processed("applied", call)
         call.version += 1
+        call.result_position = -1 if position is None else position
+        call.result_event_ts_ms = event.ts_ms
         self.counters.results += 1
         return Processed("applied", call, score_call(call, self.registry, self.cohorts, call.version, event.ts_ms))
+
+    def latest_result(self, call: CallState) -> CallResult | None:
+        """The call's latest published version, scored again (the same document, as scoring is pure)."""
+        if call.version == 0 or call.result_event_ts_ms is None:
+            return None
+        return score_call(call, self.registry, self.cohorts, call.version, call.result_event_ts_ms)
 
     # ---------------------------------------------------------------------------------- sweeping
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from models.call_state import CallState
 from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
 from models.events import Event
 from models.results import CallResult
@@ -82,13 +83,17 @@ class LiveScorer:
         decoded = decode_message(value, self.max_message_bytes)
         for rejected in decoded.rejected:
             out.dead_letters.append(self._dead_letter(rejected, topic, partition, offset))
+        republished: set[str] = set()
         for index, event in enumerate(decoded.events):
             processed = self.engine.process(event, partition, position_of(offset, index))
+            if processed.status == "redelivered":
+                self._republish_lost_result(processed.call, offset, republished, out)
+                continue
             where = (value, index if decoded.is_batch else None)
             self._collect(processed, event, partition, position_of(offset, index), topic, offset, out, where)
         for synthetic in self.engine.sweep(partition):
             out.recorded_events.append(synthetic)
-            processed = self.engine.process(synthetic, partition, None)
+            processed = self.engine.process(synthetic, partition, position_of(offset, SYNTHETIC_INDEX))
             where = (encode_event(synthetic), None)
             self._collect(processed, synthetic, partition, position_of(offset, SYNTHETIC_INDEX), topic, offset, out, where)
         for call_id in self.engine.expired(partition):
@@ -113,6 +118,22 @@ class LiveScorer:
             )
         if processed.result is not None:
             out.results.append(processed.result)
+
+    def _republish_lost_result(self, call: CallState | None, offset: int, done: set[str], out: Outbox) -> None:
+        """Publish again a result that this very message produced before a crash.
+
+        The journal can reach the broker while the result did not (a kill -9 between the two sends):
+        the restored call then skips the redelivered message as already applied, and without this the
+        result would never appear. Faust flushes the producer before it commits offsets, so a message
+        that is redelivered is exactly one whose outputs may be missing.
+        """
+        if call is None or call.call_id in done:
+            return
+        if position_of(offset, 0) <= call.result_position <= position_of(offset, SYNTHETIC_INDEX):
+            result = self.engine.latest_result(call)
+            if result is not None:
+                done.add(call.call_id)
+                out.results.append(result)
 
     @staticmethod
     def _dead_letter(rejected: Rejected, topic: str, partition: int, offset: int) -> DeadLetter:

@@ -33,13 +33,15 @@ def test_send_scores_every_call_as_replay_does(broker, topic_prefix, tmp_path):
     assert all(letter["reason"] and letter["original_b64"] for letter in letters)
 
 
-def test_worker_killed_mid_send_restarts_to_the_same_results(broker, topic_prefix, tmp_path):
+@pytest.mark.parametrize("store", ["memory://", "rocksdb://"])
+def test_worker_killed_mid_send_restarts_to_the_same_results(broker, topic_prefix, tmp_path, store):
     log = str(tmp_path / "calls.jsonl")
     build_log(log, calls=300, turns=10, seed=11)
     expected = latest_by_call(replay_results(log)[0])
     settings = settings_for(broker, topic_prefix)
     data_dir = str(tmp_path / "worker")
-    worker = start_worker(broker, topic_prefix, data_dir=data_dir)
+    env = {"CALLQA_STORE": store}
+    worker = start_worker(broker, topic_prefix, data_dir=data_dir, env=env)
     # Single-event messages make the send long enough to kill the worker in the middle of it.
     sender = threading.Thread(target=send, args=(log, settings), kwargs={"batch_size": 1})
     sender.start()
@@ -48,7 +50,7 @@ def test_worker_killed_mid_send_restarts_to_the_same_results(broker, topic_prefi
         time.sleep(0.02)
     assert (worker.health() or {}).get("applied", 0) >= 2000, "the worker never got going"
     worker.kill()
-    worker = start_worker(broker, topic_prefix, data_dir=data_dir)
+    worker = start_worker(broker, topic_prefix, data_dir=data_dir, env=env)
     try:
         sender.join(120)
         live = collect_results(settings, expected, timeout_s=180)
