@@ -27,7 +27,7 @@ Side = Literal["agent", "user"]
 # --------------------------------------------------------------------------------------------- data
 
 
-class ScenarioSpec(Struct, forbid_unknown_fields=False):
+class ScenarioSpec(Struct, forbid_unknown_fields=False, gc=False):
     """The evaluation scenario a simulated call runs (the harness's Scenario, flattened for the wire)."""
 
     name: str | None = None
@@ -49,12 +49,12 @@ class ScenarioSpec(Struct, forbid_unknown_fields=False):
     judge_include_conversation: bool = False
 
 
-class AgentConfig(Struct, forbid_unknown_fields=False):
+class AgentConfig(Struct, forbid_unknown_fields=False, gc=False):
     prompt: str | None = None
     flow: dict[str, Any] | list[Any] | str | None = None
 
 
-class CallStartedData(Struct, forbid_unknown_fields=False):
+class CallStartedData(Struct, forbid_unknown_fields=False, gc=False):
     agent_id: str
     cohort_ids: list[str] = []
     run_id: str | None = None
@@ -67,7 +67,7 @@ class CallStartedData(Struct, forbid_unknown_fields=False):
 Word = tuple[str, float, float]
 
 
-class TurnData(Struct, forbid_unknown_fields=False):
+class TurnData(Struct, forbid_unknown_fields=False, gc=False):
     role: Role
     text: str
     start_ms: float | None = None
@@ -75,7 +75,7 @@ class TurnData(Struct, forbid_unknown_fields=False):
     words: list[Word] | None = None
 
 
-class RtviMessage(Struct, forbid_unknown_fields=False):
+class RtviMessage(Struct, forbid_unknown_fields=False, gc=False):
     """A raw RTVI server message (Pipecat protocol 2.x): `{label, type, data}`."""
 
     type: str
@@ -83,18 +83,18 @@ class RtviMessage(Struct, forbid_unknown_fields=False):
     data: Any = None
 
 
-class RtviData(Struct, forbid_unknown_fields=False):
+class RtviData(Struct, forbid_unknown_fields=False, gc=False):
     message: RtviMessage
     side: Side = "agent"
 
 
-class LatencyData(Struct, forbid_unknown_fields=False):
+class LatencyData(Struct, forbid_unknown_fields=False, gc=False):
     latency_ms: float
     user_transcript: str = ""
     agent_transcript: str = ""
 
 
-class ToolCallData(Struct, forbid_unknown_fields=False):
+class ToolCallData(Struct, forbid_unknown_fields=False, gc=False):
     name: str
     arguments: str
     tool_call_id: str | None = None
@@ -102,28 +102,28 @@ class ToolCallData(Struct, forbid_unknown_fields=False):
     side: Side = "agent"
 
 
-class KbRetrievalData(Struct, forbid_unknown_fields=False):
+class KbRetrievalData(Struct, forbid_unknown_fields=False, gc=False):
     passages: list[str]
     query: str | None = None
 
 
-class NodeTransitionData(Struct, forbid_unknown_fields=False):
+class NodeTransitionData(Struct, forbid_unknown_fields=False, gc=False):
     to: str
     from_: str | None = msgspec.field(default=None, name="from")
 
 
-class TransferData(Struct, forbid_unknown_fields=False):
+class TransferData(Struct, forbid_unknown_fields=False, gc=False):
     phase: Literal["started", "bridged", "failed"]
     target: str | None = None
 
 
-class DbStateData(Struct, forbid_unknown_fields=False):
+class DbStateData(Struct, forbid_unknown_fields=False, gc=False):
     side: Side
     hash: str | None = None
     db: dict[str, Any] | None = None
 
 
-class CallEndedData(Struct, forbid_unknown_fields=False):
+class CallEndedData(Struct, forbid_unknown_fields=False, gc=False):
     stop_reason: str
     reason: str | None = None
     end_conversation_tool_called: bool | None = None
@@ -134,18 +134,18 @@ class CallEndedData(Struct, forbid_unknown_fields=False):
 Sentiment = Literal["Positive", "Neutral", "Negative", "Unknown"]
 
 
-class CallAnnotatedData(Struct, forbid_unknown_fields=False):
+class CallAnnotatedData(Struct, forbid_unknown_fields=False, gc=False):
     user_sentiment: Sentiment | None = None
 
 
-class TranscriptCorrectedData(Struct, forbid_unknown_fields=False):
+class TranscriptCorrectedData(Struct, forbid_unknown_fields=False, gc=False):
     """A human correction of one turn; `turn_index` is 0-based over the call's turns, in arrival order."""
 
     turn_index: int
     text: str
 
 
-class JudgeResultData(Struct, forbid_unknown_fields=False):
+class JudgeResultData(Struct, forbid_unknown_fields=False, gc=False):
     """A recorded LLM-judge answer (or its error), so that replay never calls the model again.
 
     `qa` holds the QA-metric judge's parsed answer, `evaluation` the evaluation judge's
@@ -160,7 +160,7 @@ class JudgeResultData(Struct, forbid_unknown_fields=False):
     input: dict[str, Any] | None = None
 
 
-class AttemptDiscardedData(Struct, forbid_unknown_fields=False):
+class AttemptDiscardedData(Struct, forbid_unknown_fields=False, gc=False):
     reason: str
 
 
@@ -168,7 +168,7 @@ class AttemptDiscardedData(Struct, forbid_unknown_fields=False):
 WATERMARK_CALL_ID = "__watermark__"
 
 
-class WatermarkData(Struct, forbid_unknown_fields=False):
+class WatermarkData(Struct, forbid_unknown_fields=False, gc=False):
     """A producer's promise: nothing older than the envelope's `ts_ms` follows on this partition.
 
     `end_of_input` promises that nothing at all follows: every open call may be swept now.
@@ -183,7 +183,9 @@ class WatermarkData(Struct, forbid_unknown_fields=False):
 # ---------------------------------------------------------------------------------------- envelopes
 
 
-class Event(Struct, tag_field="type", forbid_unknown_fields=False, kw_only=True):
+# Events and their data are plain trees decoded from bytes, never part of a reference cycle, so they
+# are kept out of the cyclic garbage collector (`gc=False`): a worker allocates millions of them.
+class Event(Struct, tag_field="type", forbid_unknown_fields=False, kw_only=True, gc=False):
     """The envelope every event shares; subclasses fix `type` and the structure of `data`."""
 
     event_id: str
@@ -276,7 +278,7 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.__struct_config__.tag: cls for cls in
 RESCORE_TYPES = frozenset({"call.annotated", "transcript.corrected", "judge.result"})
 
 
-class Batch(Struct, forbid_unknown_fields=False):
+class Batch(Struct, forbid_unknown_fields=False, gc=False):
     """Several events in one Kafka message: of one call (`call_id` set) or of one partition's calls."""
 
     events: list[Any]
