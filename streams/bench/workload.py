@@ -2,8 +2,9 @@
 
 Deterministic for a seed. Calls start `start_every_ms` apart and run `turns` user/agent exchanges
 each, so a few thousand calls are open at once, as on a busy deployment. An exchange is the user's
-turn (sometimes with per-word timings), the agent pipeline's speaking events and LLM token metrics,
-now and then a tool call, a knowledge-base retrieval or a flow transition, and the agent's turn.
+turn (sometimes with per-word timings), the agent pipeline's four speaking events and LLM token
+metrics, now and then a tool call, a knowledge-base retrieval or a flow transition, and the agent's
+turn.
 Texts are built from templates with varied words and figures (prices, times, order numbers), so a
 cache keyed by text cannot shortcut the text scorers. A share of the calls gets a post-call sentiment
 annotation, a transcript correction or a judge answer (each a rescore), and a few never end (swept
@@ -60,7 +61,7 @@ _PASSAGES = [
 @dataclass
 class Workload:
     calls: int = 2000
-    turns: int = 20  # user/agent exchanges per call
+    turns: int = 13  # user/agent exchanges per call
     seed: int = 7
     start_every_ms: int = 40
     exchange_ms: int = 4000
@@ -119,7 +120,7 @@ class Workload:
         return [event for _, _, event in timeline[: self.limit]]
 
     def _call(self, rng: random.Random, add: Any, c: int) -> None:
-        call_id = f"{self.call_prefix}-{c:05d}"
+        call_id = f"{self.call_prefix}-{c:05d}-{rng.getrandbits(48):012x}"  # ids as long as real session ids
         t = self.t0_ms + c * self.start_every_ms
         fill = _Filler(rng)
         started: dict[str, Any] = {"agent_id": f"agent-{c % 5}", "cohort_ids": ["support"], "run_id": "bench",
@@ -137,6 +138,7 @@ class Workload:
             if k % 5 == 0:
                 words = user_text.split()[:4]
                 user["words"] = [[w, offset + i * 300, offset + i * 300 + 250] for i, w in enumerate(words)]
+            add(call_id, base - 1200, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "user-started-speaking"}})
             add(call_id, base, "turn", user)
             add(call_id, base + 1500, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "user-stopped-speaking"}})
             add(call_id, base + 1700, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics", "data": {
@@ -162,6 +164,7 @@ class Workload:
             agent_text = fill(rng.choice(_AGENT))
             add(call_id, base + 2600, "turn", {"role": "agent", "text": agent_text,
                                                "start_ms": offset + 1900 + rng.randint(0, 1200), "end_ms": offset + 3800})
+            add(call_id, base + 3300, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "bot-stopped-speaking"}})
             offset += step
         end = t + 500 + self.turns * step
         if c % 13 == 2:
