@@ -11,6 +11,7 @@ import asyncio
 import json
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import msgspec
@@ -21,7 +22,7 @@ from streams.broker import EmbeddedBroker
 from streams.config import Settings
 from streams.processes import WorkerProcess
 from streams.progress import progress_bar
-from streams.render import results_table, totals_block
+from streams.render import alert_line, results_table, totals_block
 from streams.replay import ReplayReport, replay
 from streams.sender import send_log
 from streams.tail import read_topic
@@ -30,6 +31,7 @@ from streams.wiring import build_engine
 
 SAMPLE_LOG = Path(__file__).resolve().parent.parent / "samples" / "calls.jsonl"
 SAMPLE_COHORTS = SAMPLE_LOG.with_name("cohorts.json")
+SAMPLE_RULES = SAMPLE_LOG.with_name("alert-rules.toml")
 
 
 def replay_latest(log: str, settings: Settings, cohorts_file: str | None) -> tuple[dict[str, dict], ReplayReport]:
@@ -63,6 +65,22 @@ def collect_live(settings: Settings, expected: dict[str, dict], timeout_s: float
     return latest
 
 
+def firing_alerts(worker: WorkerProcess, results: int, wait_s: float = 20.0) -> list[dict] | None:
+    """The worker's firing alerts (GET /alerts) once its alert evaluation has seen `results` results."""
+    deadline = time.monotonic() + wait_s
+    answer = None
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}/alerts", timeout=2) as response:
+                answer = json.loads(response.read())
+        except (OSError, ValueError):
+            answer = None
+        if answer is not None and answer.get("counters", {}).get("observed", 0) >= results:
+            break
+        time.sleep(0.5)
+    return None if answer is None else answer.get("firing", [])
+
+
 def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180.0) -> int:
     log = log or str(SAMPLE_LOG)
     cohorts_file = str(SAMPLE_COHORTS) if SAMPLE_COHORTS.exists() else None
@@ -77,6 +95,8 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
         worker_env = {"CALLQA_PARTITIONS": str(partitions)}
         if cohorts_file:
             worker_env["CALLQA_COHORTS_FILE"] = cohorts_file
+        if SAMPLE_RULES.exists():
+            worker_env["CALLQA_ALERT_RULES_FILE"] = str(SAMPLE_RULES)
         with WorkerProcess(broker.url, f"{workdir}/data", log_path=f"{workdir}/worker.log", env=worker_env) as worker:
             worker.wait_ready()
             print(f"  worker ready after {time.perf_counter() - started:.1f} s")
@@ -88,6 +108,7 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
             live = collect_live(settings, expected, timeout_s)
             scored_in = time.perf_counter() - sent_at
             health = worker.health() or {}
+            alerts = firing_alerts(worker, sum(doc["version"] for doc in expected.values()))
     print()
     print(results_table(live.values()))
     print()
@@ -102,6 +123,10 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
     print(f"calls scored live: {len(live)}/{len(expected)}; identical to replay: {same}/{len(expected)}")
     print(f"send → all results: {scored_in:.1f} s ({send.events / scored_in:,.0f} events/s end to end); "
           f"demo total {time.perf_counter() - started:.1f} s")
+    if alerts is not None:
+        print(f"alerts firing now (rules {SAMPLE_RULES.name}): {len(alerts)}")
+        for alert in alerts:
+            print("  " + alert_line(alert))
     if missing:
         print(f"MISSING results for {len(missing)} calls, e.g. {missing[:5]}")
     return 0 if not missing and same == len(expected) else 1
