@@ -21,7 +21,7 @@ from streams.alerts_live import install_alerts
 from streams.api import install_api
 from streams.clock import install_idle_clock
 from streams.config import Settings
-from streams.journal import encode_segment, segment_key
+from streams.journal import segment_key
 from streams.live import LiveScorer, Outbox
 from streams.results_view import ResultsView
 from streams.topics import TopicNames
@@ -105,11 +105,11 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
             await deadletter_topic.send(key=(letter.call_id or "").encode(), value=_json.encode(letter.to_document()))
         for event in out.recorded_events:
             await events_topic.send(key=event.call_id.encode(), value=encode_event(event))
-        for call_id, entries in out.journal.items():
-            journal[segment_key(call_id, live.next_segment(call_id))] = encode_segment(partition, entries)
         if out.forget:
+            for key in live.book.forget(out.forget):
+                journal.pop(key, None)
             for call_id, segments in zip(out.forget, live.forgotten(out.forget)):
-                for segment in range(segments):
+                for segment in range(segments):  # call segments of the first journal format
                     journal.pop(segment_key(call_id, segment), None)
         for result in out.results:
             call = engine.calls.get(result.call_id)
@@ -119,13 +119,25 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
 
     @app.agent(events_topic, name="score-events")
     async def score_events(stream: faust.StreamT) -> None:
-        async for event in stream.events():
+        # Messages are acknowledged by hand, once the journal segment holding what they changed is
+        # written (streams/journal.py): one table write per partition per segment, not per message.
+        book = live.book
+        async for event in stream.noack().events():
             message = event.message
-            if message.partition not in live.restored_partitions:
-                restored = live.restore_partition(message.partition, list(journal.items()))
-                logger.info("partition %s: restored %s calls from the journal", message.partition, restored)
-            out = live.handle(message.value, message.topic, message.partition, message.offset)
-            await publish(out, message.partition)
+            partition = message.partition
+            if partition not in live.restored_partitions:
+                restored = live.restore_partition(partition, list(journal.items()))
+                logger.info("partition %s: restored %s calls from the journal", partition, restored)
+            out = live.handle(message.value, message.topic, partition, message.offset)
+            if out.results or out.dead_letters or out.recorded_events or out.forget:
+                await publish(out, partition)
+            book.stage(partition, out.journal, event)
+            if book.due(partition):
+                key, value, acks = book.take(partition)
+                if key is not None:
+                    journal[key] = value
+                for done in acks:
+                    done.ack()
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:

@@ -1,22 +1,49 @@
 """The call journal: how a worker's call state survives a crash or a rebalance.
 
 A call's state is a pure function of its accepted events, so instead of writing the whole (growing)
-state to a changelog after each message, the worker appends just the events it accepted for each call
-touched by the message, as one journal segment: key `<call_id>\\x1f<segment>`, value
-`{"p": partition, "e": [[position, event msgpack], …]}` in a changelog-backed Faust table. Changelog
-bytes per event therefore stay flat however long a call grows. On (re)assignment of a partition the
-worker re-folds each call's segments in order through the same engine, which also restores the
-call's applied position, its seen event_ids and its result version.
+state to a changelog after each message, the worker journals just the input it accepted, in a
+changelog-backed Faust table. Changelog bytes per event therefore stay flat however long a call
+grows. On (re)assignment of a partition the worker re-folds the partition's journal in order through
+the same engine, which also restores each call's applied position, its seen event_ids and its result
+version.
+
+Partition segments (what the worker writes). A table write costs far more than the event it records,
+so the worker does not write per message: `JournalBook` gathers what each message of a partition
+accepted and writes it as one segment per partition once it holds `SEGMENT_BYTES` or has waited
+`SEGMENT_SECONDS`: key `\\x1epartition\\x1f<partition>\\x1f<sequence>`, value `{"p": partition, "s":
+sequence, "e": [[call_id, position, bytes], …]}` in the order the events were applied. `bytes` is the
+original message when all its events belong to one call (nothing re-encoded), else one event. The
+Kafka messages of a segment are acknowledged only once the segment is written (Faust flushes the
+producer before it commits offsets), so a crash loses nothing the journal does not have: whatever
+was not journaled is delivered again. A segment is deleted once every call in it has been forgotten.
+
+Call segments (the first format, still read): key `<call_id>\\x1f<segment>`, value `{"p": partition,
+"e": [[position, bytes], …]}`, one per call per message.
+
+An entry's events take the positions `position`, `position + 1`, … (a batch message's events share
+one Kafka offset; see streams/live.py).
 """
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
-from typing import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
 
 import msgpack
 
 SEPARATOR = b"\x1f"
+PARTITION_SEGMENT_PREFIX = b"\x1epartition" + SEPARATOR
+# A segment is written when it holds this many bytes of events, or when its oldest entry has waited
+# this long (checked whenever the partition delivers a message).
+SEGMENT_BYTES = 256 * 1024
+SEGMENT_SECONDS = 1.0
+
+Entry = tuple[int, bytes]  # (position of the first event, the bytes holding the events)
+
+
+# ----------------------------------------------------------------------------------- call segments
 
 
 def segment_key(call_id: str, segment: int) -> bytes:
@@ -28,20 +55,21 @@ def split_key(key: bytes) -> tuple[str, int]:
     return call_id.decode(), int(segment)
 
 
-def encode_segment(partition: int, entries: list[tuple[int, bytes]]) -> bytes:
+def encode_segment(partition: int, entries: list[Entry]) -> bytes:
     return msgpack.packb({"p": partition, "e": entries}, use_bin_type=True)
 
 
-def decode_segment(value: bytes) -> tuple[int, list[tuple[int, bytes]]]:
+def decode_segment(value: bytes) -> tuple[int, list[Entry]]:
     document = msgpack.unpackb(value, raw=False)
     return document["p"], [(int(position), bytes(raw)) for position, raw in document["e"]]
 
 
-def calls_of_partition(items: Iterable[tuple[bytes, bytes]], partition: int) -> Iterator[tuple[str, int, list[tuple[int, bytes]]]]:
-    """(call_id, number of segments, entries in order) for every call journaled on `partition`."""
-    by_call: dict[str, list[tuple[int, list[tuple[int, bytes]]]]] = defaultdict(list)
+def calls_of_partition(items: Iterable[tuple[bytes, bytes]], partition: int) -> Iterator[tuple[str, int, list[Entry]]]:
+    """(call_id, number of segments, entries in order) for every call journaled on `partition` in
+    call segments (partition segments are read by `JournalBook.restore`)."""
+    by_call: dict[str, list[tuple[int, list[Entry]]]] = defaultdict(list)
     for key, value in items:
-        if value is None:
+        if value is None or key.startswith(PARTITION_SEGMENT_PREFIX):
             continue
         seg_partition, entries = decode_segment(value)
         if seg_partition != partition:
@@ -51,3 +79,139 @@ def calls_of_partition(items: Iterable[tuple[bytes, bytes]], partition: int) -> 
     for call_id in sorted(by_call):
         segments = sorted(by_call[call_id])
         yield call_id, len(segments), [entry for _, entries in segments for entry in entries]
+
+
+# ------------------------------------------------------------------------------ partition segments
+
+
+def partition_segment_key(partition: int, sequence: int) -> bytes:
+    return PARTITION_SEGMENT_PREFIX + b"%d" % partition + SEPARATOR + b"%012d" % sequence
+
+
+def encode_partition_segment(partition: int, sequence: int, entries: list[tuple[str, int, bytes]]) -> bytes:
+    return msgpack.packb({"p": partition, "s": sequence, "e": entries}, use_bin_type=True)
+
+
+def decode_partition_segment(value: bytes) -> tuple[int, int, list[tuple[str, int, bytes]]]:
+    document = msgpack.unpackb(value, raw=False)
+    return document["p"], document["s"], [(call_id, int(position), raw) for call_id, position, raw in document["e"]]
+
+
+@dataclass
+class _Pending:
+    entries: list[tuple[str, int, bytes]] = field(default_factory=list)
+    acks: list[Any] = field(default_factory=list)  # what to acknowledge once the segment is written
+    size: int = 0
+    since: float = 0.0
+
+
+@dataclass
+class JournalBook:
+    """Gathers each partition's journal entries into segments, and knows which segments are done.
+
+    No Faust here: the agent stages each message's entries (with what to acknowledge), writes the
+    segment `take()` returns when `due()`, then acknowledges."""
+
+    segment_bytes: int = SEGMENT_BYTES
+    segment_seconds: float = SEGMENT_SECONDS
+    pending: dict[int, _Pending] = field(default_factory=dict)
+    next_sequence: dict[int, int] = field(default_factory=dict)
+    # Which segments hold a call's entries, and how many calls not yet forgotten each segment holds.
+    segments_of_call: dict[str, tuple[int, list[int]]] = field(default_factory=dict)
+    live_calls: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def stage(self, partition: int, journal: dict[str, list[Entry]], ack: Any = None, now: float | None = None) -> None:
+        pending = self.pending.get(partition)
+        if pending is None:
+            pending = self.pending[partition] = _Pending()
+        if not pending.acks and not pending.entries:
+            pending.since = time.monotonic() if now is None else now
+        for call_id, entries in journal.items():
+            for position, raw in entries:
+                pending.entries.append((call_id, position, raw))
+                pending.size += len(raw)
+        if ack is not None:
+            pending.acks.append(ack)
+
+    def due(self, partition: int, now: float | None = None) -> bool:
+        pending = self.pending.get(partition)
+        if pending is None or not (pending.entries or pending.acks):
+            return False
+        if pending.size >= self.segment_bytes:
+            return True
+        return (time.monotonic() if now is None else now) - pending.since >= self.segment_seconds
+
+    def take(self, partition: int) -> tuple[bytes | None, bytes | None, list[Any]]:
+        """(key, value) of the partition's next segment (None, None when nothing was accepted) and
+        what to acknowledge once it is written."""
+        pending = self.pending.pop(partition, None)
+        if pending is None:
+            return None, None, []
+        if not pending.entries:
+            return None, None, pending.acks
+        sequence = self.next_sequence.get(partition, 0)
+        self.next_sequence[partition] = sequence + 1
+        self._register(partition, sequence, pending.entries)
+        value = encode_partition_segment(partition, sequence, pending.entries)
+        return partition_segment_key(partition, sequence), value, pending.acks
+
+    def forget(self, call_ids: Iterable[str]) -> list[bytes]:
+        """Keys of the segments whose calls are now all forgotten (to delete). Entries of these calls
+        still waiting to be written are dropped: they would only bring the calls back on restore."""
+        call_ids = set(call_ids)
+        for pending in self.pending.values():
+            if any(call_id in call_ids for call_id, _, _ in pending.entries):
+                pending.entries = [entry for entry in pending.entries if entry[0] not in call_ids]
+                pending.size = sum(len(raw) for _, _, raw in pending.entries)
+        done: list[bytes] = []
+        for call_id in call_ids:
+            found = self.segments_of_call.pop(call_id, None)
+            if found is None:
+                continue
+            partition, sequences = found
+            for sequence in sequences:
+                key = (partition, sequence)
+                left = self.live_calls.get(key, 0) - 1
+                if left > 0:
+                    self.live_calls[key] = left
+                else:
+                    self.live_calls.pop(key, None)
+                    done.append(partition_segment_key(partition, sequence))
+        return done
+
+    def drop(self, partitions: set[int]) -> None:
+        """Forget partitions this worker no longer owns. Their staged entries were never
+        acknowledged, so Kafka delivers those messages again to whoever owns the partition next."""
+        for partition in partitions:
+            self.pending.pop(partition, None)
+            self.next_sequence.pop(partition, None)
+        for call_id in [c for c, (p, _) in self.segments_of_call.items() if p in partitions]:
+            del self.segments_of_call[call_id]
+        for key in [k for k in self.live_calls if k[0] in partitions]:
+            del self.live_calls[key]
+
+    def restore(self, partition: int, items: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[str, int, bytes]]:
+        """The partition's journal entries in segment order, as (call_id, position, bytes); the
+        book learns the partition's segments as it goes."""
+        segments: list[tuple[int, list[tuple[str, int, bytes]]]] = []
+        for key, value in items:
+            if value is None or not key.startswith(PARTITION_SEGMENT_PREFIX):
+                continue
+            seg_partition, sequence, entries = decode_partition_segment(value)
+            if seg_partition == partition:
+                segments.append((sequence, entries))
+        segments.sort(key=lambda segment: segment[0])
+        for sequence, entries in segments:
+            self._register(partition, sequence, entries)
+            self.next_sequence[partition] = max(self.next_sequence.get(partition, 0), sequence + 1)
+            yield from entries
+
+    def _register(self, partition: int, sequence: int, entries: list[tuple[str, int, bytes]]) -> None:
+        calls = {call_id for call_id, _, _ in entries}
+        self.live_calls[(partition, sequence)] = len(calls)
+        for call_id in calls:
+            found = self.segments_of_call.get(call_id)
+            if found is None:
+                self.segments_of_call[call_id] = (partition, [sequence])
+            else:
+                found[1].append(sequence)

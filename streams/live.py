@@ -20,7 +20,7 @@ from models.events import Event
 from models.results import CallResult
 from models.wire import Rejected, decode_message, encode_event
 from scorers.engine import CallEngine, Processed
-from streams.journal import calls_of_partition
+from streams.journal import JournalBook, calls_of_partition
 
 # A batch message's events share one offset: position = offset * 2**20 + index keeps them ordered.
 INDEX_BITS = 20
@@ -73,6 +73,8 @@ class LiveScorer:
     # call_id -> (partition, segments written); what this worker owns right now.
     owned: dict[str, list[int]] = field(default_factory=dict)
     restored_partitions: set[int] = field(default_factory=set)
+    # What the journal holds and what waits to be written to it (streams/journal.py).
+    book: JournalBook = field(default_factory=JournalBook)
     # partition -> (monotonic time of its last message, its watermark then): for the idle clock.
     last_message: dict[int, tuple[float, int | None]] = field(default_factory=dict)
 
@@ -84,13 +86,31 @@ class LiveScorer:
         for rejected in decoded.rejected:
             out.dead_letters.append(self._dead_letter(rejected, topic, partition, offset))
         republished: set[str] = set()
-        for index, event in enumerate(decoded.events):
-            processed = self.engine.process(event, partition, position_of(offset, index))
-            if processed.status == "redelivered":
+        events = decoded.events
+        # The journal keeps the message itself when all its events are one call's (nothing to
+        # re-encode); a batch across calls is journaled event by event.
+        one_call = bool(events) and all(event.call_id == events[0].call_id for event in events)
+        applied = False
+        process = self.engine.process
+        for index, event in enumerate(events):
+            position = (offset << INDEX_BITS) | index
+            processed = process(event, partition, position)
+            status = processed.status
+            if status == "applied":
+                applied = True
+                if not one_call:
+                    self._collect(processed, event, partition, position, topic, offset, out, (value, index))
+                elif processed.result is not None:
+                    out.results.append(processed.result)
+            elif status == "redelivered":
                 self._republish_lost_result(processed.call, offset, republished, out)
-                continue
-            where = (value, index if decoded.is_batch else None)
-            self._collect(processed, event, partition, position_of(offset, index), topic, offset, out, where)
+            else:
+                self._collect(processed, event, partition, position, topic, offset, out,
+                              (value, index if decoded.is_batch else None))
+        if applied and one_call:
+            call_id = events[0].call_id
+            out.journal[call_id] = [(position_of(offset, 0), value)]
+            self.owned.setdefault(call_id, [partition, 0])
         for synthetic in self.engine.sweep(partition):
             out.recorded_events.append(synthetic)
             processed = self.engine.process(synthetic, partition, position_of(offset, SYNTHETIC_INDEX))
@@ -150,18 +170,25 @@ class LiveScorer:
     # ------------------------------------------------------------------------------ ownership
 
     def restore_partition(self, partition: int, journal_items: Iterable[tuple[bytes, bytes]]) -> int:
-        """Rebuild every call journaled on `partition`; returns how many calls were restored."""
-        from models.wire import decode_message as decode
-
-        restored = 0
-        for call_id, segments, entries in calls_of_partition(journal_items, partition):
+        """Rebuild every call journaled on `partition` (call segments first, then partition segments
+        in order: a worker writes only one kind); returns how many calls were restored."""
+        items = list(journal_items)
+        calls: set[str] = set()
+        for call_id, segments, entries in calls_of_partition(items, partition):
             for position, raw in entries:
-                for event in decode(raw).events:
-                    self.engine.process(event, partition, position)
+                self._refold(partition, position, raw)
             self.owned[call_id] = [partition, segments]
-            restored += 1
+            calls.add(call_id)
+        for call_id, position, raw in self.book.restore(partition, items):
+            self._refold(partition, position, raw)
+            self.owned.setdefault(call_id, [partition, 0])
+            calls.add(call_id)
         self.restored_partitions.add(partition)
-        return restored
+        return len(calls)
+
+    def _refold(self, partition: int, position: int, raw: bytes) -> None:
+        for index, event in enumerate(decode_message(raw).events):
+            self.engine.process(event, partition, position + index)
 
     def release_partitions(self, partitions: set[int]) -> None:
         """Forget what another worker may now change (on revoke): re-read it if it comes back."""
@@ -173,6 +200,7 @@ class LiveScorer:
             self.engine.sweeper.forget_partition(partition)
             self.restored_partitions.discard(partition)
             self.last_message.pop(partition, None)
+        self.book.drop(partitions)
 
     def forgotten(self, call_ids: list[str]) -> list[str]:
         """Drop ownership of expired calls; returns how many journal segments each had (for deletes)."""

@@ -33,7 +33,7 @@ from models.call_state import CallState
 from models.events import CallStarted, Event, KbRetrieval, Rtvi, ToolCall, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.text import figures, grounding_keys, json_text, reading, significant_words
+from scorers.text import figures, grounding_keys, json_text, reading
 
 MAJOR_PENALTY = 30
 MINOR_PENALTY = 10
@@ -142,15 +142,19 @@ class Hallucination(QaMetric):
                         call: CallState) -> None:
         # Only earlier turns of the opposite negation can contradict this one.
         opposite = acc.plain_turns if negated else acc.negated_turns
+        if not opposite:
+            return
         shared: dict[int, int] = {}
         for word in turn_words:
             for earlier in opposite.get(word, ()):
                 shared[earlier] = shared.get(earlier, 0) + 1
+        if not shared:
+            return
         for earlier in sorted(e for e, n in shared.items() if n >= MIN_SHARED_WORDS_FOR_CONTRADICTION):
             acc.contradictions += 1
             if len(acc.listed_contradictions) < MAX_LISTED_ISSUES:
                 earlier_text = call.turns[earlier].text
-                common = sorted(turn_words.intersection(significant_words(earlier_text)))
+                common = sorted(turn_words.intersection(reading(earlier_text).significant))
                 issue = {"type": CONTRADICTION, "severity": MAJOR, "text": excerpt(text),
                          "evidence": f'contradicts an earlier agent turn: "{excerpt(earlier_text)}" '
                                      f'(shared words: {", ".join(common)})'}

@@ -1,0 +1,146 @@
+"""The journal's partition segments: gathered across messages, written when big or old enough,
+acknowledged only once written, restored in order, deleted once every call in them is forgotten."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+
+from eventkit import T0
+from scorers.engine import CallEngine
+from streams.journal import JournalBook, decode_partition_segment, partition_segment_key
+from streams.live import LiveScorer
+
+
+def message(type_: str, data: dict, event_id: str, ts: int, call_id: str = "c1") -> bytes:
+    return json.dumps({"v": 1, "type": type_, "event_id": event_id, "call_id": call_id, "ts_ms": ts, "data": data}).encode()
+
+
+def call_messages(call_id: str, start: int) -> list[bytes]:
+    return [
+        message("call.started", {"agent_id": "a1"}, f"{call_id}-1", start, call_id),
+        message("turn", {"role": "user", "text": "my order 48213 is late"}, f"{call_id}-2", start + 1000, call_id),
+        message("turn", {"role": "agent", "text": "It ships at 4pm"}, f"{call_id}-3", start + 2000, call_id),
+        message("call.ended", {"stop_reason": "[EXIT]"}, f"{call_id}-4", start + 3000, call_id),
+    ]
+
+
+def test_a_segment_is_due_when_it_holds_enough_bytes_or_has_waited_long_enough():
+    book = JournalBook(segment_bytes=100, segment_seconds=1.0)
+    book.stage(0, {"c1": [(0, b"x" * 60)]}, "m0", now=10.0)
+    assert not book.due(0, now=10.5)  # 60 bytes, 0.5 s
+    book.stage(0, {"c1": [(1 << 20, b"x" * 60)]}, "m1", now=10.6)
+    assert book.due(0, now=10.6)  # 120 bytes ≥ 100
+    book.take(0)
+    book.stage(0, {"c2": [(2 << 20, b"y")]}, "m2", now=20.0)
+    assert not book.due(0, now=20.9) and book.due(0, now=21.0)  # 1 s after its first entry
+
+
+def test_taking_a_segment_returns_every_message_to_acknowledge_in_order_even_those_that_changed_nothing():
+    book = JournalBook()
+    book.stage(3, {"c1": [(0, b"a")]}, "m0")
+    book.stage(3, {}, "m1")  # a duplicate: nothing journaled, still acknowledged with the rest
+    book.stage(3, {"c2": [(2 << 20, b"b")], "c3": [(2 << 20, b"c")]}, "m2")
+    key, value, acks = book.take(3)
+    assert acks == ["m0", "m1", "m2"]
+    assert key == partition_segment_key(3, 0)
+    assert decode_partition_segment(value) == (3, 0, [("c1", 0, b"a"), ("c2", 2 << 20, b"b"), ("c3", 2 << 20, b"c")])
+    assert book.take(3) == (None, None, [])
+
+
+def test_messages_that_journal_nothing_are_acknowledged_without_a_write():
+    book = JournalBook()
+    book.stage(1, {}, "m0")
+    assert book.take(1) == (None, None, ["m0"])
+
+
+def test_segments_are_numbered_per_partition():
+    book = JournalBook()
+    for partition in (0, 1, 0):
+        book.stage(partition, {"c": [(0, b"a")]}, None)
+        key, _, _ = book.take(partition)
+        assert key is not None
+    assert book.next_sequence == {0: 2, 1: 1}
+
+
+def test_a_segment_is_deleted_once_every_call_in_it_is_forgotten():
+    book = JournalBook()
+    book.stage(0, {"c1": [(0, b"a")], "c2": [(0, b"b")]}, None)
+    first, _, _ = book.take(0)
+    book.stage(0, {"c2": [(1 << 20, b"c")]}, None)
+    second, _, _ = book.take(0)
+    assert book.forget(["c1"]) == []  # the first segment still holds c2
+    assert sorted(book.forget(["c2"])) == sorted([first, second])
+
+
+def test_entries_of_a_forgotten_call_still_waiting_are_not_written():
+    book = JournalBook()
+    book.stage(0, {"c1": [(0, b"a")], "c2": [(0, b"b")]}, "m0")
+    book.forget(["c1"])
+    _, value, acks = book.take(0)
+    assert decode_partition_segment(value)[2] == [("c2", 0, b"b")] and acks == ["m0"]
+
+
+def _run(live: LiveScorer, messages: list[tuple[int, bytes]], journal: dict[bytes, bytes], flush_every: int) -> list:
+    """Handle (offset, message) pairs of partition 0 as the agent does, writing a segment every
+    `flush_every` messages; returns the results."""
+    results = []
+    for count, (offset, raw) in enumerate(messages, start=1):
+        out = live.handle(raw, "callqa.events", 0, offset)
+        results.extend(out.results)
+        live.book.stage(0, out.journal, offset)
+        if count % flush_every == 0:
+            key, value, _ = live.book.take(0)
+            if key is not None:
+                journal[key] = value
+    return results
+
+
+def test_a_worker_restored_from_partition_segments_continues_as_if_it_never_stopped():
+    messages = list(enumerate(call_messages("c1", T0) + call_messages("c2", T0 + 500)))
+    annotated = (len(messages), message("call.annotated", {"user_sentiment": "Positive"}, "c1-5", T0 + 9000))
+
+    uninterrupted = LiveScorer(CallEngine())
+    expected = _run(uninterrupted, messages + [annotated], {}, flush_every=3)
+
+    journal: dict[bytes, bytes] = {}
+    first = LiveScorer(CallEngine())
+    _run(first, messages[:6], journal, flush_every=3)  # two segments written, nothing pending
+    restarted = LiveScorer(CallEngine())
+    assert restarted.restore_partition(0, journal.items()) == 2
+    rest = _run(restarted, messages[6:] + [annotated], journal, flush_every=3)
+
+    encode = msgspec.json.encode
+    assert [encode(r) for r in rest] == [encode(r) for r in expected[-len(rest):]]
+    assert restarted.engine.calls["c1"].events_applied == uninterrupted.engine.calls["c1"].events_applied == 5
+
+
+def test_what_was_not_yet_written_is_applied_again_when_kafka_redelivers_it():
+    messages = list(enumerate(call_messages("c1", T0)))
+    journal: dict[bytes, bytes] = {}
+    first = LiveScorer(CallEngine())
+    lost = _run(first, messages, journal, flush_every=2)  # the last two messages never reach the journal
+    restarted = LiveScorer(CallEngine())
+    restarted.restore_partition(0, journal.items())
+    # Unacknowledged, messages 2 and 3 come again; the call ends exactly as before.
+    again = _run(restarted, messages[2:], journal, flush_every=2)
+    assert [msgspec.json.encode(r) for r in again] == [msgspec.json.encode(r) for r in lost]
+
+
+def test_a_single_call_batch_is_journaled_as_the_message_itself():
+    events = [json.loads(m) for m in call_messages("c1", T0)]
+    batch = json.dumps({"v": 1, "call_id": "c1", "events": events}).encode()
+    live = LiveScorer(CallEngine())
+    out = live.handle(batch, "callqa.events", 0, 7)
+    assert out.journal == {"c1": [(7 << 20, batch)]}
+    restored = LiveScorer(CallEngine())
+    restored.restore_partition(0, [(partition_segment_key(0, 0), _segment_of(live, out))])
+    assert restored.engine.calls["c1"].events_applied == 4
+    assert restored.engine.calls["c1"].applied_offset == (7 << 20) + 3
+
+
+def _segment_of(live: LiveScorer, out) -> bytes:
+    live.book.stage(0, out.journal, None)
+    _, value, _ = live.book.take(0)
+    return value
