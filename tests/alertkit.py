@@ -57,3 +57,18 @@ def write_latency_log(path: str, seconds: int, slow: Callable[[str, int], bool],
     lines.sort(key=lambda item: item[0])
     with open(path, "w") as handle:
         handle.write("\n".join(line for _, line in lines) + "\n")
+
+
+# One rule as a rules file holds it: every agent's latency pass rate over five minutes.
+AGENT_LATENCY_TOML = """
+[[rules]]
+name = "agent latency"
+scope = "agent:*"
+metric = "latency"
+window_s = 300
+fire_below = 0.5
+clear_above = 0.8
+min_calls = 5
+for_s = 60
+severity = "critical"
+"""

@@ -17,24 +17,14 @@ from models.alert_rules import (
     scope_matches,
 )
 from scorers.alerting.rulebook import RuleBook
+from alertkit import AGENT_LATENCY_TOML
 from scorers.registry import qa_metrics
 
 KNOWN = [m.name for m in qa_metrics()]
 LATENCY = {"name": "agent latency", "scope": "agent:*", "metric": "latency", "window_s": 300, "fire_below": 0.5,
            "clear_above": 0.8, "min_calls": 5, "for_s": 60, "severity": "critical"}
 
-TOML_RULES = """
-[[rules]]
-name = "agent latency"
-scope = "agent:*"
-metric = "latency"
-window_s = 300
-fire_below = 0.5
-clear_above = 0.8
-min_calls = 5
-for_s = 60
-severity = "critical"
-
+TOML_RULES = AGENT_LATENCY_TOML + """
 [[rules]]
 name = "billing verdict"
 scope = "cohort:billing"

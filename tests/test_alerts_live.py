@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from alertkit import write_latency_log
+from alertkit import AGENT_LATENCY_TOML, write_latency_log
 from livekit import collect, send, settings_for
 from models.alert_rules import AlertRule, encode_rule
 from streams.cli import main
@@ -22,18 +22,7 @@ from streams.topics import TopicNames
 
 pytestmark = pytest.mark.broker
 
-FILE_RULE = """
-[[rules]]
-name = "agent latency"
-scope = "agent:*"
-metric = "latency"
-window_s = 300
-fire_below = 0.5
-clear_above = 0.8
-min_calls = 5
-for_s = 60
-severity = "critical"
-"""
+FILE_RULE = AGENT_LATENCY_TOML
 # a1 is one call in three: while it is slow, the pass rate of all calls is 2/3, below 0.7.
 TOPIC_RULE = AlertRule(name="all latency", scope="all", metric="latency", window_s=300, fire_below=0.7,
                        clear_above=0.9, min_calls=10, for_s=0)

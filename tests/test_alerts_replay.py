@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import json
 
-from alertkit import T0, write_latency_log
+from alertkit import AGENT_LATENCY_TOML, T0, write_latency_log
 from streams.cli import main
 from streams.render import alert_line
 
-RULES_TOML = """
-[[rules]]
-name = "agent latency"
-scope = "agent:*"
-metric = "latency"
-window_s = 300
-fire_below = 0.5
-clear_above = 0.8
-min_calls = 5
-for_s = 60
-severity = "critical"
-"""
+RULES_TOML = AGENT_LATENCY_TOML
 
 
 def a1_slow(agent: str, second: int) -> bool:
