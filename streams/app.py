@@ -148,7 +148,9 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     @app.page("/health")
     async def health(web: Any, request: Any) -> Any:
         counters = engine.counters
-        return web.json({"status": "ok", "calls_in_memory": len(engine.calls), **counters.__dict__})
+        assigned = sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == names.events)
+        return web.json({"status": "ok", "assigned_partitions": assigned, "calls_in_memory": len(engine.calls),
+                         **counters.__dict__})
 
     install_api(callqa, engine.cohorts, ResultsView())
     install_idle_clock(callqa)

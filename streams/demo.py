@@ -98,8 +98,8 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
         if SAMPLE_RULES.exists():
             worker_env["CALLQA_ALERT_RULES_FILE"] = str(SAMPLE_RULES)
         with WorkerProcess(broker.url, f"{workdir}/data", log_path=f"{workdir}/worker.log", env=worker_env) as worker:
-            worker.wait_ready()
-            print(f"  worker ready after {time.perf_counter() - started:.1f} s")
+            worker.wait_ready(assigned=True)
+            print(f"  worker ready (joined its group) after {time.perf_counter() - started:.1f} s")
             records = list(read_log(log))
             bar = progress_bar(total=len(records), desc="send", unit="record")
             sent_at = time.perf_counter()

@@ -48,12 +48,15 @@ class WorkerProcess:
         except (OSError, ValueError):
             return None
 
-    def wait_ready(self, timeout_s: float = 60.0) -> None:
+    def wait_ready(self, timeout_s: float = 60.0, assigned: bool = False) -> None:
+        """Until the worker answers (with `assigned`: until it also owns partitions of the events
+        topic, i.e. it has joined its consumer group and will consume at once)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"worker exited with code {self.process.returncode}; see {self.log_path}")
-            if self.health() is not None:
+            health = self.health()
+            if health is not None and (not assigned or health.get("assigned_partitions")):
                 return
             time.sleep(0.2)
         raise RuntimeError(f"worker not ready within {timeout_s:.0f} s; see {self.log_path}")
