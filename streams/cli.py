@@ -59,11 +59,13 @@ def _run_worker(settings: Settings) -> int:
     from streams.app import create_app
     from streams.kafka_clients import ensure_topics
     from streams.topics import TopicNames
+    from streams.tuning import tune_gc
 
     # Create every topic with its partition count before Faust subscribes (see ensure_topics).
     asyncio.run(ensure_topics(settings, TopicNames(settings.topic_prefix).partition_counts(settings.partitions),
                               check_partitions=True))
     callqa = create_app(settings)
+    tune_gc()
     worker = faust.Worker(callqa.app, loglevel=settings.log_level, quiet=True)
     worker.execute_from_commandline()
     return 0
@@ -104,6 +106,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from streams.progress import progress_bar
     from streams.replay import replay
     from streams.replay_alerts import alerts_file
+    from streams.tuning import tune_gc
     from streams.wiring import build_engine
 
     settings = _settings(args)
@@ -133,6 +136,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             dead.write(b"\n")
 
     engine = build_engine(settings, args.cohorts)
+    tune_gc()
     try:
         report = replay(read_log(log), engine, settings.partitions, on_result, on_dead_letter,
                         on_record=lambda n: bar.update(1))
@@ -251,6 +255,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.log, partitions=args.partitions or 4)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from streams.bench.runner import run_bench
+
+    report = run_bench(args.out, quick=args.quick)
+    print(f"bench report ({report['duration_s']:.0f} s) -> {args.out}", file=sys.stderr)
+    return 0
+
+
 # -------------------------------------------------------------------------------------- parser
 
 
@@ -324,6 +336,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log", help="another log instead of the bundled sample")
     p.add_argument("--partitions", type=int)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("bench", help="callqa and its Python peers side by side on an embedded broker → JSON report")
+    p.add_argument("--out", required=True)
+    p.add_argument("--quick", action="store_true", help="small counts, for a smoke run (the figures mean nothing)")
+    p.set_defaults(func=cmd_bench)
     return parser
 
 

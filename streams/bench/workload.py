@@ -76,10 +76,11 @@ class Workload:
 
     # ------------------------------------------------------------------------------- messages
 
-    def messages(self, batch_size: int = 1) -> Iterator[tuple[bytes, bytes]]:
-        """(key, value) per Kafka message, in event-time order; `batch_size` > 1 packs consecutive
-        events of one call into batch envelopes (a call's batch goes out when full or when the call
-        ends, like a per-call batching producer)."""
+    def messages(self, batch_size: int = 1, max_span_ms: int | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) per Kafka message, in event-time order; `batch_size` > 1 packs a call's
+        events into batch envelopes as `callqa send` does: a call's batch goes out when it holds
+        `batch_size` events or when event time has moved `max_span_ms` past its first event, and
+        at the call's end (and with each post-call event) at once."""
         if batch_size <= 1:
             for event in self.events:
                 yield event["call_id"].encode(), _encode(event)
@@ -89,9 +90,16 @@ class Workload:
             call_id = event["call_id"]
             batch = pending.setdefault(call_id, [])
             batch.append(event)
-            if len(batch) >= batch_size or event["type"] in ("call.ended", "call.annotated", "transcript.corrected", "judge.result"):
+            if len(batch) >= batch_size or event["type"] in _FLUSHING_TYPES:
                 del pending[call_id]
                 yield call_id.encode(), _encode({"v": 1, "call_id": call_id, "events": batch})
+            if max_span_ms is not None:
+                # Batches were opened in event-time order, so the stale ones are the oldest entries.
+                while pending:
+                    oldest = next(iter(pending))
+                    if event["ts_ms"] - pending[oldest][0]["ts_ms"] < max_span_ms:
+                        break
+                    yield oldest.encode(), _encode({"v": 1, "call_id": oldest, "events": pending.pop(oldest)})
         for call_id, batch in pending.items():
             yield call_id.encode(), _encode({"v": 1, "call_id": call_id, "events": batch})
 
@@ -186,6 +194,9 @@ class Workload:
             add(call_id, end + 6000, "transcript.corrected", {"turn_index": 0, "text": fill(rng.choice(_USER))})
         if c % 20 == 9:
             add(call_id, end + 8000, "judge.result", {"model": "m", "evaluation": {"score": 0.8, "reason": "fine"}})
+
+
+_FLUSHING_TYPES = frozenset({"call.ended", "call.annotated", "transcript.corrected", "judge.result"})
 
 
 class _Filler:

