@@ -57,15 +57,17 @@ class Decoded:
 
 
 class _Codec:
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any, events_key: bytes) -> None:
+        # How a batch's "events" key reads in this encoding: a message without it is no batch.
+        self.events_key = events_key
         self.event = module.Decoder(AnyEvent)
         self.batch = module.Decoder(_RawBatch)
         self.typed_batch = module.Decoder(_TypedBatch)
         self.probe = module.Decoder(_IdProbe)
 
 
-_MSGPACK = _Codec(msgspec.msgpack)
-_JSON = _Codec(msgspec.json)
+_MSGPACK = _Codec(msgspec.msgpack, msgspec.msgpack.encode("events"))
+_JSON = _Codec(msgspec.json, b'"events"')
 _encode_msgpack = msgspec.msgpack.Encoder().encode
 _encode_json = msgspec.json.Encoder().encode
 
@@ -181,18 +183,23 @@ def _decode_common(codec: _Codec, raw: bytes) -> Decoded | None:
     work as possible (a batch in one pass instead of item by item). None for anything else: the full
     path below then gives exactly the reasons it always gives. Whatever this returns, the full path
     returns too."""
-    try:
-        event = codec.event.decode(raw)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        pass
-    else:
+    if codec.events_key not in raw:  # cannot be a batch: only the single-event reading can succeed
+        try:
+            event = codec.event.decode(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
         return Decoded([event], []) if event.event_id and event.call_id else None
+    # Probably a batch: try that first (a failed decode costs an exception), then a single event.
     try:
         batch = codec.typed_batch.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError):
-        return None
+        try:
+            event = codec.event.decode(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return None
+        return Decoded([event], []) if event.event_id and event.call_id else None
     if batch.type is not None or batch.v != CONTRACT_VERSION:
-        return None
+        return None  # could also read as one event (it has a type): the full path decides
     call_id = batch.call_id
     for event in batch.events:
         if not event.event_id or not event.call_id or (call_id is not None and event.call_id != call_id):

@@ -19,6 +19,7 @@ from models.wire import encode_event
 from scorers.engine import CallEngine
 from streams.alerts_live import install_alerts
 from streams.api import install_api
+from streams.broker_fixes import LeanMonitor
 from streams.clock import install_idle_clock
 from streams.config import Settings
 from streams.journal import segment_key
@@ -87,6 +88,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         autodiscover=False,
         key_serializer="raw",
         value_serializer="raw",
+        Monitor=LeanMonitor,
     )
     engine = engine or build_engine(settings)
     live = LiveScorer(engine, max_message_bytes=settings.max_message_bytes)

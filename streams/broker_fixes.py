@@ -14,8 +14,21 @@ Selected by the broker URL scheme `tansu://` (registered as a Faust transport in
    about half of a worker's time. While flow is not suspended we await the callback directly, and keep
    the original path for when it is (during a rebalance).
 
-Both replace methods of private classes, so `tests/test_broker_fixes.py` pins the source of what they
-replace: an upgrade of Faust or aiokafka that changes it fails that test instead of failing silently.
+3. **Fetch wait**: Faust's worker consumer asks for `fetch_max_wait_ms=1500`, and this broker holds a
+   fetch long after data arrives (a message produced 50 ms into a 500 ms fetch is delivered after
+   ~200 ms; after ~5 ms with a 10 ms wait). The worker's consumer waits `FETCH_MAX_WAIT_MS` instead:
+   results follow their events within milliseconds, at the price of a few idle fetches a second.
+
+And one for every broker, because it is about Faust's per-message hot path, not this broker:
+
+4. **A lean monitor**: Faust's default Monitor sensor does bookkeeping for every message and every
+   stream event (timings, per-topic and per-stream counters, `str(stream)` lookups), about a fifth of
+   a worker's time per message (BROKER.md). `LeanMonitor` (installed with Faust's documented
+   `Monitor` setting) keeps the counters and skips the per-message timings.
+
+All of them replace methods of Faust or aiokafka classes, so `tests/test_broker_fixes.py` pins the
+source of what they replace: an upgrade of Faust or aiokafka that changes it fails that test instead of
+failing silently.
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ from collections import defaultdict
 from typing import Any, AsyncIterator, List, Mapping, cast
 
 from aiokafka.protocol.fetch import FetchRequest
+from faust.sensors import Monitor
 from faust.transport.consumer import CONSUMER_FETCHING
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
@@ -59,7 +73,17 @@ async def probe_high_watermarks(client: Any, offsets: Mapping[TP, int]) -> dict[
     return found
 
 
+# How long the worker's fetches may wait on this broker (see 3. above); Faust asks for 1500 ms.
+FETCH_MAX_WAIT_MS = 10
+
+
 class VerifiedHighwaterConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
+    def _create_worker_consumer(self, transport: Any) -> Any:
+        consumer = super()._create_worker_consumer(transport)
+        # Read when the consumer starts and builds its fetcher (aiokafka 0.14, pinned).
+        consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
+        return consumer
+
     async def _highwaters(self, partitions: List[TP]) -> Mapping[TP, int]:
         reported = dict(await super()._highwaters(partitions))
         if not reported or self.consumer.in_transaction:
@@ -143,3 +167,34 @@ class EmbeddedBrokerTransport(faust_aiokafka.Transport):
     """The aiokafka transport with the fixes above; URL scheme `tansu://`."""
 
     Consumer = DirectHandoffConsumer
+
+
+class LeanMonitor(Monitor):
+    """Faust's Monitor without its per-message and per-event bookkeeping (see 4. above). Counts stay;
+    what goes: timings per message and per event, per-topic/per-stream counters, send timings."""
+
+    def on_message_in(self, tp: TP, offset: int, message: Any) -> None:
+        self.messages_received_total += 1
+        self.tp_read_offsets[tp] = offset
+
+    def on_stream_event_in(self, tp: TP, offset: int, stream: Any, event: Any) -> None:
+        self.events_total += 1
+        return None
+
+    def on_stream_event_out(self, tp: TP, offset: int, stream: Any, event: Any, state: Any = None) -> None:
+        pass
+
+    def on_message_out(self, tp: TP, offset: int, message: Any) -> None:
+        pass
+
+    def on_table_get(self, table: Any, key: Any) -> None:
+        pass
+
+    def on_table_set(self, table: Any, key: Any, value: Any) -> None:
+        pass
+
+    def on_send_initiated(self, producer: Any, topic: str, message: Any, keysize: int, valsize: int) -> None:
+        return None
+
+    def on_send_completed(self, producer: Any, state: Any, metadata: Any) -> None:
+        pass

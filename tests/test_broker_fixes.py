@@ -8,10 +8,17 @@ import inspect
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from faust.sensors import Monitor
 from faust.transport.consumer import Consumer as FaustConsumer
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
-from streams.broker_fixes import DirectHandoffConsumer, EmbeddedBrokerTransport, probe_high_watermarks
+from streams.broker_fixes import (
+    FETCH_MAX_WAIT_MS,
+    DirectHandoffConsumer,
+    EmbeddedBrokerTransport,
+    LeanMonitor,
+    probe_high_watermarks,
+)
 
 # The exact source of each method streams/broker_fixes.py replaces or builds on. An upgrade of Faust or
 # aiokafka that changes one of them fails here: re-read the new code, port the fix, update the hash.
@@ -19,6 +26,18 @@ PINNED = {
     (FaustConsumer, "_drain_messages"): "44a2500309e83c630493f6828af50166ec8d96a0b3e4fb2bab735f704ae93417",
     (faust_aiokafka.AIOKafkaConsumerThread, "_highwaters"): "a7f4f97d9f32aca2777713e22671d70eae4b3ae51541bb09a90448ce83acefce",
     (faust_aiokafka.Consumer, "_new_consumer_thread"): "0870ec53dea75083995e3565c0f0a25a1c63ecceaeb238e92e2585e3623af5a9",
+    # The fetch wait: Faust's consumer factory, and aiokafka reading `_fetch_max_wait_ms` at start.
+    (faust_aiokafka.AIOKafkaConsumerThread, "_create_worker_consumer"): "c2701bfc3e6f6cad95c2be36d6a255a86e2c57d18d36cc1082b5fb5c482d99d7",
+    (AIOKafkaConsumer, "start"): "2f1ba70443327538800d348e61042cdedd5a5e6306f40ebe1a06dddba7494c45",
+    # The lean monitor's replacements.
+    (Monitor, "on_message_in"): "b2a9a9045b2f456cc736fdbf99f47f4f45335896050c9e48703dfc8146ca51ea",
+    (Monitor, "on_stream_event_in"): "df6d2e5f6397ce441d1fdeb83cb7cb5893a33e507e5e0c8caad38e6a916d838d",
+    (Monitor, "on_stream_event_out"): "2d2277a6dbda754cd655207496c08adb6b9141e59556cd9373593c1ef28a18bd",
+    (Monitor, "on_message_out"): "7c4054247cde96c35740d0f5876b90d67549eed0af16f19cdcb3337e719a6c3b",
+    (Monitor, "on_table_get"): "240aac793cfe60027fc2ac92951319c2fafce5f60860db858a830b77cd8b037c",
+    (Monitor, "on_table_set"): "fe5ba12e91b2f6d4de611d82d7856f9641b97cc0c67d0a592d515167703ea127",
+    (Monitor, "on_send_initiated"): "6394b4e330614dbb9fdf2c98f91c7cb7668fc4caefac77d40e15e6cfb2b64355",
+    (Monitor, "on_send_completed"): "4942b34ea1f35eafb1edae10b6c4381b8492e8f30352ba3a24578f55d15331eb",
 }
 
 
@@ -26,6 +45,26 @@ PINNED = {
 def test_the_replaced_faust_method_is_unchanged(owner, name):
     source = inspect.getsource(getattr(owner, name))
     assert hashlib.sha256(source.encode()).hexdigest() == PINNED[(owner, name)]
+
+
+def test_the_worker_consumer_of_the_tansu_transport_waits_briefly_for_fetches():
+    import faust
+
+    async def build() -> int:  # aiokafka objects are made inside a running loop
+        app = faust.App("t-fetch-wait", broker="tansu://127.0.0.1:9", autodiscover=False)
+        return app.consumer._thread._create_worker_consumer(app.transport)._fetch_max_wait_ms
+
+    assert asyncio.run(build()) == FETCH_MAX_WAIT_MS < 1500
+
+
+def test_the_lean_monitor_still_counts_messages_and_events():
+    from faust.types import TP
+
+    monitor = LeanMonitor()
+    tp = TP("t", 0)
+    monitor.on_message_in(tp, 7, object())
+    assert monitor.on_stream_event_in(tp, 7, object(), object()) is None
+    assert (monitor.messages_received_total, monitor.events_total, monitor.tp_read_offsets[tp]) == (1, 1, 7)
 
 
 def test_the_tansu_scheme_selects_the_fixed_transport():

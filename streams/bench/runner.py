@@ -144,6 +144,8 @@ class Bench:
         self.broker: EmbeddedBroker | None = None
         self.runs = 0
         self._lock = threading.Lock()
+        # Topic names unique to this run, so that a broker may serve several runs.
+        self.tag = f"{os.getpid() % 10_000}{int(time.time()) % 100_000}"
 
     @property
     def bootstrap(self) -> str:
@@ -155,7 +157,7 @@ class Bench:
     def _prefix(self, name: str) -> str:
         with self._lock:
             self.runs += 1
-            return f"bench{self.runs}-{name}"
+            return f"bench{self.tag}-{self.runs}-{name}"
 
     def _worker(self, prefix: str, app_id: str | None = None) -> WorkerProcess:
         assert self.broker is not None
@@ -163,7 +165,7 @@ class Bench:
         worker = WorkerProcess(
             self.broker.url, data_dir, log_path=f"{data_dir}/worker.log",
             env={"CALLQA_TOPIC_PREFIX": prefix, "CALLQA_APP_ID": app_id or prefix, "CALLQA_PARTITIONS": str(PARTITIONS),
-                 "CALLQA_LOG_LEVEL": "warning"},
+                 },
         )
         worker.start()
         worker.wait_ready(timeout_s=90)
@@ -411,7 +413,10 @@ async def _journal_bytes(bootstrap: str, topic: str) -> float | None:
 # --------------------------------------------------------------------------------------- running
 
 
-def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | None = None,
+              broker: EmbeddedBroker | None = None) -> dict[str, Any]:
+    """Run every stage and write the report to `out_path`; on `broker` when given (it must be
+    fresh of load), else on an embedded broker started for the run."""
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     scale = QUICK if quick else FULL
     started = time.time()
@@ -421,7 +426,10 @@ def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | N
     bench = Bench(scale, workdir, log)
     log(f"generating the events of {scale.calls:,} calls")
     workload = Workload(calls=scale.calls, turns=scale.turns, limit=scale.events)
-    with EmbeddedBroker().start(log_path=os.path.join(workdir, "broker.log")) as broker:
+    own_broker = broker is None
+    if broker is None:
+        broker = EmbeddedBroker().start(log_path=os.path.join(workdir, "broker.log"))
+    try:
         bench.broker = broker
         loaded = bench.load_throughput_topics(workload)
         measured: dict[str, Any] = {}
@@ -439,6 +447,9 @@ def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | N
         runs["workers.one"] = lambda: bench.workers(workload, 1)
         runs["workers.two"] = lambda: bench.workers(workload, 2)
         _run_all(runs, scale.parallel, measured)
+    finally:
+        if own_broker:
+            broker.stop()
 
     single, batched = loaded["single"], loaded["batched"]
     for shape, section in (("single", single), ("batched", batched)):
