@@ -11,9 +11,9 @@ Partition segments (what the worker writes). A table write costs far more than t
 so the worker does not write per message: `JournalBook` gathers what each message of a partition
 accepted and writes it as one segment per partition once it holds `SEGMENT_BYTES` or has waited
 `SEGMENT_SECONDS`: key `\\x1epartition\\x1f<partition>\\x1f<sequence>`, value `{"p": partition, "s":
-sequence, "e": [[call_id, position, bytes], …]}` in the order the events were applied. `bytes` is the
-original message when all its events belong to one call (nothing re-encoded), else one event. The
-Kafka messages of a segment are acknowledged only once the segment is written (Faust flushes the
+sequence, "e": [[call_id, position, bytes], …]}` in the order the events were applied, as MessagePack
+compressed with zlib. `bytes` is the original message when all its events belong to one call
+(nothing re-encoded), else one event. The Kafka messages of a segment are acknowledged only once the segment is written (Faust flushes the
 producer before it commits offsets), so a crash loses nothing the journal does not have: whatever
 was not journaled is delivered again. A segment is deleted once every call in it has been forgotten.
 
@@ -27,6 +27,7 @@ one Kafka offset; see streams/live.py).
 from __future__ import annotations
 
 import time
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
@@ -39,6 +40,11 @@ PARTITION_SEGMENT_PREFIX = b"\x1epartition" + SEPARATOR
 # this long (checked whenever the partition delivers a message).
 SEGMENT_BYTES = 256 * 1024
 SEGMENT_SECONDS = 1.0
+
+# Segments are zlib-compressed: event envelopes repeat their keys, ids and phrases, so level 1 makes
+# a segment ~4x smaller (changelog bytes, and memory where the store is in memory) for ~2 µs an event.
+SEGMENT_COMPRESSION = 1
+_ZLIB_FIRST_BYTE = b"\x78"
 
 Entry = tuple[int, bytes]  # (position of the first event, the bytes holding the events)
 
@@ -89,10 +95,13 @@ def partition_segment_key(partition: int, sequence: int) -> bytes:
 
 
 def encode_partition_segment(partition: int, sequence: int, entries: list[tuple[str, int, bytes]]) -> bytes:
-    return msgpack.packb({"p": partition, "s": sequence, "e": entries}, use_bin_type=True)
+    packed = msgpack.packb({"p": partition, "s": sequence, "e": entries}, use_bin_type=True)
+    return zlib.compress(packed, SEGMENT_COMPRESSION)
 
 
 def decode_partition_segment(value: bytes) -> tuple[int, int, list[tuple[str, int, bytes]]]:
+    if value[:1] == _ZLIB_FIRST_BYTE:  # compressed (a msgpack map never starts with 0x78)
+        value = zlib.decompress(value)
     document = msgpack.unpackb(value, raw=False)
     return document["p"], document["s"], [(call_id, int(position), raw) for call_id, position, raw in document["e"]]
 

@@ -9,7 +9,7 @@ import msgspec
 
 from eventkit import T0
 from scorers.engine import CallEngine
-from streams.journal import JournalBook, decode_partition_segment, partition_segment_key
+from streams.journal import JournalBook, decode_partition_segment, encode_partition_segment, partition_segment_key
 from streams.live import LiveScorer
 
 
@@ -47,6 +47,14 @@ def test_taking_a_segment_returns_every_message_to_acknowledge_in_order_even_tho
     assert key == partition_segment_key(3, 0)
     assert decode_partition_segment(value) == (3, 0, [("c1", 0, b"a"), ("c2", 2 << 20, b"b"), ("c3", 2 << 20, b"c")])
     assert book.take(3) == (None, None, [])
+
+
+def test_a_segment_is_compressed_and_reads_back_whole():
+    entries = [("call-000123-abcdef", n << 20, message("turn", {"role": "user", "text": f"my order {n} is late"},
+                                                        f"e{n}", T0 + n, "call-000123-abcdef")) for n in range(200)]
+    value = encode_partition_segment(2, 9, entries)
+    assert decode_partition_segment(value) == (2, 9, entries)
+    assert len(value) * 3 < sum(len(raw) for _, _, raw in entries)  # repetitive envelopes shrink well
 
 
 def test_messages_that_journal_nothing_are_acknowledged_without_a_write():

@@ -51,8 +51,10 @@ _TYPE_ORDER = {FABRICATION: 0, CONTRADICTION: 1, CONFUSION: 2}
 
 
 def excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+    collapsed = " ".join(text.split())
+    if len(collapsed) > EXCERPT_CHARS:
+        return collapsed[: EXCERPT_CHARS - 1] + "…"
+    return text if collapsed == text else collapsed  # the turn's own string: held once, not twice
 
 
 @dataclass(slots=True)

@@ -36,9 +36,10 @@ PER_WORD_ABOVE_AVERAGE_PENALTY = 1.5
 NOT_APPLICABLE = "The agent did not speak"
 
 
-def _digest(normalised: str) -> str:
-    # A stable digest (unlike hash()), so a restored state still recognises the turns it saw.
-    return hashlib.blake2b(normalised.encode("utf-8"), digest_size=16).hexdigest()
+def _digest(normalised: str) -> int:
+    # A stable digest (unlike hash()), so a restored state still recognises the turns it saw; kept as
+    # an int (a third of the memory of its hex text).
+    return int.from_bytes(hashlib.blake2b(normalised.encode("utf-8"), digest_size=16).digest(), "big")
 
 
 @dataclass(slots=True)
@@ -48,7 +49,7 @@ class NaturalnessAcc:
     repeated_turns: int = 0
     robotic_phrases: int = 0
     long_turns: int = 0
-    seen: set[str] = field(default_factory=set)
+    seen: set[int] = field(default_factory=set)
 
 
 class Naturalness(QaMetric):
