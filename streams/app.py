@@ -19,7 +19,7 @@ from models.wire import encode_event
 from scorers.engine import CallEngine
 from streams.alerts_live import install_alerts
 from streams.api import install_api
-from streams.broker_fixes import LeanMonitor
+from streams.broker_fixes import LeanMonitor, current_event_for, deliver_directly
 from streams.clock import install_idle_clock
 from streams.config import Settings
 from streams.journal import segment_key
@@ -100,7 +100,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     journal = app.Table("call-journal", key_type=bytes, value_type=bytes, partitions=settings.partitions)
     callqa.events_topic, callqa.results_topic, callqa.deadletter_topic = events_topic, results_topic, deadletter_topic
 
-    async def publish(out: Outbox, partition: int) -> None:
+    async def publish(out: Outbox, message: Any) -> None:
         for result in out.results:
             await results_topic.send(key=result.call_id.encode(), value=_json.encode(result))
         for letter in out.dead_letters:
@@ -108,38 +108,49 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         for event in out.recorded_events:
             await events_topic.send(key=event.call_id.encode(), value=encode_event(event))
         if out.forget:
-            for key in live.book.forget(out.forget):
-                journal.pop(key, None)
-            for call_id, segments in zip(out.forget, live.forgotten(out.forget)):
-                for segment in range(segments):  # call segments of the first journal format
-                    journal.pop(segment_key(call_id, segment), None)
+            with current_event_for(app, message):
+                for key in live.book.forget(out.forget):
+                    journal.pop(key, None)
+                for call_id, segments in zip(out.forget, live.forgotten(out.forget)):
+                    for segment in range(segments):  # call segments of the first journal format
+                        journal.pop(segment_key(call_id, segment), None)
         for result in out.results:
             call = engine.calls.get(result.call_id)
             if call is not None:
                 for hook in callqa.result_hooks:
                     await hook(result, call)
 
+    book = live.book
+
+    async def score_message(message: Any) -> None:
+        """One message of the events topic. It is acknowledged by hand, once the journal segment
+        holding what it changed is written (streams/journal.py): one table write per partition per
+        segment, not one per message."""
+        partition = message.partition
+        if partition not in live.restored_partitions:
+            restored = live.restore_partition(partition, list(journal.items()))
+            logger.info("partition %s: restored %s calls from the journal", partition, restored)
+        out = live.handle(message.value, message.topic, partition, message.offset)
+        if out.results or out.dead_letters or out.recorded_events or out.forget:
+            await publish(out, message)
+        book.stage(partition, out.journal, message)
+        if book.due(partition):
+            key, value, acks = book.take(partition)
+            if key is not None:
+                with current_event_for(app, message):
+                    journal[key] = value
+            consumer = app.consumer
+            for done in acks:
+                done.ack(consumer)
+
     @app.agent(events_topic, name="score-events")
     async def score_events(stream: faust.StreamT) -> None:
-        # Messages are acknowledged by hand, once the journal segment holding what they changed is
-        # written (streams/journal.py): one table write per partition per segment, not per message.
-        book = live.book
+        # On the embedded broker the consumer hands these messages to `score_message` itself
+        # (deliver_directly, streams/broker_fixes.py); on any other they arrive through this stream.
         async for event in stream.noack().events():
-            message = event.message
-            partition = message.partition
-            if partition not in live.restored_partitions:
-                restored = live.restore_partition(partition, list(journal.items()))
-                logger.info("partition %s: restored %s calls from the journal", partition, restored)
-            out = live.handle(message.value, message.topic, partition, message.offset)
-            if out.results or out.dead_letters or out.recorded_events or out.forget:
-                await publish(out, partition)
-            book.stage(partition, out.journal, event)
-            if book.due(partition):
-                key, value, acks = book.take(partition)
-                if key is not None:
-                    journal[key] = value
-                for done in acks:
-                    done.ack()
+            await score_message(event.message)
+
+    deliver_directly(app, names.events, score_message)
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:

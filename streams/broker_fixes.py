@@ -19,6 +19,16 @@ Selected by the broker URL scheme `tansu://` (registered as a Faust transport in
    ~200 ms; after ~5 ms with a 10 ms wait). The worker's consumer waits `FETCH_MAX_WAIT_MS` instead:
    results follow their events within milliseconds, at the price of a few idle fetches a second.
 
+5. **Direct delivery**: even with 2., a message that goes through Faust's conductor and an agent's
+   stream (key/value schema decode, an Event, the channel queue, the stream iterator, sensors) costs
+   ~150 µs, several times what scoring a single event costs. A topic registered with
+   `deliver_directly(app, topic, handler)` has its messages handed from the consumer loop straight
+   to `handler(message)`; the handler acknowledges each message itself (`message.ack(consumer)`).
+   While flow is suspended (a rebalance) its messages are not delivered: the seek that ends every
+   rebalance delivers them again from the committed offset, as Faust's own path does. A table
+   written from such a handler needs the stream's current event to find the partition:
+   `current_event_for(app, message)` provides one for the duration of the write.
+
 And one for every broker, because it is about Faust's per-message hot path, not this broker:
 
 4. **A lean monitor**: Faust's default Monitor sensor does bookkeeping for every message and every
@@ -35,14 +45,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections import defaultdict
-from typing import Any, AsyncIterator, List, Mapping, cast
+from contextlib import contextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, List, Mapping, cast
+from weakref import WeakKeyDictionary
 
 from aiokafka.protocol.fetch import FetchRequest
+from faust import streams as faust_streams
 from faust.sensors import Monitor
 from faust.transport.consumer import CONSUMER_FETCHING
 from faust.transport.drivers import aiokafka as faust_aiokafka
-from faust.types import TP
+from faust.types import TP, Message
 from mode import Service
 
 logger = logging.getLogger("callqa.broker")
@@ -106,7 +120,9 @@ class DirectHandoffConsumer(faust_aiokafka.Consumer):
 
     async def _drain_messages(self, fetcher: Service) -> None:  # pragma: no cover - exercised end to end
         # Same loop as faust.transport.consumer.Consumer._drain_messages, but the callback is awaited
-        # directly while flow is not suspended (see the module docstring).
+        # directly while flow is not suspended, and topics delivered directly skip it (see the module
+        # docstring, 2. and 5.).
+        direct = _DIRECT_HANDLERS.get(self.app, {})
         callback = self.callback
         getmany = self.getmany
         consumer_should_stop = cast(Service, self)._stopped.is_set
@@ -140,7 +156,11 @@ class DirectHandoffConsumer(faust_aiokafka.Consumer):
                             if commit_every is not None and self._n_acked >= commit_every:
                                 self._n_acked = 0
                                 await self.commit()
-                            if flow_suspended():
+                            handler = direct.get(tp.topic)
+                            if handler is not None:
+                                if not flow_suspended():
+                                    await handler(message)
+                            elif flow_suspended():
                                 await self.wait_first(callback(message), self.suspend_flow.wait())
                             else:
                                 await callback(message)
@@ -161,6 +181,32 @@ class DirectHandoffConsumer(faust_aiokafka.Consumer):
             raise
         finally:
             unset_flag(CONSUMER_FETCHING)
+
+
+DirectHandler = Callable[[Message], Awaitable[None]]
+_DIRECT_HANDLERS: "WeakKeyDictionary[Any, dict[str, DirectHandler]]" = WeakKeyDictionary()
+
+
+def deliver_directly(app: Any, topic: str, handler: DirectHandler) -> None:
+    """Hand `topic`'s messages to `handler` straight from the consumer loop (see 5. above). Only the
+    `tansu://` transport does; on any other the topic's agent receives them through its stream, so
+    the agent must handle them the same way."""
+    _DIRECT_HANDLERS.setdefault(app, {})[topic] = handler
+
+
+@contextmanager
+def current_event_for(app: Any, message: Message) -> Iterator[None]:
+    """Make `message` the stream's current event while a table is written for it (see 5. above);
+    nothing to do inside an agent's stream, which has one."""
+    if faust_streams.current_event() is not None:
+        yield
+        return
+    event = app.create_event(message.key, message.value, message.headers, message)
+    token = faust_streams._current_event.set(weakref.ref(event))
+    try:
+        yield
+    finally:
+        faust_streams._current_event.reset(token)
 
 
 class EmbeddedBrokerTransport(faust_aiokafka.Transport):

@@ -8,7 +8,10 @@ import inspect
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from faust import streams as faust_streams
+from faust.app import base as faust_app
 from faust.sensors import Monitor
+from faust.types import tuples as faust_tuples
 from faust.transport.consumer import Consumer as FaustConsumer
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
@@ -17,6 +20,7 @@ from streams.broker_fixes import (
     DirectHandoffConsumer,
     EmbeddedBrokerTransport,
     LeanMonitor,
+    current_event_for,
     probe_high_watermarks,
 )
 
@@ -29,6 +33,9 @@ PINNED = {
     # The fetch wait: Faust's consumer factory, and aiokafka reading `_fetch_max_wait_ms` at start.
     (faust_aiokafka.AIOKafkaConsumerThread, "_create_worker_consumer"): "c2701bfc3e6f6cad95c2be36d6a255a86e2c57d18d36cc1082b5fb5c482d99d7",
     (AIOKafkaConsumer, "start"): "2f1ba70443327538800d348e61042cdedd5a5e6306f40ebe1a06dddba7494c45",
+    # Direct delivery: what a message delivered straight to a handler relies on.
+    (faust_app.App, "create_event"): "15fea3d1e95e6625b2f6a969e9ce4bbed786bed15fde58f0c6518f6e461f7a10",
+    (faust_tuples.Message, "ack"): "4751b72c4ed84153a7b6c14fdfe41cc92e477b38a6c6089cb785532ef5771688",
     # The lean monitor's replacements.
     (Monitor, "on_message_in"): "b2a9a9045b2f456cc736fdbf99f47f4f45335896050c9e48703dfc8146ca51ea",
     (Monitor, "on_stream_event_in"): "df6d2e5f6397ce441d1fdeb83cb7cb5893a33e507e5e0c8caad38e6a916d838d",
@@ -65,6 +72,25 @@ def test_the_lean_monitor_still_counts_messages_and_events():
     monitor.on_message_in(tp, 7, object())
     assert monitor.on_stream_event_in(tp, 7, object(), object()) is None
     assert (monitor.messages_received_total, monitor.events_total, monitor.tp_read_offsets[tp]) == (1, 1, 7)
+
+
+def test_the_current_event_of_a_stream_is_read_as_the_fixes_set_it():
+    # current_event_for sets faust.streams._current_event to a weak reference to an event.
+    source = inspect.getsource(faust_streams.current_event)
+    assert hashlib.sha256(source.encode()).hexdigest() == "3b821f1a78d86a58234dfe781fbf539775b00e66fdac9489c1c398a2d81d7e9d"
+
+
+def test_a_directly_delivered_message_is_the_current_event_while_a_table_is_written():
+    import faust
+    from faust.types import TP
+
+    app = faust.App("t-current-event", broker="tansu://127.0.0.1:9", autodiscover=False)
+    message = faust_tuples.Message("t", 3, 41, 0.0, None, None, b"k", b"v", None)
+    assert faust_streams.current_event() is None
+    with current_event_for(app, message):
+        event = faust_streams.current_event()
+        assert event is not None and event.message is message and event.message.tp == TP("t", 3)
+    assert faust_streams.current_event() is None
 
 
 def test_the_tansu_scheme_selects_the_fixed_transport():
