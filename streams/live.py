@@ -57,7 +57,7 @@ class DeadLetter:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class Outbox:
     results: list[CallResult] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
@@ -89,7 +89,7 @@ class LiveScorer:
         events = decoded.events
         # The journal keeps the message itself when all its events are one call's (nothing to
         # re-encode); a batch across calls is journaled event by event.
-        one_call = bool(events) and all(event.call_id == events[0].call_id for event in events)
+        one_call = len(events) == 1 or (bool(events) and all(event.call_id == events[0].call_id for event in events))
         applied = False
         process = self.engine.process
         for index, event in enumerate(events):

@@ -1,0 +1,52 @@
+"""`callqa bench --quick` runs every stage end to end and writes a complete report.
+
+A smoke run: small counts, every stage at once, so its figures mean nothing and no speed is
+asserted here — only that each key the issue asks for is there and is a number.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+
+import pytest
+
+from streams.bench.runner import run_bench
+
+pytestmark = pytest.mark.broker
+
+# Every figure the report must carry (dotted names are nested objects).
+REQUIRED_NUMBERS = [
+    "single_event.events_per_s", "single_event.naive_faust_events_per_s",
+    "batched.events_per_s", "batched.bare_aiokafka_events_per_s", "batched.quix_stateful_events_per_s",
+    "end_to_result_ms.p50", "end_to_result_ms.p99",
+    "replay.events_per_s",
+    "changelog_bytes_per_event.turns_100", "changelog_bytes_per_event.turns_1000",
+    "memory_per_open_call_bytes", "two_workers_speedup",
+    "machine.cpu_count", "machine.memory_bytes",
+]
+REQUIRED_TEXT = ["machine.cpu_model", "versions.python", "versions.faust", "versions.aiokafka", "versions.quixstreams",
+                 "versions.msgspec"]
+
+
+def _at(report: dict, dotted: str):
+    node = report
+    for part in dotted.split("."):
+        node = node[part]
+    return node
+
+
+def test_a_quick_bench_writes_every_figure_of_the_report(broker, tmp_path):
+    out = tmp_path / "report.json"
+    run_bench(str(out), quick=True, broker=broker, log=lambda line: None)
+    report = json.loads(out.read_text())
+    for name in REQUIRED_NUMBERS:
+        value = _at(report, name)
+        assert isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0, name
+    for name in REQUIRED_TEXT:
+        assert isinstance(_at(report, name), str) and _at(report, name), name
+    # Calls of 10 turns may end before a journal segment is due in so short a run: a number or null.
+    assert report["changelog_bytes_per_event"]["turns_10"] is None or report["changelog_bytes_per_event"]["turns_10"] > 0
+    assert report["quick"] is True
+    assert set(report["goals"]) >= {"single_event_vs_naive_faust", "batched_events_per_s", "end_to_result_p99_ms",
+                                    "replay_events_per_s", "two_workers_speedup"}
