@@ -37,12 +37,15 @@ class EventIds:
         index = bisect_left(hashes, key)
         return index < len(hashes) and hashes[index] == key
 
-    def add(self, event_id: str) -> None:
+    def add(self, event_id: str) -> bool:
+        """Record `event_id`; False when it was already there (one lookup for both questions)."""
         key = hash(event_id)
         hashes = self._hashes
         index = bisect_left(hashes, key)
-        if index == len(hashes) or hashes[index] != key:
-            hashes.insert(index, key)
+        if index < len(hashes) and hashes[index] == key:
+            return False
+        hashes.insert(index, key)
+        return True
 
     def __len__(self) -> int:
         return len(self._hashes)

@@ -82,14 +82,13 @@ class CallEngine:
                 return Processed("redelivered", call)
             call.applied_offset = position
         event_id = event.event_id
-        if event_id in call.seen_event_ids:
+        if not call.seen_event_ids.add(event_id):  # seen before; else recorded as seen from now on
             self.counters.duplicate += 1
             return Processed("duplicate", call)
 
         rescores = type(event) in RESCORE_CLASSES
         ended_before = call.ended is not None
         if ended_before and not rescores:
-            call.seen_event_ids.add(event_id)
             self.counters.rejected += 1
             tag = event.__struct_config__.tag
             return Processed("rejected", call, reason=f"event {event_id!r}: a {tag!r} event cannot change call {call_id!r}, which has already ended")

@@ -28,8 +28,7 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
     accumulators = call.accumulators
     for name, update in registry.updates_for(event):
         update(accumulators[name], event, call)
-    call.seen_event_ids.add(event.event_id)
-    call.events_applied += 1
+    call.events_applied += 1  # (its event_id is recorded by the engine, which decided it was new)
 
 
 _RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)

@@ -13,10 +13,11 @@ def test_an_added_id_is_seen_and_others_are_not():
     assert "e1" in ids and "e2" not in ids
 
 
-def test_adding_an_id_twice_keeps_it_once():
+def test_adding_an_id_twice_keeps_it_once_and_says_so():
     ids = EventIds(["a", "b"])
-    ids.add("a")
-    assert len(ids) == 2
+    assert ids.add("c") is True
+    assert ids.add("a") is False
+    assert len(ids) == 3
 
 
 def test_ids_added_in_any_order_are_all_found():
