@@ -12,7 +12,8 @@ Selected by the broker URL scheme `tansu://` (registered as a Faust transport in
 2. **Per-message hand-off**: Faust's `_drain_messages` wraps every message's callback in
    `wait_first(callback, suspend_flow.wait())` — several tasks and an `asyncio.wait` per message,
    about half of a worker's time. While flow is not suspended we await the callback directly, and keep
-   the original path for when it is (during a rebalance).
+   the original path for when it is (during a rebalance). `getmany` reads a partition's high
+   watermark once per fetched batch rather than once per record.
 
 3. **Fetch wait**: Faust's worker consumer asks for `fetch_max_wait_ms=1500`, and this broker holds a
    fetch long after data arrives (a message produced 50 ms into a 500 ms fetch is delivered after
@@ -117,6 +118,38 @@ class VerifiedHighwaterConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
 class DirectHandoffConsumer(faust_aiokafka.Consumer):
     def _new_consumer_thread(self) -> VerifiedHighwaterConsumerThread:
         return VerifiedHighwaterConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Any]]:  # pragma: no cover - end to end
+        # Same as faust.transport.consumer.Consumer.getmany, but a partition's high watermark is read
+        # (and reported to the monitor) once per fetched batch instead of once per record: it comes
+        # from the fetch response, so it cannot change within the batch (see 2. above).
+        records, active_partitions = await self._wait_next_records(timeout)
+        generation_id = self.app.consumer_generation_id
+        if records is None or self.should_stop:
+            return
+
+        records_it = self.scheduler.iterate(records)
+        to_message = self._to_message  # localize
+        tracked: set[TP] = set()
+        if self.flow_active:
+            for tp, record in records_it:
+                if not self.flow_active:
+                    break
+                new_generation_id = self.app.consumer_generation_id
+                if new_generation_id != generation_id:
+                    self.log.dev("Generation id changed from %r to %r. Cancelling getmany.", generation_id, new_generation_id)
+                    break
+                if active_partitions is None or tp in active_partitions or tp in self._buffered_partitions:
+                    if tp not in tracked:
+                        tracked.add(tp)
+                        self.app.monitor.track_tp_end_offset(tp, self.highwater(tp))
+                    yield tp, to_message(tp, record)
+        else:
+            self.log.dev("getmany called while flow not active. Seek back to committed offsets.")
+            try:
+                await self.perform_seek()
+            except Exception as ex:
+                self.log.warning(f"exception performing seek when flow not active {ex}")
 
     async def _drain_messages(self, fetcher: Service) -> None:  # pragma: no cover - exercised end to end
         # Same loop as faust.transport.consumer.Consumer._drain_messages, but the callback is awaited

@@ -28,6 +28,7 @@ from streams.broker_fixes import (
 # aiokafka that changes one of them fails here: re-read the new code, port the fix, update the hash.
 PINNED = {
     (FaustConsumer, "_drain_messages"): "44a2500309e83c630493f6828af50166ec8d96a0b3e4fb2bab735f704ae93417",
+    (FaustConsumer, "getmany"): "4b168d84882a70d6e3e2f9804430a63b92f8fd117d3187cbb4aeb54305bda34e",
     (faust_aiokafka.AIOKafkaConsumerThread, "_highwaters"): "a7f4f97d9f32aca2777713e22671d70eae4b3ae51541bb09a90448ce83acefce",
     (faust_aiokafka.Consumer, "_new_consumer_thread"): "0870ec53dea75083995e3565c0f0a25a1c63ecceaeb238e92e2585e3623af5a9",
     # The fetch wait: Faust's consumer factory, and aiokafka reading `_fetch_max_wait_ms` at start.
