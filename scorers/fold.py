@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from models.call_state import DEFAULT_INACTIVITY_TIMEOUT_S, CallState, TurnRecord
 from models.events import (
     EVENT_TYPES,
@@ -10,6 +12,7 @@ from models.events import (
     CallStarted,
     Event,
     JudgeResult,
+    Rtvi,
     Turn,
 )
 from scorers.registry import ScorerRegistry
@@ -24,17 +27,8 @@ def new_call(call_id: str, registry: ScorerRegistry) -> CallState:
 
 def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None:
     """Fold `event` into `call`. The caller has already decided the event is new and acceptable."""
-    _apply_core(call, event)
-    accumulators = call.accumulators
-    for name, update in registry.updates_for(event):
-        update(accumulators[name], event, call)
-    call.events_applied += 1  # (its event_id is recorded by the engine, which decided it was new)
-
-
-_RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
-
-
-def _apply_core(call: CallState, event: Event) -> None:
+    # Runs for every event: the routing of `registry.updates_for` and the core facts inline.
+    cls = type(event)
     ts = event.ts_ms
     first = call.first_ts_ms
     if first is None or ts < first:
@@ -42,28 +36,58 @@ def _apply_core(call: CallState, event: Event) -> None:
     last = call.last_ts_ms
     if last is None or ts > last:
         call.last_ts_ms = ts
-    if type(event) not in _RESCORE_CLASSES:
+    if cls not in _RESCORE_CLASSES:
         activity = call.last_activity_ts_ms
         if activity is None or ts > activity:
             call.last_activity_ts_ms = ts
+    core = _CORE_FACTS.get(cls)
+    if core is not None:
+        core(call, event)
+    if cls is Rtvi:
+        updates = registry.rtvi_routes.get(event.data.message.type, registry.rtvi_unlisted)
+    else:
+        updates = registry.routes.get(cls, ())
+    accumulators = call.accumulators
+    for name, update in updates:
+        update(accumulators[name], event, call)
+    call.events_applied += 1  # (its event_id is recorded by the engine, which decided it was new)
 
-    if isinstance(event, Turn):
-        d = event.data
-        call.turns.append(TurnRecord(ts, d.role, d.text, d.start_ms, d.end_ms))
-    elif isinstance(event, CallStarted):
-        d = event.data
-        call.agent_id = d.agent_id
-        call.cohort_ids = list(d.cohort_ids)
-        call.run_id = d.run_id
-        call.scenario = d.scenario
-        call.agent_config = d.agent_config
-        call.variables = dict(d.variables)
-        call.inactivity_timeout_s = (
-            float(d.inactivity_timeout_s) if d.inactivity_timeout_s is not None else DEFAULT_INACTIVITY_TIMEOUT_S
-        )
-        call.started_ts_ms = ts
-    elif isinstance(event, CallEnded):
-        call.ended = event.data
-        call.ended_ts_ms = ts
-    elif isinstance(event, JudgeResult):
-        call.judge = event.data
+
+_RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
+
+
+def _turn(call: CallState, event: Turn) -> None:
+    d = event.data
+    call.turns.append(TurnRecord(event.ts_ms, d.role, d.text, d.start_ms, d.end_ms))
+
+
+def _started(call: CallState, event: CallStarted) -> None:
+    d = event.data
+    call.agent_id = d.agent_id
+    call.cohort_ids = list(d.cohort_ids)
+    call.run_id = d.run_id
+    call.scenario = d.scenario
+    call.agent_config = d.agent_config
+    call.variables = dict(d.variables)
+    call.inactivity_timeout_s = (
+        float(d.inactivity_timeout_s) if d.inactivity_timeout_s is not None else DEFAULT_INACTIVITY_TIMEOUT_S
+    )
+    call.started_ts_ms = event.ts_ms
+
+
+def _ended(call: CallState, event: CallEnded) -> None:
+    call.ended = event.data
+    call.ended_ts_ms = event.ts_ms
+
+
+def _judged(call: CallState, event: JudgeResult) -> None:
+    call.judge = event.data
+
+
+# The facts the call itself keeps, by event class (every event also moves the call's clocks).
+_CORE_FACTS: dict[type, Callable[[CallState, Any], None]] = {
+    Turn: _turn,
+    CallStarted: _started,
+    CallEnded: _ended,
+    JudgeResult: _judged,
+}
