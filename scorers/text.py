@@ -440,9 +440,11 @@ def json_text(value: Any) -> str:
 
 # Several scorers fold the same turn: hallucination, knowledge base recall and naturalness all read an
 # agent turn's words and phrases, hallucination the figures of every turn. `reading(text)` and
-# `figures(text)` compute each once per text and share it, immutable; the small cache keyed on the text
-# means the scorers that fold one event after another find it ready. Same definitions as above.
-READING_CACHE_SIZE = 1024
+# `figures(text)` compute each once per text and share it, immutable; the cache keyed on the text means
+# the scorers that fold one event after another find it ready, and it is large enough (a few MB) to
+# hold what agents say again and again across calls (greetings, confirmations, closings), which is
+# most of what they say. Same definitions as above.
+READING_CACHE_SIZE = 16384
 
 
 def _anchor_words(phrases: frozenset[str]) -> frozenset[str]:
