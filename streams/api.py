@@ -14,11 +14,11 @@ answer for every partition.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any
 
 import faust
+import msgspec
 from aiokafka import TopicPartition
 
 from models.cohorts import CohortDefinition, CohortError, cohort_to_builtins, encode_cohort
@@ -70,9 +70,13 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             return
         book.apply(value)
 
+    # The view reads every result the workers publish: msgspec decodes them several times faster
+    # than the json module, to the same builtins.
+    decode_result = msgspec.json.Decoder().decode
+
     def apply_result(key: bytes | None, value: bytes | None) -> None:
         if value:
-            view.add(json.loads(value))
+            view.add(decode_result(value))
 
     @app.task
     async def read_cohorts() -> None:
