@@ -1,0 +1,54 @@
+"""`read_log` of a `.msgpack` log: each record the very bytes it was written as."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+from eventkit import event
+
+from models.wire import decode_message, encode_batch, encode_event, read_log
+
+
+def started(call_id: str):
+    return event("call.started", {"agent_id": "a1"}, call_id=call_id)
+
+
+def turn(call_id: str, text: str):
+    return event("turn", {"role": "user", "text": text}, call_id=call_id)
+
+
+def test_each_record_comes_back_as_the_bytes_written_also_across_the_reading_chunks(tmp_path):
+    records = [
+        encode_event(started("c1")),
+        encode_batch([turn("c1", "hello"), turn("c1", "again")], "c1"),
+        encode_event(turn("c2", "policy text " * 150_000)),  # ~1.8 MB: spans two 1 MiB reads
+        msgpack.packb("not an event"),
+        encode_event(turn("c1", "bye")),
+    ]
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(b"".join(records))
+    assert list(read_log(str(log))) == records
+
+
+def test_records_decode_as_they_did_when_each_was_unpacked_and_packed_again(tmp_path):
+    records = [encode_event(started("c1")), encode_batch([turn("c1", "hi"), turn("c2", "yo")], None),
+               msgpack.packb({"v": 1, "type": "turn"})]
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(b"".join(records))
+    for raw in read_log(str(log)):
+        assert decode_message(raw) == decode_message(msgpack.packb(msgpack.unpackb(raw)))
+
+
+def test_a_record_cut_short_at_the_end_of_the_log_is_left_out(tmp_path):
+    whole, cut = encode_event(started("c1")), encode_event(started("c2"))[:-3]
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(whole + cut)
+    assert list(read_log(str(log))) == [whole]
+
+
+def test_bytes_that_start_no_value_fail_with_the_offset(tmp_path):
+    whole = encode_event(started("c1"))
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(whole + b"\xc1" + whole)
+    with pytest.raises(ValueError, match=f"no MessagePack value can start at byte {len(whole)}"):
+        list(read_log(str(log)))
