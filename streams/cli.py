@@ -7,12 +7,8 @@ import asyncio
 import json
 import sys
 
-import msgspec
-
 from models.wire import read_log
 from streams.config import Settings, load_settings
-
-_json = msgspec.json.Encoder()
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -105,14 +101,16 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from models.wire import Rejected
     from streams.progress import progress_bar
-    from streams.replay import replay
     from streams.replay_alerts import alerts_file
-    from streams.tuning import tune_gc
+    from streams.replay_files import ReplayFiles
+    from streams.replay_parallel import default_jobs, replay_log
     from streams.wiring import build_engine
 
     settings = _settings(args)
+    jobs = default_jobs(settings.partitions) if args.jobs is None else min(args.jobs, settings.partitions)
+    if jobs < 1:
+        raise ValueError("--jobs must be at least 1")
     log = args.log
     if args.judge or args.record:  # write LOG2 (sweeps and judge answers recorded), then replay it
         from streams.judge_offline import NEEDS_RECORD, print_summary, record_log
@@ -123,38 +121,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
         log = args.record
     alerts = alerts_file(args.rules, args.alerts_out)
     bar = progress_bar(total=_count_records(log), desc="replay", unit="record")
-    out = open(args.out, "wb")
-    dead = open(args.deadletter, "wb") if args.deadletter else None
-
-    def on_result(result: object) -> None:
-        out.write(_json.encode(result))
-        out.write(b"\n")
-        if alerts is not None:
-            alerts.observe(result)
-
-    def on_dead_letter(rejected: Rejected, index: int) -> None:
-        if dead is not None:
-            dead.write(_json.encode({"reason": rejected.reason, "record": index, "event_id": rejected.event_id,
-                                     "call_id": rejected.call_id}))
-            dead.write(b"\n")
-
-    engine = build_engine(settings, args.cohorts)
-    tune_gc()
+    files = ReplayFiles.open(args.out, args.deadletter, alerts)
     try:
-        report = replay(read_log(log), engine, settings.partitions, on_result, on_dead_letter,
-                        on_record=lambda n: bar.update(1))
+        report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts), files,
+                            on_progress=lambda records: bar.update(records - bar.n))
     finally:
         bar.close()
-        out.close()
-        if dead is not None:
-            dead.close()
-        if alerts is not None:
-            alerts.close()
+        files.close()
     print(
         f"replayed {report.records} records: {report.events} events, {report.applied} applied, "
         f"{report.duplicates} duplicates ignored, {report.rejected} dead-lettered, {report.swept} calls swept "
         f"for inactivity; {report.results} results for {report.calls} calls in {report.seconds:.2f} s "
-        f"({report.events_per_s:,.0f} events/s) -> {args.out}",
+        f"({report.events_per_s:,.0f} events/s{f', {jobs} jobs' if jobs > 1 else ''}) -> {args.out}",
         file=sys.stderr,
     )
     if alerts is not None:
@@ -308,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alerts-out", help="write the alert events here as JSON Lines (with --rules)")
     p.add_argument("--judge", action="store_true", help="ask the configured LLM judge about calls with no recorded answer (needs --record)")
     p.add_argument("--record", metavar="LOG2", help="write the log plus its sweep and judge.result events here, then score that")
+    p.add_argument("--jobs", type=int, help="processes sharing the partitions, same output as one "
+                   "(default: one per CPU, at most one per partition; 1: in this process)")
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("tail", help="print results, dead letters or alerts readably")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Collection, Iterable
 
 from aiokafka.partitioner import murmur2
 
@@ -53,6 +53,19 @@ class ReplayReport:
         return self.events / self.seconds if self.seconds > 0 else 0.0
 
 
+# Where an output falls in the order a sequential replay emits it: (record index, phase, position).
+# Per record: its decode rejections (position: their order), then each event's outcome (position: the
+# event's place in the record), then the sweep of each partition the record touched (position: where
+# the partition's first event sits in it); after the last record (index: the record count) the
+# end-of-input sweep (position: the partition). Outputs sharing a key come from one partition's
+# sweep, in emission order.
+OutputKey = tuple[int, int, int]
+DECODE_REJECTION, EVENT_OUTCOME, RECORD_SWEEP, END_OF_INPUT_SWEEP = 0, 1, 2, 3
+
+KeyedResultSink = Callable[[OutputKey, CallResult], None]
+KeyedDeadLetterSink = Callable[[OutputKey, Rejected, int], None]
+
+
 def replay(
     records: Iterable[bytes],
     engine: CallEngine,
@@ -67,50 +80,98 @@ def replay(
     `on_recorded` receives each event the replay adds to the log (the inactivity sweep's decisions),
     so a recorded log can be written that replays without any sweep of its own.
     """
+    def result(key: OutputKey, result: CallResult) -> None:
+        on_result(result)
+
+    def dead_letter(key: OutputKey, rejected: Rejected, index: int) -> None:
+        if on_dead_letter is not None:
+            on_dead_letter(rejected, index)
+
+    return replay_partitions(records, engine, partitions, result, dead_letter if on_dead_letter else None,
+                             on_recorded=on_recorded, on_record=on_record)
+
+
+def replay_partitions(
+    records: Iterable[bytes],
+    engine: CallEngine,
+    partitions: int,
+    on_result: KeyedResultSink,
+    on_dead_letter: KeyedDeadLetterSink | None = None,
+    owned: Collection[int] | None = None,
+    report_rejections: bool = True,
+    on_recorded: EventSink | None = None,
+    on_record: Callable[[int], None] | None = None,
+) -> ReplayReport:
+    """`replay`, restricted to the events of the `owned` partitions (all when None), each output
+    handed over with its `OutputKey`.
+
+    All engine state is per partition, so replays of disjoint sets of partitions, their outputs merged
+    by key, give exactly the outputs of one replay of them all. Every such replay sees every record's
+    decode rejections; only one (`report_rejections`) should report them. The report counts what this
+    replay did: every record read, but only the events of its own partitions.
+    """
     report = ReplayReport()
     started = time.perf_counter()
 
-    def feed(event: Event, partition: int, index: int) -> None:
+    def feed(event: Event, partition: int, index: int, phase: int, position: int) -> None:
         processed = engine.process(event, partition)
         if processed.status == "rejected" and on_dead_letter is not None:
-            on_dead_letter(Rejected(processed.reason or "rejected", b"", event.event_id, event.call_id), index)
+            on_dead_letter((index, phase, position),
+                           Rejected(processed.reason or "rejected", b"", event.event_id, event.call_id), index)
         if processed.result is not None:
             report.results += 1
-            on_result(processed.result)
+            on_result((index, phase, position), processed.result)
 
-    def sweep(partition: int, index: int, end_of_input: bool = False) -> None:
+    def sweep(partition: int, index: int, phase: int, position: int, end_of_input: bool = False) -> None:
         for synthetic in engine.sweep(partition, end_of_input):
             report.swept += 1
             if on_recorded is not None:
                 on_recorded(synthetic)
-            feed(synthetic, partition, index)
+            feed(synthetic, partition, index, phase, position)
 
     # A call's partition never changes: hash its id once, not once per event.
     partition_of_call: dict[str, int] = {}
+
+    def partition_of_event(event: Event) -> int:
+        partition = partition_of_call.get(event.call_id)
+        if partition is None or isinstance(event, Watermark):
+            partition = partition_of(event, partitions)
+            if not isinstance(event, Watermark):
+                partition_of_call[event.call_id] = partition
+        return partition
+
     for index, raw in enumerate(records):
         report.records += 1
         decoded = decode_message(raw)
-        for rejected in decoded.rejected:
-            report.rejected += 1
-            if on_dead_letter is not None:
-                on_dead_letter(rejected, index)
-        touched: list[int] = []
-        for event in decoded.events:
-            report.events += 1
-            partition = partition_of_call.get(event.call_id)
-            if partition is None or isinstance(event, Watermark):
-                partition = partition_of(event, partitions)
-                if not isinstance(event, Watermark):
-                    partition_of_call[event.call_id] = partition
-            feed(event, partition, index)
-            if partition not in touched:
-                touched.append(partition)
-        for partition in touched:
-            sweep(partition, index)
+        if decoded.rejected and report_rejections:
+            for position, rejected in enumerate(decoded.rejected):
+                report.rejected += 1
+                if on_dead_letter is not None:
+                    on_dead_letter((index, DECODE_REJECTION, position), rejected, index)
+        events = decoded.events
+        if len(events) == 1:  # most records: the loop below without its bookkeeping
+            partition = partition_of_event(events[0])
+            if owned is None or partition in owned:
+                report.events += 1
+                feed(events[0], partition, index, EVENT_OUTCOME, 0)
+                sweep(partition, index, RECORD_SWEEP, 0)
+        else:
+            # The partitions the record touched, in the order it touched them, with their first positions.
+            touched: dict[int, int] = {}
+            for position, event in enumerate(events):
+                partition = partition_of_event(event)
+                if owned is not None and partition not in owned:
+                    continue
+                report.events += 1
+                feed(event, partition, index, EVENT_OUTCOME, position)
+                if partition not in touched:
+                    touched[partition] = position
+            for partition, position in touched.items():
+                sweep(partition, index, RECORD_SWEEP, position)
         if on_record is not None:
             on_record(len(raw))
     for partition in sorted(engine.partitions()):
-        sweep(partition, report.records, end_of_input=True)
+        sweep(partition, report.records, END_OF_INPUT_SWEEP, partition, end_of_input=True)
 
     counters = engine.counters
     report.applied = counters.applied

@@ -1,0 +1,71 @@
+"""Where `callqa replay` writes: results and dead letters as JSON Lines, and the alerts the results raise.
+
+A replay in one process writes each output the moment the engine produces it; a replay in several
+writes the lines its jobs encoded, merged back into that same order (streams/replay_parallel.py). Both
+encode and write through here, so both write the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import msgspec
+
+from models.results import CallResult
+from models.wire import Rejected
+from streams.replay_alerts import AlertsFile
+
+_json = msgspec.json.Encoder()
+
+
+def result_line(result: CallResult) -> bytes:
+    return _json.encode(result)
+
+
+def dead_letter_line(rejected: Rejected, index: int) -> bytes:
+    """A dead letter names the record (its position in the log) it came from."""
+    return _json.encode({"reason": rejected.reason, "record": index, "event_id": rejected.event_id,
+                         "call_id": rejected.call_id})
+
+
+@dataclass
+class ReplayFiles:
+    out: BinaryIO
+    dead: BinaryIO | None = None
+    alerts: AlertsFile | None = None
+
+    @classmethod
+    def open(cls, out_path: str, dead_path: str | None = None, alerts: AlertsFile | None = None) -> ReplayFiles:
+        return cls(open(out_path, "wb"), open(dead_path, "wb") if dead_path else None, alerts)
+
+    @property
+    def wants_dead_letters(self) -> bool:
+        return self.dead is not None
+
+    def result(self, result: CallResult) -> None:
+        self.write_result(result_line(result))
+
+    def dead_letter(self, rejected: Rejected, index: int) -> None:
+        if self.dead is not None:
+            self.write_dead_letter(dead_letter_line(rejected, index))
+
+    def write_result(self, line: bytes) -> None:
+        self.out.write(line)
+        self.out.write(b"\n")
+        if self.alerts is not None:
+            # The alert engine reads a result's JSON as the live worker reads it off the results
+            # topic: both replay paths hand it the very line they write.
+            self.alerts.observe(line)
+
+    def write_dead_letter(self, line: bytes) -> None:
+        if self.dead is not None:
+            self.dead.write(line)
+            self.dead.write(b"\n")
+
+    def close(self) -> None:
+        self.out.close()
+        if self.dead is not None:
+            self.dead.close()
+        if self.alerts is not None:
+            self.alerts.close()
