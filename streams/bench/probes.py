@@ -1,8 +1,9 @@
 """Measurements that run in a process of their own, so that nothing else in the benchmark's process
 (the workload, other runs' garbage) weighs on them.
 
-`python -m streams.bench.probes replay LOG PARTITIONS` replays a `.msgpack` log in-process, results
-encoded as `callqa replay` encodes them, and prints `{"events", "seconds", "events_per_s"}`.
+`python -m streams.bench.probes replay LOG PARTITIONS` replays a `.msgpack` log as `callqa replay` does
+(reading it included), in one process per CPU (at most one per partition), then in one, and prints
+`{"events", "jobs", "seconds", "events_per_s", "events_per_s_one_process", ...}`.
 
 `python -m streams.bench.probes memory CALLS EXCHANGES` holds CALLS open calls, each started and
 EXCHANGES user/agent exchanges in, as the live worker holds them, and prints the process's resident
@@ -17,23 +18,33 @@ import json
 import resource
 import sys
 import time
+from contextlib import closing
 
 import msgspec
 
 
 def replay_probe(path: str, partitions: int) -> dict[str, float]:
-    from models.wire import read_log
-    from scorers.engine import CallEngine
-    from streams.replay import replay
-    from streams.tuning import tune_gc
+    """`callqa replay` of a log, from reading the file to the last result line written: in as many
+    processes as it uses by default, then in one."""
+    import os
+    import tempfile
 
-    records = list(read_log(path))
-    tune_gc()
-    encode = msgspec.json.Encoder().encode
-    sink: list[bytes] = []
-    report = replay(records, CallEngine(), partitions, lambda result: sink.append(encode(result)))
-    return {"events": report.events, "results": report.results, "seconds": report.seconds,
-            "events_per_s": report.events_per_s}
+    from scorers.engine import CallEngine
+    from streams.replay_files import ReplayFiles
+    from streams.replay_parallel import default_jobs, replay_log
+
+    jobs = default_jobs(partitions)
+    with tempfile.TemporaryDirectory(prefix="callqa-probe-") as out:
+        # The jobs first, forked from a process that has not yet replayed anything itself.
+        files = ReplayFiles.open(os.path.join(out, f"jobs-{jobs}.jsonl"))
+        with closing(files):
+            parallel = replay_log(path, partitions, jobs, CallEngine, files)
+        files = ReplayFiles.open(os.path.join(out, "one.jsonl"))
+        with closing(files):
+            one = replay_log(path, partitions, 1, CallEngine, files)
+    return {"events": parallel.events, "results": parallel.results, "jobs": jobs, "seconds": parallel.seconds,
+            "events_per_s": parallel.events_per_s, "seconds_one_process": one.seconds,
+            "events_per_s_one_process": one.events_per_s}
 
 
 def _rss_bytes() -> int:
