@@ -37,6 +37,8 @@ from typing import Annotated, Any, Iterable, Literal, Union
 import msgspec
 from msgspec import Meta, Struct
 
+from models.documents import decode_document, missing_field, split_validation_error
+
 WEIGHTED_SCORE = "weighted_score"
 SCOPE_ALL = "all"
 SCOPE_KINDS = ("agent", "cohort")
@@ -135,7 +137,7 @@ def decode_rule(document: bytes | str | dict[str, Any] | AlertRule, known_metric
     if isinstance(document, AlertRule):
         rule = document
     else:
-        data = _builtins(document)
+        data = decode_document(document, AlertRuleError, "alert rule")
         try:
             rule = msgspec.convert(data, AlertRule)
         except msgspec.ValidationError as exc:
@@ -192,18 +194,6 @@ def _registry_metrics() -> list[str]:
     return [metric.name for metric in qa_metrics()]
 
 
-def _builtins(document: Any) -> Any:
-    if not isinstance(document, (bytes, bytearray, memoryview, str)):
-        return document
-    raw = document.encode() if isinstance(document, str) else bytes(document)
-    try:
-        if raw.lstrip()[:1] in (b"{", b"["):
-            return msgspec.json.decode(raw)
-        return msgspec.msgpack.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise AlertRuleError(f"invalid alert rule: undecodable document: {exc}") from None
-
-
 def _subject(data: Any, where: str) -> str:
     name = data.get("name") if isinstance(data, dict) else None
     named = f"rule {name!r}" if isinstance(name, str) and name else "rule"
@@ -212,12 +202,11 @@ def _subject(data: Any, where: str) -> str:
 
 def _explain(exc: msgspec.ValidationError) -> str:
     """msgspec's "Expected `float` <= 1 - at `$.fire_below`" as "`fire_below`: Expected …"."""
-    problem, _, path = str(exc).partition(" - at `$")
-    path = path.rstrip("`").lstrip(".")
+    problem, path = split_validation_error(exc)
     if path == "severity":
         problem += f" (known severities: {', '.join(SEVERITIES)})"
-    if not path and problem.startswith("Object missing required field"):
-        field = problem.rpartition(" ")[2].strip("`")
+    field = None if path else missing_field(problem)
+    if field:
         return f"`{field}` is required"
     return f"`{path}`: {problem}" if path else problem
 

@@ -43,6 +43,8 @@ from typing import Annotated, Any, Iterable, Literal, Union
 import msgspec
 from msgspec import Meta, Struct
 
+from models.documents import decode_document, split_validation_error
+
 DEFAULT_WEIGHT = 1
 # The seed leaves the weighted score's pass mark open; 70 matches the most common metric pass-at.
 DEFAULT_PASS_THRESHOLD = 70
@@ -122,7 +124,7 @@ def decode_cohort(document: bytes | str | dict[str, Any] | CohortDefinition, kno
     if isinstance(document, CohortDefinition):
         definition = document
     else:
-        data = _builtins(document)
+        data = decode_document(document, CohortError, "cohort")
         try:
             definition = msgspec.convert(_with_default_kinds(data), CohortDefinition)
         except msgspec.ValidationError as exc:
@@ -141,19 +143,6 @@ def cohort_to_builtins(definition: CohortDefinition) -> dict[str, Any]:
     return msgspec.to_builtins(definition)
 
 
-def _builtins(document: Any) -> Any:
-    if not isinstance(document, (bytes, bytearray, memoryview, str)):
-        return document  # already decoded: the type check says what is wrong with it
-    raw = document.encode() if isinstance(document, str) else bytes(document)
-    # JSON objects start with "{" (possibly after whitespace); a MessagePack map never does.
-    try:
-        if raw.lstrip()[:1] == b"{":
-            return msgspec.json.decode(raw)
-        return msgspec.msgpack.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise CohortError(f"invalid cohort: undecodable document: {exc}") from None
-
-
 def _with_default_kinds(data: Any) -> Any:
     """A criterion without `kind` is a rule (the msgspec tagged union needs the tag spelled out)."""
     if not isinstance(data, dict) or not isinstance(data.get("criteria"), list):
@@ -169,8 +158,7 @@ def _subject(data: Any) -> str:
 
 def _explain(exc: msgspec.ValidationError) -> str:
     """msgspec's "Expected `int` <= 100 - at `$.metrics[0].weight`" as "`metrics[0].weight`: Expected …"."""
-    problem, _, path = str(exc).partition(" - at `$")
-    path = path.rstrip("`").lstrip(".")
+    problem, path = split_validation_error(exc)
     if not path:
         return problem
     if path.endswith(".op"):
