@@ -9,9 +9,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Installs callqa (editable) with the embedded broker and the test tools.
+# Installs callqa (editable) with the embedded broker, the test tools and the benchmark's peers (the
+# suite runs `callqa bench --quick` as a smoke test, so the benchmark cannot rot between full runs).
 install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,rocksdb]"
+	$(BIN)/python -m pip install --quiet -e ".[test,rocksdb,bench]"
 
 demo: install
 	$(BIN)/callqa demo
@@ -20,7 +21,6 @@ test: install
 	$(BIN)/python -m pytest -q
 
 bench: install
-	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/callqa bench --out bench-report.json
 
 schemas: install
