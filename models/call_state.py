@@ -11,7 +11,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from models.events import AgentConfig, CallEndedData, JudgeResultData, ScenarioSpec
+from models.events import MAX_TS_MS, AgentConfig, CallEndedData, JudgeResultData, ScenarioSpec
 
 DEFAULT_INACTIVITY_TIMEOUT_S = 120.0
 
@@ -112,4 +112,6 @@ class CallState:
     def inactivity_deadline_ms(self) -> int | None:
         if self.last_activity_ts_ms is None:
             return None
-        return self.last_activity_ts_ms + int(round(self.inactivity_timeout_s * 1000))
+        # Capped at the latest event time the contract accepts, so that the synthetic `call.ended`
+        # a sweep records at the deadline decodes again (from the journal, from a recorded log).
+        return min(self.last_activity_ts_ms + int(round(self.inactivity_timeout_s * 1000)), MAX_TS_MS)

@@ -10,7 +10,7 @@ milliseconds from the start of the call, as speech-to-text reports offsets into 
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import msgspec
 from msgspec import Struct
@@ -22,6 +22,15 @@ Role = Literal["user", "agent"]
 # The evaluation harness's SuccessSignal values (models/scenario.py): an unknown name is an input error.
 SuccessSignalName = Literal["is_action_match", "db_state_match", "db_state_assertion", "nl_assertion", "judge_passed", "clean_exit"]
 Side = Literal["agent", "user"]
+
+# Event time is bounded so that every time the engine derives from it stays usable: the last
+# millisecond of year 9999 is the last instant a result's ISO timestamps can name, and a deadline
+# (event time plus an inactivity timeout) then stays far inside MessagePack's 64-bit integers.
+MAX_TS_MS = 253_402_300_799_999
+EventTime = Annotated[int, msgspec.Meta(ge=0, le=MAX_TS_MS)]
+# At most a year: a finite, positive number of seconds (NaN and infinity are refused with the rest).
+MAX_INACTIVITY_TIMEOUT_S = 31_536_000.0
+InactivityTimeout = Annotated[float, msgspec.Meta(gt=0, le=MAX_INACTIVITY_TIMEOUT_S)]
 
 
 # --------------------------------------------------------------------------------------------- data
@@ -61,7 +70,7 @@ class CallStartedData(Struct, forbid_unknown_fields=False, gc=False):
     scenario: ScenarioSpec | None = None
     agent_config: AgentConfig | None = None
     variables: dict[str, Any] = {}
-    inactivity_timeout_s: float | None = None
+    inactivity_timeout_s: InactivityTimeout | None = None
 
 
 Word = tuple[str, float, float]
@@ -190,7 +199,7 @@ class Event(Struct, tag_field="type", forbid_unknown_fields=False, kw_only=True,
 
     event_id: str
     call_id: str
-    ts_ms: int
+    ts_ms: EventTime
     v: ContractVersion = CONTRACT_VERSION
 
 

@@ -118,3 +118,14 @@ def test_ended_calls_are_forgotten_after_their_retention():
     assert engine.expired(0) == []
     engine.process(started("c", ts=T0 + 61_001))
     assert engine.expired(0) == ["a"]
+
+
+def test_a_deadline_past_the_latest_event_time_is_held_at_it_so_the_synthetic_end_decodes_again():
+    from models.events import MAX_TS_MS
+    from models.wire import decode_message, encode_event
+
+    engine = CallEngine()
+    engine.process(started("late", ts=MAX_TS_MS - 1_000, inactivity_timeout_s=60))
+    (synthetic,) = engine.sweep(0, end_of_input=True)
+    assert synthetic.ts_ms == MAX_TS_MS
+    assert decode_message(encode_event(synthetic)).events == [synthetic]

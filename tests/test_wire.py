@@ -102,3 +102,21 @@ def test_a_scenario_naming_an_unknown_success_signal_is_rejected_on_the_wire():
     doc = envelope(type="call.started", data={"agent_id": "a", "scenario": {"success_signals": ["clean_exit", "vibes"]}})
     (rejected,) = decode_message(json.dumps(doc).encode()).rejected
     assert "'vibes'" in rejected.reason and "scenario.success_signals[1]" in rejected.reason
+
+
+def test_event_time_outside_years_1970_to_9999_is_rejected_with_its_bounds():
+    for ts_ms, bound in ((-1, ">= 0"), (2**64 - 1, "<= 253402300799999")):
+        (rejected,) = decode_message(msgpack.packb(envelope(ts_ms=ts_ms))).rejected
+        assert rejected.reason == f"event 'e1': Expected `int` {bound} - at `ts_ms`"
+    assert decode_message(msgpack.packb(envelope(ts_ms=253_402_300_799_999))).events
+
+
+def test_an_inactivity_timeout_that_is_not_a_positive_finite_number_of_seconds_up_to_a_year_is_rejected():
+    def started(timeout):
+        return msgpack.packb(envelope(type="call.started", data={"agent_id": "a", "inactivity_timeout_s": timeout}))
+
+    for timeout, problem in ((float("nan"), "> 0.0"), (0.0, "> 0.0"), (float("inf"), "<= 31536000.0"),
+                             (1e300, "<= 31536000.0")):
+        (rejected,) = decode_message(started(timeout)).rejected
+        assert rejected.reason == f"event 'e1': Expected `float` {problem} - at `data.inactivity_timeout_s`", timeout
+    assert decode_message(started(31_536_000.0)).events[0].data.inactivity_timeout_s == 31_536_000.0
