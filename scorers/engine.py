@@ -42,6 +42,7 @@ class EngineCounters:
     redelivered: int = 0
     rejected: int = 0
     results: int = 0
+    calls: int = 0  # calls taken up, forgotten ones included
 
 
 @dataclass
@@ -75,7 +76,16 @@ class CallEngine:
         call_id = event.call_id
         call = self.calls.get(call_id)
         if call is None:
+            if type(event) in RESCORE_CLASSES:
+                # A post-call event needs the call it changes: one that never started here, or that
+                # was forgotten after its retention, has nothing left to re-score.
+                self.counters.rejected += 1
+                tag = event.__struct_config__.tag
+                return Processed("rejected", reason=f"event {event.event_id!r}: a {tag!r} event names call {call_id!r}, "
+                                                    "which is not held (it never started, or it ended and was forgotten "
+                                                    "after its retention)")
             call = self.calls[call_id] = new_call(call_id, self.registry)
+            self.counters.calls += 1
         if position is not None:
             if position <= call.applied_offset:
                 self.counters.redelivered += 1

@@ -79,7 +79,9 @@ class InactivitySweeper:
             if call is None or call.has_ended:
                 continue
             current = call.inactivity_deadline_ms()
-            if current is not None and current != deadline:
+            if current is None:
+                continue  # no activity left to time out (not tracked again)
+            if current != deadline:
                 heapq.heappush(clock.deadlines, (current, call_id))
                 continue
             found.append(call)

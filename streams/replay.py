@@ -128,6 +128,11 @@ def replay_partitions(
             if on_recorded is not None:
                 on_recorded(synthetic)
             feed(synthetic, partition, index, phase, position)
+        # Ended calls past their retention are forgotten as the live worker forgets them, so that a
+        # post-call event arriving later is dead-lettered here too.
+        expired = engine.expired(partition)
+        if expired:
+            engine.forget(expired)
 
     # A call's partition never changes: hash its id once, not once per event.
     partition_of_call: dict[str, int] = {}
@@ -177,6 +182,6 @@ def replay_partitions(
     report.applied = counters.applied
     report.duplicates = counters.duplicate
     report.rejected += counters.rejected
-    report.calls = len(engine.calls)
+    report.calls = counters.calls  # forgotten calls included
     report.seconds = time.perf_counter() - started
     return report

@@ -129,3 +129,26 @@ def test_a_deadline_past_the_latest_event_time_is_held_at_it_so_the_synthetic_en
     (synthetic,) = engine.sweep(0, end_of_input=True)
     assert synthetic.ts_ms == MAX_TS_MS
     assert decode_message(encode_event(synthetic)).events == [synthetic]
+
+
+def test_a_post_call_event_for_a_call_not_held_is_rejected_without_taking_the_call_up():
+    engine = CallEngine()
+    processed = engine.process(event("call.annotated", {"user_sentiment": "Negative"}, call_id="nobody", event_id="ann-1"))
+    assert processed.status == "rejected" and processed.call is None
+    assert processed.reason == ("event 'ann-1': a 'call.annotated' event names call 'nobody', which is not held "
+                                "(it never started, or it ended and was forgotten after its retention)")
+    assert "nobody" not in engine.calls and engine.counters.rejected == 1 and engine.counters.calls == 0
+
+
+def test_a_post_call_event_after_the_call_was_forgotten_is_rejected_and_the_old_deadline_sweeps_nothing():
+    # The call's 2-day inactivity deadline outlives its 60 s retention: its entry is still in the
+    # sweep's heap when the end of input comes.
+    engine = CallEngine(retention_after_end_ms=60_000)
+    engine.process(started("a", ts=T0, inactivity_timeout_s=172_800))
+    engine.process(ended("a", ts=T0 + 1_000))
+    engine.process(started("b", ts=T0 + 62_000))
+    engine.forget(engine.expired(0))
+    late = engine.process(event("call.annotated", {"user_sentiment": "Negative"}, call_id="a", ts_ms=T0 + 63_000))
+    assert late.status == "rejected" and "'a'" in late.reason and "a" not in engine.calls
+    assert [e.call_id for e in engine.sweep(0, end_of_input=True)] == ["b"]
+    assert engine.counters.calls == 2

@@ -77,3 +77,27 @@ def test_a_malformed_message_is_dead_lettered_with_its_position():
     (letter,) = out.dead_letters
     assert (letter.topic, letter.partition, letter.offset) == ("callqa.events", 2, 41)
     assert letter.original == b"{not json" and letter.reason.startswith("event without a readable event_id")
+
+
+def test_replay_forgets_ended_calls_after_their_retention_as_the_live_worker_does():
+    from streams.replay import replay
+
+    day = 86_400_000
+    log = [
+        message("call.started", {"agent_id": "a1"}, "r1", T0, call_id="A"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "r2", T0 + 1_000, call_id="A"),
+        message("call.started", {"agent_id": "a1"}, "r3", T0 + day + 2_000, call_id="B"),  # A's retention has passed
+        message("call.annotated", {"user_sentiment": "Negative"}, "r4", T0 + day + 3_000, call_id="A"),
+        message("watermark", {"end_of_input": True, "partition": 0}, "r5", T0 + day + 4_000, call_id="__watermark__"),
+    ]
+    live, live_results, live_letters = LiveScorer(CallEngine()), [], []
+    for offset, raw in enumerate(log):
+        out = live.handle(raw, "callqa.events", 0, offset)
+        live_results += [(r.call_id, r.version) for r in out.results]
+        live_letters += [letter.event_id for letter in out.dead_letters]
+    replayed, letters = [], []
+    report = replay(log, CallEngine(), 1, lambda r: replayed.append((r.call_id, r.version)),
+                    lambda rejected, index: letters.append(rejected.event_id))
+    assert replayed == live_results == [("A", 1), ("B", 1)]
+    assert letters == live_letters == ["r4"]
+    assert report.calls == 2  # the forgotten call still counts as replayed
