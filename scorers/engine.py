@@ -150,3 +150,11 @@ class CallEngine:
     def forget(self, call_ids: Iterable[str]) -> None:
         for call_id in call_ids:
             self.calls.pop(call_id, None)
+
+    def release_partitions(self, partitions: Iterable[int]) -> None:
+        """Drop the partitions' clocks, deadlines and retention entries (their calls are forgotten
+        with `forget`): whatever comes back is rebuilt from its journal, with nothing left over."""
+        for partition in partitions:
+            self.sweeper.forget_partition(partition)
+            self._retained.ends.pop(partition, None)
+            self._end_of_input.discard(partition)

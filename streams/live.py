@@ -120,6 +120,10 @@ class LiveScorer:
             out.forget.append(call_id)
         if out.forget:
             self.engine.forget(out.forget)
+            for call_id in out.forget:
+                # What this very message changed in a call it also forgets is not journaled: a
+                # segment would otherwise hold a call that is never forgotten again.
+                out.journal.pop(call_id, None)
         clock = self.engine.sweeper.partitions.get(partition)
         self.last_message[partition] = (time.monotonic(), clock.watermark_ms if clock else None)
         return out
@@ -187,7 +191,8 @@ class LiveScorer:
         return len(calls)
 
     def _refold(self, partition: int, position: int, raw: bytes) -> None:
-        for index, event in enumerate(decode_message(raw).events):
+        # The journal holds only what was accepted once: it is read back whatever the size limit is now.
+        for index, event in enumerate(decode_message(raw, max_bytes=max(len(raw), self.max_message_bytes)).events):
             self.engine.process(event, partition, position + index)
 
     def release_partitions(self, partitions: set[int]) -> None:
@@ -196,8 +201,8 @@ class LiveScorer:
         self.engine.forget(gone)
         for call_id in gone:
             del self.owned[call_id]
+        self.engine.release_partitions(partitions)
         for partition in partitions:
-            self.engine.sweeper.forget_partition(partition)
             self.restored_partitions.discard(partition)
             self.last_message.pop(partition, None)
         self.book.drop(partitions)

@@ -101,3 +101,58 @@ def test_replay_forgets_ended_calls_after_their_retention_as_the_live_worker_doe
     assert replayed == live_results == [("A", 1), ("B", 1)]
     assert letters == live_letters == ["r4"]
     assert report.calls == 2  # the forgotten call still counts as replayed
+
+
+def handle_as_the_worker_does(live: LiveScorer, raw: bytes, offset: int, table: dict[bytes, bytes]):
+    """One message as streams/app.py performs its outbox: forget, then stage and write its segment."""
+    out = live.handle(raw, "callqa.events", 0, offset)
+    if out.forget:
+        for key in live.book.forget(out.forget):
+            table.pop(key, None)
+        live.forgotten(out.forget)
+    live.book.stage(0, out.journal, ack=offset, now=0.0)
+    key, value, _ = live.book.take(0)
+    if key is not None:
+        table[key] = value
+    return out
+
+
+def test_a_message_larger_than_the_default_limit_accepted_under_a_raised_one_is_restored():
+    big_text = "word " * 300_000  # 1.5 MB: over the default 1 MiB
+    log = [message("call.started", {"agent_id": "a1"}, "b1", T0),
+           message("turn", {"role": "user", "text": big_text}, "b2", T0 + 1_000)]
+    table: dict[bytes, bytes] = {}
+    live = LiveScorer(CallEngine(), max_message_bytes=4_000_000)
+    for offset, raw in enumerate(log):
+        assert not handle_as_the_worker_does(live, raw, offset, table).dead_letters
+    restarted = LiveScorer(CallEngine(), max_message_bytes=4_000_000)
+    restarted.restore_partition(0, table.items())
+    assert restarted.engine.calls["c1"].events_applied == 2
+
+
+def test_the_message_that_makes_a_call_expire_journals_nothing_for_it_and_a_restore_does_not_bring_it_back():
+    # The late annotation re-scores A and moves the watermark past A's retention: A is forgotten in
+    # the very message that changed it.
+    log = [message("call.started", {"agent_id": "a1"}, "x1", T0, call_id="A"),
+           message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 10, call_id="A"),
+           message("call.annotated", {"user_sentiment": "Negative"}, "x3", T0 + 100_000, call_id="A")]
+    table: dict[bytes, bytes] = {}
+    live = LiveScorer(CallEngine(retention_after_end_ms=60_000))
+    outs = [handle_as_the_worker_does(live, raw, offset, table) for offset, raw in enumerate(log)]
+    assert [(r.call_id, r.version) for r in outs[2].results] == [("A", 2)] and outs[2].forget == ["A"]
+    assert outs[2].journal == {} and table == {}
+    restarted = LiveScorer(CallEngine(retention_after_end_ms=60_000))
+    assert restarted.restore_partition(0, table.items()) == 0 and "A" not in restarted.engine.calls
+
+
+def test_a_partition_released_and_restored_forgets_each_ended_call_once():
+    log = [message("call.started", {"agent_id": "a1"}, "y1", T0, call_id="A"),
+           message("call.ended", {"stop_reason": "[EXIT]"}, "y2", T0 + 1, call_id="A")]
+    table: dict[bytes, bytes] = {}
+    live = LiveScorer(CallEngine(retention_after_end_ms=1_000))
+    for offset, raw in enumerate(log):
+        handle_as_the_worker_does(live, raw, offset, table)
+    live.release_partitions({0})
+    live.restore_partition(0, table.items())
+    out = live.handle(message("call.started", {"agent_id": "a1"}, "y3", T0 + 10_000, call_id="B"), "callqa.events", 0, 2)
+    assert out.forget == ["A"]
