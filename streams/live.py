@@ -77,11 +77,14 @@ class LiveScorer:
     book: JournalBook = field(default_factory=JournalBook)
     # partition -> (monotonic time of its last message, its watermark then): for the idle clock.
     last_message: dict[int, tuple[float, int | None]] = field(default_factory=dict)
+    # partition -> calls a restore found already past their retention: forgotten by the next
+    # message's outbox, which also deletes their journal segments.
+    expired_at_restore: dict[int, list[str]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------- messages
 
     def handle(self, value: bytes, topic: str, partition: int, offset: int) -> Outbox:
-        out = Outbox()
+        out = Outbox(forget=self.expired_at_restore.pop(partition, []))
         decoded = decode_message(value, self.max_message_bytes)
         for rejected in decoded.rejected:
             out.dead_letters.append(self._dead_letter(rejected, topic, partition, offset))
@@ -187,6 +190,13 @@ class LiveScorer:
             self._refold(partition, position, raw)
             self.owned.setdefault(call_id, [partition, 0])
             calls.add(call_id)
+        # A segment is deleted only once all its calls are forgotten, so it can bring back a call
+        # whose retention had passed: forget it again before any message can change it.
+        expired = self.engine.expired(partition)
+        if expired:
+            self.engine.forget(expired)
+            self.expired_at_restore[partition] = expired
+            calls.difference_update(expired)
         self.restored_partitions.add(partition)
         return len(calls)
 
@@ -204,6 +214,7 @@ class LiveScorer:
         self.engine.release_partitions(partitions)
         for partition in partitions:
             self.restored_partitions.discard(partition)
+            self.expired_at_restore.pop(partition, None)
             self.last_message.pop(partition, None)
         self.book.drop(partitions)
 

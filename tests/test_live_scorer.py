@@ -103,17 +103,19 @@ def test_replay_forgets_ended_calls_after_their_retention_as_the_live_worker_doe
     assert report.calls == 2  # the forgotten call still counts as replayed
 
 
-def handle_as_the_worker_does(live: LiveScorer, raw: bytes, offset: int, table: dict[bytes, bytes]):
-    """One message as streams/app.py performs its outbox: forget, then stage and write its segment."""
+def handle_as_the_worker_does(live: LiveScorer, raw: bytes, offset: int, table: dict[bytes, bytes], write: bool = True):
+    """One message as streams/app.py performs its outbox: forget, then stage and (when `write`, as
+    when a segment is due) write the segment of everything staged."""
     out = live.handle(raw, "callqa.events", 0, offset)
     if out.forget:
         for key in live.book.forget(out.forget):
             table.pop(key, None)
         live.forgotten(out.forget)
     live.book.stage(0, out.journal, ack=offset, now=0.0)
-    key, value, _ = live.book.take(0)
-    if key is not None:
-        table[key] = value
+    if write:
+        key, value, _ = live.book.take(0)
+        if key is not None:
+            table[key] = value
     return out
 
 
@@ -156,3 +158,23 @@ def test_a_partition_released_and_restored_forgets_each_ended_call_once():
     live.restore_partition(0, table.items())
     out = live.handle(message("call.started", {"agent_id": "a1"}, "y3", T0 + 10_000, call_id="B"), "callqa.events", 0, 2)
     assert out.forget == ["A"]
+
+
+def test_a_restore_does_not_bring_back_a_call_forgotten_after_its_retention_and_the_next_message_forgets_it():
+    # A and B share the first segment; A's retention passes while B lives on, so the segment stays.
+    log = [message("call.started", {"agent_id": "a1"}, "z1", T0, call_id="A"),
+           message("call.started", {"agent_id": "a1"}, "z2", T0 + 1, call_id="B"),
+           message("call.ended", {"stop_reason": "[EXIT]"}, "z3", T0 + 2, call_id="A"),
+           message("turn", {"role": "user", "text": "hi"}, "z4", T0 + 100_000, call_id="B")]
+    table: dict[bytes, bytes] = {}
+    live = LiveScorer(CallEngine(retention_after_end_ms=60_000))
+    outs = [handle_as_the_worker_does(live, raw, offset, table, write=offset in (2, 3)) for offset, raw in enumerate(log)]
+    assert outs[3].forget == ["A"] and len(table) == 2  # the segment of A and B, and B's turn
+
+    restarted = LiveScorer(CallEngine(retention_after_end_ms=60_000))
+    assert restarted.restore_partition(0, table.items()) == 1
+    assert "A" not in restarted.engine.calls
+    late = message("call.annotated", {"user_sentiment": "Negative"}, "z5", T0 + 100_001, call_id="A")
+    out = handle_as_the_worker_does(restarted, late, 4, table)
+    assert out.results == [] and [letter.event_id for letter in out.dead_letters] == ["z5"]
+    assert out.forget == ["A"] and "A" not in restarted.owned
