@@ -54,6 +54,15 @@ class Decoded:
     events: list[AnyEvent]
     rejected: list[Rejected]
     is_batch: bool = False
+    # Each event's index among the batch's items, when items before it were rejected (None: event i
+    # is item i), so that what is refused later still names its place in the original message.
+    item_indexes: list[int] | None = None
+
+    def batch_index_of(self, event_index: int) -> int | None:
+        """The batch item that `events[event_index]` came from (None for a message that is no batch)."""
+        if not self.is_batch:
+            return None
+        return event_index if self.item_indexes is None else self.item_indexes[event_index]
 
 
 class _Codec:
@@ -165,6 +174,7 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
     if batch.v != CONTRACT_VERSION:
         return Decoded([], [Rejected(f"batch: unsupported contract version v={batch.v}", raw, call_id=batch.call_id)])
     out = Decoded([], [], is_batch=True)
+    accepted: list[int] = []
     for index, item in enumerate(batch.events):
         decoded = _decode_one(codec, bytes(item), index)
         if isinstance(decoded, Rejected):
@@ -175,6 +185,9 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
             )
         else:
             out.events.append(decoded)
+            accepted.append(index)
+    if out.rejected:
+        out.item_indexes = accepted
     return out
 
 

@@ -101,15 +101,15 @@ class LiveScorer:
             status = processed.status
             if status == "applied":
                 applied = True
-                if not one_call:
-                    self._collect(processed, event, partition, position, topic, offset, out, (value, index))
+                if not one_call:  # (applied: never dead-lettered, so no batch index to look up)
+                    self._collect(processed, event, partition, position, topic, offset, out, (value, None))
                 elif processed.result is not None:
                     out.results.append(processed.result)
             elif status == "redelivered":
                 self._republish_lost_result(processed.call, offset, republished, out)
             else:
                 self._collect(processed, event, partition, position, topic, offset, out,
-                              (value, index if decoded.is_batch else None))
+                              (value, decoded.batch_index_of(index)))
         if applied and one_call:
             call_id = events[0].call_id
             out.journal[call_id] = [(position_of(offset, 0), value)]

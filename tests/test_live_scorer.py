@@ -178,3 +178,21 @@ def test_a_restore_does_not_bring_back_a_call_forgotten_after_its_retention_and_
     out = handle_as_the_worker_does(restarted, late, 4, table)
     assert out.results == [] and [letter.event_id for letter in out.dead_letters] == ["z5"]
     assert out.forget == ["A"] and "A" not in restarted.owned
+
+
+def test_a_batch_item_refused_by_the_engine_names_its_place_in_the_batch_after_an_item_refused_at_decoding():
+    live = LiveScorer(CallEngine())
+    for offset, raw in enumerate(MESSAGES[:3]):  # c1 starts and ends
+        live.handle(raw, "callqa.events", 0, offset)
+    def items(tag: str) -> list[dict]:
+        return [{"v": 1, "type": "turn", "event_id": f"bad-{tag}", "call_id": "c1", "ts_ms": T0 + 3_000,
+                 "data": {"role": "robot", "text": "x"}},
+                {"v": 1, "type": "turn", "event_id": f"late-{tag}", "call_id": "c1", "ts_ms": T0 + 3_001,
+                 "data": {"role": "user", "text": "after the end"}}]
+
+    one_call = {"v": 1, "call_id": "c1", "events": items("one")}
+    across_calls = {"v": 1, "events": [*items("across"), {"v": 1, "type": "call.started", "event_id": "z",
+                                                          "call_id": "other", "ts_ms": T0 + 3_002, "data": {"agent_id": "a1"}}]}
+    for offset, (tag, batch) in enumerate((("one", one_call), ("across", across_calls)), start=7):
+        out = live.handle(msgspec.msgpack.encode(batch), "callqa.events", 0, offset)
+        assert [(letter.event_id, letter.batch_index) for letter in out.dead_letters] == [(f"bad-{tag}", 0), (f"late-{tag}", 1)]
