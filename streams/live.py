@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from models.call_state import CallState
 from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
 from models.events import Event
 from models.results import CallResult
@@ -80,15 +79,19 @@ class LiveScorer:
     # partition -> calls a restore found already past their retention: forgotten by the next
     # message's outbox, which also deletes their journal segments.
     expired_at_restore: dict[int, list[str]] = field(default_factory=dict)
+    # partition -> offset -> the restored calls whose latest result that message produced: what to
+    # publish again if the message is delivered again (see `_republish_lost_results`).
+    results_at_restore: dict[int, dict[int, list[str]]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------- messages
 
     def handle(self, value: bytes, topic: str, partition: int, offset: int) -> Outbox:
         out = Outbox(forget=self.expired_at_restore.pop(partition, []))
+        if partition in self.results_at_restore:
+            self._republish_lost_results(partition, offset, out)
         decoded = decode_message(value, self.max_message_bytes)
         for rejected in decoded.rejected:
             out.dead_letters.append(self._dead_letter(rejected, topic, partition, offset))
-        republished: set[str] = set()
         events = decoded.events
         # The journal keeps the message itself when all its events are one call's (nothing to
         # re-encode); a batch across calls is journaled event by event.
@@ -106,7 +109,7 @@ class LiveScorer:
                 elif processed.result is not None:
                     out.results.append(processed.result)
             elif status == "redelivered":
-                self._republish_lost_result(processed.call, offset, republished, out)
+                pass  # applied before a restart; its lost outputs, if any, were published again above
             else:
                 self._collect(processed, event, partition, position, topic, offset, out,
                               (value, decoded.batch_index_of(index)))
@@ -146,21 +149,27 @@ class LiveScorer:
         if processed.result is not None:
             out.results.append(processed.result)
 
-    def _republish_lost_result(self, call: CallState | None, offset: int, done: set[str], out: Outbox) -> None:
-        """Publish again a result that this very message produced before a crash.
+    def _republish_lost_results(self, partition: int, offset: int, out: Outbox) -> None:
+        """Publish again the results that this very message produced before a crash.
 
-        The journal can reach the broker while the result did not (a kill -9 between the two sends):
-        the restored call then skips the redelivered message as already applied, and without this the
-        result would never appear. Faust flushes the producer before it commits offsets, so a message
-        that is redelivered is exactly one whose outputs may be missing.
+        The journal can reach the broker while a result did not (a kill -9 between the two sends):
+        the restored calls then skip the redelivered message as already applied (or, for a call the
+        message's sweep ended, are already ended), and without this the results would never appear.
+        Faust flushes the producer before it commits offsets, so a message that is redelivered is
+        exactly one whose outputs may be missing. Results are keyed by the message that produced
+        them, whatever it carried: an event of the call, of another call whose time swept it, or a
+        watermark.
         """
-        if call is None or call.call_id in done:
-            return
-        if position_of(offset, 0) <= call.result_position <= position_of(offset, SYNTHETIC_INDEX):
-            result = self.engine.latest_result(call)
-            if result is not None:
-                done.add(call.call_id)
-                out.results.append(result)
+        by_offset = self.results_at_restore[partition]
+        call_ids = by_offset.pop(offset, ())
+        if not by_offset or offset > max(by_offset):
+            del self.results_at_restore[partition]  # past every restored result: nothing more to look for
+        for call_id in call_ids:
+            call = self.engine.calls.get(call_id)
+            if call is not None and position_of(offset, 0) <= call.result_position <= position_of(offset, SYNTHETIC_INDEX):
+                result = self.engine.latest_result(call)
+                if result is not None:
+                    out.results.append(result)
 
     @staticmethod
     def _dead_letter(rejected: Rejected, topic: str, partition: int, offset: int) -> DeadLetter:
@@ -190,6 +199,13 @@ class LiveScorer:
             self._refold(partition, position, raw)
             self.owned.setdefault(call_id, [partition, 0])
             calls.add(call_id)
+        by_offset: dict[int, list[str]] = {}
+        for call_id in sorted(calls):
+            call = self.engine.calls[call_id]
+            if call.version > 0 and call.result_position >= 0:
+                by_offset.setdefault(call.result_position >> INDEX_BITS, []).append(call_id)
+        if by_offset:
+            self.results_at_restore[partition] = by_offset
         # A segment is deleted only once all its calls are forgotten, so it can bring back a call
         # whose retention had passed: forget it again before any message can change it.
         expired = self.engine.expired(partition)
@@ -215,6 +231,7 @@ class LiveScorer:
         for partition in partitions:
             self.restored_partitions.discard(partition)
             self.expired_at_restore.pop(partition, None)
+            self.results_at_restore.pop(partition, None)
             self.last_message.pop(partition, None)
         self.book.drop(partitions)
 

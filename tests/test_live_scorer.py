@@ -196,3 +196,24 @@ def test_a_batch_item_refused_by_the_engine_names_its_place_in_the_batch_after_a
     for offset, (tag, batch) in enumerate((("one", one_call), ("across", across_calls)), start=7):
         out = live.handle(msgspec.msgpack.encode(batch), "callqa.events", 0, offset)
         assert [(letter.event_id, letter.batch_index) for letter in out.dead_letters] == [(f"bad-{tag}", 0), (f"late-{tag}", 1)]
+
+
+def test_results_a_redelivered_message_produced_for_other_calls_by_its_sweep_are_published_again():
+    # Y is silent; a later event of X (or an idle tick) moves the partition's time past Y's deadline.
+    prelude = [message("call.started", {"agent_id": "a1"}, "p1", T0, call_id="Y"),
+               message("call.started", {"agent_id": "a1"}, "p2", T0 + 1, call_id="X")]
+    for trigger in (message("turn", {"role": "user", "text": "hi"}, "p3", T0 + 200_000, call_id="X"),
+                    message("watermark", {"partition": 0}, "tick", T0 + 200_000, call_id="__watermark__")):
+        table: dict[bytes, bytes] = {}
+        live = LiveScorer(CallEngine())
+        for offset, raw in enumerate(prelude):
+            handle_as_the_worker_does(live, raw, offset, table)
+        first = handle_as_the_worker_does(live, trigger, 2, table)  # journaled; the result send is lost
+        assert ("Y", 1) in [(r.call_id, r.version) for r in first.results]
+
+        restarted = LiveScorer(CallEngine())
+        restarted.restore_partition(0, table.items())
+        again = restarted.handle(trigger, "callqa.events", 0, 2)  # offset 2 was not committed
+        assert sorted(msgspec.json.encode(r) for r in again.results) == sorted(msgspec.json.encode(r) for r in first.results)
+        # Delivered once more, or any later message: nothing is published twice.
+        assert restarted.handle(trigger, "callqa.events", 0, 2).results == []
