@@ -136,9 +136,13 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         book.stage(partition, out.journal, message)
         if book.due(partition):
             key, value, acks = book.take(partition)
-            if key is not None:
+            watermark = live.watermark_to_journal(partition)
+            if key is not None or watermark is not None:
                 with current_event_for(app, message):
-                    journal[key] = value
+                    if key is not None:
+                        journal[key] = value
+                    if watermark is not None:
+                        journal[watermark[0]] = watermark[1]
             consumer = app.consumer
             for done in acks:
                 done.ack(consumer)

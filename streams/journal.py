@@ -17,6 +17,13 @@ compressed with zlib. `bytes` is the original message when all its events belong
 producer before it commits offsets), so a crash loses nothing the journal does not have: whatever
 was not journaled is delivered again. A segment is deleted once every call in it has been forgotten.
 
+Watermarks. Watermark messages (a producer's, the worker's own idle ticks) move a partition's event
+time without changing any call, and the events of forgotten calls leave with their segments: neither
+can be re-folded. So whenever a segment falls due the worker also writes the partition's watermark,
+when it moved, under `\x1ewatermark\x1f<partition>` (value `{"p": partition, "w": ts_ms}`, one key a
+partition, overwritten), and a restore starts the partition's clock there: a restored worker then
+sweeps exactly when the one before it would have.
+
 Call segments (the first format, still read): key `<call_id>\\x1f<segment>`, value `{"p": partition,
 "e": [[position, bytes], …]}`, one per call per message.
 
@@ -35,7 +42,10 @@ from typing import Any, Iterable, Iterator
 import msgpack
 
 SEPARATOR = b"\x1f"
-PARTITION_SEGMENT_PREFIX = b"\x1epartition" + SEPARATOR
+# Keys of the worker's own records start with \x1e, which no call_id of a call segment does.
+RESERVED_PREFIX = b"\x1e"
+PARTITION_SEGMENT_PREFIX = RESERVED_PREFIX + b"partition" + SEPARATOR
+WATERMARK_PREFIX = RESERVED_PREFIX + b"watermark" + SEPARATOR
 # A segment is written when it holds this many bytes of events, or when its oldest entry has waited
 # this long (checked whenever the partition delivers a message).
 SEGMENT_BYTES = 256 * 1024
@@ -75,7 +85,7 @@ def calls_of_partition(items: Iterable[tuple[bytes, bytes]], partition: int) -> 
     call segments (partition segments are read by `JournalBook.restore`)."""
     by_call: dict[str, list[tuple[int, list[Entry]]]] = defaultdict(list)
     for key, value in items:
-        if value is None or key.startswith(PARTITION_SEGMENT_PREFIX):
+        if value is None or key.startswith(RESERVED_PREFIX):
             continue
         seg_partition, entries = decode_segment(value)
         if seg_partition != partition:
@@ -85,6 +95,26 @@ def calls_of_partition(items: Iterable[tuple[bytes, bytes]], partition: int) -> 
     for call_id in sorted(by_call):
         segments = sorted(by_call[call_id])
         yield call_id, len(segments), [entry for _, entries in segments for entry in entries]
+
+
+# ------------------------------------------------------------------------------------ watermarks
+
+
+def watermark_key(partition: int) -> bytes:
+    return WATERMARK_PREFIX + b"%d" % partition
+
+
+def encode_watermark(partition: int, ts_ms: int) -> bytes:
+    return msgpack.packb({"p": partition, "w": ts_ms})
+
+
+def journaled_watermark(items: Iterable[tuple[bytes, bytes]], partition: int) -> int | None:
+    """The watermark last journaled for `partition`, if any."""
+    key = watermark_key(partition)
+    for item_key, value in items:
+        if item_key == key and value is not None:
+            return int(msgpack.unpackb(value)["w"])
+    return None
 
 
 # ------------------------------------------------------------------------------ partition segments

@@ -19,7 +19,7 @@ from models.events import Event
 from models.results import CallResult
 from models.wire import Rejected, decode_message, encode_event
 from scorers.engine import CallEngine, Processed
-from streams.journal import JournalBook, calls_of_partition
+from streams.journal import JournalBook, calls_of_partition, encode_watermark, journaled_watermark, watermark_key
 
 # A batch message's events share one offset: position = offset * 2**20 + index keeps them ordered.
 INDEX_BITS = 20
@@ -82,6 +82,8 @@ class LiveScorer:
     # partition -> offset -> the restored calls whose latest result that message produced: what to
     # publish again if the message is delivered again (see `_republish_lost_results`).
     results_at_restore: dict[int, dict[int, list[str]]] = field(default_factory=dict)
+    # partition -> the watermark last written to the journal (streams/journal.py, "Watermarks").
+    journaled_watermarks: dict[int, int] = field(default_factory=dict)
 
     # ------------------------------------------------------------------------------- messages
 
@@ -199,6 +201,10 @@ class LiveScorer:
             self._refold(partition, position, raw)
             self.owned.setdefault(call_id, [partition, 0])
             calls.add(call_id)
+        watermark = journaled_watermark(items, partition)
+        if watermark is not None:
+            self.engine.sweeper.observe(partition, watermark)
+            self.journaled_watermarks[partition] = watermark
         by_offset: dict[int, list[str]] = {}
         for call_id in sorted(calls):
             call = self.engine.calls[call_id]
@@ -216,6 +222,17 @@ class LiveScorer:
         self.restored_partitions.add(partition)
         return len(calls)
 
+    def watermark_to_journal(self, partition: int) -> tuple[bytes, bytes] | None:
+        """(key, value) of the partition's watermark when it moved since it was last journaled;
+        written together with each segment, so that a restore starts the partition's clock there."""
+        clock = self.engine.sweeper.partitions.get(partition)
+        if clock is None or clock.watermark_ms is None:
+            return None
+        if clock.watermark_ms <= self.journaled_watermarks.get(partition, -1):
+            return None
+        self.journaled_watermarks[partition] = clock.watermark_ms
+        return watermark_key(partition), encode_watermark(partition, clock.watermark_ms)
+
     def _refold(self, partition: int, position: int, raw: bytes) -> None:
         # The journal holds only what was accepted once: it is read back whatever the size limit is now.
         for index, event in enumerate(decode_message(raw, max_bytes=max(len(raw), self.max_message_bytes)).events):
@@ -232,6 +249,7 @@ class LiveScorer:
             self.restored_partitions.discard(partition)
             self.expired_at_restore.pop(partition, None)
             self.results_at_restore.pop(partition, None)
+            self.journaled_watermarks.pop(partition, None)
             self.last_message.pop(partition, None)
         self.book.drop(partitions)
 

@@ -152,3 +152,23 @@ def _segment_of(live: LiveScorer, out) -> bytes:
     live.book.stage(0, out.journal, None)
     _, value, _ = live.book.take(0)
     return value
+
+
+def test_a_partitions_watermark_is_one_key_read_back_by_its_partition_only_and_skipped_by_the_call_segment_reader():
+    from streams.journal import calls_of_partition, encode_segment, encode_watermark, journaled_watermark, segment_key, watermark_key
+
+    items = [(watermark_key(0), encode_watermark(0, T0 + 5)), (watermark_key(10), encode_watermark(10, T0 + 9)),
+             (segment_key("c1", 0), encode_segment(0, [(0, b"x")]))]
+    assert journaled_watermark(items, 0) == T0 + 5 and journaled_watermark(items, 10) == T0 + 9
+    assert journaled_watermark(items, 1) is None
+    assert [call_id for call_id, _, _ in calls_of_partition(items, 0)] == ["c1"]
+
+
+def test_the_watermark_is_written_only_when_it_moved_since_the_last_write():
+    live = LiveScorer(CallEngine())
+    assert live.watermark_to_journal(0) is None  # no event yet
+    live.handle(message("call.started", {"agent_id": "a"}, "m1", T0), "callqa.events", 0, 0)
+    assert live.watermark_to_journal(0) is not None
+    assert live.watermark_to_journal(0) is None
+    live.handle(message("turn", {"role": "user", "text": "older"}, "m2", T0 - 10), "callqa.events", 0, 1)
+    assert live.watermark_to_journal(0) is None

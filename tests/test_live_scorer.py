@@ -8,7 +8,7 @@ import msgspec
 
 from eventkit import T0
 from scorers.engine import CallEngine
-from streams.journal import encode_segment, segment_key
+from streams.journal import PARTITION_SEGMENT_PREFIX, encode_segment, segment_key
 from streams.live import LiveScorer
 
 
@@ -116,7 +116,15 @@ def handle_as_the_worker_does(live: LiveScorer, raw: bytes, offset: int, table: 
         key, value, _ = live.book.take(0)
         if key is not None:
             table[key] = value
+        watermark = live.watermark_to_journal(0)
+        if watermark is not None:
+            table[watermark[0]] = watermark[1]
     return out
+
+
+def segments(table: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    """The journal's segments, without the partitions' watermarks."""
+    return {key: value for key, value in table.items() if key.startswith(PARTITION_SEGMENT_PREFIX)}
 
 
 def test_a_message_larger_than_the_default_limit_accepted_under_a_raised_one_is_restored():
@@ -142,7 +150,7 @@ def test_the_message_that_makes_a_call_expire_journals_nothing_for_it_and_a_rest
     live = LiveScorer(CallEngine(retention_after_end_ms=60_000))
     outs = [handle_as_the_worker_does(live, raw, offset, table) for offset, raw in enumerate(log)]
     assert [(r.call_id, r.version) for r in outs[2].results] == [("A", 2)] and outs[2].forget == ["A"]
-    assert outs[2].journal == {} and table == {}
+    assert outs[2].journal == {} and segments(table) == {}
     restarted = LiveScorer(CallEngine(retention_after_end_ms=60_000))
     assert restarted.restore_partition(0, table.items()) == 0 and "A" not in restarted.engine.calls
 
@@ -169,7 +177,7 @@ def test_a_restore_does_not_bring_back_a_call_forgotten_after_its_retention_and_
     table: dict[bytes, bytes] = {}
     live = LiveScorer(CallEngine(retention_after_end_ms=60_000))
     outs = [handle_as_the_worker_does(live, raw, offset, table, write=offset in (2, 3)) for offset, raw in enumerate(log)]
-    assert outs[3].forget == ["A"] and len(table) == 2  # the segment of A and B, and B's turn
+    assert outs[3].forget == ["A"] and len(segments(table)) == 2  # the segment of A and B, and B's turn
 
     restarted = LiveScorer(CallEngine(retention_after_end_ms=60_000))
     assert restarted.restore_partition(0, table.items()) == 1
@@ -217,3 +225,30 @@ def test_results_a_redelivered_message_produced_for_other_calls_by_its_sweep_are
         assert sorted(msgspec.json.encode(r) for r in again.results) == sorted(msgspec.json.encode(r) for r in first.results)
         # Delivered once more, or any later message: nothing is published twice.
         assert restarted.handle(trigger, "callqa.events", 0, 2).results == []
+
+
+def test_a_restored_worker_starts_at_the_journaled_watermark_and_sweeps_as_the_uninterrupted_one():
+    # An idle tick moves the partition's time to T0 + 140 s without changing any call; D then
+    # arrives 40 s behind it with a 5 s timeout: the tick's time has already passed D's deadline.
+    log = [message("call.started", {"agent_id": "a1"}, "w1", T0 + 130_000, call_id="C"),
+           message("watermark", {"partition": 0}, "tick", T0 + 140_000, call_id="__watermark__"),
+           message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 5}, "w2", T0 + 100_000, call_id="D"),
+           message("turn", {"role": "agent", "text": "reply"}, "w3", T0 + 101_000, call_id="D"),
+           message("call.ended", {"stop_reason": "[EXIT]"}, "w4", T0 + 102_000, call_id="D")]
+
+    def outcomes(restart_after: int | None) -> list:
+        table: dict[bytes, bytes] = {}
+        live, seen = LiveScorer(CallEngine()), []
+        for offset, raw in enumerate(log):
+            out = handle_as_the_worker_does(live, raw, offset, table)
+            seen.append(([(r.call_id, r.evaluation["stop_reason"]) for r in out.results],
+                         [letter.event_id for letter in out.dead_letters]))
+            if offset == restart_after:
+                live = LiveScorer(CallEngine())
+                live.restore_partition(0, table.items())
+        return seen
+
+    uninterrupted = outcomes(None)
+    # D is swept as soon as it starts; its turn and its end come too late.
+    assert uninterrupted[2:] == [([("D", "[INACTIVITY_TIMEOUT]")], []), ([], ["w3"]), ([], ["w4"])]
+    assert outcomes(1) == uninterrupted
