@@ -31,6 +31,10 @@ EventTime = Annotated[int, msgspec.Meta(ge=0, le=MAX_TS_MS)]
 # At most a year: a finite, positive number of seconds (NaN and infinity are refused with the rest).
 MAX_INACTIVITY_TIMEOUT_S = 31_536_000.0
 InactivityTimeout = Annotated[float, msgspec.Meta(gt=0, le=MAX_INACTIVITY_TIMEOUT_S)]
+# Every other number of the contract: finite (MessagePack carries NaN and infinity, which would turn
+# scores and statistics into NaN) and within ±10^12 — for milliseconds, some 31 years either way.
+FINITE_BOUND = 1e12
+Finite = Annotated[float, msgspec.Meta(ge=-FINITE_BOUND, le=FINITE_BOUND)]
 
 
 # --------------------------------------------------------------------------------------------- data
@@ -54,7 +58,7 @@ class ScenarioSpec(Struct, forbid_unknown_fields=False, gc=False):
     conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = "tool-only"
     min_agent_turns: int = 2
     judge: bool = False
-    judge_threshold: float | None = None
+    judge_threshold: Finite | None = None
     judge_include_conversation: bool = False
 
 
@@ -73,14 +77,14 @@ class CallStartedData(Struct, forbid_unknown_fields=False, gc=False):
     inactivity_timeout_s: InactivityTimeout | None = None
 
 
-Word = tuple[str, float, float]
+Word = tuple[str, Finite, Finite]
 
 
 class TurnData(Struct, forbid_unknown_fields=False, gc=False):
     role: Role
     text: str
-    start_ms: float | None = None
-    end_ms: float | None = None
+    start_ms: Finite | None = None
+    end_ms: Finite | None = None
     words: list[Word] | None = None
 
 
@@ -98,7 +102,7 @@ class RtviData(Struct, forbid_unknown_fields=False, gc=False):
 
 
 class LatencyData(Struct, forbid_unknown_fields=False, gc=False):
-    latency_ms: float
+    latency_ms: Finite
     user_transcript: str = ""
     agent_transcript: str = ""
 

@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
@@ -310,11 +309,15 @@ _MAX_CANONICAL_NUMBERS = 65_536
 
 
 def _canonical_number(number: str) -> str:
+    # On the digits themselves, not through Decimal: its 28-digit context would round two different
+    # long numbers to the same value. int() reads any Unicode decimal digits, at any length.
+    whole, _, fraction = number.replace(",", "").partition(".")
     try:
-        value = Decimal(number.replace(",", "")).normalize()
-    except InvalidOperation:  # cannot happen for what _NUMBER matches; kept as written to be safe
+        whole = str(int(whole or "0"))
+        fraction = str(int("1" + fraction))[1:].rstrip("0") if fraction else ""
+    except ValueError:  # cannot happen for what _NUMBER matches; kept as written to be safe
         return number
-    return format(value, "f")
+    return f"{whole}.{fraction}" if fraction else whole
 
 
 def _integer_digits(number: str) -> int:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from models.call_state import CallState
 from models.events import Rtvi
 from scorers.base import Scorer
+from scorers.numbers import count, finite_number
 
 
 @dataclass(slots=True)
@@ -33,10 +34,6 @@ class TokenUsageAcc:
         return {"agent": self.agent.as_dict(), "user": self.user.as_dict()}
 
 
-def _int(value: object) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-
-
 class TokenUsage(Scorer):
     name = "token_usage"
     handles = frozenset({"rtvi"})
@@ -50,12 +47,15 @@ class TokenUsage(Scorer):
         if message.type != "metrics" or not isinstance(message.data, dict):
             return
         usage = acc.agent if event.data.side == "agent" else acc.user
-        for entry in message.data.get("tokens") or ():
+        tokens = message.data.get("tokens")
+        for entry in tokens if isinstance(tokens, list) else ():
             if isinstance(entry, dict):
                 usage.n_calls += 1
-                usage.prompt += _int(entry.get("prompt_tokens"))
-                usage.completion += _int(entry.get("completion_tokens"))
-        if event.data.side == "agent":
-            for entry in message.data.get("ttfb") or ():
-                if isinstance(entry, dict) and isinstance(entry.get("value"), (int, float)):
-                    acc.ttfb_s.append(float(entry["value"]))
+                usage.prompt += count(entry.get("prompt_tokens"))
+                usage.completion += count(entry.get("completion_tokens"))
+        ttfb = message.data.get("ttfb")
+        if event.data.side == "agent" and isinstance(ttfb, list):
+            for entry in ttfb:
+                value = finite_number(entry.get("value")) if isinstance(entry, dict) else None
+                if value is not None:
+                    acc.ttfb_s.append(value)

@@ -45,7 +45,7 @@ class PredictedActionsAcc:
 def parse_final_response(payload: str) -> Any:
     try:
         return json.loads(payload)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
         return {"message": payload}
 
 

@@ -65,11 +65,19 @@ def _sort_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _json_key(key: Any) -> str:
+    # A MessagePack map may have integer (or other) keys; JSON turns a key into text this way, and
+    # sorting keys of mixed types would fail.
+    return key if isinstance(key, str) else json.dumps(key, default=str)
+
+
 def canonical_db(value: Any) -> Any:
-    """The DB (or any part of it) as it is hashed, minus the top-level `session` drop."""
+    """The DB (or any part of it) as it is hashed, minus the top-level `session` drop; keys as JSON
+    text, as the harness's DB (read from JSON) has them."""
     if isinstance(value, dict):
-        out: dict[Any, Any] = {}
+        out: dict[str, Any] = {}
         for key, item in value.items():
+            key = _json_key(key)
             item = canonical_db(item)
             if key in ORDER_INDEPENDENT_LIST_KEYS and isinstance(item, list):
                 item = sorted(item, key=_sort_key)

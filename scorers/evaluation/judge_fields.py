@@ -29,6 +29,7 @@ from typing import Any
 from models.call_state import CallState
 from models.events import JudgeResult, ScenarioSpec
 from scorers.base import Scorer
+from scorers.numbers import finite_number
 
 ERROR_PREFIX = "Error: "
 MISSING_VERDICT_REASON = "Missing verdict; treated as failed."
@@ -68,7 +69,7 @@ def _verdict_index(entry: Any) -> int | None:
         return None
     try:
         return int(entry.get("index"))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite index
         return None
 
 
@@ -97,9 +98,10 @@ def normalise_nl_verdicts(raw: Any, assertions: list[str], failure_reason: str |
 
 
 def _score(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
+    """The judge's score held to 0–1 (as the live judge holds the answers it records), or None when
+    it is not a finite number."""
+    score = finite_number(value)
+    return None if score is None else min(1.0, max(0.0, score))
 
 
 def judge_result_document(acc: JudgeAnswerAcc, nl_assertions: list[str] | None) -> dict[str, Any] | None:

@@ -36,6 +36,7 @@ from scorers.evaluation.judge_fields import JudgeAnswerAcc, judge_result_documen
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
 from scorers.judge.schemas import EVALUATION_ANSWER_CHECK, QA_ANSWER_CHECK, RATED_METRICS
+from scorers.numbers import finite_number
 
 QA_ERROR_KEY = "error"
 MAX_ERROR_CHARS = 300
@@ -71,7 +72,10 @@ def check_answer(validator: Draft202012Validator, answer: Any) -> None:
 
 
 def clamp_number(value: float, low: float, high: float) -> float:
-    return max(low, min(high, float(value)))
+    number = finite_number(value)  # JSON allows integers beyond float, Python's parser NaN and Infinity
+    if number is None:
+        raise JudgeAnswerError(f"the answer's score is not a finite number: {cut(repr(value), 40)}")
+    return max(low, min(high, number))
 
 
 def short_text(value: str, limit: int = MAX_REASON_CHARS) -> str:

@@ -39,11 +39,19 @@ def cut(text: str, limit: int) -> str:
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
+UNPRINTABLE = "[a value nested too deeply to show]"
+
+
 def compact_json(value: Any) -> str:
     """A tool's arguments or result as one line of text (a string is kept as it is)."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except TypeError:  # a MessagePack map with keys of mixed types cannot be sorted
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):  # nested deeper than the encoder goes
+        return UNPRINTABLE
 
 
 @dataclass(slots=True)

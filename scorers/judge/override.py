@@ -18,12 +18,12 @@ Thresholds and `passed` are the metric's own (scorers/qa/base.py), so a cohort r
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Sequence
 
 from models.call_state import CallState
 from models.results import MetricResult
 from scorers.judge.schemas import HALLUCINATION_CHECK, RATING_CHECK
+from scorers.numbers import finite_number
 from scorers.qa.base import QaMetric, clamp
 from scorers.qa.hallucination import (
     CONFUSION,
@@ -86,10 +86,10 @@ def _rating(answer: Any) -> tuple[float, str] | None:
     """The judge's clamped 0–100 rating and reason, or None when there is no valid rating."""
     if not RATING_CHECK.is_valid(answer):
         return None
-    score = answer["score"]
-    if score is None or not math.isfinite(score):
+    score = finite_number(answer["score"])
+    if score is None:
         return None
-    return clamp(float(score)), answer["reason"]
+    return clamp(score), answer["reason"]
 
 
 def _share(metric: QaMetric, heuristic: MetricResult, answer: Any) -> MetricResult | None:

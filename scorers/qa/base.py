@@ -31,6 +31,8 @@ _ONE_DECIMAL = Decimal("0.1")
 
 
 def clamp(value: float, low: float = 0.0, high: float = 100.0) -> float:
+    if value != value:  # NaN: no figure to score, not a perfect one (max/min would let it through as `high`)
+        return low
     return max(low, min(high, value))
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from models.call_state import CallState
 from models.events import Event, Rtvi, ToolCall
 from models.results import MetricResult
+from scorers.numbers import finite_number
 from scorers.qa.base import QaMetric
 from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, RTVI_FUNCTION_CALL_TYPES, rtvi_function_call
 
@@ -49,7 +50,7 @@ FAILURE_PREFIXES = ("error", "failed", "failure")
 def _parse_json(text: str) -> tuple[bool, Any]:
     try:
         return True, json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: not JSON we can read
         return False, None
 
 
@@ -61,16 +62,12 @@ def arguments_problem(arguments: Any) -> str | None:
 
 
 def _status(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
     if isinstance(value, str):
         try:
-            return float(value.strip())
+            value = float(value.strip())
         except ValueError:
             return None
-    return None
+    return finite_number(value)
 
 
 def result_problem(result: Any) -> str | None:

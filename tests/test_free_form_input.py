@@ -1,0 +1,126 @@
+"""Events whose free-form parts (RTVI payloads, tool results, judge answers, DB states) hold odd
+values — integers beyond the float range, NaN and infinity (MessagePack carries them), maps with
+integer keys, JSON nested deeper than the parser goes — are scored without an exception and without
+a NaN; and the contract's own numbers refuse what is not finite."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import msgspec
+
+from models.wire import decode_message
+from scorers.engine import CallEngine
+from scorers.numbers import count, finite_number
+from scorers.text import canonical_number
+
+_ids = iter(range(1, 1_000_000))
+
+
+def envelope(type_: str, data: dict) -> dict:
+    n = next(_ids)
+    return {"v": 1, "type": type_, "event_id": f"f{n}", "call_id": "c1", "ts_ms": 1_760_000_000_000 + n, "data": data}
+
+
+def score(documents: list[dict], as_msgpack: bool = False):
+    """The call's last result, each document sent through the worker's decoder."""
+    engine, result = CallEngine(), None
+    for document in documents:
+        raw = msgspec.msgpack.encode(document) if as_msgpack else json.dumps(document).encode()
+        decoded = decode_message(raw)
+        assert not decoded.rejected, decoded.rejected
+        for event in decoded.events:
+            result = engine.process(event).result or result
+    assert result is not None
+    for metric in result.metrics:
+        assert metric.score is None or 0 <= metric.score <= 100, metric
+    return result
+
+
+def started(**data) -> dict:
+    return envelope("call.started", {"agent_id": "a", **data})
+
+
+def ended() -> dict:
+    return envelope("call.ended", {"stop_reason": "[EXIT]"})
+
+
+def metrics_message(data) -> dict:
+    return envelope("rtvi", {"message": {"label": "rtvi-ai", "type": "metrics", "data": data}, "side": "agent"})
+
+
+def metric(result, name: str):
+    return next(m for m in result.metrics if m.metric == name)
+
+
+def test_free_form_numbers_are_read_as_finite_floats_or_not_at_all():
+    assert finite_number(3) == 3.0 and finite_number(2.5) == 2.5
+    for value in (True, "3", None, [1], 10**400, float("nan"), float("inf")):
+        assert finite_number(value) is None, value
+    assert count(7.9) == 7 and count(10**400) == 0 and count(float("nan")) == 0
+
+
+def test_token_metrics_of_any_shape_count_only_the_numbers_they_hold():
+    result = score([started(), metrics_message({"tokens": 7, "ttfb": 0.25}),
+                    metrics_message({"tokens": [{"prompt_tokens": 10**400, "completion_tokens": 5}],
+                                     "ttfb": [{"processor": "llm", "value": 10**400}, {"value": 0.5}]}),
+                    ended()])
+    assert result.evaluation["token_usage"]["agent"] == {"n_calls": 1, "prompt": 0, "completion": 5}
+    nan = score([started(), metrics_message({"tokens": [{"prompt_tokens": float("nan"), "completion_tokens": float("inf")}]}),
+                 ended()], as_msgpack=True)
+    assert nan.evaluation["token_usage"]["agent"] == {"n_calls": 1, "prompt": 0, "completion": 0}
+
+
+def test_tool_results_with_huge_statuses_and_arguments_nested_too_deep_are_judged_not_crashed_on():
+    deep = "[" * 3000 + "]" * 3000
+    result = score([started(),
+                    envelope("tool.call", {"name": "lookup", "arguments": deep, "result": {"status": 10**400}}),
+                    envelope("tool.call", {"name": "lookup", "arguments": "{}", "result": "[" * 3000}),
+                    ended()])
+    details = metric(result, "tool_call_accuracy").details
+    # Arguments nested too deep to read are not valid JSON; a status beyond any float is no failure status.
+    assert (details["total"], details["good"]) == (2, 1)
+    assert [call["why"] for call in details["bad_calls"]] == ["arguments are not valid JSON"]
+
+
+def test_recorded_judge_scores_are_held_to_0_to_1_and_odd_ones_are_an_error_not_a_crash():
+    scenario = {"name": "s", "judge_threshold": 0.5, "nl_assertions": ["confirmed"], "min_agent_turns": 0}
+
+    def judged(evaluation: dict, as_msgpack: bool = False):
+        return score([started(scenario=scenario), envelope("turn", {"role": "agent", "text": "Confirmed."}), ended(),
+                      envelope("judge.result", {"evaluation": evaluation})], as_msgpack).evaluation
+
+    assert judged({"score": 7, "reason": "r"})["judge_score"] == 1.0
+    assert judged({"score": -3, "reason": "r"})["judge_passed"] is False
+    for odd, as_msgpack in ((10**400, False), (float("nan"), True)):
+        fields = judged({"score": odd, "reason": "r"}, as_msgpack)
+        assert fields["judge_score"] == 0.0 and fields["judge_result"]["reason"].startswith("Error: judge score is not a number")
+    verdicts = judged({"score": 1.0, "reason": "r", "nl_assertion_verdicts": [{"index": float("inf"), "passed": True}]},
+                      as_msgpack=True)["judge_result"]["nl_assertion_verdicts"]
+    assert verdicts[0]["passed"] is False
+
+
+def test_maps_with_integer_keys_hash_as_json_text_keys_and_reach_the_judge_context():
+    from scorers.evaluation.db_state import db_state_hash
+
+    assert db_state_hash({"t": {1: "a", "count": 2}}) == db_state_hash({"t": {"1": "a", "count": 2}})
+    score([started(), envelope("tool.call", {"name": "n", "arguments": "{}", "result": {1: "a", "b": 2}}),
+           envelope("db.state", {"side": "agent", "db": {"t": {1: "a", "count": 2}}}), ended()], as_msgpack=True)
+
+
+def test_long_numbers_keep_every_digit_so_a_made_up_one_is_not_grounded_by_a_near_one():
+    assert canonical_number("1234567890123456789012345678901") == "1234567890123456789012345678901"
+    assert canonical_number("٣٤.٥٠") == "34.5" and canonical_number("1,200.00") == "1200"
+    result = score([started(), envelope("tool.call", {"name": "n", "arguments": "{}", "result": {"ref": "1234567890123456789012345678999"}}),
+                    envelope("turn", {"role": "agent", "text": "Your reference is 1234567890123456789012345678901."}), ended()])
+    assert metric(result, "hallucination").details["fabrications"] == 1
+
+
+def test_the_contracts_numbers_refuse_nan_and_infinity():
+    for type_, data in (("latency", {"latency_ms": float("nan")}),
+                        ("turn", {"role": "user", "text": "hi", "start_ms": float("inf")}),
+                        ("turn", {"role": "user", "text": "hi", "words": [["hi", 0.0, float("nan")]]})):
+        (rejected,) = decode_message(msgspec.msgpack.encode(envelope(type_, data))).rejected
+        assert "Expected `float`" in rejected.reason, rejected.reason
+    assert math.isnan(float("nan"))  # (the encoder above really sent NaN)
