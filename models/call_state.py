@@ -98,6 +98,10 @@ class CallState:
     result_event_ts_ms: int | None = None
 
     accumulators: dict[str, Any] = field(default_factory=dict)
+    # Scorer name -> the first failure of its update on this call (None: no failure, the usual case).
+    # A scorer that raises on an event loses that event; the call, its other scorers and the worker
+    # go on, and the result says so (evaluation["scorer_errors"], the metric's details).
+    scorer_errors: dict[str, str] | None = None
 
     @property
     def has_ended(self) -> bool:

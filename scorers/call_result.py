@@ -6,13 +6,26 @@ from models.call_state import CallState
 from models.results import CallResult, MetricResult
 from scorers.cohorts import CohortBook
 from scorers.evaluation.metrics_json import build_metrics_json
+from scorers.fold import MAX_SCORER_ERROR_CHARS
 from scorers.judge.override import with_judge_answers
+from scorers.qa.base import QaMetric
 from scorers.registry import ScorerRegistry
 
 
 def score_metrics(call: CallState, registry: ScorerRegistry) -> list[MetricResult]:
-    heuristics = [metric.finalize(call.accumulators[metric.name], call) for metric in registry.qa]
+    heuristics = [_finalize(metric, call) for metric in registry.qa]
     return with_judge_answers(heuristics, registry.qa, call)
+
+
+def _finalize(metric: QaMetric, call: CallState) -> MetricResult:
+    try:
+        result = metric.finalize(call.accumulators[metric.name], call)
+    except Exception as exc:  # noqa: BLE001 - one metric's bug must not cost the call its result
+        return metric.not_applicable(f"scoring failed: {type(exc).__name__}: {exc}"[:MAX_SCORER_ERROR_CHARS])
+    failure = call.scorer_errors.get(metric.name) if call.scorer_errors else None
+    if failure is not None:
+        result.details["scorer_error"] = failure
+    return result
 
 
 def score_call(call: CallState, registry: ScorerRegistry, cohorts: CohortBook, version: int, event_ts_ms: int) -> CallResult:

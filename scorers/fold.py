@@ -49,8 +49,23 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
         updates = registry.routes.get(cls, ())
     accumulators = call.accumulators
     for name, update in updates:
-        update(accumulators[name], event, call)
+        try:
+            update(accumulators[name], event, call)
+        except Exception as exc:  # noqa: BLE001 - one scorer's bug must not stop the call or the worker
+            record_scorer_error(call, name, event, exc)
     call.events_applied += 1  # (its event_id is recorded by the engine, which decided it was new)
+
+
+MAX_SCORER_ERROR_CHARS = 300
+
+
+def record_scorer_error(call: CallState, name: str, event: Event, exc: Exception) -> None:
+    """Keep the scorer's first failure on this call (the same on every replay: scoring is pure)."""
+    errors = call.scorer_errors
+    if errors is None:
+        errors = call.scorer_errors = {}
+    if name not in errors:
+        errors[name] = f"{type(exc).__name__} on event {event.event_id!r}: {exc}"[:MAX_SCORER_ERROR_CHARS]
 
 
 _RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)

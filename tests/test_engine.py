@@ -152,3 +152,34 @@ def test_a_post_call_event_after_the_call_was_forgotten_is_rejected_and_the_old_
     assert late.status == "rejected" and "'a'" in late.reason and "a" not in engine.calls
     assert [e.call_id for e in engine.sweep(0, end_of_input=True)] == ["b"]
     assert engine.counters.calls == 2
+
+
+def test_a_scorer_that_raises_loses_that_event_only_and_the_result_says_so():
+    from scorers.qa.naturalness import Naturalness
+    from scorers.registry import ScorerRegistry, qa_metrics, signal_scorers
+
+    class Fragile(Naturalness):
+        def update(self, acc, event, call):
+            if event.data.text == "boom":
+                raise ZeroDivisionError("a bug")
+            super().update(acc, event, call)
+
+    class Broken(Naturalness):
+        name = "broken_metric"
+
+        def finalize(self, acc, call):
+            raise KeyError("missing")
+
+    metrics = [Fragile() if m.name == "naturalness" else m for m in qa_metrics()] + [Broken()]
+    engine = CallEngine(registry=ScorerRegistry.build(signal_scorers(), metrics))
+    engine.process(started())
+    engine.process(event("turn", {"role": "agent", "text": "boom"}, event_id="t-boom"))
+    engine.process(event("turn", {"role": "agent", "text": "Your order ships today."}))
+    result = engine.process(ended()).result
+    by_name = {m.metric: m for m in result.metrics}
+    error = "ZeroDivisionError on event 't-boom': a bug"
+    assert by_name["naturalness"].details["scorer_error"] == error and by_name["naturalness"].score is not None
+    assert result.evaluation["scorer_errors"] == {"naturalness": error}
+    assert by_name["broken_metric"].score is None
+    assert by_name["broken_metric"].details["reason"] == "scoring failed: KeyError: 'missing'"
+    assert len(result.evaluation["turns"]) == 2  # the failing event is applied for everything else

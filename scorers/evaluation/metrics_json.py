@@ -152,4 +152,6 @@ def build_metrics_json(call: CallState) -> dict[str, Any]:
         document["trace_metrics"] = call.ended.trace_metrics
     tokens: TokenUsageAcc = accumulators["token_usage"]
     document.update(success_fields(document, call.scenario, tokens.agent.n_calls))
+    if call.scorer_errors:
+        document["scorer_errors"] = dict(sorted(call.scorer_errors.items()))
     return in_key_order(document)
