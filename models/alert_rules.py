@@ -51,8 +51,11 @@ DEFAULT_SEVERITY = "warning"
 DEFAULT_MIN_CALLS = 10
 
 Rate = Union[Annotated[int, Meta(ge=0, le=1)], Annotated[float, Meta(ge=0, le=1)]]
-Seconds = Union[Annotated[int, Meta(gt=0)], Annotated[float, Meta(gt=0)]]
-NonNegativeSeconds = Union[Annotated[int, Meta(ge=0)], Annotated[float, Meta(ge=0)]]
+# Durations are finite and at most a year (infinity, which TOML and Python's JSON reader accept, has no
+# length in milliseconds).
+MAX_SECONDS = 366 * 86_400
+Seconds = Union[Annotated[int, Meta(gt=0, le=MAX_SECONDS)], Annotated[float, Meta(gt=0, le=MAX_SECONDS)]]
+NonNegativeSeconds = Union[Annotated[int, Meta(ge=0, le=MAX_SECONDS)], Annotated[float, Meta(ge=0, le=MAX_SECONDS)]]
 
 
 class AlertRuleError(ValueError):

@@ -307,3 +307,30 @@ def test_a_result_without_an_end_is_placed_by_its_event_time():
     swept = result("c1", "a1", T0, True, event_ts_ms=T0 + 5000)
     swept["ended_ts_ms"] = None
     assert scored_call(swept).ts_ms == T0 + 5000
+
+
+def test_an_episode_that_starts_at_the_watermark_where_the_last_one_resolved_gets_a_key_of_its_own():
+    # Late results hold the watermark still: one episode resolves and the next starts at the same instant.
+    rule = AlertRule(name="lat", scope="all", metric="latency", window_s=300, fire_below=0.5, clear_above=0.6, min_calls=2)
+    engine = AlertEngine([rule])
+    stream = [result("new", "a", T0 + 60_000, False), result("late1", "a", T0 + 10_000, False),
+              result("late2", "a", T0 + 20_000, True), result("late3", "a", T0 + 30_000, True),
+              result("late4", "a", T0 + 40_000, True), result("late5", "a", T0 + 41_000, False),
+              result("late6", "a", T0 + 42_000, False)]
+    alerts = [alert for r in stream for alert in engine.observe(r)]
+    assert [a["state"] for a in alerts] == ["pending", "firing", "resolved", "pending", "firing"]
+    assert len({a["episode_start_ms"] for a in alerts}) == 1
+    first, second = alerts[0]["dedupe_key"], alerts[3]["dedupe_key"]
+    assert first != second and alerts[2]["dedupe_key"] == first and alerts[4]["dedupe_key"] == second
+
+
+def test_kept_calls_no_rule_reads_any_more_are_dropped_from_the_store_on_restore():
+    stream = agent_stream(200, lambda agent, s: False)
+    first = AlertEngine([RULE])
+    for r in stream:
+        first.observe(r)
+    calls = [c.to_document() for c in first.kept_calls()]
+    assert calls
+    second = AlertEngine([])  # the rule is gone meanwhile
+    second.restore(calls, first.episodes_document())
+    assert second.kept_calls() == [] and second.take_changes().dropped == {c["call_id"] for c in calls}

@@ -174,3 +174,17 @@ def test_the_rulebook_revision_moves_only_on_a_change():
     revision = book.revision
     book.apply("r", rule)  # the compacted topic read again from the beginning
     assert book.revision == revision
+
+
+@pytest.mark.parametrize("field", ["window_s", "long_window_s", "for_s"])
+def test_an_infinite_or_longer_than_a_year_duration_is_refused(field):
+    for value in (float("inf"), 400 * 86_400):
+        document = {**LATENCY, field: value}
+        assert f"`{field}`: Expected `" in _error(document) and "<= 31622400" in _error(document)
+
+
+def test_a_toml_file_with_an_infinite_window_is_refused_naming_the_field(tmp_path):
+    path = tmp_path / "rules.toml"
+    path.write_text(AGENT_LATENCY_TOML.replace("window_s = 300", "window_s = inf"))
+    with pytest.raises(AlertRuleError, match="`window_s`: Expected `float` <= 31622400"):
+        load_rules(str(path), [m.name for m in qa_metrics()])

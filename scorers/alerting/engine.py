@@ -82,7 +82,7 @@ class AlertEngine:
         alerts = self._close_orphaned_episodes()
         candidates = {(rule.name, scope) for rule in changed for scope in self._scopes_of(rule)}
         candidates.update(key for key in self._episodes if key[0] in {rule.name for rule in changed})
-        alerts.extend(self._evaluate(candidates))
+        alerts.extend(self._evaluate(candidates, cause=None))
         return alerts
 
     def _close_orphaned_episodes(self) -> list[dict[str, Any]]:
@@ -128,7 +128,7 @@ class AlertEngine:
             for rule in self._by_metric.get(metric, ()):
                 if length in (rule.window_ms, rule.long_window_ms) and scope_matches(rule.scope, scope):
                     candidates.add((rule.name, scope))
-        return self._evaluate(candidates)
+        return self._evaluate(candidates, cause=f"result {call.call_id} v{call.version}")
 
     def firing(self) -> list[dict[str, Any]]:
         """The firing events of the episodes firing now, in rule and scope order."""
@@ -143,7 +143,8 @@ class AlertEngine:
 
     # ------------------------------------------------------------------------------- evaluation
 
-    def _evaluate(self, candidates: set[tuple[str, str]]) -> list[dict[str, Any]]:
+    def _evaluate(self, candidates: set[tuple[str, str]], cause: str | None) -> list[dict[str, Any]]:
+        """`cause`: the result just counted, or None for a change of rules (each rule then names itself)."""
         now = self.windows.watermark
         if now is None:
             return []
@@ -160,7 +161,8 @@ class AlertEngine:
             for state in transitions(rule, episode, verdict(rule, window, long_window), now):
                 if state == "pending":
                     episode = Episode(rule=rule, scope=scope, state="pending", started_ms=now,
-                                      dedupe_key=dedupe_key(name, scope, metric, now))
+                                      dedupe_key=dedupe_key(name, scope, metric, now,
+                                                            cause if cause is not None else _rule_text(rule)))
                     self._episodes[(name, scope)] = episode
                 elif state == "firing" and episode is not None:
                     episode.state = "firing"
@@ -226,14 +228,16 @@ class AlertEngine:
     def restore(self, calls: Iterable[Any], episodes: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """Start again from persisted state: kept calls (`ScoredCall`s or their documents) and the
         open episodes. Returns the resolved events of episodes whose rule is gone meanwhile."""
-        kept = [c if isinstance(c, ScoredCall) else scored_call(c) for c in calls]
-        self.windows.restore(c for c in kept if c is not None)
+        kept = [c for c in (c if isinstance(c, ScoredCall) else scored_call(c) for c in calls) if c is not None]
+        self.windows.restore(kept)
         self.windows.take_dirty()
         self._episodes = {}
         for document in episodes:
             episode = msgspec.convert(document, Episode)
             self._episodes[(episode.rule.name, episode.scope)] = episode
         self._changes = StateChanges()
+        # Kept calls no rule reads any more are not restored: their stored copies go too.
+        self._record_dropped(sorted({c.call_id for c in kept} - set(self.windows.calls)))
         return self._close_orphaned_episodes()
 
     def _record_dropped(self, call_ids: Iterable[str]) -> None:
@@ -262,3 +266,7 @@ def _reason(rule: AlertRule, state: str, window: WindowTotals, long_window: Wind
     if state == "firing":
         return f"{rate} below {rule.fire_at:g}{longer} for at least {rule.for_s:g} s"
     return f"{rate} below {rule.fire_at:g}{longer}"
+
+
+def _rule_text(rule: AlertRule) -> str:
+    return "rule " + msgspec.json.encode(rule).decode()

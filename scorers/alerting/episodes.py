@@ -76,7 +76,11 @@ def transitions(rule: AlertRule, episode: Episode | None, judged: Verdict | None
     return []
 
 
-def dedupe_key(rule_name: str, scope: str, metric: str, started_ms: int) -> str:
-    """Stable across replays and shared by one episode's pending, firing and resolved events."""
-    text = "\x1f".join((rule_name, scope, metric, str(started_ms)))
+def dedupe_key(rule_name: str, scope: str, metric: str, started_ms: int, cause: str) -> str:
+    """Stable across replays and shared by one episode's pending, firing and resolved events.
+
+    `cause` names what started the episode (the result that was counted, or the rule as it was
+    changed): the watermark alone does not tell two episodes apart, as one can resolve and the next
+    start while late results hold the watermark still."""
+    text = "\x1f".join((rule_name, scope, metric, str(started_ms), cause))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
