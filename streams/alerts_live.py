@@ -58,6 +58,9 @@ ENGINE_TABLE = "alert-engine"
 EPISODES_KEY = b"episodes"
 CALL_KEY_PREFIX = b"call:"
 RULES_RETRY_S = 5.0
+# How long the evaluation waits, at its start, for the rules topic to be read to its end: restoring
+# with only some of the rules would resolve the episodes and drop the kept calls of the others.
+RULES_READ_WAIT_S = 30.0
 
 
 async def ensure_compacted_topic(settings: Any, topic: str) -> None:
@@ -84,6 +87,8 @@ class AlertsRuntime:
     rules_revision: int = -1
     webhook: WebhookDelivery | None = None
     published: int = 0
+    # Set once the rules topic has been read to its end (or given up on after RULES_READ_WAIT_S).
+    rules_read: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.reset()
@@ -166,6 +171,12 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     @app.agent(input_topic, name="evaluate-alerts", concurrency=1)
     async def evaluate_alerts(stream: faust.StreamT) -> None:
         await ensure_topics(settings, {names.alerts: 1})
+        try:
+            await asyncio.wait_for(runtime.rules_read.wait(), RULES_READ_WAIT_S)
+        except asyncio.TimeoutError:
+            logger.warning("alerts: %s not read within %s s; evaluating with the rules known so far",
+                           names.alert_rules, RULES_READ_WAIT_S)
+            runtime.rules_read.set()
         async for value in stream:
             alerts = runtime.ensure_ready(table)
             alerts.extend(runtime.engine.observe(value))
@@ -194,7 +205,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
         while True:  # a lost connection must not end the task: read the compacted topic again
             try:
                 await ensure_compacted_topic(settings, names.alert_rules)
-                await follow_topic(callqa, names.alert_rules, apply_rule)
+                await follow_topic(callqa, names.alert_rules, apply_rule, on_caught_up=runtime.rules_read.set)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001
@@ -216,6 +227,8 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
             pass
         except Exception:  # noqa: BLE001 - no assignment yet (faust raises KeyError or TypeError then)
             return web.error(503, "alert evaluation is not assigned to a worker yet")
+        if not runtime.rules_read.is_set():
+            return web.error(503, "the alert rules are still being read")
         await publish(runtime.ensure_ready(table))
         counters = {**asdict(runtime.engine.counters), "published": runtime.published}
         if runtime.webhook is not None:

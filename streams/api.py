@@ -31,8 +31,9 @@ from streams.results_view import ResultsView
 logger = logging.getLogger("callqa.api")
 
 
-async def follow_topic(callqa: Any, topic: str, on_record: Any) -> None:
-    """Read `topic` from its first offset forever (outside any group), handing each record on."""
+async def follow_topic(callqa: Any, topic: str, on_record: Any, on_caught_up: Any = None) -> None:
+    """Read `topic` from its first offset forever (outside any group), handing each record on.
+    `on_caught_up()` is called once, the first time a fetch finds nothing more to read."""
     await ensure_topics(callqa.settings, {topic: 1 if topic.endswith(".cohorts") else callqa.settings.partitions})
     consumer = reader(callqa.settings)
     await consumer.start()
@@ -47,6 +48,9 @@ async def follow_topic(callqa: Any, topic: str, on_record: Any) -> None:
         await consumer.seek_to_beginning()
         while True:
             batches = await consumer.getmany(timeout_ms=1000)
+            if not batches and on_caught_up is not None:
+                on_caught_up()
+                on_caught_up = None
             for records in batches.values():
                 for record in records:
                     try:
