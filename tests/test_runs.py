@@ -401,3 +401,16 @@ def test_json_form_names_rates_by_runner_name_with_null_for_empty_buckets():
         "passed": 2, "total": 3, "rate": 2 / 3}
     assert document["token_usage"] is None and document["stall_warning"] is None
     assert document["overall_latency_stats"]["count"] == -1
+
+
+def test_a_domain_that_is_empty_or_starts_with_a_space_is_parsed_back_as_its_own_block():
+    def result(call_id: str, name: str, ok: bool) -> dict:
+        return {"call_id": call_id, "version": 1, "run_id": "r",
+                "evaluation": {"scenario_name": name, "is_successful": ok, "is_task_successful": ok}}
+
+    summary = RunSummary(run_id="r")
+    for index, (name, ok) in enumerate([("__x", True), (" sp__y", False), ("b__z", False)]):
+        summary.add(result(f"c{index}", name, ok))
+    parsed = parse_all_summary(render_all_summary(summary.summary()))
+    assert parsed["Overall Success Rate"] == pytest.approx(1 / 3)
+    assert parsed[" / Overall Success Rate"] == 1.0 and parsed[" sp / Overall Success Rate"] == 0.0

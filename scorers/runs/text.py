@@ -99,7 +99,7 @@ def render_all_summary(summary: AllSummary, *, resume_command: str = DEFAULT_RES
 
 _RATE_LINE = re.compile(r"^(?P<indent> *)(?P<label>\S.*?): \d+\.\d{2}% \((?P<passed>\d+)/(?P<total>\d+)\)$")
 _MEAN_LINE = re.compile(r"^(?P<label>.+?): (?P<mean>-?\d+\.\d+) \(n=\d+\)$")
-_DOMAIN_LINE = re.compile(r"^  (?P<domain>\S.*) \(\d+ scenarios?\):$")
+_DOMAIN_LINE = re.compile(r"^  (?P<domain>.*) \(\d+ scenarios?\):$")  # a domain may be empty
 
 
 def parse_all_summary(text: str) -> dict[str, float]:
