@@ -11,28 +11,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable
 
-from aiokafka.partitioner import murmur2
-
 from models.events import Event, Watermark
 from models.results import CallResult
 from models.wire import Rejected, decode_message
 from scorers.engine import CallEngine
+from streams.partitioning import partition_of
 
 ResultSink = Callable[[CallResult], None]
 DeadLetterSink = Callable[[Rejected, int], None]
 EventSink = Callable[[Event], None]
-
-
-def partition_for(call_id: str, partitions: int) -> int:
-    """Kafka's default partitioner (murmur2 of the key bytes), as every producer of the contract uses."""
-    return (murmur2(call_id.encode()) & 0x7FFFFFFF) % partitions
-
-
-def partition_of(event: Event, partitions: int) -> int:
-    """The partition a live worker saw the event on: a watermark names its own, others go by call_id."""
-    if isinstance(event, Watermark) and event.data.partition is not None:
-        return event.data.partition % partitions
-    return partition_for(event.call_id, partitions)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from logkit import build_log
 
 from scorers.engine import CallEngine
 from streams.cli import main
-from streams.replay import partition_for
+from streams.partitioning import partition_for
 from streams.replay_files import ReplayFiles
 from streams.replay_parallel import ReplayJobError, replay_log
 

@@ -1,0 +1,167 @@
+"""What `callqa send` publishes for a recorded log, decided without Kafka (streams/sender.py sends it).
+
+Each call's events are kept in order and go out as batch messages (DESIGN §2), keyed by the call, so
+that they land on the call's partition. A call's batch goes out when it holds `batch_size` events, when
+one more event would make the message larger than `max_message_bytes` (the worker refuses larger
+messages), or when the log's event time has moved `max_span_ms` past the batch's first event: that
+bounds how far batching reorders events between calls of one partition, well inside the worker's
+allowed lateness.
+
+Records the log holds as batches are taken apart into their events, which join their own calls'
+batches: a batch across calls would otherwise carry some calls' events to another call's partition,
+ahead of events of theirs still held here. What cannot be read is sent as it is (a batch's bad item
+alone, with its own bytes), after whatever its call has held, so that it reaches the dead-letter topic
+with its original bytes and in its place. A recorded watermark goes to the partition it names, after
+every event held for that partition (it promises that nothing older follows there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, AnyEvent, Watermark
+from models.wire import MAX_MESSAGE_BYTES, decode_message
+from streams.partitioning import partition_for, partition_of
+
+_msgpack = msgspec.msgpack.Encoder()
+_msgpack_decode = msgspec.msgpack.decode
+_json_decode = msgspec.json.decode
+MALFORMED_KEY = "malformed"
+# A batch message around its events: {"v": 1, "call_id": …, "events": [array header]}.
+_BATCH_OVERHEAD_BYTES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    key: bytes
+    value: bytes
+    partition: int | None = None  # None: the key chooses (Kafka's default partitioner)
+
+
+@dataclass
+class SendReport:
+    records: int = 0
+    messages: int = 0
+    events: int = 0
+    passed_through: int = 0  # records or batch items sent as they were (they do not decode)
+    max_ts_ms: int | None = None
+
+
+@dataclass
+class _Batch:
+    first_ts_ms: int
+    events: list[msgspec.Raw] = field(default_factory=list)
+    size: int = 0
+
+
+@dataclass
+class SendPlan:
+    partitions: int
+    batch_size: int = 50
+    max_span_ms: int = 10_000
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    report: SendReport = field(default_factory=SendReport)
+    _held: dict[str, _Batch] = field(default_factory=dict)
+
+    def add(self, raw: bytes) -> list[Outgoing]:
+        """The messages to send now for one record of the log, in order."""
+        self.report.records += 1
+        decoded = decode_message(raw)
+        out: list[Outgoing] = []
+        if not decoded.is_batch:
+            if decoded.rejected:
+                self._pass_through(raw, decoded.rejected[0].call_id, out)
+            else:
+                self._event(decoded.events[0], raw, out)
+            return out
+        items = _batch_items(raw)
+        if items is None:  # a batch that cannot be taken apart: as it is, after its call's events
+            call_ids = {e.call_id for e in decoded.events} | {r.call_id for r in decoded.rejected if r.call_id}
+            self._pass_through(raw, call_ids.pop() if len(call_ids) == 1 else None, out)
+            self.report.events += len(decoded.events)
+            return out
+        accepted = {decoded.batch_index_of(i): event for i, event in enumerate(decoded.events)}
+        rejected = {r.batch_index: r for r in decoded.rejected}
+        for index, item in enumerate(items):
+            if index in accepted:
+                self._event(accepted[index], item, out)
+            elif index in rejected:
+                self._pass_through(item, rejected[index].call_id, out)
+        return out
+
+    def finish(self) -> list[Outgoing]:
+        """Everything still held."""
+        out: list[Outgoing] = []
+        for call_id in list(self._held):
+            self._flush(call_id, out)
+        return out
+
+    # ------------------------------------------------------------------------------------------
+
+    def _event(self, event: AnyEvent, raw: bytes, out: list[Outgoing]) -> None:
+        report = self.report
+        report.events += 1
+        ts = event.ts_ms
+        report.max_ts_ms = ts if report.max_ts_ms is None else max(report.max_ts_ms, ts)
+        if isinstance(event, Watermark):
+            partition = partition_of(event, self.partitions)
+            for call_id in [c for c in self._held if partition_for(c, self.partitions) == partition]:
+                self._flush(call_id, out)
+            self._send(out, Outgoing(WATERMARK_CALL_ID.encode(), raw, partition))
+            return
+        call_id = event.call_id
+        try:
+            encoded = _msgpack.encode(_as_object(raw))
+        except (OverflowError, msgspec.EncodeError):  # e.g. a JSON integer beyond 64 bits: sent as it was
+            self._pass_through(raw, call_id, out, readable=True)
+            return
+        batch = self._held.get(call_id)
+        if batch is not None and batch.size + len(encoded) + len(call_id) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes:
+            self._flush(call_id, out)
+            batch = None
+        if batch is None:
+            batch = self._held[call_id] = _Batch(ts)
+        batch.events.append(msgspec.Raw(encoded))
+        batch.size += len(encoded)
+        if len(batch.events) >= self.batch_size:
+            self._flush(call_id, out)
+        for stale in [c for c, b in self._held.items() if ts - b.first_ts_ms >= self.max_span_ms]:
+            self._flush(stale, out)
+
+    def _pass_through(self, raw: bytes, call_id: str | None, out: list[Outgoing], readable: bool = False) -> None:
+        if call_id is not None and call_id in self._held:
+            self._flush(call_id, out)
+        if not readable:
+            self.report.passed_through += 1
+        self._send(out, Outgoing((call_id or MALFORMED_KEY).encode(), raw))
+
+    def _flush(self, call_id: str, out: list[Outgoing]) -> None:
+        batch = self._held.pop(call_id)
+        body = {"v": CONTRACT_VERSION, "call_id": call_id, "events": batch.events}
+        self._send(out, Outgoing(call_id.encode(), _msgpack.encode(body)))
+
+    def _send(self, out: list[Outgoing], message: Outgoing) -> None:
+        out.append(message)
+        self.report.messages += 1
+
+
+def _as_object(raw: bytes) -> Any:
+    return _json_decode(raw) if raw.lstrip()[:1] == b"{" else _msgpack_decode(raw)
+
+
+class _Items(msgspec.Struct, forbid_unknown_fields=False):
+    events: list[msgspec.Raw]
+
+
+def _batch_items(raw: bytes) -> list[bytes] | None:
+    """Each item of a batch record as its own bytes (None when the record cannot be read so)."""
+    try:
+        if raw.lstrip()[:1] == b"{":
+            return [bytes(item) for item in msgspec.json.decode(raw, type=_Items).events]
+        return [bytes(item) for item in msgspec.msgpack.decode(raw, type=_Items).events]
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+

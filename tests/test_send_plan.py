@@ -1,0 +1,100 @@
+"""What `callqa send` publishes for a log, decided without Kafka: every call's events in order and on
+the call's partition, batches within the worker's size limit, recorded watermarks on the partition
+they name, and what does not decode sent as it was, in its place."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+
+from models.wire import decode_message
+from streams.partitioning import partition_for
+from streams.send_plan import SendPlan
+
+T0 = 1_760_000_000_000
+PARTITIONS = 4
+
+
+def doc(call_id: str, n: int, type_: str = "turn", data: dict | None = None, ts: int | None = None) -> dict:
+    return {"v": 1, "type": type_, "event_id": f"{call_id}:{n}", "call_id": call_id, "ts_ms": T0 + n if ts is None else ts,
+            "data": data if data is not None else {"role": "user", "text": f"turn {n}"}}
+
+
+def pack(document) -> bytes:
+    return msgspec.msgpack.encode(document)
+
+
+def delivered(plan: SendPlan, records: list[bytes]) -> dict[int, list[tuple[str | None, str | None]]]:
+    """Per partition, in the order sent: (event_id, call_id) of every event, or (None, reason) of what
+    the worker would dead-letter."""
+    messages = [m for raw in records for m in plan.add(raw)] + plan.finish()
+    by_partition: dict[int, list] = {}
+    for message in messages:
+        partition = message.partition if message.partition is not None else partition_for(message.key.decode(), PARTITIONS)
+        decoded = decode_message(message.value, plan.max_message_bytes)
+        seen = by_partition.setdefault(partition, [])
+        seen += [(e.event_id, e.call_id) for e in decoded.events]
+        seen += [(None, r.reason) for r in decoded.rejected]
+    return by_partition
+
+
+def two_calls_on_two_partitions() -> tuple[str, str]:
+    names = [f"call-{i}" for i in range(50)]
+    a = names[0]
+    b = next(n for n in names if partition_for(n, PARTITIONS) != partition_for(a, PARTITIONS))
+    return a, b
+
+
+def test_a_batch_across_calls_is_taken_apart_so_each_call_keeps_its_order_and_its_partition():
+    a, b = two_calls_on_two_partitions()
+    log = [pack(doc(b, 0)), pack(doc(b, 1)), pack({"v": 1, "events": [doc(a, 2), doc(b, 3)]}), pack(doc(a, 4))]
+    sent = delivered(SendPlan(PARTITIONS), log)
+    assert sent[partition_for(b, PARTITIONS)] == [(f"{b}:0", b), (f"{b}:1", b), (f"{b}:3", b)]
+    assert sent[partition_for(a, PARTITIONS)] == [(f"{a}:2", a), (f"{a}:4", a)]
+
+
+def test_a_bad_item_of_a_batch_across_calls_goes_alone_after_its_calls_earlier_events():
+    a, b = two_calls_on_two_partitions()
+    bad = {**doc(b, 2), "data": {"role": "robot", "text": "x"}}
+    plan = SendPlan(PARTITIONS)
+    sent = delivered(plan, [pack(doc(b, 0)), pack({"v": 1, "events": [doc(a, 1), bad, doc(b, 3)]})])
+    on_b = sent[partition_for(b, PARTITIONS)]
+    assert on_b[0] == (f"{b}:0", b) and on_b[1][0] is None and "Invalid enum value 'robot'" in on_b[1][1]
+    assert on_b[2] == (f"{b}:3", b) and sent[partition_for(a, PARTITIONS)] == [(f"{a}:1", a)]
+    assert plan.report.passed_through == 1 and plan.report.events == 3
+
+
+def test_batches_stay_within_the_workers_message_size_limit():
+    text = "x" * 40_000
+    log = [pack(doc("big", n, data={"role": "user", "text": text})) for n in range(60)]
+    plan = SendPlan(PARTITIONS, max_message_bytes=1_048_576)
+    messages = [m for raw in log for m in plan.add(raw)] + plan.finish()
+    assert all(len(m.value) <= 1_048_576 for m in messages) and len(messages) == 3
+    assert sum(len(decode_message(m.value).events) for m in messages) == 60
+
+
+def test_a_recorded_watermark_goes_to_the_partition_it_names_after_the_events_held_for_it():
+    a, b = two_calls_on_two_partitions()
+    target = partition_for(a, PARTITIONS)
+    watermark = doc("__watermark__", 9, "watermark", {"partition": target})
+    sent = delivered(SendPlan(PARTITIONS), [pack(doc(a, 0)), pack(doc(b, 1)), pack(watermark), pack(doc(a, 2))])
+    assert sent[target] == [(f"{a}:0", a), ("__watermark__:9", "__watermark__"), (f"{a}:2", a)]
+    assert sent[partition_for(b, PARTITIONS)] == [(f"{b}:1", b)]
+
+
+def test_an_event_that_cannot_be_packed_again_goes_as_it_was_in_its_place():
+    huge = {**doc("c", 1, "tool.call", {"name": "n", "arguments": "{}", "result": {"n": 10**30}})}
+    log = [pack(doc("c", 0)), json.dumps(huge).encode(), pack(doc("c", 2))]
+    plan = SendPlan(PARTITIONS)
+    sent = delivered(plan, log)
+    assert sent[partition_for("c", PARTITIONS)] == [("c:0", "c"), ("c:1", "c"), ("c:2", "c")]
+    assert plan.report.events == 3 and plan.report.passed_through == 0
+
+
+def test_what_does_not_decode_is_sent_as_it_was_after_its_calls_held_events():
+    plan = SendPlan(PARTITIONS)
+    bad = json.dumps({**doc("c", 1), "data": {"role": "user"}}).encode()
+    messages = [m for raw in (pack(doc("c", 0)), bad) for m in plan.add(raw)] + plan.finish()
+    assert [m.value for m in messages][1] == bad and messages[1].key == b"c"
+    assert plan.report.records == 2 and plan.report.passed_through == 1
