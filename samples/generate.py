@@ -34,7 +34,7 @@ from samples import domains as d
 from samples.domains import Facts, Step, Task, Tool
 from scorers.evaluation.db_state import ORDER_INDEPENDENT_LIST_KEYS, db_state_hash
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
-from streams.replay import partition_for
+from streams.partitioning import partition_for
 
 # ------------------------------------------------------------------------------------------ constants
 
