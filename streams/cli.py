@@ -101,6 +101,7 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from streams.output_files import refuse_clashes
     from streams.progress import progress_bar
     from streams.replay_alerts import alerts_file
     from streams.replay_files import ReplayFiles
@@ -111,6 +112,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     jobs = default_jobs(settings.partitions) if args.jobs is None else min(args.jobs, settings.partitions)
     if jobs < 1:
         raise ValueError("--jobs must be at least 1")
+    refuse_clashes({"LOG": args.log, "--cohorts": args.cohorts, "--rules": args.rules},
+                   {"--out": args.out, "--deadletter": args.deadletter, "--alerts-out": args.alerts_out,
+                    "--record": args.record})
     log = args.log
     if args.judge or args.record:  # write LOG2 (sweeps and judge answers recorded), then replay it
         from streams.judge_offline import NEEDS_RECORD, print_summary, record_log
@@ -120,14 +124,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print_summary(record_log(log, args.record, settings, build_engine(settings, args.cohorts), args.judge), args.record)
         log = args.record
     alerts = alerts_file(args.rules, args.alerts_out)
+    try:
+        files = ReplayFiles.open(args.out, args.deadletter, alerts)
+    except OSError:
+        if alerts is not None:
+            alerts.discard()
+        raise
     bar = progress_bar(total=_count_records(log), desc="replay", unit="record")
-    files = ReplayFiles.open(args.out, args.deadletter, alerts)
     try:
         report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts), files,
                             on_progress=lambda records: bar.update(records - bar.n))
+    except BaseException:
+        files.discard()  # no partial output: whatever was there before stays
+        raise
+    else:
+        files.close()
     finally:
         bar.close()
-        files.close()
     print(
         f"replayed {report.records} records: {report.events} events, {report.applied} applied, "
         f"{report.duplicates} duplicates ignored, {report.rejected} dead-lettered, {report.swept} calls swept "
@@ -157,21 +170,35 @@ def cmd_tail(args: argparse.Namespace) -> int:
 def _run_results(args: argparse.Namespace) -> list[dict]:
     """The results of one run: from a results file (`callqa replay --out`) or the results topic."""
     if args.results:
+        documents = []
         with open(args.results, "rb") as handle:
-            documents = [json.loads(line) for line in handle if line.strip()]
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    documents.append(_result_document(line, f"{args.results} line {number}"))
     else:
         from streams.tail import read_topic
         from streams.topics import TopicNames
 
         settings = _settings(args)
         documents = []
-        asyncio.run(read_topic(settings, TopicNames(settings.topic_prefix).results, 3.0,
-                               lambda key, value: documents.append(json.loads(value))))
+        topic = TopicNames(settings.topic_prefix).results
+        asyncio.run(read_topic(settings, topic, 3.0,
+                               lambda key, value: documents.append(_result_document(value, f"a record of {topic}"))))
     run = [d for d in documents if d.get("run_id") == args.run_id]
     if not run:
         known = sorted({str(d.get("run_id")) for d in documents if d.get("run_id")})
         raise ValueError(f"no results of run {args.run_id!r}; runs present: {known or 'none'}")
     return run
+
+
+def _result_document(line: bytes, where: str) -> dict:
+    try:
+        document = json.loads(line)
+    except ValueError as exc:
+        raise ValueError(f"{where} is not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"{where} is not a result document (a JSON object)")
+    return document
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -331,9 +358,16 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
-    except ValueError as exc:  # configuration and input errors: one clear line, no traceback
+    except (ValueError, OSError) as exc:  # configuration, input and file errors: one clear line, no traceback
         print(f"callqa: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        from aiokafka.errors import KafkaError
+
+        if isinstance(exc, KafkaError):  # an unreachable or failing broker
+            print(f"callqa: Kafka: {exc}", file=sys.stderr)
+            return 3
+        raise
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from models.wire import encode_event, read_log
 from scorers.engine import CallEngine
 from scorers.judge.requests import JudgeRequests, build_requests
 from streams.config import Settings
+from streams.output_files import AtomicOutput
 from streams.replay import replay
 
 # Where a judge answer goes in LOG2: right after record N of LOG, or right after a sweep event.
@@ -95,6 +96,18 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
         raise ValueError(NEEDS_KEY)
     if log_format(log) != log_format(record):
         raise ValueError(SAME_FORMAT)
+    output = AtomicOutput(record)  # now: a path that cannot be written must fail before any judge is paid
+    try:
+        report = _record(log, output, settings, engine, judge, on_record)
+    except BaseException:
+        output.discard()
+        raise
+    output.commit()
+    return report
+
+
+def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngine, judge: bool,
+            on_record: Callable[[int], None] | None) -> RecordReport:
     first = _Pass(engine, judge)
 
     def counted(size: int) -> None:
@@ -119,15 +132,15 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
             report.judged += 1
             failed = event.data.error is not None or (event.data.qa or {}).get("error") is not None
             report.judge_errors += failed
-    _write(log, record, replayed.records, first.sweeps, answers)
+    _write(log, output, replayed.records, first.sweeps, answers)
     return report
 
 
-def _write(log: str, record: str, records: int, sweeps: dict[int, list[Event]],
+def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[Event]],
            answers: dict[Anchor, list[Event]]) -> None:
     """LOG's records in order, each followed by what was decided right after it; then the sweep of
     the end of input (position `records`)."""
-    msgpack = log_format(record) == "msgpack"
+    msgpack = log_format(output.path) == "msgpack"
 
     def emit(out: BinaryIO, events: Iterable[Event]) -> None:
         for event in events:
@@ -138,11 +151,11 @@ def _write(log: str, record: str, records: int, sweeps: dict[int, list[Event]],
         for event in sweeps.get(position, ()):
             emit(out, [event, *answers.get(("sweep", event.event_id), ())])
 
-    with open(record, "wb") as out:
-        for index, raw in enumerate(read_log(log)):
-            out.write(raw if msgpack else raw + b"\n")
-            after(out, index)
-        after(out, records)
+    out = output.file
+    for index, raw in enumerate(read_log(log)):
+        out.write(raw if msgpack else raw + b"\n")
+        after(out, index)
+    after(out, records)
 
 
 def summary(report: RecordReport, record: str) -> str:

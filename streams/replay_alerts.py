@@ -13,6 +13,7 @@ import msgspec
 
 from models.alert_rules import load_rules
 from scorers.alerting.engine import AlertEngine
+from streams.output_files import AtomicOutput
 
 _json = msgspec.json.Encoder()
 
@@ -22,7 +23,8 @@ class AlertsFile:
         self.engine = AlertEngine(load_rules(rules_path))
         self.path = out_path
         self.count = 0
-        self._out: BinaryIO = open(out_path, "wb")
+        self._output = AtomicOutput(out_path)
+        self._out: BinaryIO = self._output.file
 
     def observe(self, result: Any) -> None:
         for alert in self.engine.observe(result):
@@ -31,7 +33,10 @@ class AlertsFile:
             self.count += 1
 
     def close(self) -> None:
-        self._out.close()
+        self._output.commit()
+
+    def discard(self) -> None:
+        self._output.discard()
 
 
 def alerts_file(rules_path: str | None, out_path: str | None) -> AlertsFile | None:

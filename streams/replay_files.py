@@ -14,6 +14,7 @@ import msgspec
 
 from models.results import CallResult
 from models.wire import Rejected
+from streams.output_files import AtomicOutput
 from streams.replay_alerts import AlertsFile
 
 _json = msgspec.json.Encoder()
@@ -31,13 +32,30 @@ def dead_letter_line(rejected: Rejected, index: int) -> bytes:
 
 @dataclass
 class ReplayFiles:
-    out: BinaryIO
-    dead: BinaryIO | None = None
+    """The replay's outputs, each complete or not written at all: `close()` puts them in place,
+    `discard()` (after a failure) leaves whatever was there before."""
+
+    out_file: AtomicOutput
+    dead_file: AtomicOutput | None = None
     alerts: AlertsFile | None = None
 
     @classmethod
     def open(cls, out_path: str, dead_path: str | None = None, alerts: AlertsFile | None = None) -> ReplayFiles:
-        return cls(open(out_path, "wb"), open(dead_path, "wb") if dead_path else None, alerts)
+        out = AtomicOutput(out_path)
+        try:
+            dead = AtomicOutput(dead_path) if dead_path else None
+        except OSError:
+            out.discard()
+            raise
+        return cls(out, dead, alerts)
+
+    @property
+    def out(self) -> BinaryIO:
+        return self.out_file.file
+
+    @property
+    def dead(self) -> BinaryIO | None:
+        return self.dead_file.file if self.dead_file is not None else None
 
     @property
     def wants_dead_letters(self) -> bool:
@@ -64,8 +82,15 @@ class ReplayFiles:
             self.dead.write(b"\n")
 
     def close(self) -> None:
-        self.out.close()
-        if self.dead is not None:
-            self.dead.close()
+        self.out_file.commit()
+        if self.dead_file is not None:
+            self.dead_file.commit()
         if self.alerts is not None:
             self.alerts.close()
+
+    def discard(self) -> None:
+        self.out_file.discard()
+        if self.dead_file is not None:
+            self.dead_file.discard()
+        if self.alerts is not None:
+            self.alerts.discard()

@@ -1,0 +1,112 @@
+"""What a user sees when a command cannot do its job: one `callqa: …` line and exit code 2 — never a
+traceback, never a destroyed input, never a partial output left as if complete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from eventkit import event
+
+from models.wire import encode_event
+from streams.cli import main
+from streams.config import load_settings
+
+SAMPLE_LOG = Path(__file__).resolve().parent.parent / "samples" / "calls.jsonl"
+
+
+def run(capsys, *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().err
+
+
+def test_an_output_naming_the_log_is_refused_before_anything_is_written(tmp_path, capsys):
+    log = tmp_path / "in.jsonl"
+    log.write_bytes(SAMPLE_LOG.read_bytes())
+    for option in ("--out", "--deadletter", "--record"):
+        outputs = {"--out": str(tmp_path / "o.jsonl"), option: str(log)}
+        code, err = run(capsys, "replay", str(log), "--jobs", "1", *[part for pair in outputs.items() for part in pair])
+        assert code == 2 and f"{option} {log} is the file read as LOG" in err
+        assert log.read_bytes() == SAMPLE_LOG.read_bytes()
+    code, err = run(capsys, "replay", str(log), "--out", str(tmp_path / "same.jsonl"), "--deadletter",
+                    str(tmp_path / "same.jsonl"), "--jobs", "1")
+    assert code == 2 and "is the same file as --out" in err
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_replay_that_fails_midway_leaves_the_earlier_output_as_it_was_and_no_partial_file(tmp_path, capsys, jobs):
+    whole = b"".join(encode_event(event("call.started", {"agent_id": "a"}, call_id=f"c{i}")) for i in range(50))
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(whole + b"\xc1" + whole)  # bytes that start no value: the replay stops there
+    out = tmp_path / "results.jsonl"
+    out.write_bytes(b"an earlier complete output\n")
+    code, err = run(capsys, "replay", str(log), "--out", str(out), "--jobs", jobs)
+    assert code == 2 and "no MessagePack value can start at byte" in err
+    assert out.read_bytes() == b"an earlier complete output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.msgpack", "results.jsonl"]
+
+
+def test_an_output_in_a_missing_directory_fails_before_the_replay_naming_the_file(tmp_path, capsys):
+    target = tmp_path / "missing" / "dl.jsonl"
+    code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), "--deadletter", str(target))
+    assert code == 2 and f"cannot write {target}" in err and not (tmp_path / "o.jsonl").exists()
+    code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), "--record", str(target))
+    assert code == 2 and f"cannot write {target}" in err
+
+
+def test_missing_files_and_directories_are_one_line_errors(tmp_path, capsys):
+    for argv in (["replay", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o.jsonl")],
+                 ["replay", str(tmp_path), "--out", str(tmp_path / "o.jsonl")],
+                 ["summary", "r1", "--results", str(tmp_path / "nope.jsonl")]):
+        code, err = run(capsys, *argv)
+        assert code == 2 and err.startswith("callqa: ") and "Traceback" not in err, argv
+
+
+def test_a_results_line_that_is_not_a_result_document_is_named(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    results.write_text('{"call_id": "c1", "version": 1, "run_id": "r1", "evaluation": {}}\n[1, 2]\n')
+    code, err = run(capsys, "summary", "r1", "--results", str(results))
+    assert code == 2 and f"{results} line 2 is not a result document" in err
+
+
+def test_partitions_must_be_at_least_one(tmp_path, capsys):
+    code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), "--partitions", "0")
+    assert code == 2 and "partitions must be at least 1, got 0" in err
+
+
+@pytest.mark.parametrize("environ, message", [
+    ({"CALLQA_PARTITIONS": "abc"}, "CALLQA_PARTITIONS: expected a whole number, got 'abc'"),
+    ({"CALLQA_PARTITIONS": "-3"}, "partitions must be at least 1, got -3"),
+    ({"CALLQA_RETENTION_AFTER_END_S": "inf"}, "CALLQA_RETENTION_AFTER_END_S: expected a finite number, got 'inf'"),
+    ({"CALLQA_ALLOWED_LATENESS_MS": "-1"}, "allowed_lateness_ms must be at least 0, got -1"),
+    ({"CALLQA_CONFIG": "/no/such/callqa.toml"}, "CALLQA_CONFIG /no/such/callqa.toml: No such file or directory"),
+])
+def test_settings_from_the_environment_are_checked_and_the_variable_named(environ, message):
+    with pytest.raises(ValueError) as info:
+        load_settings(environ)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("partitions = 2.9", "partitions: expected a whole number, got 2.9"),
+    ("partitions = true", "partitions: expected a number, got True"),
+    ('broker = { host = "a" }', "broker: expected text, got {'host': 'a'}"),
+    ("judge_timeout_s = [1]", "judge_timeout_s: expected a number, got [1]"),
+    ("partitions = ", "not valid TOML"),
+])
+def test_a_config_file_value_of_the_wrong_type_is_named_with_the_file(tmp_path, line, message):
+    config = tmp_path / "callqa.toml"
+    config.write_text(line + "\n")
+    with pytest.raises(ValueError) as info:
+        load_settings({"CALLQA_CONFIG": str(config)})
+    assert message in str(info.value) and str(config) in str(info.value)
+
+
+def test_a_truncated_msgpack_log_counts_its_cut_record_as_dead_lettered(tmp_path, capsys):
+    records = [encode_event(event("call.started", {"agent_id": "a"}, call_id=f"c{i}")) for i in range(3)]
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(b"".join(records)[:-4])
+    dead = tmp_path / "dead.jsonl"
+    code, err = run(capsys, "replay", str(log), "--out", str(tmp_path / "o.jsonl"), "--deadletter", str(dead), "--jobs", "1")
+    assert code == 0 and "replayed 3 records" in err and "1 dead-lettered" in err
+    assert len(dead.read_text().splitlines()) == 1
