@@ -7,6 +7,7 @@ names (`broker = "kafka://…"`); the environment wins over the file. Secrets ne
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -58,6 +59,9 @@ class Settings:
     cohorts_file: str | None = None
     log_level: str = "info"
 
+    def __post_init__(self) -> None:
+        _check_ranges(self)
+
     @property
     def judge_enabled(self) -> bool:
         return bool(self.openai_api_key)
@@ -77,38 +81,82 @@ class Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
-def _coerce(name: str, raw: Any) -> Any:
-    kind = {f.name: f.type for f in fields(Settings)}[name]
+# Lower bounds of the numeric settings (a count of partitions, a duration, a size cannot be negative).
+_AT_LEAST: dict[str, float] = {
+    "partitions": 1, "web_port": 0, "allowed_lateness_ms": 0, "idle_tick_s": 0, "retention_after_end_s": 0,
+    "max_message_bytes": 1, "judge_timeout_s": 0, "judge_concurrency": 1, "judge_retries": 0,
+    "judge_backoff_s": 0, "judge_queue_size": 0,
+}
+
+
+def _check_ranges(settings: Settings) -> None:
+    for name, low in _AT_LEAST.items():
+        value = getattr(settings, name)
+        if value < low:
+            raise ValueError(f"{name} must be at least {low:g}, got {value!r}")
+    if not 0 <= settings.web_port <= 65_535:
+        raise ValueError(f"web_port must be a port number (0 to 65535), got {settings.web_port!r}")
+
+
+def _coerce(name: str, raw: Any, source: str) -> Any:
+    """`raw` (text from the environment, or a TOML value) as the setting's type; `source` names where
+    it came from for the error message."""
+    kind = str({f.name: f.type for f in fields(Settings)}[name])
     if raw is None:
         return None
-    if "int" in str(kind) and "str" not in str(kind):
-        return int(raw)
-    if "float" in str(kind):
-        return float(raw)
-    return str(raw)
+    if isinstance(raw, bool) or isinstance(raw, (list, dict)):
+        raise ValueError(f"{source}: expected {'text' if 'str' in kind else 'a number'}, got {raw!r}")
+    if kind == "int":
+        try:
+            value = float(raw) if isinstance(raw, float) else int(str(raw).strip())
+        except ValueError:
+            raise ValueError(f"{source}: expected a whole number, got {raw!r}") from None
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"{source}: expected a whole number, got {raw!r}")
+        return int(value)
+    if kind == "float":
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"{source}: expected a number, got {raw!r}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{source}: expected a finite number, got {raw!r}")
+        return value
+    if not isinstance(raw, str):
+        raise ValueError(f"{source}: expected text, got {raw!r}")
+    return raw
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     config_path = environ.get("CALLQA_CONFIG")
     if config_path:
-        with open(config_path, "rb") as handle:
-            document = tomllib.load(handle)
+        try:
+            with open(config_path, "rb") as handle:
+                document = tomllib.load(handle)
+        except OSError as exc:
+            raise ValueError(f"CALLQA_CONFIG {config_path}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"CALLQA_CONFIG {config_path}: not valid TOML: {exc}") from None
         known = {f.name for f in fields(Settings)}
         unknown = set(document) - known
         if unknown:
             raise ValueError(f"{config_path}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
         values.update(document)
+        sources.update((name, f"{config_path}: {name}") for name in document)
     for f in fields(Settings):
         key = f"CALLQA_{f.name.upper()}"
         if key in environ:
             values[f.name] = environ[key]
+            sources[f.name] = key
     if "OPENAI_API_KEY" in environ and "openai_api_key" not in values:
         values["openai_api_key"] = environ["OPENAI_API_KEY"]
     if "OPENAI_BASE_URL" in environ and "openai_base_url" not in values:
         values["openai_base_url"] = environ["OPENAI_BASE_URL"]
+    coerced = {name: _coerce(name, raw, sources.get(name, name)) for name, raw in values.items()}
     try:
-        return Settings(**{name: _coerce(name, raw) for name, raw in values.items()})
+        return Settings(**coerced)
     except ValueError as exc:
         raise ValueError(f"invalid setting: {exc}") from None
