@@ -249,10 +249,15 @@ def read_log(path: str) -> Iterator[bytes]:
         yield from _msgpack_records(path)
         return
     with open(path, "rb") as handle:
-        for line in handle:
+        for number, line in enumerate(handle):
             line = line.strip()
+            if number == 0 and line.startswith(_UTF8_BOM):  # written by some editors and Windows tools
+                line = line[len(_UTF8_BOM):].strip()
             if line:
                 yield line
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 _LOG_CHUNK_BYTES = 1 << 20
@@ -261,7 +266,8 @@ _LOG_CHUNK_BYTES = 1 << 20
 def _msgpack_records(path: str) -> Iterator[bytes]:
     # The unpacker only finds where each value ends (skip + tell); the bytes are cut from the chunks
     # read, which is several times cheaper than unpacking and packing every record again. A value cut
-    # short at the end of the file is left out, as an unpacker iterating the file leaves it out.
+    # short at the end of the file is yielded as it is: it does not decode, so it is dead-lettered and
+    # counted like any other bad record instead of vanishing.
     import msgpack
 
     unpacker = msgpack.Unpacker()
@@ -284,6 +290,8 @@ def _msgpack_records(path: str) -> Iterator[bytes]:
                 cut = end
             pending = pending[cut:]
             start += cut
+    if pending:
+        yield pending
 
 
 def write_jsonl(path: str, documents: Iterable[Any]) -> int:

@@ -39,11 +39,20 @@ def test_records_decode_as_they_did_when_each_was_unpacked_and_packed_again(tmp_
         assert decode_message(raw) == decode_message(msgpack.packb(msgpack.unpackb(raw)))
 
 
-def test_a_record_cut_short_at_the_end_of_the_log_is_left_out(tmp_path):
+def test_a_record_cut_short_at_the_end_of_the_log_comes_back_as_it_is_and_is_dead_lettered(tmp_path):
     whole, cut = encode_event(started("c1")), encode_event(started("c2"))[:-3]
     log = tmp_path / "log.msgpack"
     log.write_bytes(whole + cut)
-    assert list(read_log(str(log))) == [whole]
+    assert list(read_log(str(log))) == [whole, cut]
+    (rejected,) = decode_message(cut).rejected
+    assert "undecodable" in rejected.reason
+
+
+def test_a_byte_order_mark_before_the_first_line_of_a_jsonl_log_is_not_part_of_the_record(tmp_path):
+    line = b'{"v": 1, "type": "call.started", "event_id": "e1", "call_id": "c1", "ts_ms": 1, "data": {"agent_id": "a"}}'
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b"\xef\xbb\xbf" + line + b"\n" + line + b"\n")
+    assert list(read_log(str(log))) == [line, line]
 
 
 def test_bytes_that_start_no_value_fail_with_the_offset(tmp_path):
