@@ -123,6 +123,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             raise ValueError(NEEDS_RECORD)
         print_summary(record_log(log, args.record, settings, build_engine(settings, args.cohorts), args.judge), args.record)
         log = args.record
+    total = _count_records(log)  # (reads the log: a missing one fails here, before any output exists)
     alerts = alerts_file(args.rules, args.alerts_out)
     try:
         files = ReplayFiles.open(args.out, args.deadletter, alerts)
@@ -130,7 +131,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if alerts is not None:
             alerts.discard()
         raise
-    bar = progress_bar(total=_count_records(log), desc="replay", unit="record")
+    bar = progress_bar(total=total, desc="replay", unit="record")
     try:
         report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts), files,
                             on_progress=lambda records: bar.update(records - bar.n))

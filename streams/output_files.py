@@ -2,38 +2,61 @@
 
 An `AtomicOutput` is written under a temporary name beside its destination and moved into place only
 when the command succeeds; a failure removes it and leaves the destination as it was (an earlier
-complete file, or nothing). `refuse_clashes` stops a command before it starts when an output names
-one of its inputs, or two outputs the same file.
+complete file, or nothing). The file gets the mode a plain `open()` would give it (an existing file's
+own mode), and a symbolic link is written through, not replaced. A destination that is not a regular
+file (a pipe, `/dev/stdout`) is written directly: it cannot be replaced. `refuse_clashes` stops a
+command before it starts when an output names one of its inputs, or two outputs the same file.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
+import stat
 from typing import BinaryIO
 
 
 class AtomicOutput:
     def __init__(self, path: str) -> None:
         self.path = path
-        directory = os.path.dirname(os.path.abspath(path))
-        # Fails at once (a missing directory, no permission), before any work is done.
+        target = os.path.realpath(path)  # through a symbolic link to the file it names
+        existing = _stat(target)
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            self._temporary: str | None = None
+            self.file: BinaryIO = open(target, "wb")
+            return
+        self._target = target
+        self._temporary = os.path.join(os.path.dirname(target),
+                                       f".{os.path.basename(target)}.{secrets.token_hex(6)}.partial")
+        # Fails at once (a missing directory, no permission), before any work is done. Created with
+        # mode 0o666 as open() creates files, so the umask applies; an existing file keeps its mode.
         try:
-            handle, self._temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".partial", dir=directory)
+            handle = os.open(self._temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except OSError as exc:
             raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}") from None
-        self.file: BinaryIO = os.fdopen(handle, "wb")
+        if existing is not None:
+            os.fchmod(handle, stat.S_IMODE(existing.st_mode))
+        self.file = os.fdopen(handle, "wb")
 
     def commit(self) -> None:
         self.file.close()
-        os.replace(self._temporary, self.path)
+        if self._temporary is not None:
+            os.replace(self._temporary, self._target)
 
     def discard(self) -> None:
         self.file.close()
-        try:
-            os.unlink(self._temporary)
-        except FileNotFoundError:
-            pass
+        if self._temporary is not None:
+            try:
+                os.unlink(self._temporary)
+            except FileNotFoundError:
+                pass
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
 
 
 def refuse_clashes(inputs: dict[str, str | None], outputs: dict[str, str | None]) -> None:

@@ -60,6 +60,7 @@ def test_missing_files_and_directories_are_one_line_errors(tmp_path, capsys):
                  ["summary", "r1", "--results", str(tmp_path / "nope.jsonl")]):
         code, err = run(capsys, *argv)
         assert code == 2 and err.startswith("callqa: ") and "Traceback" not in err, argv
+        assert sorted(p.name for p in tmp_path.iterdir()) == [], argv  # not even a partial output
 
 
 def test_a_results_line_that_is_not_a_result_document_is_named(tmp_path, capsys):
@@ -110,3 +111,26 @@ def test_a_truncated_msgpack_log_counts_its_cut_record_as_dead_lettered(tmp_path
     code, err = run(capsys, "replay", str(log), "--out", str(tmp_path / "o.jsonl"), "--deadletter", str(dead), "--jobs", "1")
     assert code == 0 and "replayed 3 records" in err and "1 dead-lettered" in err
     assert len(dead.read_text().splitlines()) == 1
+
+
+def test_an_output_gets_the_mode_open_would_give_it_and_a_symbolic_link_is_written_through(tmp_path, capsys):
+    import os
+    import stat
+
+    fresh = tmp_path / "fresh.jsonl"
+    assert main(["replay", str(SAMPLE_LOG), "--out", str(fresh), "--jobs", "1"]) == 0
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"")
+    assert stat.S_IMODE(fresh.stat().st_mode) == stat.S_IMODE(probe.stat().st_mode)
+    kept = tmp_path / "kept.jsonl"
+    kept.write_bytes(b"old\n")
+    kept.chmod(0o640)
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "out.jsonl").write_bytes(b"old\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real / "out.jsonl")
+    for out in (kept, link):
+        assert main(["replay", str(SAMPLE_LOG), "--out", str(out), "--jobs", "1"]) == 0
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_bytes() != b"old\n"
+    assert os.path.islink(link) and (real / "out.jsonl").read_bytes() == fresh.read_bytes()
