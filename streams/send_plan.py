@@ -119,7 +119,7 @@ class SendPlan:
             self._pass_through(raw, call_id, out, readable=True)
             return
         batch = self._held.get(call_id)
-        if batch is not None and batch.size + len(encoded) + len(call_id) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes:
+        if batch is not None and batch.size + len(encoded) + len(call_id.encode()) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes:
             self._flush(call_id, out)
             batch = None
         if batch is None:

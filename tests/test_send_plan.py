@@ -98,3 +98,12 @@ def test_what_does_not_decode_is_sent_as_it_was_after_its_calls_held_events():
     messages = [m for raw in (pack(doc("c", 0)), bad) for m in plan.add(raw)] + plan.finish()
     assert [m.value for m in messages][1] == bad and messages[1].key == b"c"
     assert plan.report.records == 2 and plan.report.passed_through == 1
+
+
+def test_the_size_bound_counts_a_call_ids_bytes_not_its_characters():
+    call_id = "📞" * 200  # 800 bytes of UTF-8
+    log = [pack(doc(call_id, n, data={"role": "user", "text": "x" * 870})) for n in range(60)]
+    plan = SendPlan(PARTITIONS, max_message_bytes=20_000)
+    messages = [m for raw in log for m in plan.add(raw)] + plan.finish()
+    assert all(len(m.value) <= 20_000 for m in messages)
+    assert sum(len(decode_message(m.value, 20_000).events) for m in messages) == 60
