@@ -65,6 +65,7 @@ JSON
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable, Iterator
@@ -309,14 +310,13 @@ _MAX_CANONICAL_NUMBERS = 65_536
 
 
 def _canonical_number(number: str) -> str:
-    # On the digits themselves, not through Decimal: its 28-digit context would round two different
-    # long numbers to the same value. int() reads any Unicode decimal digits, at any length.
+    # On the digits themselves, not through Decimal (its 28-digit context would round two different
+    # long numbers to the same value) nor int() (limited to 4,300 digits).
+    if not number.isascii():  # \d also matches other scripts' digits: read them as 0-9
+        number = "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() else ch for ch in number)
     whole, _, fraction = number.replace(",", "").partition(".")
-    try:
-        whole = str(int(whole or "0"))
-        fraction = str(int("1" + fraction))[1:].rstrip("0") if fraction else ""
-    except ValueError:  # cannot happen for what _NUMBER matches; kept as written to be safe
-        return number
+    whole = whole.lstrip("0") or "0"
+    fraction = fraction.rstrip("0")
     return f"{whole}.{fraction}" if fraction else whole
 
 

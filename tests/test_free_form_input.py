@@ -112,6 +112,7 @@ def test_maps_with_integer_keys_hash_as_json_text_keys_and_reach_the_judge_conte
 def test_long_numbers_keep_every_digit_so_a_made_up_one_is_not_grounded_by_a_near_one():
     assert canonical_number("1234567890123456789012345678901") == "1234567890123456789012345678901"
     assert canonical_number("٣٤.٥٠") == "34.5" and canonical_number("1,200.00") == "1200"
+    assert canonical_number("00" + "1,000" * 2_000) == "1000" * 2_000  # past int()'s 4,300 digits
     result = score([started(), envelope("tool.call", {"name": "n", "arguments": "{}", "result": {"ref": "1234567890123456789012345678999"}}),
                     envelope("turn", {"role": "agent", "text": "Your reference is 1234567890123456789012345678901."}), ended()])
     assert metric(result, "hallucination").details["fabrications"] == 1
@@ -121,6 +122,9 @@ def test_the_contracts_numbers_refuse_nan_and_infinity():
     for type_, data in (("latency", {"latency_ms": float("nan")}),
                         ("turn", {"role": "user", "text": "hi", "start_ms": float("inf")}),
                         ("turn", {"role": "user", "text": "hi", "words": [["hi", 0.0, float("nan")]]})):
-        (rejected,) = decode_message(msgspec.msgpack.encode(envelope(type_, data))).rejected
+        raw = msgspec.msgpack.encode(envelope(type_, data))
+        sent = msgspec.msgpack.decode(raw)["data"]
+        number = sent.get("latency_ms", sent.get("start_ms")) if "words" not in sent else sent["words"][0][2]
+        assert not math.isfinite(number)  # MessagePack really carries it
+        (rejected,) = decode_message(raw).rejected
         assert "Expected `float`" in rejected.reason, rejected.reason
-    assert math.isnan(float("nan"))  # (the encoder above really sent NaN)
