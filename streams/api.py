@@ -33,7 +33,8 @@ logger = logging.getLogger("callqa.api")
 
 async def follow_topic(callqa: Any, topic: str, on_record: Any, on_caught_up: Any = None) -> None:
     """Read `topic` from its first offset forever (outside any group), handing each record on.
-    `on_caught_up()` is called once, the first time a fetch finds nothing more to read."""
+    `on_caught_up()` is called once, when every partition has been read up to the high watermark its
+    last fetch reported (a fetch that merely came back empty in time is not enough)."""
     await ensure_topics(callqa.settings, {topic: 1 if topic.endswith(".cohorts") else callqa.settings.partitions})
     consumer = reader(callqa.settings)
     await consumer.start()
@@ -48,7 +49,7 @@ async def follow_topic(callqa: Any, topic: str, on_record: Any, on_caught_up: An
         await consumer.seek_to_beginning()
         while True:
             batches = await consumer.getmany(timeout_ms=1000)
-            if not batches and on_caught_up is not None:
+            if not batches and on_caught_up is not None and await _read_to_the_end(consumer):
                 on_caught_up()
                 on_caught_up = None
             for records in batches.values():
@@ -59,6 +60,14 @@ async def follow_topic(callqa: Any, topic: str, on_record: Any, on_caught_up: An
                         logger.warning("%s[%s]@%s skipped: %s", topic, record.partition, record.offset, exc)
     finally:
         await consumer.stop()
+
+
+async def _read_to_the_end(consumer: Any) -> bool:
+    for tp in consumer.assignment():
+        highwater = consumer.highwater(tp)  # from the last fetch response; None before the first
+        if highwater is None or await consumer.position(tp) < highwater:
+            return False
+    return True
 
 
 def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
