@@ -82,15 +82,14 @@ class ReplayFiles:
             self.dead.write(b"\n")
 
     def close(self) -> None:
-        self.out_file.commit()
-        if self.dead_file is not None:
-            self.dead_file.commit()
-        if self.alerts is not None:
-            self.alerts.close()
+        self._finish(keep=True)
 
     def discard(self) -> None:
-        self.out_file.discard()
-        if self.dead_file is not None:
-            self.dead_file.discard()
+        self._finish(keep=False)
+
+    def _finish(self, keep: bool) -> None:
+        for output in (self.out_file, self.dead_file):
+            if output is not None:
+                output.commit() if keep else output.discard()
         if self.alerts is not None:
-            self.alerts.discard()
+            self.alerts.close() if keep else self.alerts.discard()
