@@ -70,15 +70,46 @@ def result_schema() -> dict[str, Any]:
     schema, components = _single(CallResult)
     result = dict(components["CallResult"])
     result["properties"] = dict(result["properties"])
+    # `is_task_successful` is written whenever `is_successful` is a verdict (a bool), not with "N/A".
+    task = "is_task_successful"
     result["properties"]["evaluation"] = {
         "type": "object",
         "description": "The evaluation harness's metrics.json for this call (always-present keys required; "
                        "conditional keys only when they apply), plus `judge_result` when a judge ran.",
-        "required": list(ALWAYS_PRESENT_KEYS),
+        "required": [key for key in ALWAYS_PRESENT_KEYS if key != task],
+        "if": {"properties": {"is_successful": {"type": "boolean"}}},
+        "then": {"required": [task]},
     }
     components["CallResult"] = result
     return _document("result.json", "callqa call result", "One scored result per call and version on callqa.results.",
                      schema, components)
+
+
+def cohort_schema() -> dict[str, Any]:
+    """The cohort document as the decoder reads it: a criterion without `kind` is a rule, a cohort
+    that is not a delete needs a name, metrics are the registry's, `in`/`not_in` compare with a list.
+    (Unique names within a cohort are checked by the worker only.)"""
+    from models.cohorts import LIST_OPS
+    from scorers.registry import qa_metrics
+
+    schema, components = _single(CohortDefinition)
+    definition = dict(components["CohortDefinition"])
+    properties = dict(definition["properties"])
+    properties["criteria"] = {**properties["criteria"],
+                              "items": {"anyOf": properties["criteria"]["items"]["anyOf"]}}  # `kind` may be absent
+    definition["properties"] = properties
+    definition["if"] = {"properties": {"deleted": {"const": True}}, "required": ["deleted"]}
+    definition["else"] = {"required": ["name"], "properties": {"name": {"type": "string", "pattern": "\\S"}}}
+    rule = dict(components["RuleCriterion"])
+    rule["properties"] = {**rule["properties"], "kind": {"enum": ["rule"], "default": "rule"}}
+    rule["required"] = [key for key in rule["required"] if key != "kind"]
+    rule["if"] = {"properties": {"op": {"enum": sorted(LIST_OPS)}}, "required": ["op"]}
+    rule["then"] = {"properties": {"value": {"type": "array"}}, "required": ["value"]}
+    metric = dict(components["CohortMetric"])
+    metric["properties"] = {**metric["properties"], "metric": {"enum": [m.name for m in qa_metrics()]}}
+    components.update(CohortDefinition=definition, RuleCriterion=rule, CohortMetric=metric)
+    return _document("cohort.json", "callqa cohort definition",
+                     "A cohort document (callqa.cohorts topic, HTTP API).", schema, components)
 
 
 def all_schemas() -> dict[str, dict[str, Any]]:
@@ -87,8 +118,7 @@ def all_schemas() -> dict[str, dict[str, Any]]:
     schemas["result.json"] = result_schema()
     schemas["deadletter.json"] = _document("deadletter.json", "callqa dead letter",
                                            "A record of callqa.deadletter.", *_single(DeadLetterDocument))
-    schemas["cohort.json"] = _document("cohort.json", "callqa cohort definition",
-                                       "A cohort document (callqa.cohorts topic, HTTP API).", *_single(CohortDefinition))
+    schemas["cohort.json"] = cohort_schema()
     return schemas
 
 

@@ -103,3 +103,44 @@ def test_a_dead_letter_of_an_oversized_message_keeps_its_head_size_and_digest():
     assert document.original_sha256 == hashlib.sha256(original).hexdigest()
     assert base64.b64decode(document.original_b64) == original[:ORIGINAL_KEPT_BYTES]
     assert len(msgspec.json.encode(document)) < 1_000_000  # fits in a Kafka message of its own
+
+
+def test_a_result_whose_success_is_not_applicable_validates_without_is_task_successful():
+    from eventkit import event, run_call
+
+    scenario = {"name": "s", "success_signals": ["is_action_match"], "min_agent_turns": 0}
+    _, results = run_call([event("call.started", {"agent_id": "a", "scenario": scenario}),
+                           event("call.ended", {"stop_reason": "[EXIT]"})])
+    document = json.loads(msgspec.json.encode(results[-1]))
+    assert document["evaluation"]["is_successful"] == "N/A" and "is_task_successful" not in document["evaluation"]
+    validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "result.json").read_text()))
+    assert validator.is_valid(document), list(validator.iter_errors(document))[:1]
+    boolean = dict(document, evaluation={**document["evaluation"], "is_successful": True})
+    assert not validator.is_valid(boolean)  # a verdict comes with is_task_successful
+
+
+@pytest.mark.parametrize("document, accepted", [
+    ({"cohort_id": "c", "name": "C", "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": "a"}]}, True),
+    ({"cohort_id": "c", "deleted": True}, True),
+    ({"cohort_id": "c"}, False),
+    ({"cohort_id": "c", "name": "C", "metrics": [{"metric": "nope"}]}, False),
+    ({"cohort_id": "c", "name": "C", "criteria": [{"name": "r", "field": "agent_id", "op": "in", "value": "a"}]}, False),
+])
+def test_the_cohort_schema_accepts_what_the_decoder_accepts(document, accepted):
+    from models.cohorts import CohortError, decode_cohort
+    from scorers.registry import qa_metrics
+
+    validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "cohort.json").read_text()))
+    try:
+        decode_cohort(document, [m.name for m in qa_metrics()])
+        decoded = True
+    except CohortError:
+        decoded = False
+    assert validator.is_valid(document) is accepted and decoded is accepted
+
+
+def test_the_bundled_cohorts_validate_against_the_cohort_schema():
+    validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "cohort.json").read_text()))
+    cohorts = json.loads((SAMPLE.parent / "cohorts.json").read_text())
+    for cohort in cohorts if isinstance(cohorts, list) else cohorts["cohorts"]:
+        assert validator.is_valid(cohort), list(validator.iter_errors(cohort))[:1]
