@@ -166,3 +166,20 @@ def test_results_straight_from_the_engine_export_and_reload_the_same():
     # The stalled k2 is skipped in the clean-exit bucket: 1 of 1.
     assert (live.clean_exit_rate.passed, live.clean_exit_rate.total) == (1, 1)
     assert load_run(export_run(results), run_id=RUN).summary() == live
+
+
+def test_each_metrics_json_names_the_directory_it_was_exported_to():
+    results = [call_result("c2", metrics_doc("d__same")), call_result("c1", metrics_doc("d__same")),
+               call_result("c3", metrics_doc("d__other"))]
+    files = export_run(results)
+    for path, content in files.items():
+        if path.endswith("/metrics.json"):
+            assert json.loads(content)["scenario_directory"] == path.rsplit("/", 1)[0]
+
+
+def test_a_name_too_long_for_a_directory_keeps_its_head_and_a_digest_and_stays_unique(tmp_path):
+    long = "d__" + "x" * 300
+    directories = scenario_directories({"c1": long, "c2": long, "c3": long + "y"})
+    assert all(len(name.encode()) <= 240 for name in directories.values())
+    assert len(set(directories.values())) == 3 and all(name.startswith("d__xxx") for name in directories.values())
+    write_export(export_run([call_result(c, metrics_doc(n)) for c, n in (("c1", long), ("c2", long))]), str(tmp_path))

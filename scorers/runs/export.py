@@ -5,11 +5,14 @@ Pure: `export_run` returns relative path → bytes and `load_run` reads such a m
 version. Scenario directories are named after `scenario_name`; when several calls of the run share a
 name, each of them gets `<name>.<call_id>` instead, so no call is favoured by arrival order. Characters
 that would leave the directory (`/`, `\\`, control characters) become `_`, and any name still taken
-(`.`, `..`, `all_summary.txt`, or a pathological clash) gets `-2`, `-3`, … in call_id order.
+(`.`, `..`, `all_summary.txt`, or a pathological clash) gets `-2`, `-3`, … in call_id order. A name
+longer than a directory name may be (240 bytes here) keeps its head and a digest of the whole. Each
+`metrics.json`'s `scenario_directory` names the directory it was exported to.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -29,8 +32,22 @@ _RESERVED = frozenset({"", ".", "..", SUMMARY_FILE})
 AnyResult = CallResult | Mapping[str, Any]
 
 
+# File systems allow 255 bytes a name; leave room for the "-2" of a name taken twice.
+MAX_DIRECTORY_BYTES = 240
+
+
 def _safe(name: str) -> str:
-    return _UNSAFE.sub("_", name)
+    return _fit(_UNSAFE.sub("_", name))
+
+
+def _fit(name: str) -> str:
+    """`name`, or when too long for a directory, its head and a digest of the whole (still unique)."""
+    encoded = name.encode("utf-8")
+    if len(encoded) <= MAX_DIRECTORY_BYTES:
+        return name
+    digest = hashlib.sha256(encoded).hexdigest()[:12]
+    head = encoded[: MAX_DIRECTORY_BYTES - len(digest) - 1].decode("utf-8", "ignore")
+    return f"{head}.{digest}"
 
 
 def scenario_directories(names: Mapping[str, str]) -> dict[str, str]:
@@ -40,7 +57,7 @@ def scenario_directories(names: Mapping[str, str]) -> dict[str, str]:
     directories: dict[str, str] = {}
     for call_id in sorted(names):
         base = _safe(names[call_id])
-        candidate = base if shared[base] == 1 else f"{base}.{_safe(call_id)}"
+        candidate = base if shared[base] == 1 else _fit(f"{base}.{_safe(call_id)}")
         unique, suffix = candidate, 1
         while unique in taken:
             suffix += 1
@@ -83,6 +100,8 @@ def export_run(results: Iterable[AnyResult], *, min_agent_turns: int = DEFAULT_M
     files: dict[str, bytes] = {}
     for call_id, directory in sorted(scenario_directories(names).items(), key=lambda item: item[1]):
         metrics, judge = documents[call_id]
+        if "scenario_directory" in metrics:  # where the scenario's files are now (as the harness refreshes it)
+            metrics = {**metrics, "scenario_directory": directory}
         files[f"{directory}/{METRICS_FILE}"] = _json_file(metrics)
         if judge is not None:
             files[f"{directory}/{JUDGE_FILE}"] = _json_file(judge)
