@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from msgspec import Struct
 
@@ -90,13 +90,16 @@ class CohortBook:
         if not self._cohorts:
             return []
         view = ResultView(call, metrics, evaluation)
+        keys = llm_criterion_keys(call, self.all())
         return [
-            self.verdict(self._cohorts[cohort_id], view)
+            self.verdict(self._cohorts[cohort_id], view, keys)
             for cohort_id in sorted(self._cohorts)
             if belongs(call, self._cohorts[cohort_id])
         ]
 
-    def verdict(self, cohort: CohortDefinition, view: ResultView) -> CohortVerdict:
+    def verdict(self, cohort: CohortDefinition, view: ResultView,
+                keys: dict[tuple[str, str], str] | None = None) -> CohortVerdict:
+        """`keys`: where each LLM criterion's verdict is recorded (`llm_criterion_keys`; by default its name)."""
         parts: list[tuple[Fraction, Fraction]] = []  # (weight, score) of everything that applies
         metric_details: dict[str, dict[str, Any]] = {}
         counted: list[str] = []
@@ -116,7 +119,8 @@ class CohortBook:
         criterion_details: dict[str, dict[str, Any]] = {}
         for criterion in cohort.criteria:
             if isinstance(criterion, LlmCriterion):
-                met, reason = llm_criterion_met(criterion, view.call)
+                key = (keys or {}).get((cohort.cohort_id, criterion.name), criterion.name)
+                met, reason = llm_criterion_met(criterion, view.call, key)
                 detail = {"met": met, "weight": criterion.weight, "reason": reason}
             else:
                 met = rule_met(criterion, view.resolve(criterion.field))
@@ -158,13 +162,42 @@ def weighted_score(parts: list[tuple[Fraction, Fraction]]) -> float | None:
 # ----------------------------------------------------------------------------------- criteria
 
 
-def llm_criterion_met(criterion: LlmCriterion, call: CallState) -> tuple[bool | None, str]:
-    """(met, reason). Not applicable (None) until the judge answered this criterion; an answer that
-    is not a boolean counts as not met, as for the judge's other verdicts."""
+def llm_criterion_keys(call: CallState, cohorts: Iterable[CohortDefinition]) -> dict[tuple[str, str], str]:
+    """(cohort_id, criterion name) → the key the judge is asked and its verdict recorded under, for the
+    LLM criteria of the call's cohorts (in cohort id order): the criterion's name — shared by cohorts
+    that ask the same question under it — unless an earlier cohort asks another question under that
+    name; then `name (cohort_id)`, so that no cohort is given the answer to another cohort's question."""
+    return {(cohort_id, criterion.name): key for cohort_id, criterion, key in _keyed_llm_criteria(call, cohorts)}
+
+
+def llm_criterion_questions(call: CallState, cohorts: Iterable[CohortDefinition]) -> dict[str, str]:
+    """key → question: what the judge is asked about the call, each distinct question once."""
+    return {key: criterion.question for _, criterion, key in _keyed_llm_criteria(call, cohorts)}
+
+
+def _keyed_llm_criteria(call: CallState, cohorts: Iterable[CohortDefinition]) -> Iterator[tuple[str, LlmCriterion, str]]:
+    question_of: dict[str, str] = {}
+    for cohort in cohorts:
+        if not belongs(call, cohort):
+            continue
+        for criterion in cohort.criteria:
+            if isinstance(criterion, LlmCriterion):
+                key = criterion.name
+                if question_of.get(key, criterion.question) != criterion.question:
+                    key = f"{criterion.name} ({cohort.cohort_id})"
+                question_of.setdefault(key, criterion.question)
+                yield cohort.cohort_id, criterion, key
+
+
+def llm_criterion_met(criterion: LlmCriterion, call: CallState, key: str | None = None) -> tuple[bool | None, str]:
+    """(met, reason), from the judge's verdict recorded under `key` (the criterion's name by default).
+    Not applicable (None) until the judge answered this criterion; an answer that is not a boolean
+    counts as not met, as for the judge's other verdicts."""
     answers = call.judge.criteria if call.judge is not None else None
-    if not answers or criterion.name not in answers:
+    key = criterion.name if key is None else key
+    if not answers or key not in answers:
         return None, NOT_JUDGED_REASON
-    answer = answers[criterion.name]
+    answer = answers[key]
     passed = answer.get("passed") if isinstance(answer, dict) else None
     reason = answer.get("reason") if isinstance(answer, dict) else None
     if not isinstance(passed, bool):

@@ -398,3 +398,28 @@ def test_the_engine_counts_an_llm_criterion_once_the_judge_answers():
     # v1: nothing applies; v2: Positive = 100; v3: (100 + 0) / 2 = 50.0
     assert scores == [None, 100.0, 50.0]
     assert [r.cohorts[0].passed for r in results] == [None, True, False]
+
+
+def test_cohorts_asking_different_questions_under_one_criterion_name_each_get_their_own_verdict():
+    from eventkit import event
+    from scorers.engine import CallEngine
+    from scorers.judge.requests import build_requests
+
+    greet = {"kind": "llm", "name": "ok", "question": "Did the agent greet the caller?"}
+    book = CohortBook(cohorts=[
+        {"cohort_id": "a", "name": "A", "criteria": [greet]},
+        {"cohort_id": "b", "name": "B", "criteria": [{"kind": "llm", "name": "ok", "question": "Did the agent offer a refund?"}]},
+        {"cohort_id": "c", "name": "C", "criteria": [greet]},  # the same question: asked once, shared
+    ])
+    engine = CallEngine(cohorts=book)
+    for e in [event("call.started", {"agent_id": "x", "cohort_ids": ["a", "b", "c"]}),
+              event("turn", {"role": "agent", "text": "Hello, welcome to Acme."}), event("call.ended", {"stop_reason": "hangup"})]:
+        processed = engine.process(e)
+    requests = build_requests(processed.call, book)
+    request = requests.qa
+    assert request.criteria == ("ok", "ok (b)")
+    assert "greet the caller" in request.user_content and "offer a refund" in request.user_content
+    answer = {"ok": {"passed": True, "reason": "greeted"}, "ok (b)": {"passed": False, "reason": "no refund"}}
+    result = engine.process(event("judge.result", {"criteria": answer}, ts_ms=requests.ts_ms)).result
+    met = {v.cohort_id: v.details["criteria"]["ok"]["met"] for v in result.cohorts}
+    assert met == {"a": True, "b": False, "c": True}

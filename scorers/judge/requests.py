@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal
 
 from models.call_state import CallState
-from models.cohorts import LlmCriterion
-from scorers.cohorts import CohortBook, belongs
+from scorers.cohorts import CohortBook, llm_criterion_questions
 from scorers.evaluation.actions import PredictedActionsAcc
 from scorers.judge.context import JudgeContextAcc, ToolLog, cut
 from scorers.judge.schemas import (
@@ -164,15 +163,9 @@ def wants_evaluation(call: CallState) -> bool:
 
 
 def llm_criteria(call: CallState, cohorts: CohortBook) -> dict[str, str]:
-    """name → question of the LLM criteria of the call's cohorts. Verdicts are recorded by name, so a
-    name two cohorts share is asked once, with the question of the first cohort by id."""
-    questions: dict[str, str] = {}
-    for cohort in cohorts.all():
-        if belongs(call, cohort):
-            for criterion in cohort.criteria:
-                if isinstance(criterion, LlmCriterion):
-                    questions.setdefault(criterion.name, criterion.question)
-    return questions
+    """key → question of the LLM criteria of the call's cohorts, each distinct question once: cohorts
+    asking the same question under one name share its verdict (`scorers.cohorts.llm_criterion_keys`)."""
+    return llm_criterion_questions(call, cohorts.all())
 
 
 # ------------------------------------------------------------------------------------- sections
