@@ -69,6 +69,8 @@ class JudgeRunner:
         while True:
             requests = await self.queue.get()
             try:
+                if self._answered(requests.call_id):
+                    continue  # the log carried the call's recorded answer after its end: nothing to ask
                 event = await self.client.judge(requests)
                 await self.callqa.events_topic.send(key=event.call_id.encode(), value=encode_event(event))
                 self.published += 1
@@ -76,6 +78,10 @@ class JudgeRunner:
                 logger.exception("judge result for call %s not published", requests.call_id)
             finally:
                 self.queue.task_done()
+
+    def _answered(self, call_id: str) -> bool:
+        call = self.callqa.live.engine.calls.get(call_id)
+        return call is not None and call.judge is not None
 
     async def drain(self) -> None:
         """Wait until every queued call has been judged and published."""

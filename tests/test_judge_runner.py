@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from eventkit import run_call
 from fake_llm_server import FakeLlm
 from judgekit import EVALUATION_ANSWER, QA_ANSWER, judged_call, settings
-from models.events import JudgeResult
+from models.events import JudgeResult, JudgeResultData
 from models.wire import decode_message
 from qa_kit import metric
 from scorers.engine import CallEngine
@@ -104,3 +104,20 @@ def test_the_worker_installs_the_judge_only_when_a_key_is_set(tmp_path):
                                    openai_base_url="http://127.0.0.1:9/v1"))
     assert not any(is_judge_hook(h) for h in without.result_hooks)
     assert sum(is_judge_hook(h) for h in with_key.result_hooks) == 1
+
+
+def test_a_call_whose_recorded_answer_arrives_while_it_waits_in_the_queue_is_not_asked_again():
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
+        callqa, engine, runner = worker_with_judge(fake.base_url)
+        _, (first,) = run_call(judged_call(), engine)
+
+        async def scenario():
+            await runner.on_result(first, engine.calls["c1"])  # queued on the version-1 result…
+            # …and the log's own judge.result (recorded by `callqa replay --judge --record`) comes next.
+            engine.process(JudgeResult(event_id="c1:recorded", call_id="c1", ts_ms=first.event_ts_ms + 1,
+                                       data=JudgeResultData(qa=None)))
+            await runner.drain()
+            await runner.stop()
+
+        asyncio.run(scenario())
+    assert fake.requests == [] and callqa.events_topic.sent == []
