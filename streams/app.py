@@ -7,6 +7,7 @@ the same engine as `callqa replay`, and performs the sends it asks for.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -168,6 +169,20 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         assigned = sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == names.events)
         return web.json({"status": "ok", "assigned_partitions": assigned, "calls_in_memory": len(engine.calls),
                          **counters.__dict__})
+
+    if settings.idle_tick_s > 0:
+        @app.timer(interval=settings.idle_tick_s)
+        async def restore_quiet_partitions() -> None:
+            """A partition whose last message was acknowledged before a restart or a rebalance delivers
+            nothing until a producer writes to it: restore it anyway, so that the idle clock can sweep
+            its open calls."""
+            recovery = app.tables.recovery
+            if recovery.in_recovery or not recovery.completed.is_set():
+                return  # the journal table is not read back yet
+            for tp in sorted(app.assignor.assigned_actives()):
+                if tp.topic == names.events and tp.partition not in live.restored_partitions:
+                    restored = live.restore_quiet_partition(tp.partition, list(journal.items()), time.monotonic())
+                    logger.info("partition %s (quiet): restored %s calls from the journal", tp.partition, restored)
 
     install_api(callqa, engine.cohorts, ResultsView())
     install_idle_clock(callqa)

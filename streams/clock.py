@@ -21,9 +21,14 @@ from models.wire import encode_event
 def idle_ticks(live: Any, now: float, idle_s: float) -> list[Watermark]:
     """Watermark events for the partitions that have open calls and were idle for `idle_s` seconds."""
     ticks = []
+    calls = live.engine.calls
     for partition, (last_seen, watermark_ms) in sorted(live.last_message.items()):
         clock = live.engine.sweeper.partitions.get(partition)
-        if clock is None or not clock.deadlines or watermark_ms is None or now - last_seen < idle_s:
+        if clock is None or watermark_ms is None or now - last_seen < idle_s:
+            continue
+        # The deadline heap keeps entries of calls that ended until their deadline passes: only a
+        # call still open is a reason to move the partition's time.
+        if not any(call_id in calls and not calls[call_id].has_ended for _, call_id in clock.deadlines):
             continue
         ts_ms = watermark_ms + int((now - last_seen) * 1000)
         ticks.append(Watermark(event_id=f"{WATERMARK_CALL_ID}:tick:{partition}:{ts_ms}", call_id=WATERMARK_CALL_ID,

@@ -222,6 +222,15 @@ class LiveScorer:
         self.restored_partitions.add(partition)
         return len(calls)
 
+    def restore_quiet_partition(self, partition: int, journal_items: Iterable[tuple[bytes, bytes]], now: float) -> int:
+        """Restore a partition assigned to this worker that has delivered no message yet (after a
+        restart or a rebalance) and start its idle clock from `now` (monotonic): its open calls would
+        otherwise wait for the partition's next message to be swept."""
+        restored = self.restore_partition(partition, journal_items)
+        clock = self.engine.sweeper.partitions.get(partition)
+        self.last_message[partition] = (now, clock.watermark_ms if clock is not None else None)
+        return restored
+
     def watermark_to_journal(self, partition: int) -> tuple[bytes, bytes] | None:
         """(key, value) of the partition's watermark when it moved since it was last journaled;
         written together with each segment, so that a restore starts the partition's clock there."""

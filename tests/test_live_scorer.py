@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
-
 import msgspec
 
 from eventkit import T0
 from scorers.engine import CallEngine
 from streams.journal import PARTITION_SEGMENT_PREFIX, encode_segment, segment_key
 from streams.live import LiveScorer
+from workerkit import handle_as_the_worker_does, message
 
 
-def message(type_: str, data: dict, event_id: str, ts: int, call_id: str = "c1") -> bytes:
-    return json.dumps({"v": 1, "type": type_, "event_id": event_id, "call_id": call_id, "ts_ms": ts, "data": data}).encode()
 
 
 MESSAGES = [
@@ -101,25 +98,6 @@ def test_replay_forgets_ended_calls_after_their_retention_as_the_live_worker_doe
     assert replayed == live_results == [("A", 1), ("B", 1)]
     assert letters == live_letters == ["r4"]
     assert report.calls == 2  # the forgotten call still counts as replayed
-
-
-def handle_as_the_worker_does(live: LiveScorer, raw: bytes, offset: int, table: dict[bytes, bytes], write: bool = True):
-    """One message as streams/app.py performs its outbox: forget, then stage and (when `write`, as
-    when a segment is due) write the segment of everything staged."""
-    out = live.handle(raw, "callqa.events", 0, offset)
-    if out.forget:
-        for key in live.book.forget(out.forget):
-            table.pop(key, None)
-        live.forgotten(out.forget)
-    live.book.stage(0, out.journal, ack=offset, now=0.0)
-    if write:
-        key, value, _ = live.book.take(0)
-        if key is not None:
-            table[key] = value
-        watermark = live.watermark_to_journal(0)
-        if watermark is not None:
-            table[watermark[0]] = watermark[1]
-    return out
 
 
 def segments(table: dict[bytes, bytes]) -> dict[bytes, bytes]:
