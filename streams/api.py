@@ -100,9 +100,9 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
         await follow_topic(callqa, names.results, apply_result)
 
     async def publish_cohort(web: Any, request: Any, cohort_id: str | None) -> Any:
-        try:
-            body = await request.json()
-        except ValueError:
+        try:  # strict JSON: Python's reader would take NaN and Infinity, which no document can hold
+            body = msgspec.json.decode(await request.read())
+        except msgspec.DecodeError:
             return web.error(400, "the body must be a JSON cohort document")
         if not isinstance(body, dict):
             return web.error(400, "the body must be a JSON object")
@@ -112,9 +112,12 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
                 return web.error(400, f"cohort_id {body['cohort_id']!r} differs from the URL's {cohort_id!r}")
         try:
             definition = book.decode(body)
+            key, value = definition.cohort_id.encode(), encode_cohort(definition)
         except CohortError as exc:
             return web.error(422, str(exc))
-        await cohorts_topic.send(key=definition.cohort_id.encode(), value=encode_cohort(definition))
+        except (OverflowError, UnicodeEncodeError, msgspec.EncodeError) as exc:  # e.g. an integer beyond 64 bits
+            return web.error(422, f"the cohort cannot be stored: {exc}")
+        await cohorts_topic.send(key=key, value=value)
         return web.json(cohort_to_builtins(definition), status=201 if cohort_id is None else 200)
 
     @app.page("/qa/metrics")

@@ -67,6 +67,11 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
 
         status, body = http(worker, "POST", "/cohorts", {"cohort_id": "x", "name": "X", "metrics": [{"metric": "empathy"}]})
         assert status == 422 and "empathy" in body["error"]
+        nan = {"cohort_id": "n", "name": "N", "criteria": [{"name": "r", "field": "agent_id", "op": "lt", "value": float("nan")}]}
+        assert http(worker, "POST", "/cohorts", nan)[0] == 400  # NaN is not JSON
+        huge = {"cohort_id": "h", "name": "H", "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": 10**30}]}
+        status, body = http(worker, "POST", "/cohorts", huge)
+        assert status == 422 and "cannot be stored" in body["error"]
 
         status, created = http(worker, "POST", "/cohorts", COHORT)
         assert status == 201 and created["cohort_id"] == "support"
