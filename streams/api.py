@@ -154,6 +154,10 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
     @app.page("/cohorts/{cohort_id}/overview")
     class CohortOverviewView(faust.web.View):
         async def get(self, request: Any, cohort_id: str) -> Any:
+            # A defined cohort with no scored call yet has an overview of zeros; an unknown id is a 404
+            # (a typo must not read as an empty cohort).
+            if book.get(cohort_id) is None and cohort_id not in view.cohorts.cohort_ids():
+                return self.notfound(f"no cohort {cohort_id!r}")
             return self.json(view.cohorts.overview(cohort_id))
 
     @app.page("/runs")

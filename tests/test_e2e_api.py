@@ -73,6 +73,7 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         status, body = http(worker, "POST", "/cohorts", huge)
         assert status == 422 and "cannot be stored" in body["error"]
 
+        assert http(worker, "GET", "/cohorts/no-such-cohort/overview")[0] == 404
         status, created = http(worker, "POST", "/cohorts", COHORT)
         assert status == 201 and created["cohort_id"] == "support"
         wait_for(lambda: http(worker, "GET", "/cohorts/support")[0] == 200)
