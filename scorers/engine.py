@@ -137,10 +137,12 @@ class CallEngine:
         self._end_of_input.discard(partition)
         return [inactivity_end_event(call) for call in self.sweeper.due(partition, self.calls, end_of_input)]
 
-    def expired(self, partition: int) -> list[str]:
-        """Ended calls of `partition` whose retention has passed; the caller forgets them (and their
-        stored state). A post-call event arriving later finds no call and is dead-lettered."""
-        return self._retained.expired(partition, self.calls)
+    def forget_expired(self, partition: int) -> list[str]:
+        """Forget the ended calls of `partition` whose retention has passed, and name them (the caller
+        drops their stored state). A post-call event arriving later finds no call and is dead-lettered."""
+        expired = self._retained.expired(partition, self.calls)
+        self.forget(expired)
+        return expired
 
     def partitions(self) -> Iterable[int]:
         return list(self.sweeper.partitions)

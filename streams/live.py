@@ -65,6 +65,12 @@ class Outbox:
     forget: list[str] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class RestoredResults:
+    by_offset: dict[int, list[str]]  # offset -> the calls whose latest result that message produced
+    last_offset: int  # the highest of them: past it, a message cannot be one that produced a result
+
+
 @dataclass
 class LiveScorer:
     engine: CallEngine
@@ -79,9 +85,9 @@ class LiveScorer:
     # partition -> calls a restore found already past their retention: forgotten by the next
     # message's outbox, which also deletes their journal segments.
     expired_at_restore: dict[int, list[str]] = field(default_factory=dict)
-    # partition -> offset -> the restored calls whose latest result that message produced: what to
-    # publish again if the message is delivered again (see `_republish_lost_results`).
-    results_at_restore: dict[int, dict[int, list[str]]] = field(default_factory=dict)
+    # partition -> the restored calls by the offset of the message that produced their latest
+    # result: what to publish again if that message is delivered again (`_republish_lost_results`).
+    results_at_restore: dict[int, RestoredResults] = field(default_factory=dict)
     # partition -> the watermark last written to the journal (streams/journal.py, "Watermarks").
     journaled_watermarks: dict[int, int] = field(default_factory=dict)
 
@@ -124,14 +130,11 @@ class LiveScorer:
             processed = self.engine.process(synthetic, partition, position_of(offset, SYNTHETIC_INDEX))
             where = (encode_event(synthetic), None)
             self._collect(processed, synthetic, partition, position_of(offset, SYNTHETIC_INDEX), topic, offset, out, where)
-        for call_id in self.engine.expired(partition):
-            out.forget.append(call_id)
-        if out.forget:
-            self.engine.forget(out.forget)
-            for call_id in out.forget:
-                # What this very message changed in a call it also forgets is not journaled: a
-                # segment would otherwise hold a call that is never forgotten again.
-                out.journal.pop(call_id, None)
+        out.forget.extend(self.engine.forget_expired(partition))
+        for call_id in out.forget:
+            # What this very message changed in a call it also forgets is not journaled: a segment
+            # would otherwise hold a call that is never forgotten again.
+            out.journal.pop(call_id, None)
         clock = self.engine.sweeper.partitions.get(partition)
         self.last_message[partition] = (time.monotonic(), clock.watermark_ms if clock else None)
         return out
@@ -162,9 +165,9 @@ class LiveScorer:
         them, whatever it carried: an event of the call, of another call whose time swept it, or a
         watermark.
         """
-        by_offset = self.results_at_restore[partition]
-        call_ids = by_offset.pop(offset, ())
-        if not by_offset or offset > max(by_offset):
+        restored = self.results_at_restore[partition]
+        call_ids = restored.by_offset.pop(offset, ())
+        if offset >= restored.last_offset:
             del self.results_at_restore[partition]  # past every restored result: nothing more to look for
         for call_id in call_ids:
             call = self.engine.calls.get(call_id)
@@ -211,12 +214,11 @@ class LiveScorer:
             if call.version > 0 and call.result_position >= 0:
                 by_offset.setdefault(call.result_position >> INDEX_BITS, []).append(call_id)
         if by_offset:
-            self.results_at_restore[partition] = by_offset
+            self.results_at_restore[partition] = RestoredResults(by_offset, max(by_offset))
         # A segment is deleted only once all its calls are forgotten, so it can bring back a call
         # whose retention had passed: forget it again before any message can change it.
-        expired = self.engine.expired(partition)
+        expired = self.engine.forget_expired(partition)
         if expired:
-            self.engine.forget(expired)
             self.expired_at_restore[partition] = expired
             calls.difference_update(expired)
         self.restored_partitions.add(partition)

@@ -117,9 +117,7 @@ def replay_partitions(
             feed(synthetic, partition, index, phase, position)
         # Ended calls past their retention are forgotten as the live worker forgets them, so that a
         # post-call event arriving later is dead-lettered here too.
-        expired = engine.expired(partition)
-        if expired:
-            engine.forget(expired)
+        engine.forget_expired(partition)
 
     # A call's partition never changes: hash its id once, not once per event.
     partition_of_call: dict[str, int] = {}

@@ -115,9 +115,9 @@ def test_ended_calls_are_forgotten_after_their_retention():
     engine.process(started("a", ts=T0))
     engine.process(ended("a", ts=T0 + 1_000))
     engine.process(started("b", ts=T0 + 61_000))
-    assert engine.expired(0) == []
+    assert engine.forget_expired(0) == []
     engine.process(started("c", ts=T0 + 61_001))
-    assert engine.expired(0) == ["a"]
+    assert engine.forget_expired(0) == ["a"] and "a" not in engine.calls
 
 
 def test_a_deadline_past_the_latest_event_time_is_held_at_it_so_the_synthetic_end_decodes_again():
@@ -147,7 +147,7 @@ def test_a_post_call_event_after_the_call_was_forgotten_is_rejected_and_the_old_
     engine.process(started("a", ts=T0, inactivity_timeout_s=172_800))
     engine.process(ended("a", ts=T0 + 1_000))
     engine.process(started("b", ts=T0 + 62_000))
-    engine.forget(engine.expired(0))
+    engine.forget_expired(0)
     late = engine.process(event("call.annotated", {"user_sentiment": "Negative"}, call_id="a", ts_ms=T0 + 63_000))
     assert late.status == "rejected" and "'a'" in late.reason and "a" not in engine.calls
     assert [e.call_id for e in engine.sweep(0, end_of_input=True)] == ["b"]
