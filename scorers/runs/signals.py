@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from scorers.numbers import finite_number
+
 # The scenario-name prefix before the first "__" is the domain bucket of the per-domain breakdowns.
 DOMAIN_SEPARATOR = "__"
 JUDGE_RESULT_KEY = "judge_result"
@@ -70,12 +72,6 @@ def _bool(document: Mapping[str, Any], key: str) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
@@ -110,7 +106,7 @@ def latencies_ms(metrics: Mapping[str, Any]) -> tuple[float, ...]:
     samples = metrics.get("latencies")
     if not isinstance(samples, list):
         return ()
-    values = (_number(sample.get("latency_ms")) for sample in samples if isinstance(sample, dict))
+    values = (finite_number(sample.get("latency_ms")) for sample in samples if isinstance(sample, dict))
     return tuple(value for value in values if value is not None)
 
 
@@ -152,7 +148,7 @@ def read_scenario(metrics: Mapping[str, Any], judge: Mapping[str, Any] | None, f
         db_state_match=_bool(metrics, "db_state_match"),
         db_state_assertions=db_state_assertions(metrics),
         nl_assertions=nl_assertions(judge),
-        judge_score=_number(metrics.get("judge_score")),
+        judge_score=finite_number(metrics.get("judge_score")),
         judge_passed=_bool(metrics, "judge_passed"),
         clean_exit=_bool(metrics, "clean_exit"),
         latencies_ms=latencies,
