@@ -125,21 +125,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         log = args.record
     total = _count_records(log)  # (reads the log: a missing one fails here, before any output exists)
     alerts = alerts_file(args.rules, args.alerts_out)
-    try:
-        files = ReplayFiles.open(args.out, args.deadletter, alerts)
-    except OSError:
-        if alerts is not None:
-            alerts.discard()
-        raise
+    files = ReplayFiles.open(args.out, args.deadletter, alerts)
     bar = progress_bar(total=total, desc="replay", unit="record")
     try:
-        report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts), files,
-                            on_progress=lambda records: bar.update(records - bar.n))
-    except BaseException:
-        files.discard()  # no partial output: whatever was there before stays
-        raise
-    else:
-        files.close()
+        with files:  # no partial output: on a failure whatever was there before stays
+            report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts), files,
+                                on_progress=lambda records: bar.update(records - bar.n))
     finally:
         bar.close()
     print(

@@ -96,14 +96,9 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
         raise ValueError(NEEDS_KEY)
     if log_format(log) != log_format(record):
         raise ValueError(SAME_FORMAT)
-    output = AtomicOutput(record)  # now: a path that cannot be written must fail before any judge is paid
-    try:
-        report = _record(log, output, settings, engine, judge, on_record)
-    except BaseException:
-        output.discard()
-        raise
-    output.commit()
-    return report
+    # Opened now: a path that cannot be written must fail before any judge is paid.
+    with AtomicOutput(record) as output:
+        return _record(log, output, settings, engine, judge, on_record)
 
 
 def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngine, judge: bool,

@@ -38,6 +38,13 @@ class AtomicOutput:
             os.fchmod(handle, stat.S_IMODE(existing.st_mode))
         self.file = os.fdopen(handle, "wb")
 
+    def __enter__(self) -> AtomicOutput:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        """Put the file in place when the block succeeded, else leave the destination as it was."""
+        self.commit() if kind is None else self.discard()
+
     def commit(self) -> None:
         self.file.close()
         if self._temporary is not None:

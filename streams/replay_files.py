@@ -7,6 +7,7 @@ encode and write through here, so both write the same bytes.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -33,7 +34,8 @@ def dead_letter_line(rejected: Rejected, index: int) -> bytes:
 @dataclass
 class ReplayFiles:
     """The replay's outputs, each complete or not written at all: `close()` puts them in place,
-    `discard()` (after a failure) leaves whatever was there before."""
+    `discard()` (after a failure) leaves whatever was there before; as a context manager, the one
+    or the other as the block ends."""
 
     out_file: AtomicOutput
     dead_file: AtomicOutput | None = None
@@ -41,13 +43,21 @@ class ReplayFiles:
 
     @classmethod
     def open(cls, out_path: str, dead_path: str | None = None, alerts: AlertsFile | None = None) -> ReplayFiles:
-        out = AtomicOutput(out_path)
-        try:
+        """The files of a replay; they own `alerts`, which is discarded too when a file cannot be opened."""
+        with ExitStack() as undo:  # what is open so far goes again if a later file cannot be opened
+            if alerts is not None:
+                undo.callback(alerts.discard)
+            out = AtomicOutput(out_path)
+            undo.callback(out.discard)
             dead = AtomicOutput(dead_path) if dead_path else None
-        except OSError:
-            out.discard()
-            raise
+            undo.pop_all()
         return cls(out, dead, alerts)
+
+    def __enter__(self) -> ReplayFiles:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self._finish(keep=kind is None)
 
     @property
     def out(self) -> BinaryIO:

@@ -18,7 +18,6 @@ import json
 import resource
 import sys
 import time
-from contextlib import closing
 
 import msgspec
 
@@ -36,11 +35,9 @@ def replay_probe(path: str, partitions: int) -> dict[str, float]:
     jobs = default_jobs(partitions)
     with tempfile.TemporaryDirectory(prefix="callqa-probe-") as out:
         # The jobs first, forked from a process that has not yet replayed anything itself.
-        files = ReplayFiles.open(os.path.join(out, f"jobs-{jobs}.jsonl"))
-        with closing(files):
+        with ReplayFiles.open(os.path.join(out, f"jobs-{jobs}.jsonl")) as files:
             parallel = replay_log(path, partitions, jobs, CallEngine, files)
-        files = ReplayFiles.open(os.path.join(out, "one.jsonl"))
-        with closing(files):
+        with ReplayFiles.open(os.path.join(out, "one.jsonl")) as files:
             one = replay_log(path, partitions, 1, CallEngine, files)
     return {"events": parallel.events, "results": parallel.results, "jobs": jobs, "seconds": parallel.seconds,
             "events_per_s": parallel.events_per_s, "seconds_one_process": one.seconds,
