@@ -83,7 +83,7 @@ class Settings:
 
 # Lower bounds of the numeric settings (a count of partitions, a duration, a size cannot be negative).
 _AT_LEAST: dict[str, float] = {
-    "partitions": 1, "web_port": 0, "allowed_lateness_ms": 0, "idle_tick_s": 0, "retention_after_end_s": 0,
+    "partitions": 1, "allowed_lateness_ms": 0, "idle_tick_s": 0, "retention_after_end_s": 0,
     "max_message_bytes": 1, "judge_timeout_s": 0, "judge_concurrency": 1, "judge_retries": 0,
     "judge_backoff_s": 0, "judge_queue_size": 0,
 }
@@ -104,7 +104,7 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
     kind = str({f.name: f.type for f in fields(Settings)}[name])
     if raw is None:
         return None
-    if isinstance(raw, bool) or isinstance(raw, (list, dict)):
+    if isinstance(raw, (bool, list, dict)):
         raise ValueError(f"{source}: expected {'text' if 'str' in kind else 'a number'}, got {raw!r}")
     if kind == "int":
         try:
