@@ -120,8 +120,12 @@ def journaled_watermark(items: Iterable[tuple[bytes, bytes]], partition: int) ->
 # ------------------------------------------------------------------------------ partition segments
 
 
+def partition_segment_prefix(partition: int) -> bytes:
+    return PARTITION_SEGMENT_PREFIX + b"%d" % partition + SEPARATOR
+
+
 def partition_segment_key(partition: int, sequence: int) -> bytes:
-    return PARTITION_SEGMENT_PREFIX + b"%d" % partition + SEPARATOR + b"%012d" % sequence
+    return partition_segment_prefix(partition) + b"%012d" % sequence
 
 
 def encode_partition_segment(partition: int, sequence: int, entries: list[tuple[str, int, bytes]]) -> bytes:
@@ -233,8 +237,10 @@ class JournalBook:
         """The partition's journal entries in segment order, as (call_id, position, bytes); the
         book learns the partition's segments as it goes."""
         segments: list[tuple[int, list[tuple[str, int, bytes]]]] = []
+        # The key names the partition: only this partition's segments are decompressed and decoded.
+        prefix = partition_segment_prefix(partition)
         for key, value in items:
-            if value is None or not key.startswith(PARTITION_SEGMENT_PREFIX):
+            if value is None or not key.startswith(prefix):
                 continue
             seg_partition, sequence, entries = decode_partition_segment(value)
             if seg_partition == partition:

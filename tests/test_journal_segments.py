@@ -172,3 +172,16 @@ def test_the_watermark_is_written_only_when_it_moved_since_the_last_write():
     assert live.watermark_to_journal(0) is None
     live.handle(message("turn", {"role": "user", "text": "older"}, "m2", T0 - 10), "callqa.events", 0, 1)
     assert live.watermark_to_journal(0) is None
+
+
+def test_a_restore_reads_only_the_segments_of_its_own_partition():
+    # Partition 10's segments share partition 1's digits: the key's separator tells them apart.
+    book = JournalBook()
+    book.stage(1, {"c1": [(0, b"one")]})
+    own_key, own_value, _ = book.take(1)
+    items = [
+        (own_key, own_value),
+        (partition_segment_key(10, 0), b"\x78 not a segment of partition 1"),  # would fail to decompress
+        (partition_segment_key(2, 0), b"not msgpack either"),
+    ]
+    assert list(JournalBook().restore(1, items)) == [("c1", 0, b"one")]
