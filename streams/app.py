@@ -128,7 +128,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         holding what it changed is written (streams/journal.py): one table write per partition per
         segment, not one per message."""
         partition = message.partition
-        if partition not in live.restored_partitions:
+        if not live.is_restored(partition):
             restored = live.restore_partition(partition, list(journal.items()))
             logger.info("partition %s: restored %s calls from the journal", partition, restored)
         out = live.handle(message.value, message.topic, partition, message.offset)
@@ -180,7 +180,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
             if recovery.in_recovery or not recovery.completed.is_set():
                 return  # the journal table is not read back yet
             for tp in sorted(app.assignor.assigned_actives()):
-                if tp.topic == names.events and tp.partition not in live.restored_partitions:
+                if tp.topic == names.events and not live.is_restored(tp.partition):
                     restored = live.restore_quiet_partition(tp.partition, list(journal.items()), time.monotonic())
                     logger.info("partition %s (quiet): restored %s calls from the journal", tp.partition, restored)
 

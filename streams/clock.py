@@ -15,16 +15,17 @@ from typing import Any
 
 from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, Watermark, WatermarkData
 from models.wire import encode_event
+from streams.live import LiveScorer
 
 
-
-def idle_ticks(live: Any, now: float, idle_s: float) -> list[Watermark]:
+def idle_ticks(live: LiveScorer, now: float, idle_s: float) -> list[Watermark]:
     """Watermark events for the partitions that have open calls and were idle for `idle_s` seconds."""
     ticks = []
     calls = live.engine.calls
-    for partition, (last_seen, watermark_ms) in sorted(live.last_message.items()):
+    for partition, state in sorted(live.partitions.items()):
+        last_seen, watermark_ms = state.last_message_at, state.watermark_at_last_message_ms
         clock = live.engine.sweeper.partitions.get(partition)
-        if clock is None or watermark_ms is None or now - last_seen < idle_s:
+        if clock is None or last_seen is None or watermark_ms is None or now - last_seen < idle_s:
             continue
         # The deadline heap keeps entries of calls that ended until their deadline passes: only a
         # call still open is a reason to move the partition's time.
@@ -47,4 +48,4 @@ def install_idle_clock(callqa: Any) -> None:
             partition = watermark.data.partition
             await callqa.events_topic.send(key=WATERMARK_CALL_ID.encode(), value=encode_event(watermark), partition=partition)
             # Until the tick comes back, count the partition as busy so it is not ticked twice.
-            callqa.live.last_message[partition] = (time.monotonic(), watermark.ts_ms)
+            callqa.live.mark_busy(partition, time.monotonic(), watermark.ts_ms)

@@ -71,32 +71,58 @@ class RestoredResults:
     last_offset: int  # the highest of them: past it, a message cannot be one that produced a result
 
 
+@dataclass(slots=True)
+class PartitionState:
+    """One partition's bookkeeping, released as a whole when the partition is revoked."""
+
+    restored: bool = False  # its journal was read back (done once, before its first message)
+    # Monotonic time of its last message and its watermark then: for the idle clock (None: none yet).
+    last_message_at: float | None = None
+    watermark_at_last_message_ms: int | None = None
+    # Calls a restore found already past their retention: forgotten by the next message's outbox,
+    # which also deletes their journal segments.
+    expired_at_restore: list[str] = field(default_factory=list)
+    # The restored calls by the offset of the message that produced their latest result: what to
+    # publish again if that message is delivered again (`LiveScorer._republish_lost_results`).
+    results_at_restore: RestoredResults | None = None
+    # The watermark last written to the journal (streams/journal.py, "Watermarks"); -1: none.
+    journaled_watermark_ms: int = -1
+
+
 @dataclass
 class LiveScorer:
     engine: CallEngine
     max_message_bytes: int = 1_048_576
     # call_id -> (partition, segments written); what this worker owns right now.
     owned: dict[str, list[int]] = field(default_factory=dict)
-    restored_partitions: set[int] = field(default_factory=set)
     # What the journal holds and what waits to be written to it (streams/journal.py).
     book: JournalBook = field(default_factory=JournalBook)
-    # partition -> (monotonic time of its last message, its watermark then): for the idle clock.
-    last_message: dict[int, tuple[float, int | None]] = field(default_factory=dict)
-    # partition -> calls a restore found already past their retention: forgotten by the next
-    # message's outbox, which also deletes their journal segments.
-    expired_at_restore: dict[int, list[str]] = field(default_factory=dict)
-    # partition -> the restored calls by the offset of the message that produced their latest
-    # result: what to publish again if that message is delivered again (`_republish_lost_results`).
-    results_at_restore: dict[int, RestoredResults] = field(default_factory=dict)
-    # partition -> the watermark last written to the journal (streams/journal.py, "Watermarks").
-    journaled_watermarks: dict[int, int] = field(default_factory=dict)
+    # What the worker keeps about each partition it has taken up, besides its calls.
+    partitions: dict[int, PartitionState] = field(default_factory=dict)
+
+    def is_restored(self, partition: int) -> bool:
+        state = self.partitions.get(partition)
+        return state is not None and state.restored
+
+    def _partition(self, partition: int) -> PartitionState:
+        state = self.partitions.get(partition)
+        if state is None:
+            state = self.partitions[partition] = PartitionState()
+        return state
+
+    def mark_busy(self, partition: int, now: float, watermark_ms: int | None) -> None:
+        """The partition's last message was at `now` (monotonic), its watermark then `watermark_ms`."""
+        state = self._partition(partition)
+        state.last_message_at = now
+        state.watermark_at_last_message_ms = watermark_ms
 
     # ------------------------------------------------------------------------------- messages
 
     def handle(self, value: bytes, topic: str, partition: int, offset: int) -> Outbox:
-        out = Outbox(forget=self.expired_at_restore.pop(partition, []))
-        if partition in self.results_at_restore:
-            self._republish_lost_results(partition, offset, out)
+        state = self._partition(partition)
+        out = Outbox(forget=state.expired_at_restore)
+        state.expired_at_restore = []
+        self._republish_lost_results(state, offset, out)
         decoded = decode_message(value, self.max_message_bytes)
         for rejected in decoded.rejected:
             out.dead_letters.append(self._dead_letter(rejected, topic, partition, offset))
@@ -136,7 +162,8 @@ class LiveScorer:
             # would otherwise hold a call that is never forgotten again.
             out.journal.pop(call_id, None)
         clock = self.engine.sweeper.partitions.get(partition)
-        self.last_message[partition] = (time.monotonic(), clock.watermark_ms if clock else None)
+        state.last_message_at = time.monotonic()
+        state.watermark_at_last_message_ms = clock.watermark_ms if clock else None
         return out
 
     def _collect(self, processed: Processed, event: Event, partition: int, position: int, topic: str,
@@ -154,7 +181,7 @@ class LiveScorer:
         if processed.result is not None:
             out.results.append(processed.result)
 
-    def _republish_lost_results(self, partition: int, offset: int, out: Outbox) -> None:
+    def _republish_lost_results(self, state: PartitionState, offset: int, out: Outbox) -> None:
         """Publish again the results that this very message produced before a crash.
 
         The journal can reach the broker while a result did not (a kill -9 between the two sends):
@@ -165,10 +192,12 @@ class LiveScorer:
         them, whatever it carried: an event of the call, of another call whose time swept it, or a
         watermark.
         """
-        restored = self.results_at_restore[partition]
+        restored = state.results_at_restore
+        if restored is None:
+            return
         call_ids = restored.by_offset.pop(offset, ())
         if offset >= restored.last_offset:
-            del self.results_at_restore[partition]  # past every restored result: nothing more to look for
+            state.results_at_restore = None  # past every restored result: nothing more to look for
         for call_id in call_ids:
             call = self.engine.calls.get(call_id)
             if call is not None and position_of(offset, 0) <= call.result_position <= position_of(offset, SYNTHETIC_INDEX):
@@ -204,24 +233,25 @@ class LiveScorer:
             self._refold(partition, position, raw)
             self.owned.setdefault(call_id, [partition, 0])
             calls.add(call_id)
+        state = self._partition(partition)
         watermark = journaled_watermark(items, partition)
         if watermark is not None:
             self.engine.sweeper.observe(partition, watermark)
-            self.journaled_watermarks[partition] = watermark
+            state.journaled_watermark_ms = watermark
         by_offset: dict[int, list[str]] = {}
         for call_id in sorted(calls):
             call = self.engine.calls[call_id]
             if call.version > 0 and call.result_position >= 0:
                 by_offset.setdefault(call.result_position >> INDEX_BITS, []).append(call_id)
         if by_offset:
-            self.results_at_restore[partition] = RestoredResults(by_offset, max(by_offset))
+            state.results_at_restore = RestoredResults(by_offset, max(by_offset))
         # A segment is deleted only once all its calls are forgotten, so it can bring back a call
         # whose retention had passed: forget it again before any message can change it.
         expired = self.engine.forget_expired(partition)
         if expired:
-            self.expired_at_restore[partition] = expired
+            state.expired_at_restore = expired
             calls.difference_update(expired)
-        self.restored_partitions.add(partition)
+        state.restored = True
         return len(calls)
 
     def restore_quiet_partition(self, partition: int, journal_items: Iterable[tuple[bytes, bytes]], now: float) -> int:
@@ -230,7 +260,7 @@ class LiveScorer:
         otherwise wait for the partition's next message to be swept."""
         restored = self.restore_partition(partition, journal_items)
         clock = self.engine.sweeper.partitions.get(partition)
-        self.last_message[partition] = (now, clock.watermark_ms if clock is not None else None)
+        self.mark_busy(partition, now, clock.watermark_ms if clock is not None else None)
         return restored
 
     def watermark_to_journal(self, partition: int) -> tuple[bytes, bytes] | None:
@@ -239,9 +269,10 @@ class LiveScorer:
         clock = self.engine.sweeper.partitions.get(partition)
         if clock is None or clock.watermark_ms is None:
             return None
-        if clock.watermark_ms <= self.journaled_watermarks.get(partition, -1):
+        state = self._partition(partition)
+        if clock.watermark_ms <= state.journaled_watermark_ms:
             return None
-        self.journaled_watermarks[partition] = clock.watermark_ms
+        state.journaled_watermark_ms = clock.watermark_ms
         return watermark_key(partition), encode_watermark(partition, clock.watermark_ms)
 
     def _refold(self, partition: int, position: int, raw: bytes) -> None:
@@ -257,11 +288,7 @@ class LiveScorer:
             del self.owned[call_id]
         self.engine.release_partitions(partitions)
         for partition in partitions:
-            self.restored_partitions.discard(partition)
-            self.expired_at_restore.pop(partition, None)
-            self.results_at_restore.pop(partition, None)
-            self.journaled_watermarks.pop(partition, None)
-            self.last_message.pop(partition, None)
+            self.partitions.pop(partition, None)
         self.book.drop(partitions)
 
     def forgotten(self, call_ids: list[str]) -> list[str]:
