@@ -106,7 +106,7 @@ def _reason(exc: Exception) -> str:
 def _probe(codec: _Codec, raw: bytes) -> _IdProbe:
     try:
         return codec.probe.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return _IdProbe()
 
 
@@ -143,6 +143,8 @@ def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> An
         return _reject(codec, raw, reason, batch_index)
     except msgspec.DecodeError as exc:
         return _reject(codec, raw, f"undecodable: {_reason(exc)}", batch_index)
+    except RecursionError:
+        return _reject(codec, raw, "undecodable: nested too deeply", batch_index)
     if not event.event_id or not event.call_id:
         return _reject(codec, raw, "event_id and call_id must not be empty", batch_index)
     return event
@@ -169,7 +171,7 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
         return Decoded([single], [])
     try:
         batch = codec.batch.decode(raw)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return Decoded([], [single])  # not a batch either: report it as the single event it claimed to be
     if batch.v != CONTRACT_VERSION:
         return Decoded([], [Rejected(f"batch: unsupported contract version v={batch.v}", raw, call_id=batch.call_id)])
@@ -191,6 +193,11 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
     return out
 
 
+# What sends a message from the fast path to the full one (a message nested deeper than the decoder
+# goes raises RecursionError, which the full path turns into a rejection like any other).
+_NOT_COMMON = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+
+
 def _decode_common(codec: _Codec, raw: bytes) -> Decoded | None:
     """A well-formed single event, or a batch whose every item is well-formed, decoded with as little
     work as possible (a batch in one pass instead of item by item). None for anything else: the full
@@ -199,16 +206,16 @@ def _decode_common(codec: _Codec, raw: bytes) -> Decoded | None:
     if codec.events_key not in raw:  # cannot be a batch: only the single-event reading can succeed
         try:
             event = codec.event.decode(raw)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except _NOT_COMMON:
             return None
         return Decoded([event], []) if event.event_id and event.call_id else None
     # Probably a batch: try that first (a failed decode costs an exception), then a single event.
     try:
         batch = codec.typed_batch.decode(raw)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except _NOT_COMMON:
         try:
             event = codec.event.decode(raw)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except _NOT_COMMON:
             return None
         return Decoded([event], []) if event.event_id and event.call_id else None
     if batch.type is not None or batch.v != CONTRACT_VERSION:

@@ -417,21 +417,25 @@ def grounding_keys(text: str) -> set[str]:
 
 
 def _json_scalars(value: Any) -> Iterator[str]:
-    if value is None or isinstance(value, bool):
-        return
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, (int, float)):
-        yield repr(value)
-    elif isinstance(value, dict):
-        for key in sorted(value, key=str):
-            yield str(key)
-            yield from _json_scalars(value[key])
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _json_scalars(item)
-    else:
-        yield str(value)
+    # Depth first with a stack of its own, not recursion: a value nested as deep as the decoder
+    # accepts (about a thousand levels) must not exhaust Python's stack here.
+    stack: list[Any] = [value]
+    while stack:
+        value = stack.pop()
+        if value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, (int, float)):
+            yield repr(value)
+        elif isinstance(value, dict):
+            for key in reversed(sorted(value, key=str)):
+                stack.append(value[key])
+                stack.append(str(key))
+        elif isinstance(value, (list, tuple)):
+            stack.extend(reversed(value))
+        else:
+            yield str(value)
 
 
 def json_text(value: Any) -> str:

@@ -128,3 +128,24 @@ def test_the_contracts_numbers_refuse_nan_and_infinity():
         assert not math.isfinite(number)  # MessagePack really carries it
         (rejected,) = decode_message(raw).rejected
         assert "Expected `float`" in rejected.reason, rejected.reason
+
+
+def test_a_message_nested_deeper_than_the_decoder_goes_is_rejected_not_raised():
+    deep_json = b'{"a":' + b"[" * 5000
+    deep_msgpack = b"\x81\xa1x" + b"\x91" * 5000 + b"\x01"
+    for raw in (deep_json, deep_msgpack):
+        decoded = decode_message(raw)
+        assert decoded.events == [] and [r.reason for r in decoded.rejected] == [
+            "event without a readable event_id: undecodable: nested too deeply"]
+        assert decoded.rejected[0].raw == raw
+
+
+def test_a_batch_holding_an_item_nested_too_deeply_is_rejected_whole_with_the_reason():
+    # Splitting the batch into its items already goes too deep, so it cannot keep its good items: it
+    # is dead-lettered whole, bytes and reason, and the worker goes on.
+    good = msgspec.msgpack.encode(started())
+    deep = b"\x85\xa1v\x01\xa4type\xa9tool.call\xa8event_id\xa2d1\xa7call_id\xa2c1\xa4data" + b"\x91" * 5000 + b"\x01"
+    batch = msgspec.msgpack.encode({"v": 1, "events": [msgspec.Raw(good), msgspec.Raw(deep)]})
+    decoded = decode_message(batch)
+    assert decoded.events == [] and len(decoded.rejected) == 1
+    assert decoded.rejected[0].reason.endswith("undecodable: nested too deeply") and decoded.rejected[0].raw == batch

@@ -209,6 +209,13 @@ def test_json_text_walks_keys_and_values_in_sorted_key_order():
     assert json_text({"b": [1, 2.5, "x"], "a": {"d": None, "c": True}}) == "a\nc\nd\nb\n1\n2.5\nx"
 
 
+def test_json_text_reads_a_value_nested_deeper_than_python_recursion_goes():
+    value = {"price": 45}
+    for _ in range(5000):
+        value = [value, {"z": 1}]
+    assert json_text(value).startswith("price\n45\nz\n1\nz\n1")
+
+
 def test_json_text_keeps_newlines_from_gluing_a_letter_to_a_figure():
     # serialised JSON would read "...\\n30 minutes", where "n30" hides the figure
     assert "30" in grounding_keys(json_text({"note": "Wait time:\n30 minutes"}))
