@@ -171,7 +171,7 @@ def load_rules(path: str | Path, known_metrics: Iterable[str] | None = None) -> 
         raise AlertRuleError(f"{path}: cannot read the rules file: {exc.strerror or exc}") from None
     try:
         document: Any = tomllib.loads(raw.decode()) if path.suffix.lower() == ".toml" else json.loads(raw)
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
         kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
         raise AlertRuleError(f"{path}: not valid {kind}: {exc}") from None
     entries = document.get("rules") if isinstance(document, dict) else document

@@ -24,7 +24,7 @@ def decode_document(document: Any, error: type[Exception], what: str) -> Any:
         if raw.lstrip()[:1] in (b"{", b"["):
             return msgspec.json.decode(raw)
         return msgspec.msgpack.decode(raw)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         raise error(f"invalid {what}: undecodable document: {exc}") from None
 
 

@@ -102,7 +102,7 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
     async def publish_cohort(web: Any, request: Any, cohort_id: str | None) -> Any:
         try:  # strict JSON: Python's reader would take NaN and Infinity, which no document can hold
             body = msgspec.json.decode(await request.read())
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return web.error(400, "the body must be a JSON cohort document")
         if not isinstance(body, dict):
             return web.error(400, "the body must be a JSON object")

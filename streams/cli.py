@@ -186,7 +186,7 @@ def _run_results(args: argparse.Namespace) -> list[dict]:
 def _result_document(line: bytes, where: str) -> dict:
     try:
         document = json.loads(line)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ValueError(f"{where} is not JSON: {exc}") from None
     if not isinstance(document, dict):
         raise ValueError(f"{where} is not a result document (a JSON object)")

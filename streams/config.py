@@ -138,7 +138,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
                 document = tomllib.load(handle)
         except OSError as exc:
             raise ValueError(f"CALLQA_CONFIG {config_path}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
             raise ValueError(f"CALLQA_CONFIG {config_path}: not valid TOML: {exc}") from None
         known = {f.name for f in fields(Settings)}
         unknown = set(document) - known

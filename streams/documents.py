@@ -12,13 +12,11 @@ def load_documents(path: str, key: str) -> list[dict[str, Any]]:
     file with an array of tables `[[key]]`."""
     with open(path, "rb") as handle:
         raw = handle.read()
-    if path.endswith(".toml"):
-        document: Any = tomllib.loads(raw.decode("utf-8"))
-    else:
-        try:
-            document = json.loads(raw)
-        except ValueError as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    kind = "TOML" if path.endswith(".toml") else "JSON"
+    try:
+        document: Any = tomllib.loads(raw.decode("utf-8")) if kind == "TOML" else json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # (TOMLDecodeError and UnicodeDecodeError are ValueErrors)
+        raise ValueError(f"{path}: not valid {kind} ({exc})") from None
     if isinstance(document, dict):
         document = document.get(key, [])
     if not isinstance(document, list) or not all(isinstance(item, dict) for item in document):

@@ -134,3 +134,24 @@ def test_an_output_gets_the_mode_open_would_give_it_and_a_symbolic_link_is_writt
         assert main(["replay", str(SAMPLE_LOG), "--out", str(out), "--jobs", "1"]) == 0
     assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_bytes() != b"old\n"
     assert os.path.islink(link) and (real / "out.jsonl").read_bytes() == fresh.read_bytes()
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("cohorts.json", '{"cohorts": ' + "[" * 5000, "not valid JSON"),
+    ("cohorts.toml", "cohorts = " + "[" * 5000, "not valid TOML"),
+    ("rules.json", '{"rules": ' + "[" * 5000, "not valid JSON"),
+])
+def test_a_configuration_file_nested_too_deeply_is_one_line_error(tmp_path, capsys, name, text, message):
+    document = tmp_path / name
+    document.write_text(text)
+    flags = ["--rules", str(document), "--alerts-out", str(tmp_path / "alerts.jsonl")] if name.startswith("rules") \
+        else ["--cohorts", str(document)]
+    code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), *flags)
+    assert code == 2 and err.startswith("callqa: ") and message in err and "Traceback" not in err
+
+
+def test_a_results_line_nested_too_deeply_is_named(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    results.write_text('{"call_id": "c1", "version": 1, "run_id": "r1", "evaluation": {}}\n' + "[" * 5000 + "\n")
+    code, err = run(capsys, "summary", "r1", "--results", str(results))
+    assert code == 2 and f"{results} line 2 is not JSON" in err

@@ -25,9 +25,9 @@ COHORT = {"cohort_id": "support", "name": "Support line",
           "metrics": [{"metric": "latency", "weight": 2, "threshold": 70}, {"metric": "wer"}, {"metric": "sentiment"}]}
 
 
-def http(worker, method: str, path: str, body: dict | None = None) -> tuple[int, dict | str]:
-    request = urllib.request.Request(f"http://127.0.0.1:{worker.web_port}{path}", method=method,
-                                     data=json.dumps(body).encode() if body is not None else None,
+def http(worker, method: str, path: str, body: dict | bytes | None = None) -> tuple[int, dict | str]:
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{worker.web_port}{path}", method=method, data=data,
                                      headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -69,6 +69,7 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert status == 422 and "empathy" in body["error"]
         nan = {"cohort_id": "n", "name": "N", "criteria": [{"name": "r", "field": "agent_id", "op": "lt", "value": float("nan")}]}
         assert http(worker, "POST", "/cohorts", nan)[0] == 400  # NaN is not JSON
+        assert http(worker, "POST", "/cohorts", b'{"cohort_id": ' + b"[" * 5000)[0] == 400  # nested too deeply
         huge = {"cohort_id": "h", "name": "H", "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": 10**30}]}
         status, body = http(worker, "POST", "/cohorts", huge)
         assert status == 422 and "cannot be stored" in body["error"]
