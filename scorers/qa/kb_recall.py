@@ -3,9 +3,9 @@
 Heuristic (used when no LLM judge answered):
 - A retrieval is one `kb.retrieval` event; its passages, joined in order, are the retrieval's passage
   text. Only the call's first `MAX_RETRIEVALS` retrievals (in arrival order) are considered.
-- The passage's words are its first `MAX_PASSAGE_WORDS` distinct significant words (see
-  `scorers.text`), in order of appearance: the cap keeps a long passage from needing dozens of its
-  words repeated.
+- The passage's words are its distinct significant words (see `scorers.text`); its word count is
+  their number capped at `MAX_PASSAGE_WORDS`: the cap keeps a long passage from needing dozens of
+  its words repeated, while a word from anywhere in the passage counts.
 - A retrieval is recalled when (its words the agent also said) ÷ (its word count) ≥
   `MIN_RECALLED_SHARE`. Words the agent says at any time of the call count, before the retrieval or
   after it. A retrieval with no significant words (no passages, or nothing but stop words) cannot be
@@ -88,9 +88,9 @@ class KbRecall(QaMetric):
         if len(acc.retrievals) >= MAX_RETRIEVALS:
             acc.ignored_retrievals += 1
             return
-        passage_words = list(dict.fromkeys(significant_words("\n".join(event.data.passages))))[:MAX_PASSAGE_WORDS]
+        passage_words = set(significant_words("\n".join(event.data.passages)))
         index = len(acc.retrievals)
-        retrieval = Retrieval(event.data.query, len(passage_words))
+        retrieval = Retrieval(event.data.query, min(len(passage_words), MAX_PASSAGE_WORDS))
         for word in passage_words:
             if word in acc.agent_words:
                 retrieval.matched += 1
