@@ -33,7 +33,7 @@ def test_no_transfer_attempted_is_not_applicable(name):
 def test_started_and_bridged_is_a_success():
     m = scored("transfer_success", transfer("started", T), transfer("bridged", T + 5000))
     assert (m.value, m.score, m.passed) == (1, 100.0, True)
-    assert m.details["judge"] == "computed"
+    assert m.details["judge"] == "heuristic"
 
 
 def test_started_without_a_bridge_is_a_failure():

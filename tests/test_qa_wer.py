@@ -34,7 +34,7 @@ def test_without_corrections_wer_is_zero_and_estimated():
     assert m.details["reference_words"] == 5
     assert m.details["errors"] == 0
     assert m.details["corrected_turns"] == 0
-    assert m.details["judge"] == "computed"
+    assert m.details["judge"] == "heuristic"
 
 
 def test_correction_sets_the_reference_of_the_turn_it_names():

@@ -17,6 +17,9 @@ from models.results import MetricResult
 from scorers.base import Scorer
 
 JudgeKind = Literal["llm", "computed"]
+# What `details.judge` says when no LLM answered, computed metrics included: a result's judge is
+# "llm" or "heuristic" (the metric's kind, LLM or computed, is in the catalog).
+HEURISTIC = "heuristic"
 
 
 def round_score(score: float) -> float:
@@ -58,11 +61,6 @@ class QaMetric(Scorer):
 
     # -- helpers for subclasses -------------------------------------------------------------------
 
-    @property
-    def heuristic_judge(self) -> str:
-        """What `details.judge` says when no LLM answered: `heuristic` for LLM metrics, else `computed`."""
-        return "heuristic" if self.judge_kind == "llm" else "computed"
-
     def scored(self, value: float | int, score: float, **details: Any) -> MetricResult:
         score = round_score(clamp(score))
         return MetricResult(
@@ -70,7 +68,7 @@ class QaMetric(Scorer):
             value=value,
             score=score,
             passed=score >= self.default_threshold,
-            details={"threshold": self.default_threshold, "judge": self.heuristic_judge, **details},
+            details={"threshold": self.default_threshold, "judge": HEURISTIC, **details},
         )
 
     def not_applicable(self, reason: str, **details: Any) -> MetricResult:
@@ -79,5 +77,5 @@ class QaMetric(Scorer):
             value=None,
             score=None,
             passed=None,
-            details={"threshold": self.default_threshold, "judge": self.heuristic_judge, "reason": reason, **details},
+            details={"threshold": self.default_threshold, "judge": HEURISTIC, "reason": reason, **details},
         )
