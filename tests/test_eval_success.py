@@ -165,6 +165,32 @@ def test_the_floor_counts_the_agents_llm_calls_from_token_usage():
     assert (doc["is_successful"], doc["insufficient_agent_turns"]) == (False, True)
 
 
+def agent_turn(text: str) -> object:
+    return event("turn", {"role": "agent", "text": text})
+
+
+def test_token_usage_is_preferred_to_the_agents_turns():
+    started = event("call.started", {"agent_id": "a1", "scenario": {"name": "demo__1"}})
+    ended = event("call.ended", {"stop_reason": "[EXIT]"})
+    _, results = run_call([started, agent_turn("Hello."), agent_turn("Sure."), agent_turn("Bye."), tokens(1), ended])
+    assert results[-1].evaluation["insufficient_agent_turns"] is True  # 1 LLM call reported, 3 turns
+
+
+@pytest.mark.parametrize(("agent_turns", "stalled"), [(1, True), (2, False)])
+def test_without_agent_token_usage_the_floor_counts_the_agents_turns(agent_turns, stalled):
+    # A pipeline with usage metrics off reports no tokens: the harness falls back to the messages
+    # of the agent's LLM context, here its turns; the user's token metrics do not count.
+    started = event("call.started", {"agent_id": "a1", "scenario": {"name": "demo__1"}})
+    user = event("turn", {"role": "user", "text": "Hi there."})
+    ended = event("call.ended", {"stop_reason": "[EXIT]"})
+    turns = [agent_turn(f"Answer {n}.") for n in range(agent_turns)]
+    _, results = run_call([started, user, *turns, tokens(4, side="user"), ended])
+    doc = results[-1].evaluation
+    assert doc["token_usage"]["agent"]["n_calls"] == 0
+    assert doc.get("insufficient_agent_turns", False) is stalled
+    assert doc["is_successful"] is not stalled  # clean exit, the one signal with a verdict here
+
+
 # --------------------------------------------------------------------------- the whole document
 
 

@@ -138,6 +138,15 @@ def in_key_order(fields: dict[str, Any]) -> dict[str, Any]:
     return ordered
 
 
+def agent_llm_calls(tokens: TokenUsageAcc, call: CallState) -> int:
+    """The agent's LLM calls for the stall floor: its token metrics' call count, else (a pipeline that
+    reports no token usage, as Pipecat by default) its turns, one LLM response each, as the harness
+    falls back to the messages of the agent's LLM context."""
+    if tokens.agent.n_calls > 0:
+        return tokens.agent.n_calls
+    return sum(1 for turn in call.turns if turn.role == "agent")
+
+
 def build_metrics_json(call: CallState) -> dict[str, Any]:
     document = always_present(call)
     accumulators = call.accumulators
@@ -151,7 +160,7 @@ def build_metrics_json(call: CallState) -> dict[str, Any]:
     if call.ended is not None and call.ended.trace_metrics is not None:
         document["trace_metrics"] = call.ended.trace_metrics
     tokens: TokenUsageAcc = accumulators["token_usage"]
-    document.update(success_fields(document, call.scenario, tokens.agent.n_calls))
+    document.update(success_fields(document, call.scenario, agent_llm_calls(tokens, call)))
     if call.scorer_errors:
         document["scorer_errors"] = dict(sorted(call.scorer_errors.items()))
     return in_key_order(document)

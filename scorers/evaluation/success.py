@@ -17,7 +17,8 @@ input). Buckets list signal values in SuccessSignal order:
 other than clean_exit.
 
 Stalled agent: on a scenario call with `min_agent_turns` > 0 (default 2), fewer agent LLM calls than
-the floor (`token_usage.agent.n_calls`) force `is_successful: false`, `is_task_successful: false` and
+the floor (`token_usage.agent.n_calls`, else the agent's turns when no agent token usage was
+reported: `metrics_json.agent_llm_calls`) force `is_successful: false`, `is_task_successful: false` and
 add `insufficient_agent_turns: true`, whatever the signals say. `success_breakdown` still holds the
 buckets computed from the signals, as the harness writes them, so the individual measurements stay
 readable for triage; "skipped in every per-signal bucket" is the run summary's rule: it counts the
