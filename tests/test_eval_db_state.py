@@ -224,6 +224,7 @@ def test_a_hash_only_state_leaves_no_db_for_the_assertions():
     assertions = [{"func_name": "exists", "arguments": {"path": "lines"}, "assert_value": True}]
     doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB), db_state("agent", hash_="abc"))
     assert "no agent DB" in doc["db_state_assertion_verdicts"][0]["error"]
+    assert "latest db.state of side 'agent' carried a hash but no db" in doc["db_state_assertion_verdicts"][0]["error"]
 
 
 def test_an_unknown_predicate_fails_with_an_error():

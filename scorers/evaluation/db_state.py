@@ -185,10 +185,12 @@ def assertion_side(assertion: Any) -> Any:
 
 
 def assertion_verdict(
-    assertion: Any, db: dict[str, Any] | None, predicates: PredicateRegistry | None = None, domain: str | None = None
+    assertion: Any, db: dict[str, Any] | None, predicates: PredicateRegistry | None = None, domain: str | None = None,
+    hash_only: bool = False,
 ) -> dict[str, Any]:
     """One assertion's verdict `{func_name, side, passed, expected, actual, message, error}` on the DB
-    of its side (None: that side sent no DB). Never raises."""
+    of its side (None: that side sent no DB; `hash_only`: its latest state had a hash but no DB).
+    Never raises."""
     spec = assertion if isinstance(assertion, dict) else {}
     func_name, side = spec.get("func_name"), assertion_side(assertion)
     verdict: dict[str, Any] = {
@@ -209,6 +211,9 @@ def assertion_verdict(
         verdict["error"] = "the assertion names no func_name"
     elif not isinstance(arguments, dict):
         verdict["error"] = f"arguments must be an object, not {type(arguments).__name__}"
+    elif db is None and hash_only:
+        verdict["error"] = (f"no {side} DB available: the latest db.state of side {side!r} carried a hash but no db "
+                            "(the latest state of a side is the one judged)")
     elif db is None:
         verdict["error"] = f"no {side} DB available: the call sent no db.state with a db for side {side!r}"
     else:
@@ -259,9 +264,8 @@ class DbStateScorer(Scorer):
         domain = call.scenario.domain if call.scenario is not None else None
         for index, assertion in enumerate(assertions):
             if assertion_side(assertion) == data.side:
-                acc.verdicts[index] = (
-                    assertion_verdict(assertion, data.db, self.predicates, domain) if data.db is not None else None
-                )
+                acc.verdicts[index] = assertion_verdict(assertion, data.db, self.predicates, domain,
+                                                        hash_only=data.db is None)
 
 
 def db_state_fields(acc: DbStateAcc, scenario: ScenarioSpec | None) -> dict[str, Any]:
