@@ -78,6 +78,11 @@ def test_leaves_that_parse_as_floats_compare_with_isclose():
     assert is_action_match({"price": 12.5}, [{"price": 12.6}]) is False
 
 
+def test_a_name_that_reads_as_nan_matches_itself_as_text():
+    assert is_action_match({"passenger": "Nan"}, [{"passenger": "Nan"}]) is True
+    assert is_action_match({"passenger": "Nan"}, [{"passenger": "nan"}]) is False  # text: exact by default
+
+
 def test_strings_compare_exactly_by_default():
     assert is_action_match({"item": "Pepperoni"}, [{"item": "pepperoni"}]) is False
     assert is_action_match({"item": "pepperoni"}, [{"item": "pepperoni "}]) is False

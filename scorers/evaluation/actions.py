@@ -22,6 +22,7 @@ The verdict is `false` when nothing was predicted and "N/A" when the scenario ha
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
@@ -78,10 +79,13 @@ class MatchOptions:
 
 
 def _as_float(value: Any) -> float | None:
+    """The leaf as a number, or None. NaN is not one: `float("Nan")` reads a name as NaN, which equals
+    nothing, so the name "Nan" would not match itself; such leaves compare as text."""
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError, OverflowError):
         return None
+    return None if math.isnan(number) else number
 
 
 def _normal_text(value: Any, options: MatchOptions) -> str:
