@@ -122,6 +122,17 @@ def test_re_aggregating_with_colliding_names_keeps_every_call():
     assert reloaded.scenarios == 2
 
 
+def test_a_discarded_attempts_directory_is_not_a_scenario_of_the_run():
+    results = [call_result("c1", metrics_doc("d__a", is_successful=True))]
+    files = export_run(results)
+    (kept,) = [path for path in files if path.endswith("/metrics.json")]
+    killed = "d__a.killed.autoretry1.20251006_090000"
+    failed_attempt = export_run([call_result("c0", metrics_doc("d__a", is_successful=False))])[kept]
+    files = {**files, f"{killed}/metrics.json": failed_attempt, f"{killed}/__KILLED__": b""}
+    reloaded = load_run(files, run_id=RUN).summary()
+    assert reloaded.scenarios == 1 and reloaded.success_rate == live_summary(results).success_rate
+
+
 def test_a_run_written_to_disk_and_read_back_summarizes_the_same(tmp_path):
     results = live_run()
     files = export_run(results)

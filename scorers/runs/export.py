@@ -114,13 +114,20 @@ def _scenario_name(metrics: Mapping[str, Any], call_id: str) -> str:
     return name if isinstance(name, str) else call_id
 
 
+KILLED_MARKER = "__KILLED__"
+
+
 def load_run(files: Mapping[str, bytes], *, run_id: str | None = None,
              min_agent_turns: int = DEFAULT_MIN_AGENT_TURNS) -> RunSummary:
-    """Re-aggregate a run from its exported scenario files alone (all_summary.txt is not read)."""
+    """Re-aggregate a run from its exported scenario files alone (all_summary.txt is not read).
+
+    A directory holding a `__KILLED__` marker is an attempt the runner discarded (an automatic retry's
+    `<scenario>.killed.autoretry<N>.<timestamp>/`, or one `--resume` moved aside): its scenario was
+    run again, so it is not a scenario of the run."""
     summary = RunSummary(run_id=run_id, min_agent_turns=min_agent_turns)
     for path in sorted(files):
         directory, _, filename = path.rpartition("/")
-        if filename != METRICS_FILE:
+        if filename != METRICS_FILE or f"{directory}/{KILLED_MARKER}" in files:
             continue
         judge_bytes = files.get(f"{directory}/{JUDGE_FILE}")
         judge = json.loads(judge_bytes) if judge_bytes is not None else None
