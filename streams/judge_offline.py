@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Iterable
 
+import msgpack
 import msgspec
 
 from models.events import Event
@@ -135,11 +136,11 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
            answers: dict[Anchor, list[Event]]) -> None:
     """LOG's records in order, each followed by what was decided right after it; then the sweep of
     the end of input (position `records`)."""
-    msgpack = log_format(output.path) == "msgpack"
+    binary = log_format(output.path) == "msgpack"
 
     def emit(out: BinaryIO, events: Iterable[Event]) -> None:
         for event in events:
-            out.write(encode_event(event) if msgpack else _encode_json(event) + b"\n")
+            out.write(encode_event(event) if binary else _encode_json(event) + b"\n")
 
     def after(out: BinaryIO, position: int) -> None:
         emit(out, answers.get(("record", position), ()))
@@ -147,10 +148,31 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
             emit(out, [event, *answers.get(("sweep", event.event_id), ())])
 
     out = output.file
+    cut_short = b""
     for index, raw in enumerate(read_log(log)):
-        out.write(raw if msgpack else raw + b"\n")
+        if binary and index == records - 1 and _cut_short(raw):
+            # The log's last value, cut short: whatever was written after it would read as its
+            # missing bytes. It goes last, after the end of input's sweep: the records that decode
+            # and the decisions keep their order, and it is dead-lettered on replay as it was.
+            cut_short = raw
+        else:
+            out.write(raw if binary else raw + b"\n")
         after(out, index)
     after(out, records)
+    out.write(cut_short)
+
+
+def _cut_short(raw: bytes) -> bool:
+    """Whether `raw` is a MessagePack value missing its end (`read_log` yields such a last record)."""
+    unpacker = msgpack.Unpacker()
+    unpacker.feed(raw)
+    try:
+        unpacker.skip()
+    except msgpack.OutOfData:
+        return True
+    except (msgpack.FormatError, msgpack.StackError):
+        return False
+    return False
 
 
 def summary(report: RecordReport, record: str) -> str:

@@ -113,6 +113,21 @@ def test_a_truncated_msgpack_log_counts_its_cut_record_as_dead_lettered(tmp_path
     assert len(dead.read_text().splitlines()) == 1
 
 
+def test_recording_a_truncated_msgpack_log_keeps_the_cut_record_last_so_it_swallows_nothing(tmp_path, capsys):
+    records = [encode_event(event("call.started", {"agent_id": "a"}, call_id=f"c{i}")) for i in range(3)]
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(b"".join(records)[:-4])
+    recorded = tmp_path / "recorded.msgpack"
+    code, _ = run(capsys, "replay", str(log), "--out", str(tmp_path / "o.jsonl"), "--record", str(recorded))
+    assert code == 0
+    dead = tmp_path / "dead.jsonl"
+    code, err = run(capsys, "replay", str(recorded), "--out", str(tmp_path / "again.jsonl"), "--deadletter", str(dead))
+    # The two calls that decode, their two sweep ends, then the cut record: one dead letter, as before.
+    assert code == 0 and "replayed 5 records" in err and "1 dead-lettered" in err
+    assert len(dead.read_text().splitlines()) == 1
+    assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "o.jsonl").read_bytes()
+
+
 def test_an_output_gets_the_mode_open_would_give_it_and_a_symbolic_link_is_written_through(tmp_path, capsys):
     import os
     import stat
