@@ -16,21 +16,35 @@ import heapq
 from dataclasses import dataclass, field
 
 from models.call_state import CallState
-from models.events import CallEnded, CallEndedData
+from models.events import CallEnded, CallEndedData, Event
 
 INACTIVITY_STOP_REASON = "[INACTIVITY_TIMEOUT]"
+INACTIVITY_ID_SUFFIX = ":inactivity-timeout"
 DEFAULT_ALLOWED_LATENESS_MS = 30_000
 
 
 def inactivity_end_event(call: CallState) -> CallEnded:
     deadline = call.inactivity_deadline_ms()
     assert deadline is not None
+    # The id is the call's, plus a number should the call already have applied an event of that id
+    # (a producer's): the sweep's end must not be taken for a duplicate, or the call never ends.
+    # Deterministic, as the ids a call has applied are.
+    base = event_id = f"{call.call_id}{INACTIVITY_ID_SUFFIX}"
+    number = 2
+    while event_id in call.seen_event_ids:
+        event_id, number = f"{base}:{number}", number + 1
     return CallEnded(
-        event_id=f"{call.call_id}:inactivity-timeout",
+        event_id=event_id,
         call_id=call.call_id,
         ts_ms=deadline,
         data=CallEndedData(stop_reason=INACTIVITY_STOP_REASON),
     )
+
+
+def is_inactivity_end(event: Event) -> bool:
+    """Whether `event` is a sweep's end of its call (as `inactivity_end_event` makes them)."""
+    return (type(event) is CallEnded and event.data.stop_reason == INACTIVITY_STOP_REASON
+            and event.event_id.startswith(f"{event.call_id}{INACTIVITY_ID_SUFFIX}"))
 
 
 @dataclass

@@ -154,6 +154,51 @@ def test_a_post_call_event_after_the_call_was_forgotten_is_rejected_and_the_old_
     assert engine.counters.calls == 2
 
 
+def test_an_event_of_a_forgotten_call_is_rejected_not_taken_up_as_a_second_call():
+    engine = CallEngine(retention_after_end_ms=60_000, allowed_lateness_ms=0)
+    first = started("a", ts=T0)
+    engine.process(first)
+    engine.process(ended("a", ts=T0 + 1_000))
+    engine.process(started("b", ts=T0 + 62_000))
+    assert engine.forget_expired(0) == ["a"]
+    for late in (event("turn", {"role": "user", "text": "still there?"}, call_id="a", ts_ms=T0 + 1_500), first):
+        processed = engine.process(late)  # a late turn, then the call's own start delivered again
+        assert processed.status == "rejected" and processed.result is None and "a" not in engine.calls
+        assert "more than the retention (60000 ms) behind its partition's watermark" in processed.reason
+    assert engine.counters.calls == 2
+
+
+def test_a_new_call_reordered_within_the_allowed_lateness_is_taken_up_even_with_no_retention():
+    engine = CallEngine(retention_after_end_ms=0, allowed_lateness_ms=30_000)
+    engine.process(started("a", ts=T0 + 60_000))
+    assert engine.process(started("b", ts=T0 + 35_000)).status == "applied"  # 25 s behind the watermark
+    assert engine.process(started("c", ts=T0 + 25_000)).status == "rejected"  # 35 s behind it
+
+
+def test_the_sweeps_end_of_a_call_it_let_go_at_once_comes_back_as_a_duplicate():
+    # A quiet partition: the next event is past the call's deadline and its retention together, so
+    # the sweep ends the call and the same step forgets it; its recorded end then comes back.
+    engine = CallEngine(retention_after_end_ms=60_000, allowed_lateness_ms=0)
+    engine.process(started("a", ts=T0, inactivity_timeout_s=60))
+    engine.process(started("b", ts=T0 + 500_000))
+    (swept,) = engine.sweep(0)
+    assert engine.process(swept).result.version == 1
+    assert engine.forget_expired(0) == ["a"]
+    again = engine.process(swept)
+    assert again.status == "duplicate" and again.result is None and "a" not in engine.calls
+
+
+def test_a_producers_event_with_the_sweeps_id_does_not_keep_the_call_from_ending():
+    engine = CallEngine(allowed_lateness_ms=0)
+    engine.process(started("a", ts=T0, inactivity_timeout_s=60))
+    engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="a", ts_ms=T0 + 1_000,
+                         event_id="a:inactivity-timeout"))
+    engine.process(started("b", ts=T0 + 100_000))
+    (swept,) = engine.sweep(0)
+    assert swept.event_id == "a:inactivity-timeout:2"
+    assert engine.process(swept).result.evaluation["stop_reason"] == INACTIVITY_STOP_REASON
+
+
 def test_a_scorer_that_raises_loses_that_event_only_and_the_result_says_so():
     from scorers.qa.naturalness import Naturalness
     from scorers.registry import ScorerRegistry, qa_metrics, signal_scorers

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from eventkit import T0
+from models.wire import encode_event
 from scorers.engine import CallEngine
 from streams.journal import PARTITION_SEGMENT_PREFIX, encode_segment, segment_key
 from streams.live import LiveScorer
@@ -230,3 +231,15 @@ def test_a_restored_worker_starts_at_the_journaled_watermark_and_sweeps_as_the_u
     # D is swept as soon as it starts; its turn and its end come too late.
     assert uninterrupted[2:] == [([("D", "[INACTIVITY_TIMEOUT]")], []), ([], ["w3"]), ([], ["w4"])]
     assert outcomes(1) == uninterrupted
+
+
+def test_the_recorded_end_of_a_call_swept_and_forgotten_at_once_publishes_nothing_when_it_comes_back():
+    # A partition quiet for longer than timeout + retention: the next message sweeps the call and
+    # forgets it; the sweep's end, recorded to the events topic, is delivered back to the worker.
+    live = LiveScorer(CallEngine(retention_after_end_ms=60_000, allowed_lateness_ms=0))
+    live.handle(message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 60}, "a1", T0, "a"), "callqa.events", 0, 0)
+    out = live.handle(message("call.started", {"agent_id": "a2"}, "b1", T0 + 500_000, "b"), "callqa.events", 0, 1)
+    (swept,) = out.recorded_events
+    assert [r.call_id for r in out.results] == ["a"] and out.forget == ["a"]
+    back = live.handle(encode_event(swept), "callqa.events", 0, 2)
+    assert back.results == [] and back.dead_letters == [] and "a" not in live.engine.calls
