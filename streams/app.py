@@ -168,7 +168,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         counters = engine.counters
         assigned = sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == names.events)
         return web.json({"status": "ok", "assigned_partitions": assigned, "calls_in_memory": len(engine.calls),
-                         **counters.__dict__})
+                         **counters.__dict__, "dead_lettered": live.dead_lettered})
 
     if settings.idle_tick_s > 0:
         @app.timer(interval=settings.idle_tick_s)

@@ -118,7 +118,7 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
     print(
         f"\nrecords: {send.records}, events: {send.events}, messages sent: {send.messages}; "
         f"worker: applied {health.get('applied', '?')}, duplicates ignored {health.get('duplicate', '?')}, "
-        f"dead-lettered {replay_report.rejected}"
+        f"dead-lettered {health.get('dead_lettered', '?')} (replay: {replay_report.rejected})"
     )
     print(f"calls scored live: {len(live)}/{len(expected)}; identical to replay: {same}/{len(expected)}")
     print(f"send → all results: {scored_in:.1f} s ({send.events / scored_in:,.0f} events/s end to end); "

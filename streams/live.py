@@ -99,6 +99,7 @@ class LiveScorer:
     book: JournalBook = field(default_factory=JournalBook)
     # What the worker keeps about each partition it has taken up, besides its calls.
     partitions: dict[int, PartitionState] = field(default_factory=dict)
+    dead_lettered: int = 0  # dead letters handed out since start (undecodable parts included)
 
     def is_restored(self, partition: int) -> bool:
         state = self.partitions.get(partition)
@@ -164,6 +165,7 @@ class LiveScorer:
         clock = self.engine.sweeper.partitions.get(partition)
         state.last_message_at = time.monotonic()
         state.watermark_at_last_message_ms = clock.watermark_ms if clock else None
+        self.dead_lettered += len(out.dead_letters)
         return out
 
     def _collect(self, processed: Processed, event: Event, partition: int, position: int, topic: str,

@@ -97,4 +97,4 @@ def test_the_bundled_sample_scores_live_exactly_as_replay(broker, topic_prefix):
         worker.stop()
     assert latest_by_call(live) == expected
     assert len(letters) == report.rejected
-    assert health["applied"] == report.applied
+    assert health["applied"] == report.applied and health["dead_lettered"] == report.rejected
