@@ -90,6 +90,8 @@ def cmd_send(args: argparse.Namespace) -> int:
     from streams.progress import progress_bar
     from streams.sender import send_log
 
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     settings = _settings(args)
     bar = progress_bar(total=_count_records(args.log), desc="send", unit="record")
     report = asyncio.run(send_log(read_log(args.log), settings, batch_size=args.batch_size,
@@ -291,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("send", help="publish a .jsonl or .msgpack event log, batching per call")
     kafka_options(p)
     p.add_argument("log")
-    p.add_argument("--batch-size", type=int, default=50)
+    p.add_argument("--batch-size", type=int, default=50, help="events of one call a message holds at most (default 50)")
     p.add_argument("--keep-open", action="store_true", help="do not send the end-of-input watermark")
     p.set_defaults(func=cmd_send)
 

@@ -89,6 +89,9 @@ _AT_LEAST: dict[str, float] = {
 }
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
 def _check_ranges(settings: Settings) -> None:
     for name, low in _AT_LEAST.items():
         value = getattr(settings, name)
@@ -96,6 +99,8 @@ def _check_ranges(settings: Settings) -> None:
             raise ValueError(f"{name} must be at least {low:g}, got {value!r}")
     if not 0 <= settings.web_port <= 65_535:
         raise ValueError(f"web_port must be a port number (0 to 65535), got {settings.web_port!r}")
+    if settings.log_level.lower() not in LOG_LEVELS:
+        raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {settings.log_level!r}")
 
 
 def _coerce(name: str, raw: Any, source: str) -> Any:

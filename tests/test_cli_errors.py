@@ -70,6 +70,11 @@ def test_a_results_line_that_is_not_a_result_document_is_named(tmp_path, capsys)
     assert code == 2 and f"{results} line 2 is not a result document" in err
 
 
+def test_a_batch_size_below_one_is_refused_before_anything_is_sent(capsys):
+    code, err = run(capsys, "send", str(SAMPLE_LOG), "--batch-size", "0", "--broker", "kafka://127.0.0.1:1")
+    assert code == 2 and "--batch-size must be at least 1, got 0" in err
+
+
 def test_partitions_must_be_at_least_one(tmp_path, capsys):
     code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), "--partitions", "0")
     assert code == 2 and "partitions must be at least 1, got 0" in err
@@ -86,6 +91,27 @@ def test_settings_from_the_environment_are_checked_and_the_variable_named(enviro
     with pytest.raises(ValueError) as info:
         load_settings(environ)
     assert message in str(info.value)
+
+
+def test_every_numeric_setting_below_its_bound_is_refused_by_name():
+    from streams.config import _AT_LEAST
+
+    for name, low in _AT_LEAST.items():
+        with pytest.raises(ValueError) as info:
+            load_settings({f"CALLQA_{name.upper()}": str(int(low) - 1)})
+        assert f"{name} must be at least {low:g}, got {int(low) - 1}" in str(info.value), name
+
+
+@pytest.mark.parametrize("environ, message", [
+    ({"CALLQA_WEB_PORT": "70000"}, "web_port must be a port number (0 to 65535), got 70000"),
+    ({"CALLQA_WEB_PORT": "-1"}, "web_port must be a port number (0 to 65535), got -1"),
+    ({"CALLQA_LOG_LEVEL": "loud"}, "log_level must be one of debug, info, warning, error, critical, got 'loud'"),
+])
+def test_a_port_out_of_range_or_an_unknown_log_level_is_refused(environ, message):
+    with pytest.raises(ValueError) as info:
+        load_settings(environ)
+    assert message in str(info.value)
+    assert load_settings({"CALLQA_WEB_PORT": "65535", "CALLQA_LOG_LEVEL": "DEBUG"}).web_port == 65_535
 
 
 @pytest.mark.parametrize("line, message", [
