@@ -65,10 +65,11 @@ def test_messages_that_journal_nothing_are_acknowledged_without_a_write():
 
 def test_segments_are_numbered_per_partition():
     book = JournalBook()
+    keys = []
     for partition in (0, 1, 0):
         book.stage(partition, {"c": [(0, b"a")]}, None)
-        key, _, _ = book.take(partition)
-        assert key is not None
+        keys.append(book.take(partition)[0])
+    assert keys == [partition_segment_key(0, 0), partition_segment_key(1, 0), partition_segment_key(0, 1)]
     assert book.next_sequence == {0: 2, 1: 1}
 
 

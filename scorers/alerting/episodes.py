@@ -50,9 +50,9 @@ def verdict(rule: AlertRule, window: WindowTotals, long_window: WindowTotals | N
     if window.total < rule.min_calls or window.pass_rate is None:
         return None
     rate = window.pass_rate
-    long_breach = long_window is None or (
-        long_window.total >= rule.min_calls and long_window.pass_rate is not None and long_window.pass_rate < rule.fire_at
-    )
+    # The long window holds the short one (validation keeps it longer), so it has at least
+    # `min_calls` scored calls whenever the short one has.
+    long_breach = long_window is None or (long_window.pass_rate is not None and long_window.pass_rate < rule.fire_at)
     if rate < rule.fire_at and long_breach:
         return "breach"
     if rate >= rule.clear_at:
