@@ -90,9 +90,9 @@ class CallEngine:
                 return Processed("rejected", reason=f"event {event.event_id!r}: a {tag!r} event names call {call_id!r}, "
                                                     "which is not held (it never started, or it ended and was forgotten "
                                                     "after its retention)")
-            horizon = self._forgotten_before(partition)
-            if horizon is not None and event.ts_ms < horizon:
-                return self._too_late_for_a_new_call(event, horizon)
+            watermark = self.sweeper.watermark(partition)
+            if watermark is not None and event.ts_ms < watermark - self._forgetting_span_ms():
+                return self._too_late_for_a_new_call(event, watermark)
             call = self.calls[call_id] = new_call(call_id, self.registry)
             self.counters.calls += 1
         if position is not None:
@@ -131,16 +131,12 @@ class CallEngine:
         self.counters.results += 1
         return Processed("applied", call, score_call(call, self.registry, self.cohorts, call.version, event.ts_ms))
 
-    def _forgotten_before(self, partition: int) -> int | None:
-        """Event time before which a call of `partition` may have ended and been forgotten (None: the
-        partition has no watermark yet). Never later than the allowed lateness behind the watermark,
-        so that a new call's first event reordered within the lateness is taken up."""
-        clock = self.sweeper.partitions.get(partition)
-        if clock is None or clock.watermark_ms is None:
-            return None
-        return clock.watermark_ms - max(self.retention_after_end_ms, self.allowed_lateness_ms)
+    def _forgetting_span_ms(self) -> int:
+        """How far behind its partition's watermark an event's call may have ended and been forgotten.
+        Never less than the allowed lateness: a new call's first event reordered within it is taken up."""
+        return max(self.retention_after_end_ms, self.allowed_lateness_ms)
 
-    def _too_late_for_a_new_call(self, event: Event, horizon: int) -> Processed:
+    def _too_late_for_a_new_call(self, event: Event, watermark: int) -> Processed:
         """An event of a call not held, older than the retention: its call may have ended and been
         forgotten, and taking it up as a new call would publish a second version 1 over its result."""
         if is_inactivity_end(event):
@@ -152,9 +148,8 @@ class CallEngine:
         tag = event.__struct_config__.tag
         return Processed("rejected", reason=(
             f"event {event.event_id!r}: a {tag!r} event of call {event.call_id!r}, which is not held, at event time "
-            f"{event.ts_ms}, more than the retention ({self.retention_after_end_ms} ms) behind its partition's "
-            f"watermark ({horizon + max(self.retention_after_end_ms, self.allowed_lateness_ms)}): its call may have "
-            "ended and been forgotten, so it is not taken up as a new call"))
+            f"{event.ts_ms}, more than the retention ({self._forgetting_span_ms()} ms) behind its partition's "
+            f"watermark ({watermark}): its call may have ended and been forgotten, so it is not taken up as a new call"))
 
     def latest_result(self, call: CallState) -> CallResult | None:
         """The call's latest published version, scored again (the same document, as scoring is pure)."""

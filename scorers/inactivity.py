@@ -66,6 +66,10 @@ class InactivitySweeper:
             clock = self.partitions[partition] = PartitionClock()
         return clock
 
+    def watermark(self, partition: int) -> int | None:
+        clock = self.partitions.get(partition)
+        return clock.watermark_ms if clock is not None else None
+
     def observe(self, partition: int, ts_ms: int) -> None:
         clock = self.partitions.get(partition) or self.clock(partition)
         watermark = clock.watermark_ms

@@ -162,9 +162,8 @@ class LiveScorer:
             # What this very message changed in a call it also forgets is not journaled: a segment
             # would otherwise hold a call that is never forgotten again.
             out.journal.pop(call_id, None)
-        clock = self.engine.sweeper.partitions.get(partition)
         state.last_message_at = time.monotonic()
-        state.watermark_at_last_message_ms = clock.watermark_ms if clock else None
+        state.watermark_at_last_message_ms = self.engine.sweeper.watermark(partition)
         self.dead_lettered += len(out.dead_letters)
         return out
 
@@ -261,21 +260,18 @@ class LiveScorer:
         restart or a rebalance) and start its idle clock from `now` (monotonic): its open calls would
         otherwise wait for the partition's next message to be swept."""
         restored = self.restore_partition(partition, journal_items)
-        clock = self.engine.sweeper.partitions.get(partition)
-        self.mark_busy(partition, now, clock.watermark_ms if clock is not None else None)
+        self.mark_busy(partition, now, self.engine.sweeper.watermark(partition))
         return restored
 
     def watermark_to_journal(self, partition: int) -> tuple[bytes, bytes] | None:
         """(key, value) of the partition's watermark when it moved since it was last journaled;
         written together with each segment, so that a restore starts the partition's clock there."""
-        clock = self.engine.sweeper.partitions.get(partition)
-        if clock is None or clock.watermark_ms is None:
-            return None
+        watermark = self.engine.sweeper.watermark(partition)
         state = self._partition(partition)
-        if clock.watermark_ms <= state.journaled_watermark_ms:
+        if watermark is None or watermark <= state.journaled_watermark_ms:
             return None
-        state.journaled_watermark_ms = clock.watermark_ms
-        return watermark_key(partition), encode_watermark(partition, clock.watermark_ms)
+        state.journaled_watermark_ms = watermark
+        return watermark_key(partition), encode_watermark(partition, watermark)
 
     def _refold(self, partition: int, position: int, raw: bytes) -> None:
         # The journal holds only what was accepted once: it is read back whatever the size limit is now.
