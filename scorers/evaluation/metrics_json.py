@@ -11,6 +11,7 @@ every signal whitelisted, no agent-turn floor.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 from models.call_state import CallState
@@ -70,21 +71,19 @@ KEY_ORDER = (*ALWAYS_PRESENT_KEYS, *CONDITIONAL_KEYS, JUDGE_RESULT_KEY)
 # reading is the exact millisecond and the text can be built from integer arithmetic: the same
 # "YYYY-MM-DDTHH:MM:" prefix serves a whole minute of timestamps.
 _FAST_ISO_BELOW_MS = 4_000_000_000_000
-_MINUTE_PREFIXES: dict[int, str] = {}
-_MAX_CACHED_MINUTES = 4096
+
+
+@lru_cache(maxsize=4096)
+def _minute_prefix(minute: int) -> str:
+    return datetime.fromtimestamp(minute * 60, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:")
 
 
 def iso_timestamp(ts_ms: int) -> str:
     if not 0 <= ts_ms < _FAST_ISO_BELOW_MS or type(ts_ms) is not int:
         return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
     minute, millis = divmod(ts_ms, 60_000)
-    prefix = _MINUTE_PREFIXES.get(minute)
-    if prefix is None:
-        if len(_MINUTE_PREFIXES) >= _MAX_CACHED_MINUTES:
-            _MINUTE_PREFIXES.clear()
-        prefix = _MINUTE_PREFIXES[minute] = datetime.fromtimestamp(minute * 60, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:")
     seconds, millis = divmod(millis, 1000)
-    return f"{prefix}{seconds:02d}.{millis:03d}+00:00"
+    return f"{_minute_prefix(minute)}{seconds:02d}.{millis:03d}+00:00"
 
 
 def duration_seconds(call: CallState) -> float:
