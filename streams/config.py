@@ -13,6 +13,8 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
+from scorers.judge.requests import ANSWER_FORMATS
+
 SECRET_FIELDS = frozenset({"openai_api_key", "kafka_sasl_password"})
 
 
@@ -99,6 +101,9 @@ def _check_ranges(settings: Settings) -> None:
             raise ValueError(f"{name} must be at least {low:g}, got {value!r}")
     if not 0 <= settings.web_port <= 65_535:
         raise ValueError(f"web_port must be a port number (0 to 65535), got {settings.web_port!r}")
+    if settings.judge_response_format not in ANSWER_FORMATS:
+        raise ValueError(f"judge_response_format must be one of {', '.join(ANSWER_FORMATS)}, "
+                         f"got {settings.judge_response_format!r}")
     if settings.log_level.lower() not in LOG_LEVELS:
         raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {settings.log_level!r}")
 

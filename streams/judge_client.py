@@ -8,9 +8,10 @@ error and the metrics keep their heuristic results.
 
 Requests: the structured-output `response_format` (or `json_object`, `judge_response_format`), at most
 `judge_concurrency` in flight, each attempt bounded by `judge_timeout_s`, and up to `judge_retries`
-retries after `judge_backoff_s`, doubling. A client error (HTTP 4xx other than 408, 409 and 429) is
-not retried: it would fail the same way. The API key goes to the server and nowhere else: errors are
-scrubbed of it and the event records only the prompts.
+retries after `judge_backoff_s`, doubling (or after the Retry-After a 429 or 503 gives, when longer,
+up to a minute). A client error (HTTP 4xx other than 408, 409 and 429) is
+not retried: it would fail the same way. The API key goes to the server and nowhere else: errors and
+answers are scrubbed of it and the event records only the prompts.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from streams.config import Settings
 
 RETRIED_CLIENT_STATUSES = frozenset({408, 409, 429})
 MAX_ERROR_CHARS = 300
+# A server's Retry-After is honoured up to this, so that one call cannot hold a judge slot for long.
+MAX_RETRY_AFTER_S = 60.0
+MIN_SECRET_KEY_CHARS = 8
 
 Answer = TypeVar("Answer")
 
@@ -63,9 +67,11 @@ class JudgeClient:
         """(answer, None), or (None, why) once every attempt failed."""
         attempts = max(0, self.settings.judge_retries) + 1
         why = "no attempt"
+        asked_to_wait_s = 0.0
         for attempt in range(attempts):
             if attempt:
-                await asyncio.sleep(self.settings.judge_backoff_s * 2 ** (attempt - 1))
+                backoff_s = self.settings.judge_backoff_s * 2 ** (attempt - 1)
+                await asyncio.sleep(max(backoff_s, asked_to_wait_s))
             try:
                 async with self._slots:
                     content = await asyncio.wait_for(self._complete(request), self.settings.judge_timeout_s)
@@ -75,6 +81,7 @@ class JudgeClient:
                 if not retryable(exc):
                     attempts = attempt + 1
                     break
+                asked_to_wait_s = retry_after_s(exc)
         if attempts > 1:
             why = f"{why} (after {attempts} attempts)"
         return None, why
@@ -83,14 +90,14 @@ class JudgeClient:
         response = await self._openai.chat.completions.create(
             model=self.settings.judge_model,
             messages=request.messages(),
-            response_format=request.response_format(self.settings.judge_response_format),
+            response_format=request.response_format(),
         )
         if not response.choices:
             raise JudgeAnswerError("the judge returned no choices")
         message = response.choices[0].message
         if getattr(message, "refusal", None):
             raise JudgeAnswerError(f"the judge refused: {message.refusal}")
-        return message.content
+        return self._scrubbed(message.content) if message.content is not None else None
 
     def _describe(self, exc: Exception) -> str:
         if isinstance(exc, (asyncio.TimeoutError, openai.APITimeoutError)):
@@ -103,13 +110,31 @@ class JudgeClient:
             text = str(exc)
         else:
             text = f"{type(exc).__name__}: {exc}"
+        return cut(" ".join(self._scrubbed(text).split()), MAX_ERROR_CHARS)
+
+    def _scrubbed(self, text: str) -> str:
+        """`text` without the API key, should a server or proxy echo it (in an error or an answer).
+        A key too short to be a secret (a local server's placeholder) is left alone: replacing every
+        "e" would garble the text and hide nothing."""
         key = self.settings.openai_api_key
-        if key:
-            text = text.replace(key, "***")
-        return cut(" ".join(text.split()), MAX_ERROR_CHARS)
+        if key and len(key) >= MIN_SECRET_KEY_CHARS:
+            return text.replace(key, "***")
+        return text
 
     async def aclose(self) -> None:
         await self._openai.close()
+
+
+def retry_after_s(exc: BaseException) -> float:
+    """The wait a 429 or 503 asked for in its Retry-After header (seconds only; at most
+    MAX_RETRY_AFTER_S), 0 when it asked for none."""
+    if not isinstance(exc, openai.APIStatusError):
+        return 0.0
+    try:
+        seconds = float(exc.response.headers.get("retry-after", ""))
+    except (TypeError, ValueError, AttributeError):
+        return 0.0
+    return min(seconds, MAX_RETRY_AFTER_S) if seconds > 0 else 0.0  # (NaN is not > 0)
 
 
 def retryable(exc: BaseException) -> bool:

@@ -59,6 +59,7 @@ class _Pass:
 
     engine: CallEngine
     judge: bool
+    answer_format: str
     position: int = 0
     anchor: Anchor = ("record", 0)
     sweeps: dict[int, list[Event]] = field(default_factory=dict)
@@ -80,7 +81,7 @@ class _Pass:
         if call.judge is not None:
             self.recorded.add(call.call_id)
         elif self.judge and result.version == 1 and result.final:
-            requests = build_requests(call, self.engine.cohorts)
+            requests = build_requests(call, self.engine.cohorts, self.answer_format)
             if requests is not None:
                 self.pending[call.call_id] = (self.anchor, requests)
 
@@ -104,7 +105,7 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
 
 def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngine, judge: bool,
             on_record: Callable[[int], None] | None) -> RecordReport:
-    first = _Pass(engine, judge)
+    first = _Pass(engine, judge, settings.judge_response_format)
 
     def counted(size: int) -> None:
         first.on_record(size)

@@ -44,7 +44,7 @@ class JudgeRunner:
         """The result hook: queue the call for the judge when it needs one; never blocks."""
         if result.version != 1 or not result.final or call.judge is not None:
             return
-        requests = build_requests(call, self.callqa.live.engine.cohorts)
+        requests = build_requests(call, self.callqa.live.engine.cohorts, self.callqa.settings.judge_response_format)
         if requests is None:
             return
         self._start()

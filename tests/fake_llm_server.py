@@ -36,6 +36,9 @@ class FakeLlm:
         self.evaluation_answer = evaluation_answer
         self.mode = mode
         self.delay_s = delay_s
+        # Mode "busy": this many requests get HTTP 429 with `Retry-After: retry_after_s`, then answers.
+        self.busy_left = 1
+        self.retry_after_s = 1
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -82,7 +85,8 @@ class FakeLlm:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 with fake._lock:
-                    fake.requests.append({"path": self.path, "authorization": self.headers.get("Authorization"), **body})
+                    fake.requests.append({"path": self.path, "authorization": self.headers.get("Authorization"),
+                                          "received_at": time.monotonic(), **body})
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:
@@ -96,6 +100,10 @@ class FakeLlm:
                     return self._send(404, {"error": {"message": "not found"}})
                 if fake.mode == "error":
                     return self._send(500, {"error": {"message": "the model is on fire", "type": "server_error"}})
+                if fake.mode == "busy" and fake.busy_left > 0:
+                    fake.busy_left -= 1
+                    return self._send(429, {"error": {"message": "slow down", "type": "rate_limit"}},
+                                      {"Retry-After": str(fake.retry_after_s)})
                 if fake.mode == "slow":
                     time.sleep(fake.delay_s)
                 if fake.mode == "garbage":
@@ -104,10 +112,12 @@ class FakeLlm:
                 content = answer if isinstance(answer, str) else json.dumps(answer)
                 self._send(200, completion(body["model"], content))
 
-            def _send(self, status: int, document: dict[str, Any]) -> None:
+            def _send(self, status: int, document: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 payload = json.dumps(document).encode()
                 try:
                     self.send_response(status)
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()

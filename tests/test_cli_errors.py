@@ -106,6 +106,7 @@ def test_every_numeric_setting_below_its_bound_is_refused_by_name():
     ({"CALLQA_WEB_PORT": "70000"}, "web_port must be a port number (0 to 65535), got 70000"),
     ({"CALLQA_WEB_PORT": "-1"}, "web_port must be a port number (0 to 65535), got -1"),
     ({"CALLQA_LOG_LEVEL": "loud"}, "log_level must be one of debug, info, warning, error, critical, got 'loud'"),
+    ({"CALLQA_JUDGE_RESPONSE_FORMAT": "JSON_OBJECT"}, "judge_response_format must be one of json_schema, json_object, got 'JSON_OBJECT'"),
 ])
 def test_a_port_out_of_range_or_an_unknown_log_level_is_refused(environ, message):
     with pytest.raises(ValueError) as info:

@@ -14,6 +14,7 @@ from models.wire import MAX_MESSAGE_BYTES, encode_event
 from scorers.cohorts import CohortBook
 from scorers.evaluation.judge_fields import MISSING_VERDICT_REASON, NON_BOOLEAN_VERDICT_REASON
 from scorers.judge.answers import (
+    MAX_REASON_CHARS,
     JudgeAnswerError,
     judge_result_event,
     parse_evaluation_answer,
@@ -172,7 +173,9 @@ def test_the_event_is_deterministic_and_keeps_the_prompts():
     event = judge_result_event(reqs, "judge-test", qa=qa, evaluation=parse_evaluation_answer(evaluation_with(), reqs.evaluation))
     assert isinstance(event, JudgeResult)
     assert (event.event_id, event.call_id, event.ts_ms) == ("c1:judge", "c1", reqs.ts_ms)
-    assert event.data.input == {"qa": reqs.qa.input(), **reqs.evaluation.input()}
+    # The evaluation's prompts are in its answered document (judge_input), not recorded twice.
+    assert event.data.input == {"qa": reqs.qa.input()}
+    assert event.data.evaluation["judge_input"] == reqs.evaluation.input()
     assert (event.data.qa, event.data.criteria, event.data.error) == (qa.qa, qa.criteria, None)
 
 
@@ -228,3 +231,40 @@ def test_the_event_of_an_enormous_call_fits_in_one_message():
     judge_event = judge_result_event(reqs, "m", qa=parse_qa_answer(json.dumps(answer), reqs.qa),
                                      evaluation=parse_evaluation_answer(json.dumps(evaluation), reqs.evaluation))
     assert len(encode_event(judge_event)) < MAX_MESSAGE_BYTES
+
+
+def test_answers_too_large_to_record_are_recorded_as_failed_requests_and_the_heuristics_stay():
+    reqs = requests()
+    qa = parse_qa_answer(qa_with(), reqs.qa)
+    evaluation = parse_evaluation_answer(evaluation_with(), reqs.evaluation)
+    whole = judge_result_event(reqs, "m", qa=qa, evaluation=evaluation)
+    limit = len(encode_event(whole)) - 1
+    event = judge_result_event(reqs, "m", qa=qa, evaluation=evaluation, max_bytes=limit)
+    assert len(encode_event(event)) <= limit and event.data.evaluation is None and event.data.criteria is None
+    assert event.data.qa["error"].startswith("the judge's answers are too large to record (")
+    assert event.data.error == event.data.qa["error"]
+    _, results = run_call(judged_call() + [event])
+    assert results[-1].evaluation["judge_result"]["reason"].startswith("Error: the judge's answers are too large")
+    assert all(m.details["judge"] == "heuristic" for m in results[-1].metrics)
+    tiny = judge_result_event(reqs, "m", qa=qa, evaluation=evaluation, max_bytes=200)
+    assert tiny.data.input == {} and tiny.data.error.startswith("the judge's answers are too large")
+
+
+def test_a_lone_surrogate_in_an_answer_is_replaced_so_the_answer_can_be_recorded():
+    reqs = requests()
+    answer = json.loads(qa_with())
+    answer["kb_recall"]["reason"] = "cut emoji HALF here"
+    # The JSON escape of half a surrogate pair, as a model that cut an emoji in two writes it.
+    content = json.dumps(answer).replace("HALF", "\\ud83d")
+    qa = parse_qa_answer(content, reqs.qa)
+    assert qa.qa["kb_recall"]["reason"] == "cut emoji \ufffd here"
+    assert len(encode_event(judge_result_event(reqs, "m", qa=qa))) > 0  # encodes: no lone surrogate left
+
+
+def test_a_verdict_reason_that_is_not_text_is_cut_as_text():
+    reqs = requests()
+    evaluation = json.loads(evaluation_with())
+    evaluation["nl_assertion_verdicts"][0]["reason"] = list(range(100_000))
+    document = parse_evaluation_answer(json.dumps(evaluation), reqs.evaluation)
+    reason = document["nl_assertion_verdicts"][0]["reason"]
+    assert reason.startswith("[0, 1, 2") and reason.endswith("more characters]") and len(reason) < MAX_REASON_CHARS + 40

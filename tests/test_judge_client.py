@@ -29,7 +29,7 @@ def judge_call(fake: FakeLlm, events: list | None = None, **options):
     """The call's first result, the judge's event, and the result re-scored from it."""
     engine = CallEngine(cohorts=CohortBook(cohorts=BOOK))
     _, (first,) = run_call(events or judged_call(), engine)
-    requests = build_requests(engine.calls[first.call_id], engine.cohorts)
+    requests = build_requests(engine.calls[first.call_id], engine.cohorts, options.get("judge_response_format", "json_schema"))
 
     async def ask():
         client = JudgeClient(settings(fake.base_url, **options))
@@ -95,13 +95,38 @@ def test_the_recorded_event_never_holds_the_api_key(fake):
 def test_json_object_mode_is_checked_against_the_schema_all_the_same(fake):
     fake.qa_answer = {**QA_ANSWER, "kb_recall": {"score": "lots", "reason": "?"}}
     _, judge_event, second = judge_call(fake, judge_response_format="json_object")
-    (qa,) = [r for r in fake.requests if r["messages"][0]["content"] == QA_SYSTEM_PROMPT]
+    (qa,) = [r for r in fake.requests if r["messages"][0]["content"].startswith(QA_SYSTEM_PROMPT)]
     assert qa["response_format"] == {"type": "json_object"}
+    # Without structured output the model reads the schema in the system prompt.
+    prompt = qa["messages"][0]["content"]
+    assert "The JSON schema your answer must match:" in prompt and json.loads(prompt.split("must match:\n", 1)[1])["required"]
     assert judge_event.data.qa["error"].startswith("answer does not match the schema at kb_recall/score")
     assert metric(second, "kb_recall").details["judge"] == "heuristic"
 
 
 # ------------------------------------------------------------------------------------ failing modes
+
+
+def test_a_retry_waits_as_long_as_the_servers_retry_after_asks():
+    fake_busy = FakeLlm(QA_ANSWER, EVALUATION_ANSWER, mode="busy").start()
+    try:
+        fake_busy.busy_left, fake_busy.retry_after_s = 1, 1
+        _, judge_event, second = judge_call(fake_busy, events=judged_call(scenario={"name": "production"}),
+                                            judge_retries=1, judge_backoff_s=0.05)
+        first_try, second_try = [r["received_at"] for r in fake_busy.requests]
+    finally:
+        fake_busy.stop()
+    assert second_try - first_try >= 1.0  # not the 0.05 s backoff
+    assert "error" not in judge_event.data.qa and metric(second, "kb_recall").details["judge"] == "llm"
+
+
+def test_an_answer_echoing_the_api_key_is_recorded_without_it(fake):
+    key = "sk-test-secret-0123456789"
+    fake.qa_answer = {**QA_ANSWER, "kb_recall": {"score": 80, "reason": f"your key is {key}"}}
+    _, judge_event, second = judge_call(fake, openai_api_key=key)
+    assert judge_event.data.qa["kb_recall"]["reason"] == "your key is ***"
+    assert key not in msgspec.json.encode(second).decode()
+
 
 
 @pytest.mark.parametrize(("mode", "error"), [

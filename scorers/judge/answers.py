@@ -19,12 +19,16 @@ The event (`event_id` "<call_id>:judge", `ts_ms` = the call's end + 1, nothing f
   as score 0.0, reason "Error: …"). `error` is only ever the evaluation judge's: a call whose scenario
   does not ask for that judge must not gain a judge_score from a failed QA request.
 - `input`: the verbatim prompts: the QA request's under `qa`, the evaluation request's at the top
-  level (`system_prompt`, `user_content`), where the evaluation document reads them on an error.
+  level (`system_prompt`, `user_content`) when it failed, where the evaluation document reads them
+  (an answer's document holds them as `judge_input`).
+An event that would encode larger than `MAX_JUDGE_EVENT_BYTES` records both requests as failed with
+the reason instead (and without the prompts, should they alone be too large).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +36,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from models.events import JudgeResult, JudgeResultData
+from models.wire import encode_event
 from scorers.evaluation.judge_fields import JudgeAnswerAcc, judge_result_document, normalise_nl_verdicts
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
@@ -57,11 +62,29 @@ def decode_answer(content: str | None) -> Any:
     if content is None or not content.strip():
         raise JudgeAnswerError("empty answer")
     try:
-        return json.loads(content, parse_constant=_not_a_number)
+        return without_lone_surrogates(json.loads(content, parse_constant=_not_a_number))
     except JudgeAnswerError:
         raise
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # (nested deeper than the parser or the walk goes)
         raise JudgeAnswerError(f"answer is not JSON: {exc}") from None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """`value` with every lone UTF-16 surrogate in its strings (keys included) replaced by U+FFFD.
+
+    JSON can escape half of a surrogate pair (a model that cut an emoji in two), which decodes to a
+    string that no UTF-8 encoder accepts: the answer could then be neither recorded nor published.
+    Pairs were already joined by the decoder, so any surrogate left is a lone one."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {without_lone_surrogates(key): without_lone_surrogates(item) for key, item in value.items()}
+    return value
 
 
 def check_answer(validator: Draft202012Validator, answer: Any) -> None:
@@ -83,8 +106,10 @@ def short_text(value: str, limit: int = MAX_REASON_CHARS) -> str:
 
 
 def verdicts_with_short_reasons(verdicts: list[Any]) -> list[Any]:
-    """The judge's verdicts as given, their string reasons cut (the shape is normalised later)."""
-    return [{**v, "reason": short_text(v["reason"])} if isinstance(v, dict) and isinstance(v.get("reason"), str) else v
+    """The judge's verdicts as given, their reasons as text cut short (the shape is normalised later;
+    a reason of another type would be written out whole, however long)."""
+    return [{**v, "reason": short_text(v["reason"] if isinstance(v["reason"], str) else str(v["reason"]))}
+            if isinstance(v, dict) and v.get("reason") is not None else v
             for v in verdicts]
 
 
@@ -140,6 +165,12 @@ def judge_event_id(call_id: str) -> str:
     return f"{call_id}:judge"
 
 
+# The recorded event must travel as one Kafka message and be read back by the worker: kept well under
+# the wire's default 1 MiB (CALLQA_MAX_MESSAGE_BYTES) whatever the model wrote. The prompts are bounded
+# in characters, which UTF-8 can make up to four times as many bytes.
+MAX_JUDGE_EVENT_BYTES = 768 * 1024
+
+
 def judge_result_event(
     requests: JudgeRequests,
     model: str | None,
@@ -148,10 +179,26 @@ def judge_result_event(
     qa_error: str | None = None,
     evaluation: dict[str, Any] | None = None,
     evaluation_error: str | None = None,
+    max_bytes: int = MAX_JUDGE_EVENT_BYTES,
 ) -> JudgeResult:
-    """The recorded outcome of a call's judge requests (see the module's layout)."""
+    """The recorded outcome of a call's judge requests (see the module's layout). Answers that would
+    make it larger than `max_bytes` encoded are recorded as an error instead (the heuristics stay)."""
+    event = _judge_result_event(requests, model, qa, qa_error, evaluation, evaluation_error)
+    size = len(encode_event(event))
+    if size <= max_bytes:
+        return event
+    too_large = f"the judge's answers are too large to record ({size} bytes encoded, at most {max_bytes})"
+    event = _judge_result_event(requests, model, None, too_large, None, too_large)
+    if len(encode_event(event)) > max_bytes:  # the prompts alone: recorded without them
+        event.data.input = {}
+    return event
+
+
+def _judge_result_event(requests: JudgeRequests, model: str | None, qa: QaAnswer | None, qa_error: str | None,
+                        evaluation: dict[str, Any] | None, evaluation_error: str | None) -> JudgeResult:
     recorded_input: dict[str, Any] = {"qa": requests.qa.input()}
-    if requests.evaluation is not None:
+    if requests.evaluation is not None and evaluation is None:
+        # Read by the evaluation document on an error; an answer's document holds it as judge_input.
         recorded_input.update(requests.evaluation.input())
     data = JudgeResultData(
         model=model,

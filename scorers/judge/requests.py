@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Literal
 
 from models.call_state import CallState
@@ -110,6 +110,12 @@ Answer with one JSON object that matches the given JSON schema, and nothing else
 # ------------------------------------------------------------------------------------- requests
 
 
+# How the answer's shape reaches the model: as structured output (the server holds the model to the
+# schema), or, for servers without it, as a JSON object whose schema the system prompt spells out.
+JSON_SCHEMA, JSON_OBJECT = "json_schema", "json_object"
+ANSWER_FORMATS = (JSON_SCHEMA, JSON_OBJECT)
+
+
 @dataclass(frozen=True, slots=True)
 class JudgeRequest:
     kind: Literal["qa", "evaluation"]
@@ -120,16 +126,22 @@ class JudgeRequest:
     # What the answer's verdicts are about, in the order they were numbered.
     criteria: tuple[str, ...] = ()
     nl_assertions: tuple[str, ...] = ()
+    answer_format: str = JSON_SCHEMA
 
     def messages(self) -> list[dict[str, str]]:
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": self.user_content}]
 
-    def response_format(self, mode: str = "json_schema") -> dict[str, Any]:
-        """`json_schema` (structured output, strict) or `json_object` for servers without it; the
-        answer is checked against the schema either way."""
-        if mode == "json_object":
+    def response_format(self) -> dict[str, Any]:
+        """Structured output (strict), or a JSON object; the answer is checked against the schema either way."""
+        if self.answer_format == JSON_OBJECT:
             return {"type": "json_object"}
         return {"type": "json_schema", "json_schema": {"name": self.schema_name, "strict": True, "schema": self.schema}}
+
+    def as_json_object(self) -> "JudgeRequest":
+        """This request for a server without structured output: the schema goes into the system prompt."""
+        schema = json.dumps(self.schema, indent=1, sort_keys=True)
+        prompt = f"{self.system_prompt}\n\nThe JSON schema your answer must match:\n{schema}"
+        return replace(self, system_prompt=prompt, answer_format=JSON_OBJECT)
 
     def input(self) -> dict[str, str]:
         """The verbatim text the judge saw (judge_result.json's `judge_input`)."""
@@ -145,14 +157,22 @@ class JudgeRequests:
     evaluation: JudgeRequest | None = None
 
 
-def build_requests(call: CallState, cohorts: CohortBook | None = None) -> JudgeRequests | None:
-    """The call's judge requests; None while the call has not ended."""
+def build_requests(call: CallState, cohorts: CohortBook | None = None,
+                   answer_format: str = JSON_SCHEMA) -> JudgeRequests | None:
+    """The call's judge requests; None while the call has not ended. `answer_format`: JSON_SCHEMA, or
+    JSON_OBJECT for a server without structured output."""
     if call.ended_ts_ms is None:
         return None
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(f"answer format must be one of {', '.join(ANSWER_FORMATS)}, got {answer_format!r}")
     context: JudgeContextAcc = call.accumulators.get("judge_context") or JudgeContextAcc()
     criteria = llm_criteria(call, cohorts) if cohorts is not None else {}
+    qa = qa_request(call, context, criteria)
     evaluation = evaluation_request(call, context) if wants_evaluation(call) else None
-    return JudgeRequests(call.call_id, call.ended_ts_ms + 1, qa_request(call, context, criteria), evaluation)
+    if answer_format == JSON_OBJECT:
+        qa = qa.as_json_object()
+        evaluation = evaluation.as_json_object() if evaluation is not None else None
+    return JudgeRequests(call.call_id, call.ended_ts_ms + 1, qa, evaluation)
 
 
 def wants_evaluation(call: CallState) -> bool:
