@@ -248,8 +248,12 @@ def _problems(rule: AlertRule, known_metrics: list[str]) -> list[str]:
         problems.append("`fire_below` must be above 0 (a pass rate is never below 0)")
     elif rule.clear_above is not None and rule.clear_above < rule.fire_below:
         problems.append(f"`clear_above` ({rule.clear_above}) must be at least `fire_below` ({rule.fire_below})")
-    if rule.long_window_s is not None and rule.window_s is not None and rule.long_window_s <= rule.window_s:
-        problems.append(f"`long_window_s` ({rule.long_window_s}) must be longer than `window_s` ({rule.window_s})")
+    if rule.window_s is not None and seconds_to_ms(rule.window_s) == 0:
+        problems.append(f"`window_s` ({rule.window_s}) must be at least a millisecond (windows are counted in ms)")
+    if (rule.long_window_s is not None and rule.window_s is not None
+            and seconds_to_ms(rule.long_window_s) <= seconds_to_ms(rule.window_s)):
+        problems.append(f"`long_window_s` ({rule.long_window_s}) must be longer than `window_s` ({rule.window_s}), "
+                        "by a millisecond at least")
     return problems
 
 

@@ -56,6 +56,7 @@ _json = msgspec.json.Encoder()
 
 ENGINE_TABLE = "alert-engine"
 EPISODES_KEY = b"episodes"
+ENGINE_STATE_KEY = b"engine"
 CALL_KEY_PREFIX = b"call:"
 RULES_RETRY_S = 5.0
 # How long the evaluation waits, at its start, for the rules topic to be read to its end: restoring
@@ -105,15 +106,19 @@ class AlertsRuntime:
         Returns the alerts this causes (episodes whose rule is gone)."""
         alerts: list[dict[str, Any]] = []
         if not self.restored:
-            self.engine = AlertEngine(self.rulebook.rules())
-            self.rules_revision = self.rulebook.revision
-            calls, episodes = [], []
+            calls, episodes, state = [], [], None
             for key, value in table.items():
                 if key == EPISODES_KEY:
                     episodes = msgspec.json.decode(value)
+                elif key == ENGINE_STATE_KEY:
+                    state = msgspec.json.decode(value)
                 elif key.startswith(CALL_KEY_PREFIX):
                     calls.append(msgspec.json.decode(value))
-            alerts.extend(self.engine.restore(calls, episodes))
+            # Restored under the rules it last evaluated with; the current ones are handed over
+            # below, so a change made meanwhile is evaluated as an uninterrupted engine would.
+            self.engine = AlertEngine(AlertEngine.rules_of_state(state) if state is not None else self.rulebook.rules())
+            self.rules_revision = -1 if state is not None else self.rulebook.revision
+            alerts.extend(self.engine.restore(calls, episodes, state))
             self.restored = True
             if calls or episodes:
                 logger.info("alerts: restored %s calls and %s open episodes", len(calls), len(episodes))
@@ -126,6 +131,8 @@ class AlertsRuntime:
         changes = self.engine.take_changes()
         if changes.episodes:
             table[EPISODES_KEY] = _json.encode(self.engine.episodes_document())
+        if changes.rules:
+            table[ENGINE_STATE_KEY] = _json.encode(self.engine.state_document())
         for call_id, call in changes.calls.items():
             table[CALL_KEY_PREFIX + call_id.encode()] = _json.encode(call.to_document())
         for call_id in changes.dropped:

@@ -98,6 +98,12 @@ def test_clear_above_below_fire_below_is_refused():
 
 def test_the_long_window_must_be_longer_than_the_window():
     assert "`long_window_s` (300) must be longer than `window_s` (300)" in _error({**LATENCY, "long_window_s": 300})
+    # Windows are counted in milliseconds: a difference below one is no difference.
+    assert "must be longer than `window_s`" in _error({**LATENCY, "long_window_s": 300.0004})
+
+
+def test_a_window_shorter_than_a_millisecond_is_refused():
+    assert "`window_s` (0.0004) must be at least a millisecond" in _error({**LATENCY, "window_s": 0.0004})
 
 
 def test_the_weighted_score_needs_a_cohort_scope():

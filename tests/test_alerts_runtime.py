@@ -71,3 +71,47 @@ def test_a_rule_deleted_on_the_topic_resolves_its_firing_alert_before_the_next_r
     closed = runtime.ensure_ready(table)
     assert [(a["state"], a["dedupe_key"]) for a in closed] == [("resolved", firing["dedupe_key"])]
     assert runtime.engine.firing() == []
+
+
+def test_a_deleted_rules_resolved_event_carries_its_window_as_it_stood():
+    table: dict[bytes, bytes] = {}
+    book = RuleBook.from_file_rules([RULE])
+    runtime = AlertsRuntime(book)
+    firing = evaluate(runtime, table, STREAM[:300])[-1]
+    book.apply(RULE.name, None)  # no other rule keeps its window
+    (resolved,) = runtime.ensure_ready(table)
+    assert resolved["state"] == "resolved" and resolved["total"] == 30 and resolved["pass_rate"] is not None
+    assert resolved["total"] >= firing["total"] and resolved["sample_call_ids"]
+
+
+def test_a_rule_edited_away_and_back_at_one_watermark_starts_an_episode_with_a_new_key():
+    table: dict[bytes, bytes] = {}
+    book = RuleBook.from_file_rules([RULE])
+    runtime = AlertsRuntime(book)
+    evaluate(runtime, table, STREAM[:300])
+    new = msgspec.structs.replace(RULE, name="new latency", for_s=0)
+    book.apply(new.name, new)  # an episode started by a rule change, not by a result
+    first = runtime.ensure_ready(table)
+    book.apply(new.name, msgspec.structs.replace(new, scope="agent:a2"))  # a2 is healthy
+    resolved = runtime.ensure_ready(table)
+    book.apply(new.name, new)  # back as it was, the watermark where it was
+    again = runtime.ensure_ready(table)
+    assert [a["state"] for a in first + resolved + again] == ["pending", "firing", "resolved", "pending", "firing"]
+    assert first[0]["dedupe_key"] == resolved[0]["dedupe_key"] != again[0]["dedupe_key"]
+
+
+def test_a_rule_added_while_no_worker_evaluated_is_evaluated_when_one_takes_over():
+    new = msgspec.structs.replace(RULE, name="new latency", for_s=0)
+    uninterrupted_book = RuleBook.from_file_rules([RULE])
+    uninterrupted = AlertsRuntime(uninterrupted_book)
+    expected = evaluate(uninterrupted, {}, STREAM[:300])
+    uninterrupted_book.apply(new.name, new)
+    expected += uninterrupted.ensure_ready({})
+
+    table: dict[bytes, bytes] = {}
+    book = RuleBook.from_file_rules([RULE])
+    alerts = evaluate(AlertsRuntime(book), table, STREAM[:300])
+    book.apply(new.name, new)  # published while the evaluating worker was gone
+    alerts += AlertsRuntime(book).ensure_ready(table)  # the worker taking over, before any result
+    assert alerts == expected and [(a["rule"], a["state"]) for a in alerts[-2:]] == [
+        ("new latency", "pending"), ("new latency", "firing")]

@@ -10,8 +10,8 @@ names another scope or metric is resolved; a rule whose thresholds changed keeps
 re-evaluated at once, as is a new rule.
 
 The live worker persists what it needs to restart where it stopped: the calls still kept
-(`kept_calls`, changed calls via `take_changes`) and the open episodes (`episodes_document`); see
-`restore`.
+(`kept_calls`, changed calls via `take_changes`), the open episodes (`episodes_document`) and the
+rules they were evaluated under (`state_document`); see `restore`.
 """
 
 from __future__ import annotations
@@ -46,9 +46,10 @@ class StateChanges:
     calls: dict[str, ScoredCall] = field(default_factory=dict)  # kept, new or replaced
     dropped: set[str] = field(default_factory=set)  # no longer kept
     episodes: bool = False  # the open episodes changed
+    rules: bool = False  # the rules in force changed (`state_document`)
 
     def __bool__(self) -> bool:
-        return bool(self.calls or self.dropped or self.episodes)
+        return bool(self.calls or self.dropped or self.episodes or self.rules)
 
 
 class AlertEngine:
@@ -56,6 +57,7 @@ class AlertEngine:
         self._rules: dict[str, AlertRule] = {}
         self._by_metric: dict[str, list[AlertRule]] = {}
         self._episodes: dict[tuple[str, str], Episode] = {}
+        self._rule_changes = 0  # how many times the rule set changed: part of a rule change's dedupe key
         self.windows = EventTimeWindows()
         self.counters = AlertCounters()
         self._changes = StateChanges()
@@ -71,15 +73,21 @@ class AlertEngine:
         """Replace the rule set (inactive rules are left out); returns the alerts this causes."""
         new = {rule.name: rule for rule in sorted(rules, key=lambda r: r.name) if rule.active}
         changed = [rule for name, rule in new.items() if self._rules.get(name) != rule]
+        if not changed and new.keys() == self._rules.keys():
+            return []
+        self._rule_changes += 1
+        self._changes.rules = True
         self._rules = new
         self._by_metric = {}
         for rule in new.values():
             self._by_metric.setdefault(rule.metric or "", []).append(rule)
+        # Episodes whose rule is gone are resolved first, with their windows as they stand: the new
+        # rules may no longer keep those windows.
+        alerts = self._close_orphaned_episodes()
         needs = window_needs(new.values())
         if needs != self.windows.needs:
             self._record_dropped(self.windows.configure(needs))
             self.windows.take_dirty()
-        alerts = self._close_orphaned_episodes()
         candidates = {(rule.name, scope) for rule in changed for scope in self._scopes_of(rule)}
         candidates.update(key for key in self._episodes if key[0] in {rule.name for rule in changed})
         alerts.extend(self._evaluate(candidates, cause=None))
@@ -160,9 +168,11 @@ class AlertEngine:
             episode = self._episodes.get((name, scope))
             for state in transitions(rule, episode, verdict(rule, window, long_window), now):
                 if state == "pending":
+                    # A rule change names itself and its number: editing a rule back and forth at
+                    # one watermark starts episodes that must not share a key.
+                    started_by = cause if cause is not None else f"rule change {self._rule_changes}: {_rule_text(rule)}"
                     episode = Episode(rule=rule, scope=scope, state="pending", started_ms=now,
-                                      dedupe_key=dedupe_key(name, scope, metric, now,
-                                                            cause if cause is not None else _rule_text(rule)))
+                                      dedupe_key=dedupe_key(name, scope, metric, now, started_by))
                     self._episodes[(name, scope)] = episode
                 elif state == "firing" and episode is not None:
                     episode.state = "firing"
@@ -225,9 +235,22 @@ class AlertEngine:
     def episodes_document(self) -> list[dict[str, Any]]:
         return [msgspec.to_builtins(episode) for _, episode in sorted(self._episodes.items())]
 
-    def restore(self, calls: Iterable[Any], episodes: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Start again from persisted state: kept calls (`ScoredCall`s or their documents) and the
-        open episodes. Returns the resolved events of episodes whose rule is gone meanwhile."""
+    def state_document(self) -> dict[str, Any]:
+        """The rules in force and the count of rule changes: restored with them, and handed the
+        current rules afterwards, an engine evaluates a change made meanwhile as this one would have."""
+        return {"rules": [msgspec.to_builtins(rule) for rule in self._rules.values()], "rule_changes": self._rule_changes}
+
+    @staticmethod
+    def rules_of_state(state: dict[str, Any]) -> list[AlertRule]:
+        return msgspec.convert(state.get("rules", []), list[AlertRule])
+
+    def restore(self, calls: Iterable[Any], episodes: Iterable[dict[str, Any]],
+                state: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Start again from persisted state: kept calls (`ScoredCall`s or their documents), the open
+        episodes, and `state_document()` (the engine should be built with `rules_of_state(state)`).
+        Returns the resolved events of episodes whose rule is gone meanwhile."""
+        if state is not None:
+            self._rule_changes = int(state.get("rule_changes", 0))
         kept = [c for c in (c if isinstance(c, ScoredCall) else scored_call(c) for c in calls) if c is not None]
         self.windows.restore(kept)
         self.windows.take_dirty()
@@ -235,7 +258,7 @@ class AlertEngine:
         for document in episodes:
             episode = msgspec.convert(document, Episode)
             self._episodes[(episode.rule.name, episode.scope)] = episode
-        self._changes = StateChanges()
+        self._changes = StateChanges(rules=True)  # (stored with the next changes, as restored)
         # Kept calls no rule reads any more are not restored: their stored copies go too.
         self._record_dropped(sorted({c.call_id for c in kept} - set(self.windows.calls)))
         return self._close_orphaned_episodes()
