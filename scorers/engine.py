@@ -108,6 +108,11 @@ class CallEngine:
         rescores = type(event) in RESCORE_CLASSES
         ended_before = call.ended is not None
         if ended_before and not rescores:
+            if is_inactivity_end(event):
+                # A sweep's end recorded by a worker that owned the partition before (its decision was
+                # lost with it) for a call that has ended meanwhile: superseded, not bad input.
+                self.counters.duplicate += 1
+                return Processed("duplicate", call)
             self.counters.rejected += 1
             tag = event.__struct_config__.tag
             return Processed("rejected", call, reason=f"event {event_id!r}: a {tag!r} event cannot change call {call_id!r}, which has already ended")

@@ -109,9 +109,8 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         for event in out.recorded_events:
             await events_topic.send(key=event.call_id.encode(), value=encode_event(event))
         if out.forget:
+            live.book.forget(out.forget)  # its table changes go out with the partition's next segment
             with current_event_for(app, message):
-                for key in live.book.forget(out.forget):
-                    journal.pop(key, None)
                 for call_id, segments in zip(out.forget, live.forgotten(out.forget)):
                     for segment in range(segments):  # call segments of the first journal format
                         journal.pop(segment_key(call_id, segment), None)
@@ -137,11 +136,17 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         book.stage(partition, out.journal, message)
         if book.due(partition):
             key, value, acks = book.take(partition)
-            watermark = live.watermark_to_journal(partition)
-            if key is not None or watermark is not None:
+            changes = book.take_changes(partition)
+            watermark = live.watermark_to_journal(partition, message.offset)
+            if key is not None or changes or watermark is not None:
                 with current_event_for(app, message):
                     if key is not None:
                         journal[key] = value
+                    for changed, changed_value in changes:
+                        if changed_value is None:
+                            journal.pop(changed, None)
+                        else:
+                            journal[changed] = changed_value
                     if watermark is not None:
                         journal[watermark[0]] = watermark[1]
             consumer = app.consumer

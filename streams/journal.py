@@ -17,12 +17,24 @@ compressed with zlib. `bytes` is the original message when all its events belong
 producer before it commits offsets), so a crash loses nothing the journal does not have: whatever
 was not journaled is delivered again. A segment is deleted once every call in it has been forgotten.
 
+Retirement. A forgotten call's entries can stay behind in a segment kept for its other calls; read
+back, they would bring back a fragment of the call (scored again as a call of its own). So such a
+call gets a retirement record, `\x1eretired\x1f<partition>\x1f<call_id>` = `{"p", "c": call_id, "s":
+sequence}`: a restore skips its entries in segments before `s` (later ones are a new call of that
+id). The record goes once the last of those segments is deleted. Forgetting's table changes (records
+first, then deletes, then records no longer needed) go out with the partition's next segment, that
+is with the segment of the message that forgot the calls: a crash before it loses both, and the
+message, delivered again, forgets them again.
+
 Watermarks. Watermark messages (a producer's, the worker's own idle ticks) move a partition's event
 time without changing any call, and the events of forgotten calls leave with their segments: neither
 can be re-folded. So whenever a segment falls due the worker also writes the partition's watermark,
-when it moved, under `\x1ewatermark\x1f<partition>` (value `{"p": partition, "w": ts_ms}`, one key a
-partition, overwritten), and a restore starts the partition's clock there: a restored worker then
-sweeps exactly when the one before it would have.
+when it moved, under `\x1ewatermark\x1f<partition>` (value `{"p": partition, "w": ts_ms, "o":
+offset}`, one key a partition, overwritten), and a restore starts the partition's clock there: a
+restored worker then sweeps exactly when the one before it would have. `o` is the offset of the last
+message the segment holds: a message at or below it, delivered again after a restart (offsets are
+committed later), has all its changes in the journal already, those to calls forgotten since
+included, so its events of calls no longer held are skipped, not taken up again.
 
 Call segments (the first format, still read): key `<call_id>\\x1f<segment>`, value `{"p": partition,
 "e": [[position, bytes], …]}`, one per call per message.
@@ -46,6 +58,7 @@ SEPARATOR = b"\x1f"
 RESERVED_PREFIX = b"\x1e"
 PARTITION_SEGMENT_PREFIX = RESERVED_PREFIX + b"partition" + SEPARATOR
 WATERMARK_PREFIX = RESERVED_PREFIX + b"watermark" + SEPARATOR
+RETIRED_PREFIX = RESERVED_PREFIX + b"retired" + SEPARATOR
 # A segment is written when it holds this many bytes of events, or when its oldest entry has waited
 # this long (checked whenever the partition delivers a message).
 SEGMENT_BYTES = 256 * 1024
@@ -104,20 +117,43 @@ def watermark_key(partition: int) -> bytes:
     return WATERMARK_PREFIX + b"%d" % partition
 
 
-def encode_watermark(partition: int, ts_ms: int) -> bytes:
-    return msgpack.packb({"p": partition, "w": ts_ms})
+def encode_watermark(partition: int, ts_ms: int, through_offset: int = -1) -> bytes:
+    return msgpack.packb({"p": partition, "w": ts_ms, "o": through_offset})
 
 
 def journaled_watermark(items: Iterable[tuple[bytes, bytes]], partition: int) -> int | None:
     """The watermark last journaled for `partition`, if any."""
+    record = _watermark_record(items, partition)
+    return int(record["w"]) if record is not None else None
+
+
+def journaled_through(items: Iterable[tuple[bytes, bytes]], partition: int) -> int:
+    """The offset of `partition` up to which every message's changes are in the journal (-1: unknown)."""
+    record = _watermark_record(items, partition)
+    return int(record.get("o", -1)) if record is not None else -1
+
+
+def _watermark_record(items: Iterable[tuple[bytes, bytes]], partition: int) -> dict[str, Any] | None:
     key = watermark_key(partition)
     for item_key, value in items:
         if item_key == key and value is not None:
-            return int(msgpack.unpackb(value)["w"])
+            return msgpack.unpackb(value)
     return None
 
 
 # ------------------------------------------------------------------------------ partition segments
+
+
+def retired_prefix(partition: int) -> bytes:
+    return RETIRED_PREFIX + b"%d" % partition + SEPARATOR
+
+
+def retired_key(partition: int, call_id: str) -> bytes:
+    return retired_prefix(partition) + call_id.encode()
+
+
+def encode_retired(partition: int, call_id: str, sequence: int) -> bytes:
+    return msgpack.packb({"p": partition, "c": call_id, "s": sequence}, use_bin_type=True)
 
 
 def partition_segment_prefix(partition: int) -> bytes:
@@ -162,6 +198,12 @@ class JournalBook:
     # Which segments hold a call's entries, and how many calls not yet forgotten each segment holds.
     segments_of_call: dict[str, tuple[int, list[int]]] = field(default_factory=dict)
     live_calls: dict[tuple[int, int], int] = field(default_factory=dict)
+    # Forgotten calls whose entries remain in segments kept for other calls: call → (partition, those
+    # segments), and segment → such calls. Each has a retirement record until those segments go.
+    retired: dict[str, tuple[int, set[int]]] = field(default_factory=dict)
+    fragments: dict[tuple[int, int], set[str]] = field(default_factory=dict)
+    # Table writes (value None: a delete) that wait to go out with the partition's next segment.
+    changes: dict[int, list[tuple[bytes, bytes | None]]] = field(default_factory=dict)
 
     def stage(self, partition: int, journal: dict[str, list[Entry]], ack: Any = None, now: float | None = None) -> None:
         pending = self.pending.get(partition)
@@ -198,29 +240,60 @@ class JournalBook:
         value = encode_partition_segment(partition, sequence, pending.entries)
         return partition_segment_key(partition, sequence), value, pending.acks
 
-    def forget(self, call_ids: Iterable[str]) -> list[bytes]:
-        """Keys of the segments whose calls are now all forgotten (to delete). Entries of these calls
-        still waiting to be written are dropped: they would only bring the calls back on restore."""
+    def forget(self, call_ids: Iterable[str]) -> None:
+        """Stage the table changes that forgetting these calls makes, to go out with their partition's
+        next segment (`take_changes`): the segments whose calls are now all forgotten are deleted, and
+        a call whose entries stay behind in a segment kept for other calls gets a retirement record,
+        written before any delete, so that a restore skips those entries instead of bringing back a
+        fragment of the call. Entries of these calls still waiting to be written are dropped: they
+        would only bring the calls back on restore."""
         call_ids = set(call_ids)
         for pending in self.pending.values():
             if any(call_id in call_ids for call_id, _, _ in pending.entries):
                 pending.entries = [entry for entry in pending.entries if entry[0] not in call_ids]
                 pending.size = sum(len(raw) for _, _, raw in pending.entries)
-        done: list[bytes] = []
-        for call_id in call_ids:
+        records: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        deletes: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        for call_id in sorted(call_ids):
             found = self.segments_of_call.pop(call_id, None)
             if found is None:
                 continue
             partition, sequences = found
+            left_behind = set()
             for sequence in sequences:
                 key = (partition, sequence)
                 left = self.live_calls.get(key, 0) - 1
                 if left > 0:
                     self.live_calls[key] = left
+                    left_behind.add(sequence)
                 else:
                     self.live_calls.pop(key, None)
-                    done.append(partition_segment_key(partition, sequence))
-        return done
+                    deletes.setdefault(partition, []).extend(self._delete_segment(partition, sequence))
+            if left_behind:
+                _, earlier = self.retired.get(call_id, (partition, set()))
+                self.retired[call_id] = (partition, earlier | left_behind)
+                for sequence in left_behind:
+                    self.fragments.setdefault((partition, sequence), set()).add(call_id)
+                sequence_now = self.next_sequence.get(partition, 0)
+                records.setdefault(partition, []).append(
+                    (retired_key(partition, call_id), encode_retired(partition, call_id, sequence_now)))
+        for partition in sorted(records.keys() | deletes.keys()):
+            self.changes.setdefault(partition, []).extend(records.get(partition, []) + deletes.get(partition, []))
+
+    def _delete_segment(self, partition: int, sequence: int) -> list[tuple[bytes, bytes | None]]:
+        """The segment's delete, then the retirement records no longer needed once it is gone."""
+        changes: list[tuple[bytes, bytes | None]] = [(partition_segment_key(partition, sequence), None)]
+        for call_id in sorted(self.fragments.pop((partition, sequence), ())):
+            _, sequences = self.retired[call_id]
+            sequences.discard(sequence)
+            if not sequences:
+                del self.retired[call_id]
+                changes.append((retired_key(partition, call_id), None))
+        return changes
+
+    def take_changes(self, partition: int) -> list[tuple[bytes, bytes | None]]:
+        """The table changes staged for the partition, in the order they must be written."""
+        return self.changes.pop(partition, [])
 
     def drop(self, partitions: set[int]) -> None:
         """Forget partitions this worker no longer owns. Their staged entries were never
@@ -232,24 +305,48 @@ class JournalBook:
             del self.segments_of_call[call_id]
         for key in [k for k in self.live_calls if k[0] in partitions]:
             del self.live_calls[key]
+        for call_id in [c for c, (p, _) in self.retired.items() if p in partitions]:
+            del self.retired[call_id]
+        for key in [k for k in self.fragments if k[0] in partitions]:
+            del self.fragments[key]
+        for partition in partitions:
+            self.changes.pop(partition, None)
 
     def restore(self, partition: int, items: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[str, int, bytes]]:
-        """The partition's journal entries in segment order, as (call_id, position, bytes); the
-        book learns the partition's segments as it goes."""
+        """The partition's journal entries in segment order, as (call_id, position, bytes), without
+        the entries of retired calls; the book learns the partition's segments as it goes."""
         segments: list[tuple[int, list[tuple[str, int, bytes]]]] = []
+        retired_before: dict[str, int] = {}  # call → its entries in segments before this one are retired
         # The key names the partition: only this partition's segments are decompressed and decoded.
-        prefix = partition_segment_prefix(partition)
+        prefix, retired_at = partition_segment_prefix(partition), retired_prefix(partition)
         for key, value in items:
-            if value is None or not key.startswith(prefix):
+            if value is None:
                 continue
-            seg_partition, sequence, entries = decode_partition_segment(value)
-            if seg_partition == partition:
-                segments.append((sequence, entries))
+            if key.startswith(prefix):
+                seg_partition, sequence, entries = decode_partition_segment(value)
+                if seg_partition == partition:
+                    segments.append((sequence, entries))
+            elif key.startswith(retired_at):
+                record = msgpack.unpackb(value, raw=False)
+                retired_before[record["c"]] = int(record["s"])
         segments.sort(key=lambda segment: segment[0])
+        still_needed: set[str] = set()
         for sequence, entries in segments:
-            self._register(partition, sequence, entries)
             self.next_sequence[partition] = max(self.next_sequence.get(partition, 0), sequence + 1)
-            yield from entries
+            kept = [entry for entry in entries if sequence >= retired_before.get(entry[0], -1)]
+            left_behind = {entry[0] for entry in entries} - {entry[0] for entry in kept}
+            if not kept:  # only retired entries: a delete a crash cut short
+                self.changes.setdefault(partition, []).append((partition_segment_key(partition, sequence), None))
+                continue
+            self._register(partition, sequence, kept)
+            for call_id in left_behind:
+                _, sequences = self.retired.setdefault(call_id, (partition, set()))
+                sequences.add(sequence)
+                self.fragments.setdefault((partition, sequence), set()).add(call_id)
+            still_needed |= left_behind
+            yield from kept
+        for call_id in sorted(retired_before.keys() - still_needed):  # every segment it was in is gone
+            self.changes.setdefault(partition, []).append((retired_key(partition, call_id), None))
 
     def _register(self, partition: int, sequence: int, entries: list[tuple[str, int, bytes]]) -> None:
         calls = {call_id for call_id, _, _ in entries}

@@ -19,7 +19,14 @@ from models.events import Event
 from models.results import CallResult
 from models.wire import Rejected, decode_message, encode_event
 from scorers.engine import CallEngine, Processed
-from streams.journal import JournalBook, calls_of_partition, encode_watermark, journaled_watermark, watermark_key
+from streams.journal import (
+    JournalBook,
+    calls_of_partition,
+    encode_watermark,
+    journaled_through,
+    journaled_watermark,
+    watermark_key,
+)
 
 # A batch message's events share one offset: position = offset * 2**20 + index keeps them ordered.
 INDEX_BITS = 20
@@ -87,6 +94,9 @@ class PartitionState:
     results_at_restore: RestoredResults | None = None
     # The watermark last written to the journal (streams/journal.py, "Watermarks"); -1: none.
     journaled_watermark_ms: int = -1
+    # The offset up to which every message's changes are in the journal (-1: none): a message at or
+    # below it is one delivered again after a restart.
+    journaled_through_offset: int = -1
 
 
 @dataclass
@@ -128,29 +138,41 @@ class LiveScorer:
         for rejected in decoded.rejected:
             out.dead_letters.append(self._dead_letter(rejected, topic, partition, offset))
         events = decoded.events
-        # The journal keeps the message itself when all its events are one call's (nothing to
-        # re-encode); a batch across calls is journaled event by event.
+        # The journal keeps the message itself when all its events are one call's and all were
+        # applied (nothing to re-encode); otherwise it keeps the applied events one by one: a restore
+        # must not decide again about an event refused or skipped here, as its watermark is not the
+        # one this message saw.
         one_call = len(events) == 1 or (bool(events) and all(event.call_id == events[0].call_id for event in events))
-        applied = False
+        applied: list[tuple[int, Event]] = []  # (position, event) of one call's message, applied
+        not_applied = False
         process = self.engine.process
+        # Delivered again after a restart, with its changes in the journal: its events of calls no
+        # longer held belong to calls forgotten since (or were refused then), not to new calls.
+        applied_before = offset <= state.journaled_through_offset
+        calls = self.engine.calls
         for index, event in enumerate(events):
+            if applied_before and event.call_id not in calls:
+                continue
             position = (offset << INDEX_BITS) | index
             processed = process(event, partition, position)
             status = processed.status
             if status == "applied":
-                applied = True
                 if not one_call:  # (applied: never dead-lettered, so no batch index to look up)
                     self._collect(processed, event, partition, position, topic, offset, out, (value, None))
-                elif processed.result is not None:
-                    out.results.append(processed.result)
-            elif status == "redelivered":
-                pass  # applied before a restart; its lost outputs, if any, were published again above
-            else:
+                else:
+                    applied.append((position, event))
+                    if processed.result is not None:
+                        out.results.append(processed.result)
+                continue
+            not_applied = True
+            if status != "redelivered":  # (redelivered: its lost outputs were published again above)
                 self._collect(processed, event, partition, position, topic, offset, out,
                               (value, decoded.batch_index_of(index)))
-        if applied and one_call:
+        if applied:
             call_id = events[0].call_id
-            out.journal[call_id] = [(position_of(offset, 0), value)]
+            whole = not not_applied
+            out.journal[call_id] = ([(position_of(offset, 0), value)] if whole
+                                    else [(position, encode_event(event)) for position, event in applied])
             self.owned.setdefault(call_id, [partition, 0])
         for synthetic in self.engine.sweep(partition):
             out.recorded_events.append(synthetic)
@@ -239,10 +261,11 @@ class LiveScorer:
         if watermark is not None:
             self.engine.sweeper.observe(partition, watermark)
             state.journaled_watermark_ms = watermark
+        state.journaled_through_offset = journaled_through(items, partition)
         by_offset: dict[int, list[str]] = {}
         for call_id in sorted(calls):
-            call = self.engine.calls[call_id]
-            if call.version > 0 and call.result_position >= 0:
+            call = self.engine.calls.get(call_id)  # (none when all its journaled events were refused)
+            if call is not None and call.version > 0 and call.result_position >= 0:
                 by_offset.setdefault(call.result_position >> INDEX_BITS, []).append(call_id)
         if by_offset:
             state.results_at_restore = RestoredResults(by_offset, max(by_offset))
@@ -263,15 +286,20 @@ class LiveScorer:
         self.mark_busy(partition, now, self.engine.sweeper.watermark(partition))
         return restored
 
-    def watermark_to_journal(self, partition: int) -> tuple[bytes, bytes] | None:
-        """(key, value) of the partition's watermark when it moved since it was last journaled;
-        written together with each segment, so that a restore starts the partition's clock there."""
+    def watermark_to_journal(self, partition: int, through_offset: int = -1) -> tuple[bytes, bytes] | None:
+        """(key, value) of the partition's watermark, and of `through_offset` (the last message the
+        segment just written holds), when either moved since they were last journaled; written
+        together with each segment, so that a restore starts the partition's clock there and knows
+        which messages it had applied."""
         watermark = self.engine.sweeper.watermark(partition)
         state = self._partition(partition)
-        if watermark is None or watermark <= state.journaled_watermark_ms:
+        if watermark is None or (watermark <= state.journaled_watermark_ms
+                                 and through_offset <= state.journaled_through_offset):
             return None
-        state.journaled_watermark_ms = watermark
-        return watermark_key(partition), encode_watermark(partition, watermark)
+        state.journaled_watermark_ms = max(watermark, state.journaled_watermark_ms)
+        state.journaled_through_offset = max(through_offset, state.journaled_through_offset)
+        return watermark_key(partition), encode_watermark(partition, state.journaled_watermark_ms,
+                                                          state.journaled_through_offset)
 
     def _refold(self, partition: int, position: int, raw: bytes) -> None:
         # The journal holds only what was accepted once: it is read back whatever the size limit is now.

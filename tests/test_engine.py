@@ -228,3 +228,13 @@ def test_a_scorer_that_raises_loses_that_event_only_and_the_result_says_so():
     assert by_name["broken_metric"].score is None
     assert by_name["broken_metric"].details["reason"] == "scoring failed: KeyError: 'missing'"
     assert len(result.evaluation["turns"]) == 2  # the failing event is applied for everything else
+
+
+def test_a_recorded_sweep_end_for_a_call_that_has_ended_otherwise_is_a_duplicate_not_a_dead_letter():
+    engine = CallEngine()
+    engine.process(started("a"))
+    engine.process(ended("a"))
+    earlier_owners_end = event("call.ended", {"stop_reason": INACTIVITY_STOP_REASON}, call_id="a",
+                               event_id="a:inactivity-timeout")
+    assert engine.process(earlier_owners_end).status == "duplicate"
+    assert engine.process(event("call.ended", {"stop_reason": "[EXIT]"}, call_id="a")).status == "rejected"

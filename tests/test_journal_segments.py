@@ -9,7 +9,14 @@ import msgspec
 
 from eventkit import T0
 from scorers.engine import CallEngine
-from streams.journal import JournalBook, decode_partition_segment, encode_partition_segment, partition_segment_key
+from streams.journal import (
+    JournalBook,
+    decode_partition_segment,
+    encode_partition_segment,
+    encode_retired,
+    partition_segment_key,
+    retired_key,
+)
 from streams.live import LiveScorer
 
 
@@ -79,8 +86,11 @@ def test_a_segment_is_deleted_once_every_call_in_it_is_forgotten():
     first, _, _ = book.take(0)
     book.stage(0, {"c2": [(1 << 20, b"c")]}, None)
     second, _, _ = book.take(0)
-    assert book.forget(["c1"]) == []  # the first segment still holds c2
-    assert sorted(book.forget(["c2"])) == sorted([first, second])
+    book.forget(["c1"])  # the first segment still holds c2: c1 is retired from it, nothing deleted
+    assert book.take_changes(0) == [(retired_key(0, "c1"), encode_retired(0, "c1", 2))]
+    book.forget(["c2"])  # both segments go, and with the first one c1's retirement record
+    assert book.take_changes(0) == [(first, None), (retired_key(0, "c1"), None), (second, None)]
+    assert book.take_changes(0) == [] and book.retired == {} and book.fragments == {}
 
 
 def test_entries_of_a_forgotten_call_still_waiting_are_not_written():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 
 from eventkit import T0
@@ -159,12 +161,12 @@ def test_a_restore_does_not_bring_back_a_call_forgotten_after_its_retention_and_
     assert outs[3].forget == ["A"] and len(segments(table)) == 2  # the segment of A and B, and B's turn
 
     restarted = LiveScorer(CallEngine(retention_after_end_ms=60_000))
-    assert restarted.restore_partition(0, table.items()) == 1
+    assert restarted.restore_partition(0, table.items()) == 1  # B: A's entries are retired
     assert "A" not in restarted.engine.calls
     late = message("call.annotated", {"user_sentiment": "Negative"}, "z5", T0 + 100_001, call_id="A")
     out = handle_as_the_worker_does(restarted, late, 4, table)
     assert out.results == [] and [letter.event_id for letter in out.dead_letters] == ["z5"]
-    assert out.forget == ["A"] and "A" not in restarted.owned
+    assert "A" not in restarted.owned
 
 
 def test_a_batch_item_refused_by_the_engine_names_its_place_in_the_batch_after_an_item_refused_at_decoding():
@@ -243,3 +245,88 @@ def test_the_recorded_end_of_a_call_swept_and_forgotten_at_once_publishes_nothin
     assert [r.call_id for r in out.results] == ["a"] and out.forget == ["a"]
     back = live.handle(encode_event(swept), "callqa.events", 0, 2)
     assert back.results == [] and back.dead_letters == [] and "a" not in live.engine.calls
+
+
+def _worker_run(live: LiveScorer, log: list[bytes], table: dict[bytes, bytes], write_after: set[int], start: int = 0) -> list:
+    results = []
+    for offset, raw in enumerate(log, start=start):
+        if not live.is_restored(0):
+            live.restore_partition(0, list(table.items()))
+        results += handle_as_the_worker_does(live, raw, offset, table, write=offset in write_after).results
+    return results
+
+
+def test_a_rebalance_does_not_bring_back_a_forgotten_call_from_a_segment_it_shared():
+    # X's turn and Y's start share segment 1; X ends and is forgotten while Y lives on, so segment 1
+    # stays: read back, X's lone turn would be swept and scored as a call of its own.
+    log = [message("call.started", {"agent_id": "a"}, "x1", T0, "X"),
+           message("turn", {"role": "user", "text": "hi"}, "x2", T0 + 1_000, "X"),
+           message("turn", {"role": "agent", "text": "hello"}, "x3", T0 + 2_000, "X"),
+           message("call.started", {"agent_id": "a"}, "y1", T0 + 2_500, "Y"),
+           message("call.ended", {"stop_reason": "[EXIT]"}, "x4", T0 + 3_000, "X"),
+           message("turn", {"role": "user", "text": "yo"}, "y2", T0 + 20_000, "Y"),
+           message("watermark", {"end_of_input": True, "partition": 0}, "eoi", T0 + 21_000, "__watermark__")]
+    table: dict[bytes, bytes] = {}
+    live = LiveScorer(CallEngine(retention_after_end_ms=5_000))
+    published = _worker_run(live, log[:6], table, {1, 3, 4, 5})
+    live.release_partitions({0})  # revoked and assigned back
+    published += _worker_run(live, log[6:], table, {6}, start=6)
+    assert [(r.call_id, r.version, r.evaluation["stop_reason"]) for r in published] == [
+        ("X", 1, "[EXIT]"), ("Y", 1, "[INACTIVITY_TIMEOUT]")]
+
+
+def test_a_restore_skips_a_forgotten_calls_left_behind_post_call_event():
+    # Segment 1 holds X's annotation and Y's start; X is forgotten, segment 0 deleted: the annotation
+    # alone cannot be refolded (no call to re-score), and the restore must not trip over it.
+    log = [message("call.started", {"agent_id": "a"}, "x1", T0, "X"),
+           message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 1_000, "X"),
+           message("call.annotated", {"user_sentiment": "Positive"}, "x3", T0 + 2_000, "X"),
+           message("call.started", {"agent_id": "a"}, "y1", T0 + 2_500, "Y"),
+           message("turn", {"role": "user", "text": "yo"}, "y2", T0 + 20_000, "Y")]
+    table: dict[bytes, bytes] = {}
+    live = LiveScorer(CallEngine(retention_after_end_ms=5_000))
+    _worker_run(live, log, table, {1, 3, 4})
+    restarted = LiveScorer(CallEngine(retention_after_end_ms=5_000))
+    assert restarted.restore_partition(0, list(table.items())) == 1 and set(restarted.engine.calls) == {"Y"}
+
+
+def test_messages_delivered_again_after_a_restart_do_not_take_up_calls_forgotten_meanwhile():
+    # Every segment written, the offsets not yet committed: the restarted worker is handed all the
+    # messages again, X's among them, though the journal forgot X (past its retention) already.
+    log = [message("call.started", {"agent_id": "a"}, "x1", T0, "X"),
+           message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 1_000, "X"),
+           message("call.started", {"agent_id": "a"}, "y1", T0 + 10_000, "Y"),
+           message("watermark", {"end_of_input": True, "partition": 0}, "eoi", T0 + 11_000, "__watermark__")]
+    engine = lambda: CallEngine(retention_after_end_ms=5_000, allowed_lateness_ms=0)  # noqa: E731
+    table: dict[bytes, bytes] = {}
+    published = _worker_run(LiveScorer(engine()), log[:3], table, {0, 1, 2})
+    restarted = LiveScorer(engine())
+    outs = []
+    for offset, raw in enumerate(log):
+        if not restarted.is_restored(0):
+            restarted.restore_partition(0, list(table.items()))
+        outs.append(handle_as_the_worker_does(restarted, raw, offset, table))
+    published += [r for out in outs for r in out.results]
+    assert [letter for out in outs for letter in out.dead_letters] == []
+    assert [(r.call_id, r.version, r.evaluation["stop_reason"]) for r in published] == [
+        ("X", 1, "[EXIT]"), ("Y", 1, "[INACTIVITY_TIMEOUT]")]
+
+
+def test_a_restore_does_not_decide_again_about_the_events_a_message_had_refused():
+    # A watermark message moves the partition's time (it is not journaled); C's batch then brings a
+    # start too late to take up and a turn in time. The journal must keep the turn alone: re-read
+    # whole, the start would be taken up under the lower watermark a restore rebuilds.
+    engine = lambda: CallEngine(retention_after_end_ms=5_000, allowed_lateness_ms=0)  # noqa: E731
+    batch = json.dumps({"v": 1, "call_id": "C", "events": [
+        {"v": 1, "type": "call.started", "event_id": "c1", "call_id": "C", "ts_ms": T0 + 1_000, "data": {"agent_id": "a"}},
+        {"v": 1, "type": "turn", "event_id": "c2", "call_id": "C", "ts_ms": T0 + 16_000, "data": {"role": "user", "text": "hi"}},
+    ]}).encode()
+    log = [message("watermark", {"partition": 0}, "w1", T0 + 20_000, "__watermark__"), batch]
+    table: dict[bytes, bytes] = {}
+    live = LiveScorer(engine())
+    outs = [handle_as_the_worker_does(live, raw, offset, table) for offset, raw in enumerate(log)]
+    assert [letter.event_id for letter in outs[1].dead_letters] == ["c1"]
+    restarted = LiveScorer(engine())
+    restarted.restore_partition(0, list(table.items()))
+    original, restored = live.engine.calls["C"], restarted.engine.calls["C"]
+    assert (restored.events_applied, restored.agent_id) == (original.events_applied, original.agent_id) == (1, None)

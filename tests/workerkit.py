@@ -14,18 +14,23 @@ def message(type_: str, data: dict, event_id: str, ts: int, call_id: str = "c1")
 
 def handle_as_the_worker_does(live: LiveScorer, raw: bytes, offset: int, table: dict[bytes, bytes], write: bool = True):
     """One message as streams/app.py performs its outbox: forget, then stage and (when `write`, as
-    when a segment is due) write the segment of everything staged."""
+    when a segment is due) write the segment of everything staged, forgetting's table changes and
+    the watermark."""
     out = live.handle(raw, "callqa.events", 0, offset)
     if out.forget:
-        for key in live.book.forget(out.forget):
-            table.pop(key, None)
+        live.book.forget(out.forget)
         live.forgotten(out.forget)
     live.book.stage(0, out.journal, ack=offset, now=0.0)
     if write:
         key, value, _ = live.book.take(0)
         if key is not None:
             table[key] = value
-        watermark = live.watermark_to_journal(0)
+        for changed, changed_value in live.book.take_changes(0):
+            if changed_value is None:
+                table.pop(changed, None)
+            else:
+                table[changed] = changed_value
+        watermark = live.watermark_to_journal(0, offset)
         if watermark is not None:
             table[watermark[0]] = watermark[1]
     return out
