@@ -86,6 +86,10 @@ def test_partitions_must_be_at_least_one(tmp_path, capsys):
     ({"CALLQA_RETENTION_AFTER_END_S": "inf"}, "CALLQA_RETENTION_AFTER_END_S: expected a finite number, got 'inf'"),
     ({"CALLQA_ALLOWED_LATENESS_MS": "-1"}, "allowed_lateness_ms must be at least 0, got -1"),
     ({"CALLQA_CONFIG": "/no/such/callqa.toml"}, "CALLQA_CONFIG /no/such/callqa.toml: No such file or directory"),
+    ({"CALLQA_WEB_PORT": "70000"}, "web_port must be a port number (0 to 65535), got 70000"),
+    ({"CALLQA_WEB_PORT": "-1"}, "web_port must be a port number (0 to 65535), got -1"),
+    ({"CALLQA_LOG_LEVEL": "loud"}, "log_level must be one of debug, info, warning, error, critical, got 'loud'"),
+    ({"CALLQA_JUDGE_RESPONSE_FORMAT": "JSON_OBJECT"}, "judge_response_format must be one of json_schema, json_object, got 'JSON_OBJECT'"),
 ])
 def test_settings_from_the_environment_are_checked_and_the_variable_named(environ, message):
     with pytest.raises(ValueError) as info:
@@ -102,16 +106,7 @@ def test_every_numeric_setting_below_its_bound_is_refused_by_name():
         assert f"{name} must be at least {low:g}, got {int(low) - 1}" in str(info.value), name
 
 
-@pytest.mark.parametrize("environ, message", [
-    ({"CALLQA_WEB_PORT": "70000"}, "web_port must be a port number (0 to 65535), got 70000"),
-    ({"CALLQA_WEB_PORT": "-1"}, "web_port must be a port number (0 to 65535), got -1"),
-    ({"CALLQA_LOG_LEVEL": "loud"}, "log_level must be one of debug, info, warning, error, critical, got 'loud'"),
-    ({"CALLQA_JUDGE_RESPONSE_FORMAT": "JSON_OBJECT"}, "judge_response_format must be one of json_schema, json_object, got 'JSON_OBJECT'"),
-])
-def test_a_port_out_of_range_or_an_unknown_log_level_is_refused(environ, message):
-    with pytest.raises(ValueError) as info:
-        load_settings(environ)
-    assert message in str(info.value)
+def test_the_edges_of_the_port_range_and_a_log_level_in_capitals_are_accepted():
     assert load_settings({"CALLQA_WEB_PORT": "65535", "CALLQA_LOG_LEVEL": "DEBUG"}).web_port == 65_535
 
 
