@@ -121,24 +121,15 @@ def encode_watermark(partition: int, ts_ms: int, through_offset: int = -1) -> by
     return msgpack.packb({"p": partition, "w": ts_ms, "o": through_offset})
 
 
-def journaled_watermark(items: Iterable[tuple[bytes, bytes]], partition: int) -> int | None:
-    """The watermark last journaled for `partition`, if any."""
-    record = _watermark_record(items, partition)
-    return int(record["w"]) if record is not None else None
-
-
-def journaled_through(items: Iterable[tuple[bytes, bytes]], partition: int) -> int:
-    """The offset of `partition` up to which every message's changes are in the journal (-1: unknown)."""
-    record = _watermark_record(items, partition)
-    return int(record.get("o", -1)) if record is not None else -1
-
-
-def _watermark_record(items: Iterable[tuple[bytes, bytes]], partition: int) -> dict[str, Any] | None:
+def journaled_watermark(items: Iterable[tuple[bytes, bytes]], partition: int) -> tuple[int | None, int]:
+    """The watermark last journaled for `partition` (None: none), and the offset up to which every
+    message's changes are in the journal (-1: unknown, as in records written before it was kept)."""
     key = watermark_key(partition)
     for item_key, value in items:
         if item_key == key and value is not None:
-            return msgpack.unpackb(value)
-    return None
+            record = msgpack.unpackb(value)
+            return int(record["w"]), int(record.get("o", -1))
+    return None, -1
 
 
 # ------------------------------------------------------------------------------ partition segments

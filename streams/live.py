@@ -23,7 +23,6 @@ from streams.journal import (
     JournalBook,
     calls_of_partition,
     encode_watermark,
-    journaled_through,
     journaled_watermark,
     watermark_key,
 )
@@ -144,7 +143,7 @@ class LiveScorer:
         # one this message saw.
         one_call = len(events) == 1 or (bool(events) and all(event.call_id == events[0].call_id for event in events))
         applied: list[tuple[int, Event]] = []  # (position, event) of one call's message, applied
-        not_applied = False
+        all_applied = True
         process = self.engine.process
         # Delivered again after a restart, with its changes in the journal: its events of calls no
         # longer held belong to calls forgotten since (or were refused then), not to new calls.
@@ -164,14 +163,13 @@ class LiveScorer:
                     if processed.result is not None:
                         out.results.append(processed.result)
                 continue
-            not_applied = True
+            all_applied = False
             if status != "redelivered":  # (redelivered: its lost outputs were published again above)
                 self._collect(processed, event, partition, position, topic, offset, out,
                               (value, decoded.batch_index_of(index)))
         if applied:
             call_id = events[0].call_id
-            whole = not not_applied
-            out.journal[call_id] = ([(position_of(offset, 0), value)] if whole
+            out.journal[call_id] = ([(position_of(offset, 0), value)] if all_applied
                                     else [(position, encode_event(event)) for position, event in applied])
             self.owned.setdefault(call_id, [partition, 0])
         for synthetic in self.engine.sweep(partition):
@@ -184,8 +182,7 @@ class LiveScorer:
             # What this very message changed in a call it also forgets is not journaled: a segment
             # would otherwise hold a call that is never forgotten again.
             out.journal.pop(call_id, None)
-        state.last_message_at = time.monotonic()
-        state.watermark_at_last_message_ms = self.engine.sweeper.watermark(partition)
+        self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
         self.dead_lettered += len(out.dead_letters)
         return out
 
@@ -257,11 +254,10 @@ class LiveScorer:
             self.owned.setdefault(call_id, [partition, 0])
             calls.add(call_id)
         state = self._partition(partition)
-        watermark = journaled_watermark(items, partition)
+        watermark, state.journaled_through_offset = journaled_watermark(items, partition)
         if watermark is not None:
             self.engine.sweeper.observe(partition, watermark)
             state.journaled_watermark_ms = watermark
-        state.journaled_through_offset = journaled_through(items, partition)
         by_offset: dict[int, list[str]] = {}
         for call_id in sorted(calls):
             call = self.engine.calls.get(call_id)  # (none when all its journaled events were refused)
