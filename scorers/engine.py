@@ -109,10 +109,7 @@ class CallEngine:
         ended_before = call.ended is not None
         if ended_before and not rescores:
             if is_inactivity_end(event):
-                # A sweep's end recorded by a worker that owned the partition before (its decision was
-                # lost with it) for a call that has ended meanwhile: superseded, not bad input.
-                self.counters.duplicate += 1
-                return Processed("duplicate", call)
+                return self._superseded_sweep_end(call)
             self.counters.rejected += 1
             tag = event.__struct_config__.tag
             return Processed("rejected", call, reason=f"event {event_id!r}: a {tag!r} event cannot change call {call_id!r}, which has already ended")
@@ -145,16 +142,20 @@ class CallEngine:
         """An event of a call not held, older than the retention: its call may have ended and been
         forgotten, and taking it up as a new call would publish a second version 1 over its result."""
         if is_inactivity_end(event):
-            # The sweep's own end of a call that this very sweep let go (its end lies further back
-            # than the retention): recorded to the log, it comes back here. Already applied.
-            self.counters.duplicate += 1
-            return Processed("duplicate")
+            return self._superseded_sweep_end(None)
         self.counters.rejected += 1
         tag = event.__struct_config__.tag
         return Processed("rejected", reason=(
             f"event {event.event_id!r}: a {tag!r} event of call {event.call_id!r}, which is not held, at event time "
             f"{event.ts_ms}, more than the retention ({self._forgetting_span_ms()} ms) behind its partition's "
             f"watermark ({watermark}): its call may have ended and been forgotten, so it is not taken up as a new call"))
+
+    def _superseded_sweep_end(self, call: CallState | None) -> Processed:
+        """A sweep's end, recorded to the log, coming back when it no longer applies: its call has
+        ended otherwise (the worker that swept it lost its decision with it), or this very sweep ended
+        it and let it go at once (its end lies further back than the retention). Not bad input."""
+        self.counters.duplicate += 1
+        return Processed("duplicate", call)
 
     def latest_result(self, call: CallState) -> CallResult | None:
         """The call's latest published version, scored again (the same document, as scoring is pure)."""
