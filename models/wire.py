@@ -301,6 +301,22 @@ def _msgpack_records(path: str) -> Iterator[bytes]:
         yield pending
 
 
+def is_cut_short(record: bytes) -> bool:
+    """Whether a `.msgpack` log's record is a value missing its end (the last one `read_log` yields
+    when the file was cut short): whatever is written after it would be read as its missing bytes."""
+    import msgpack
+
+    unpacker = msgpack.Unpacker()
+    unpacker.feed(record)
+    try:
+        unpacker.skip()
+    except msgpack.OutOfData:
+        return True
+    except (msgpack.FormatError, msgpack.StackError):
+        return False
+    return False
+
+
 def write_jsonl(path: str, documents: Iterable[Any]) -> int:
     count = 0
     with open(path, "wb") as handle:

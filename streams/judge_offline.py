@@ -22,12 +22,11 @@ import sys
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Iterable
 
-import msgpack
 import msgspec
 
 from models.events import Event
 from models.results import CallResult
-from models.wire import encode_event, read_log
+from models.wire import encode_event, is_cut_short, read_log
 from scorers.engine import CallEngine
 from scorers.judge.requests import JudgeRequests, build_requests
 from streams.config import Settings
@@ -151,7 +150,7 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
     out = output.file
     cut_short = b""
     for index, raw in enumerate(read_log(log)):
-        if binary and index == records - 1 and _cut_short(raw):
+        if binary and index == records - 1 and is_cut_short(raw):
             # The log's last value, cut short: whatever was written after it would read as its
             # missing bytes. It goes last, after the end of input's sweep: the records that decode
             # and the decisions keep their order, and it is dead-lettered on replay as it was.
@@ -161,19 +160,6 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
         after(out, index)
     after(out, records)
     out.write(cut_short)
-
-
-def _cut_short(raw: bytes) -> bool:
-    """Whether `raw` is a MessagePack value missing its end (`read_log` yields such a last record)."""
-    unpacker = msgpack.Unpacker()
-    unpacker.feed(raw)
-    try:
-        unpacker.skip()
-    except msgpack.OutOfData:
-        return True
-    except (msgpack.FormatError, msgpack.StackError):
-        return False
-    return False
 
 
 def summary(report: RecordReport, record: str) -> str:
