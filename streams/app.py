@@ -1,7 +1,8 @@
 """The Faust application: topics, the call journal table, and the scoring agent.
 
-The agent is deliberately short: it hands each message to `LiveScorer` (streams/live.py), which runs
-the same engine as `callqa replay`, and performs the sends it asks for.
+The agent is deliberately short: it hands each message to `MessageFlow` (streams/message_flow.py),
+which runs it through `LiveScorer` (streams/live.py, the same engine as `callqa replay`) and performs
+the sends it asks for through `FaustSink`.
 """
 
 from __future__ import annotations
@@ -9,31 +10,23 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Iterable
 
 import faust
-import msgspec
 
-from models.call_state import CallState
-from models.results import CallResult
-from models.wire import encode_event
 from scorers.engine import CallEngine
 from streams.alerts_live import install_alerts
 from streams.api import install_api
 from streams.broker_fixes import LeanMonitor, current_event_for, deliver_directly
 from streams.clock import install_idle_clock
 from streams.config import Settings
-from streams.journal import segment_key
-from streams.live import LiveScorer, Outbox
+from streams.live import LiveScorer
+from streams.message_flow import MessageFlow, ResultHook
 from streams.results_view import ResultsView
 from streams.topics import TopicNames
 from streams.wiring import build_engine
 
 logger = logging.getLogger("callqa.worker")
-_json = msgspec.json.Encoder()
-
-# Called after each published result with the call's state (read-only), e.g. to request a judge.
-ResultHook = Callable[[CallResult, CallState], Awaitable[None]]
 
 
 def faust_broker_credentials(settings: Settings) -> Any:
@@ -55,6 +48,47 @@ def faust_broker_credentials(settings: Settings) -> Any:
 
 
 @dataclass
+class FaustSink:
+    """The message flow's sends and journal writes, through Faust's producer and table."""
+
+    app: faust.App
+    journal: Any  # the call-journal table
+    results_topic: Any
+    deadletter_topic: Any
+    events_topic: Any
+
+    async def send_result(self, key: bytes, value: bytes) -> Any:
+        return await self.results_topic.send(key=key, value=value)
+
+    async def send_dead_letter(self, key: bytes, value: bytes) -> Any:
+        return await self.deadletter_topic.send(key=key, value=value)
+
+    async def send_event(self, key: bytes, value: bytes) -> Any:
+        return await self.events_topic.send(key=key, value=value)
+
+    def journal_items(self) -> Iterable[tuple[bytes, bytes]]:
+        return self.journal.items()
+
+    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> None:
+        journal = self.journal
+        with current_event_for(self.app, message):
+            for key, value in changes:
+                if value is None:
+                    journal.pop(key, None)
+                else:
+                    journal[key] = value
+
+    def acknowledge(self, acks: list[Any]) -> None:
+        consumer = self.app.consumer
+        for message in acks:
+            message.ack(consumer)
+
+
+def _log_restored(partition: int, calls: int) -> None:
+    logger.info("partition %s: restored %s calls from the journal", partition, calls)
+
+
+@dataclass
 class CallqaApp:
     settings: Settings
     app: faust.App
@@ -64,6 +98,7 @@ class CallqaApp:
     results_topic: Any = None
     deadletter_topic: Any = None
     result_hooks: list[ResultHook] = field(default_factory=list)
+    flow: MessageFlow | None = None
 
 
 def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaApp:
@@ -101,72 +136,24 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     journal = app.Table("call-journal", key_type=bytes, value_type=bytes, partitions=settings.partitions)
     callqa.events_topic, callqa.results_topic, callqa.deadletter_topic = events_topic, results_topic, deadletter_topic
 
-    async def publish(out: Outbox, message: Any) -> None:
-        for result in out.results:
-            await results_topic.send(key=result.call_id.encode(), value=_json.encode(result))
-        for letter in out.dead_letters:
-            await deadletter_topic.send(key=(letter.call_id or "").encode(), value=_json.encode(letter.to_document()))
-        for event in out.recorded_events:
-            await events_topic.send(key=event.call_id.encode(), value=encode_event(event))
-        if out.forget:
-            live.book.forget(out.forget)  # its table changes go out with the partition's next segment
-            with current_event_for(app, message):
-                for call_id, segments in zip(out.forget, live.forgotten(out.forget)):
-                    for segment in range(segments):  # call segments of the first journal format
-                        journal.pop(segment_key(call_id, segment), None)
-        for result in out.results:
-            call = engine.calls.get(result.call_id)
-            if call is not None:
-                for hook in callqa.result_hooks:
-                    await hook(result, call)
-
-    book = live.book
-
-    async def score_message(message: Any) -> None:
-        """One message of the events topic. It is acknowledged by hand, once the journal segment
-        holding what it changed is written (streams/journal.py): one table write per partition per
-        segment, not one per message."""
-        partition = message.partition
-        if not live.is_restored(partition):
-            restored = live.restore_partition(partition, list(journal.items()))
-            logger.info("partition %s: restored %s calls from the journal", partition, restored)
-        out = live.handle(message.value, message.topic, partition, message.offset)
-        if out.results or out.dead_letters or out.recorded_events or out.forget:
-            await publish(out, message)
-        book.stage(partition, out.journal, message)
-        if book.due(partition):
-            key, value, acks = book.take(partition)
-            changes = book.take_changes(partition)
-            watermark = live.watermark_to_journal(partition, message.offset)
-            if key is not None or changes or watermark is not None:
-                with current_event_for(app, message):
-                    if key is not None:
-                        journal[key] = value
-                    for changed, changed_value in changes:
-                        if changed_value is None:
-                            journal.pop(changed, None)
-                        else:
-                            journal[changed] = changed_value
-                    if watermark is not None:
-                        journal[watermark[0]] = watermark[1]
-            consumer = app.consumer
-            for done in acks:
-                done.ack(consumer)
+    flow = MessageFlow(live, FaustSink(app, journal, results_topic, deadletter_topic, events_topic),
+                       result_hooks=callqa.result_hooks, on_restored=_log_restored)
+    callqa.flow = flow
 
     @app.agent(events_topic, name="score-events")
     async def score_events(stream: faust.StreamT) -> None:
         # On the embedded broker the consumer hands these messages to `score_message` itself
         # (deliver_directly, streams/broker_fixes.py); on any other they arrive through this stream.
         async for event in stream.noack().events():
-            await score_message(event.message)
+            await flow.score(event.message)
 
-    deliver_directly(app, names.events, score_message)
+    deliver_directly(app, names.events, flow.score)
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
         partitions = {tp.partition for tp in revoked if tp.topic == names.events}
         if partitions:
-            live.release_partitions(partitions)
+            flow.release(partitions)
 
     @app.page("/health")
     async def health(web: Any, request: Any) -> Any:

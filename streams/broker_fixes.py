@@ -216,7 +216,7 @@ class DirectHandoffConsumer(faust_aiokafka.Consumer):
             unset_flag(CONSUMER_FETCHING)
 
 
-DirectHandler = Callable[[Message], Awaitable[None]]
+DirectHandler = Callable[[Message], Awaitable[Any]]
 _DIRECT_HANDLERS: "WeakKeyDictionary[Any, dict[str, DirectHandler]]" = WeakKeyDictionary()
 
 

@@ -269,7 +269,11 @@ class JournalBook:
                 records.setdefault(partition, []).append(
                     (retired_key(partition, call_id), encode_retired(partition, call_id, sequence_now)))
         for partition in sorted(records.keys() | deletes.keys()):
-            self.changes.setdefault(partition, []).extend(records.get(partition, []) + deletes.get(partition, []))
+            self.stage_changes(partition, records.get(partition, []) + deletes.get(partition, []))
+
+    def stage_changes(self, partition: int, changes: list[tuple[bytes, bytes | None]]) -> None:
+        """Table writes (value None: a delete) to go out with the partition's next segment."""
+        self.changes.setdefault(partition, []).extend(changes)
 
     def _delete_segment(self, partition: int, sequence: int) -> list[tuple[bytes, bytes | None]]:
         """The segment's delete, then the retirement records no longer needed once it is gone."""

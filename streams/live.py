@@ -313,8 +313,9 @@ class LiveScorer:
             self.partitions.pop(partition, None)
         self.book.drop(partitions)
 
-    def forgotten(self, call_ids: list[str]) -> list[str]:
-        """Drop ownership of expired calls; returns how many journal segments each had (for deletes)."""
+    def forgotten(self, call_ids: list[str]) -> list[int]:
+        """Drop ownership of expired calls; returns how many call segments (the journal's first
+        format) each had, for their deletes."""
         counts = []
         for call_id in call_ids:
             entry = self.owned.pop(call_id, None)

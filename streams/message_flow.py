@@ -1,0 +1,150 @@
+"""What the live worker does with each message of the events topic, given somewhere to send it.
+
+`MessageFlow.score()` restores the message's partition from the journal the first time this worker
+sees it, hands the message to `LiveScorer`, sends what the outbox holds (results, dead letters,
+recorded events), stages the journal entries and, when the partition's segment is due, writes it and
+acknowledges the messages it covers. Faust stays in streams/app.py, which provides the `Sink`.
+
+Outputs before the journal: a segment (with the watermark record naming the last offset it covers)
+tells a restore "these messages were applied", and forgetting a call deletes what could bring it
+back. So everything the covered messages sent must have reached the broker before the segment is
+written. Otherwise a crash could lose a result or a dead letter still in the producer's buffer while
+the segment reached the changelog: the restored worker skips those messages as applied (or no longer
+holds the forgotten call), and nothing would ever send them again. `Deliveries` keeps each partition's
+sends not yet acknowledged by the broker; a segment waits for them, which costs only the time until
+the last few are delivered (a segment spans up to a second of messages).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Iterable, Protocol
+
+import msgspec
+
+from models.call_state import CallState
+from models.results import CallResult
+from models.wire import encode_event
+from streams.journal import segment_key
+from streams.live import LiveScorer, Outbox
+
+_json = msgspec.json.Encoder()
+
+# Called after each published result with the call's state (read-only), e.g. to request a judge.
+ResultHook = Callable[[CallResult, CallState], Awaitable[None]]
+
+
+class Sink(Protocol):
+    """Where the flow's sends and journal writes go (Faust in the worker, plain objects in tests)."""
+
+    async def send_result(self, key: bytes, value: bytes) -> asyncio.Future[Any]:
+        """Hand a result to the producer; returns the future that completes once the broker has it."""
+
+    async def send_dead_letter(self, key: bytes, value: bytes) -> asyncio.Future[Any]: ...
+
+    async def send_event(self, key: bytes, value: bytes) -> asyncio.Future[Any]:
+        """An event the worker made (a sweep's end of a call), recorded in the events topic."""
+
+    def journal_items(self) -> Iterable[tuple[bytes, bytes]]:
+        """Everything the journal table holds (read once per partition, when it is restored)."""
+
+    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> None:
+        """Write (value None: delete) these journal keys, in this order, on the message's partition."""
+
+    def acknowledge(self, acks: list[Any]) -> None:
+        """The messages whose changes the journal now holds may be committed."""
+
+
+@dataclass
+class Deliveries:
+    """Each partition's sends that the broker has not acknowledged yet."""
+
+    pending: dict[int, list[asyncio.Future[Any]]] = field(default_factory=dict)
+
+    def add(self, partition: int, delivery: asyncio.Future[Any]) -> None:
+        self.pending.setdefault(partition, []).append(delivery)
+
+    async def settle(self, partition: int) -> None:
+        """Return once every send of the partition reached the broker; a send that failed raises
+        here, so that the segment covering its message is not written and the message comes again."""
+        sends = self.pending.pop(partition, None)
+        if not sends:
+            return
+        waiting = [send for send in sends if not send.done()]
+        if waiting:
+            await asyncio.gather(*waiting)
+        for send in sends:
+            send.result()
+
+    def drop(self, partitions: set[int]) -> None:
+        for partition in partitions:
+            self.pending.pop(partition, None)
+
+
+@dataclass
+class MessageFlow:
+    live: LiveScorer
+    sink: Sink
+    result_hooks: list[ResultHook] = field(default_factory=list)
+    deliveries: Deliveries = field(default_factory=Deliveries)
+    on_restored: Callable[[int, int], None] | None = None  # (partition, calls restored), for the log
+
+    async def score(self, message: Any) -> Outbox:
+        """One message of the events topic (anything with partition, offset, topic and value)."""
+        live, book, partition = self.live, self.live.book, message.partition
+        if not live.is_restored(partition):
+            restored = live.restore_partition(partition, list(self.sink.journal_items()))
+            if self.on_restored is not None:
+                self.on_restored(partition, restored)
+        out = live.handle(message.value, message.topic, partition, message.offset)
+        if out.results or out.dead_letters or out.recorded_events or out.forget:
+            await self._send(out, partition)
+        book.stage(partition, out.journal, message)
+        if book.due(partition):
+            await self.deliveries.settle(partition)
+            key, value, acks = book.take(partition)
+            changes = book.take_changes(partition)
+            watermark = live.watermark_to_journal(partition, message.offset)
+            if key is not None:
+                changes.insert(0, (key, value))
+            if watermark is not None:
+                changes.append(watermark)
+            if changes:
+                self.sink.write_journal(message, changes)
+            self.sink.acknowledge(acks)
+        return out
+
+    async def _send(self, out: Outbox, partition: int) -> None:
+        sink, deliveries = self.sink, self.deliveries
+        for result in out.results:
+            deliveries.add(partition, await sink.send_result(result.call_id.encode(), _json.encode(result)))
+        for letter in out.dead_letters:
+            deliveries.add(partition, await sink.send_dead_letter((letter.call_id or "").encode(),
+                                                                  _json.encode(letter.to_document())))
+        for event in out.recorded_events:
+            deliveries.add(partition, await sink.send_event(event.call_id.encode(), encode_event(event)))
+        if out.forget:
+            self._forget(out.forget)
+        calls = self.live.engine.calls
+        for result in out.results:
+            call = calls.get(result.call_id)
+            if call is not None:
+                for hook in self.result_hooks:
+                    await hook(result, call)
+
+    def _forget(self, call_ids: list[str]) -> None:
+        """Forgetting's journal changes go out with each partition's next segment, after the sends
+        that segment waits for: the call's result must be delivered before what could restore it goes."""
+        live = self.live
+        partitions = {call_id: live.owned[call_id][0] for call_id in call_ids if call_id in live.owned}
+        live.book.forget(call_ids)
+        for call_id, segments in zip(call_ids, live.forgotten(call_ids)):
+            if segments:  # call segments of the journal's first format, keyed by the call
+                live.book.stage_changes(partitions[call_id],
+                                        [(segment_key(call_id, segment), None) for segment in range(segments)])
+
+    def release(self, partitions: set[int]) -> None:
+        """On revoke: what another worker may now change is forgotten (streams/live.py)."""
+        self.live.release_partitions(partitions)
+        self.deliveries.drop(partitions)

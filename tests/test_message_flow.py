@@ -1,0 +1,132 @@
+"""The worker's message flow (streams/message_flow.py): what a message sent reaches the broker before
+the journal segment that records the message as applied, so that a crash in between loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from typing import Any
+
+import pytest
+
+from scorers.engine import CallEngine
+from streams.journal import encode_segment, segment_key
+from streams.live import LiveScorer
+from streams.message_flow import MessageFlow
+from workerkit import DictSink, KafkaMessage, message
+
+T0 = 1_700_000_000_000
+MINUTE = 60_000
+
+
+def one_call(call_id: str, start: int) -> list[bytes]:
+    return [
+        message("call.started", {"agent_id": "a1"}, f"{call_id}-1", start, call_id),
+        message("turn", {"role": "user", "text": "my order 48213 is late"}, f"{call_id}-2", start + 1000, call_id),
+        message("call.ended", {"stop_reason": "[EXIT]"}, f"{call_id}-3", start + 2000, call_id),
+    ]
+
+
+class HeldSink(DictSink):
+    """A sink whose results stay in the producer's buffer until the test delivers (or fails) them."""
+
+    def __init__(self, table: dict[bytes, bytes]) -> None:
+        super().__init__(table)
+        self.in_flight: list[asyncio.Future[Any]] = []
+
+    async def send_result(self, key: bytes, value: bytes) -> asyncio.Future[Any]:
+        self.sent.append(("results", key, value))
+        future = asyncio.get_running_loop().create_future()
+        self.in_flight.append(future)
+        return future
+
+
+def flow_of(live: LiveScorer, sink: DictSink, write_every_message: bool) -> MessageFlow:
+    live.book.segment_seconds = 0.0 if write_every_message else math.inf
+    return MessageFlow(live, sink)
+
+
+async def _settles_after_delivery(sink: HeldSink, flow: MessageFlow, messages: list[bytes]) -> tuple[dict, dict]:
+    """Score all messages (the last one's segment due); returns the table before and after the
+    result's delivery."""
+    for offset, raw in enumerate(messages[:-1]):
+        await flow.score(KafkaMessage(raw, offset))
+    flow.live.book.segment_seconds = 0.0
+    scoring = asyncio.create_task(flow.score(KafkaMessage(messages[-1], len(messages) - 1)))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    before = dict(sink.table), list(sink.acknowledged)
+    assert not scoring.done() and [topic for topic, _, _ in sink.sent] == ["results"]
+    sink.in_flight[0].set_result(None)
+    await scoring
+    return before, (dict(sink.table), list(sink.acknowledged))
+
+
+def test_a_segment_is_written_and_its_messages_acknowledged_only_once_their_result_reached_the_broker():
+    sink = HeldSink({})
+    flow = flow_of(LiveScorer(CallEngine()), sink, write_every_message=False)
+    (table_before, acks_before), (table_after, acks_after) = asyncio.run(
+        _settles_after_delivery(sink, flow, one_call("c1", T0)))
+    assert table_before == {} and acks_before == []
+    assert table_after and [m.offset for m in acks_after] == [0, 1, 2]
+
+
+def test_a_call_forgotten_while_its_result_is_in_flight_stays_in_the_journal_until_the_result_arrives():
+    # c1 ends (its result in flight); c2's start, 10 minutes later, forgets c1 in the message whose
+    # segment falls due. Written at once, that segment would record messages 0-3 as applied without
+    # c1: a crash losing the result would leave no restore able to publish it again.
+    sink = HeldSink({})
+    flow = flow_of(LiveScorer(CallEngine(retention_after_end_ms=MINUTE, allowed_lateness_ms=0)), sink,
+                   write_every_message=False)
+    start_c2 = message("call.started", {"agent_id": "a1"}, "c2-1", T0 + 10 * MINUTE, "c2")
+    (table_before, acks_before), (table_after, acks_after) = asyncio.run(
+        _settles_after_delivery(sink, flow, one_call("c1", T0) + [start_c2]))
+    assert table_before == {} and acks_before == []
+    assert "c1" not in flow.live.engine.calls and [m.offset for m in acks_after] == [0, 1, 2, 3]
+    restored = LiveScorer(CallEngine(retention_after_end_ms=MINUTE, allowed_lateness_ms=0))
+    assert restored.restore_partition(0, table_after.items()) == 1 and list(restored.engine.calls) == ["c2"]
+
+
+def test_the_first_journal_formats_segments_of_a_forgotten_call_are_deleted_with_the_next_segment():
+    first: dict[bytes, bytes] = {}
+    for_old_format = LiveScorer(CallEngine())
+    for offset, raw in enumerate(one_call("c1", T0)):
+        out = for_old_format.handle(raw, "callqa.events", 0, offset)
+        for call_id, entries in out.journal.items():
+            first[segment_key(call_id, for_old_format.next_segment(call_id))] = encode_segment(0, entries)
+    live = LiveScorer(CallEngine(retention_after_end_ms=MINUTE, allowed_lateness_ms=0))
+    sink = DictSink(dict(first))
+    start_c2 = message("call.started", {"agent_id": "a1"}, "c2-1", T0 + 10 * MINUTE, "c2")
+    out = asyncio.run(flow_of(live, sink, write_every_message=False).score(KafkaMessage(start_c2, 3)))
+    assert out.forget == ["c1"] and all(key in sink.table for key in first)  # waiting for the segment
+    asyncio.run(flow_of(live, sink, write_every_message=True).score(
+        KafkaMessage(message("turn", {"role": "user", "text": "hi"}, "c2-2", T0 + 10 * MINUTE + 1, "c2"), 4)))
+    assert not any(key in sink.table for key in first) and len(first) == 3
+
+
+def test_a_send_that_fails_leaves_its_messages_unwritten_and_unacknowledged_so_they_come_again():
+    table: dict[bytes, bytes] = {}
+    sink = HeldSink(table)
+    messages = one_call("c1", T0)
+
+    async def fail_the_result() -> None:
+        flow = flow_of(LiveScorer(CallEngine()), sink, write_every_message=False)
+        for offset, raw in enumerate(messages[:-1]):
+            await flow.score(KafkaMessage(raw, offset))
+        flow.live.book.segment_seconds = 0.0
+        scoring = asyncio.create_task(flow.score(KafkaMessage(messages[-1], 2)))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        sink.in_flight[0].set_exception(ConnectionError("broker gone"))
+        await scoring
+
+    with pytest.raises(ConnectionError):
+        asyncio.run(fail_the_result())
+    assert table == {} and sink.acknowledged == []
+    # The worker that takes over gets the messages again from the last commit and scores the call.
+    again = DictSink(table)
+    flow = flow_of(LiveScorer(CallEngine()), again, write_every_message=True)
+    for offset, raw in enumerate(messages):
+        asyncio.run(flow.score(KafkaMessage(raw, offset)))
+    assert [json.loads(value)["call_id"] for topic, _, value in again.sent if topic == "results"] == ["c1"]
