@@ -204,9 +204,11 @@ class LiveScorer:
     def _republish_lost_results(self, state: PartitionState, offset: int, out: Outbox) -> None:
         """Publish again the results that this very message produced before a crash.
 
-        The journal can reach the broker while a result did not (a kill -9 between the two sends):
+        A journal written before segments waited for their messages' sends (streams/message_flow.py)
+        can hold a message whose result never reached the broker (a kill -9 between the two sends):
         the restored calls then skip the redelivered message as already applied (or, for a call the
         message's sweep ended, are already ended), and without this the results would never appear.
+        With a journal written since, the results are there already and this publishes copies.
         Faust flushes the producer before it commits offsets, so a message that is redelivered is
         exactly one whose outputs may be missing. Results are keyed by the message that produced
         them, whatever it carried: an event of the call, of another call whose time swept it, or a
