@@ -193,5 +193,5 @@ class CallEngine:
         with `forget`): whatever comes back is rebuilt from its journal, with nothing left over."""
         for partition in partitions:
             self.sweeper.forget_partition(partition)
-            self._retained.ends.pop(partition, None)
+            self._retained.forget_partition(partition)
             self._end_of_input.discard(partition)

@@ -133,3 +133,6 @@ class RetentionClock:
             if call_id in calls:
                 out.append(call_id)
         return out
+
+    def forget_partition(self, partition: int) -> None:
+        self.ends.pop(partition, None)
