@@ -21,10 +21,7 @@ Retirement. A forgotten call's entries can stay behind in a segment kept for its
 back, they would bring back a fragment of the call (scored again as a call of its own). So such a
 call gets a retirement record, `\x1eretired\x1f<partition>\x1f<call_id>` = `{"p", "c": call_id, "s":
 sequence}`: a restore skips its entries in segments before `s` (later ones are a new call of that
-id). The record goes once the last of those segments is deleted. Forgetting's table changes (records
-first, then deletes, then records no longer needed) go out with the partition's next segment, that
-is with the segment of the message that forgot the calls: a crash before it loses both, and the
-message, delivered again, forgets them again.
+id). The record goes once the last of those segments is deleted.
 
 Watermarks. Watermark messages (a producer's, the worker's own idle ticks) move a partition's event
 time without changing any call, and the events of forgotten calls leave with their segments: neither
@@ -35,6 +32,16 @@ restored worker then sweeps exactly when the one before it would have. `o` is th
 message the segment holds: a message at or below it, delivered again after a restart (offsets are
 committed later), has all its changes in the journal already, those to calls forgotten since
 included, so its events of calls no longer held are skipped, not taken up again.
+
+One commit point. A due segment goes out as several changelog records — the segment, then
+forgetting's retirement records and deletes, then the watermark record — and a crash can deliver a
+prefix of them (Kafka keeps their order). So the segment itself records what the rest says: the
+watermark and covered offset (`"w"`, `"o"`) and the calls forgotten since the partition's previous
+segment (`"f"`, retired in every earlier segment). A restore takes the latest of the segments and
+the watermark record, honours `"f"` as it honours retirement records, and stages again the records
+and deletes the crash cut short. When calls were forgotten but nothing was accepted, the segment
+holds no entries, only that commit point; the partition's next segment supersedes it and deletes it.
+Every message's sends reach the broker before its segment is written (streams/message_flow.py).
 
 Call segments (the first format, still read): key `<call_id>\\x1f<segment>`, value `{"p": partition,
 "e": [[position, bytes], …]}`, one per call per message.
@@ -155,16 +162,43 @@ def partition_segment_key(partition: int, sequence: int) -> bytes:
     return partition_segment_prefix(partition) + b"%012d" % sequence
 
 
-def encode_partition_segment(partition: int, sequence: int, entries: list[tuple[str, int, bytes]]) -> bytes:
-    packed = msgpack.packb({"p": partition, "s": sequence, "e": entries}, use_bin_type=True)
+@dataclass(frozen=True, slots=True)
+class PartitionSegment:
+    partition: int
+    sequence: int
+    entries: list[tuple[str, int, bytes]]
+    # The segment is its batch's commit point (see "One commit point" above): the partition's
+    # watermark and the last offset it covers when it was written (None / -1: not recorded), and the
+    # calls forgotten since the segment before it.
+    watermark_ms: int | None = None
+    through_offset: int = -1
+    forgotten: tuple[str, ...] = ()
+
+
+def encode_partition_segment(partition: int, sequence: int, entries: list[tuple[str, int, bytes]],
+                             watermark_ms: int | None = None, through_offset: int = -1,
+                             forgotten: Iterable[str] = ()) -> bytes:
+    packed = msgpack.packb({"p": partition, "s": sequence, "e": entries, "w": watermark_ms, "o": through_offset,
+                            "f": list(forgotten)}, use_bin_type=True)
     return zlib.compress(packed, SEGMENT_COMPRESSION)
 
 
-def decode_partition_segment(value: bytes) -> tuple[int, int, list[tuple[str, int, bytes]]]:
+def decode_partition_segment(value: bytes) -> PartitionSegment:
     if value[:1] == _ZLIB_FIRST_BYTE:  # compressed (a msgpack map never starts with 0x78)
         value = zlib.decompress(value)
     document = msgpack.unpackb(value, raw=False)
-    return document["p"], document["s"], [(call_id, int(position), raw) for call_id, position, raw in document["e"]]
+    watermark = document.get("w")
+    return PartitionSegment(
+        document["p"], document["s"], [(call_id, int(position), raw) for call_id, position, raw in document["e"]],
+        None if watermark is None else int(watermark), int(document.get("o", -1)), tuple(document.get("f", ())),
+    )
+
+
+@dataclass
+class RestoredSegments:
+    entries: list[tuple[str, int, bytes]] = field(default_factory=list)  # (call_id, position, bytes)
+    watermark_ms: int | None = None  # the latest commit point's (None: no segment recorded one)
+    through_offset: int = -1
 
 
 @dataclass
@@ -195,6 +229,11 @@ class JournalBook:
     fragments: dict[tuple[int, int], set[str]] = field(default_factory=dict)
     # Table writes (value None: a delete) that wait to go out with the partition's next segment.
     changes: dict[int, list[tuple[bytes, bytes | None]]] = field(default_factory=dict)
+    # Calls forgotten since the partition's last segment, named in its next one (its commit point).
+    forgotten_since: dict[int, set[str]] = field(default_factory=dict)
+    # Segments that hold no live entries but were the partition's latest (only their commit point
+    # matters): deleted with the partition's next segment, which supersedes them.
+    superseded: dict[int, list[int]] = field(default_factory=dict)
 
     def stage(self, partition: int, journal: dict[str, list[Entry]], ack: Any = None, now: float | None = None) -> None:
         pending = self.pending.get(partition)
@@ -217,19 +256,28 @@ class JournalBook:
             return True
         return (time.monotonic() if now is None else now) - pending.since >= self.segment_seconds
 
-    def take(self, partition: int) -> tuple[bytes | None, bytes | None, list[Any]]:
-        """(key, value) of the partition's next segment (None, None when nothing was accepted) and
-        what to acknowledge once it is written."""
+    def take(self, partition: int, watermark_ms: int | None = None,
+             through_offset: int = -1) -> tuple[bytes | None, bytes | None, list[Any]]:
+        """(key, value) of the partition's next segment (None, None when nothing was accepted and no
+        call forgotten) and what to acknowledge once it is written. The segment records the
+        partition's watermark and the last offset it covers, and the calls forgotten since the last
+        segment: written first, it is the commit point of everything that goes out with it."""
         pending = self.pending.pop(partition, None)
-        if pending is None:
-            return None, None, []
-        if not pending.entries:
-            return None, None, pending.acks
+        forgotten = self.forgotten_since.pop(partition, set())
+        entries, acks = (pending.entries, pending.acks) if pending is not None else ([], [])
+        if not entries and not forgotten:
+            return None, None, acks
         sequence = self.next_sequence.get(partition, 0)
         self.next_sequence[partition] = sequence + 1
-        self._register(partition, sequence, pending.entries)
-        value = encode_partition_segment(partition, sequence, pending.entries)
-        return partition_segment_key(partition, sequence), value, pending.acks
+        # Earlier segments kept only for their commit point go once this one, newer, is written.
+        self.stage_changes(partition, [(partition_segment_key(partition, earlier), None)
+                                       for earlier in self.superseded.pop(partition, [])])
+        if entries:
+            self._register(partition, sequence, entries)
+        else:
+            self.superseded[partition] = [sequence]
+        value = encode_partition_segment(partition, sequence, entries, watermark_ms, through_offset, sorted(forgotten))
+        return partition_segment_key(partition, sequence), value, acks
 
     def forget(self, call_ids: Iterable[str]) -> None:
         """Stage the table changes that forgetting these calls makes, to go out with their partition's
@@ -250,6 +298,7 @@ class JournalBook:
             if found is None:
                 continue
             partition, sequences = found
+            self.forgotten_since.setdefault(partition, set()).add(call_id)
             left_behind = set()
             for sequence in sequences:
                 key = (partition, sequence)
@@ -306,32 +355,50 @@ class JournalBook:
             del self.fragments[key]
         for partition in partitions:
             self.changes.pop(partition, None)
+            self.forgotten_since.pop(partition, None)
+            self.superseded.pop(partition, None)
 
-    def restore(self, partition: int, items: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[str, int, bytes]]:
-        """The partition's journal entries in segment order, as (call_id, position, bytes), without
-        the entries of retired calls; the book learns the partition's segments as it goes."""
-        segments: list[tuple[int, list[tuple[str, int, bytes]]]] = []
+    def restore(self, partition: int, items: Iterable[tuple[bytes, bytes]]) -> RestoredSegments:
+        """The partition's journal entries in segment order, without the entries of retired calls,
+        and the latest commit point its segments record; the book learns the partition's segments.
+        What a crash cut short after a segment (retirement records, deletes) is staged again."""
+        segments: list[PartitionSegment] = []
         retired_before: dict[str, int] = {}  # call → its entries in segments before this one are retired
+        recorded: set[str] = set()  # calls with a retirement record
         # The key names the partition: only this partition's segments are decompressed and decoded.
         prefix, retired_at = partition_segment_prefix(partition), retired_prefix(partition)
         for key, value in items:
             if value is None:
                 continue
             if key.startswith(prefix):
-                seg_partition, sequence, entries = decode_partition_segment(value)
-                if seg_partition == partition:
-                    segments.append((sequence, entries))
+                segment = decode_partition_segment(value)
+                if segment.partition == partition:
+                    segments.append(segment)
             elif key.startswith(retired_at):
                 record = msgpack.unpackb(value, raw=False)
-                retired_before[record["c"]] = int(record["s"])
-        segments.sort(key=lambda segment: segment[0])
+                retired_before[record["c"]] = max(int(record["s"]), retired_before.get(record["c"], -1))
+                recorded.add(record["c"])
+        segments.sort(key=lambda segment: segment.sequence)
+        restored = RestoredSegments()
+        for segment in segments:
+            # A segment names the calls forgotten before it: their records may not have followed it.
+            for call_id in segment.forgotten:
+                retired_before[call_id] = max(segment.sequence, retired_before.get(call_id, -1))
+            if segment.watermark_ms is not None:
+                restored.watermark_ms = max(segment.watermark_ms, restored.watermark_ms or segment.watermark_ms)
+            restored.through_offset = max(segment.through_offset, restored.through_offset)
         still_needed: set[str] = set()
-        for sequence, entries in segments:
+        deletes: list[tuple[bytes, bytes | None]] = []
+        for segment in segments:
+            sequence = segment.sequence
             self.next_sequence[partition] = max(self.next_sequence.get(partition, 0), sequence + 1)
-            kept = [entry for entry in entries if sequence >= retired_before.get(entry[0], -1)]
-            left_behind = {entry[0] for entry in entries} - {entry[0] for entry in kept}
-            if not kept:  # only retired entries: a delete a crash cut short
-                self.changes.setdefault(partition, []).append((partition_segment_key(partition, sequence), None))
+            kept = [entry for entry in segment.entries if sequence >= retired_before.get(entry[0], -1)]
+            left_behind = {entry[0] for entry in segment.entries} - {entry[0] for entry in kept}
+            if not kept:  # only retired entries (a delete a crash cut short) or none (a commit point)
+                if segment is segments[-1]:  # the latest commit point: it goes with the next segment
+                    self.superseded[partition] = [sequence]
+                else:
+                    deletes.append((partition_segment_key(partition, sequence), None))
                 continue
             self._register(partition, sequence, kept)
             for call_id in left_behind:
@@ -339,9 +406,13 @@ class JournalBook:
                 sequences.add(sequence)
                 self.fragments.setdefault((partition, sequence), set()).add(call_id)
             still_needed |= left_behind
-            yield from kept
-        for call_id in sorted(retired_before.keys() - still_needed):  # every segment it was in is gone
-            self.changes.setdefault(partition, []).append((retired_key(partition, call_id), None))
+            restored.entries.extend(kept)
+        records = [(retired_key(partition, call_id), encode_retired(partition, call_id, retired_before[call_id]))
+                   for call_id in sorted(still_needed - recorded)]  # named by a segment, record lost
+        gone = [(retired_key(partition, call_id), None)
+                for call_id in sorted(recorded - still_needed)]  # every segment it was in is gone
+        self.stage_changes(partition, records + deletes + gone)
+        return restored
 
     def _register(self, partition: int, sequence: int, entries: list[tuple[str, int, bytes]]) -> None:
         calls = {call_id for call_id, _, _ in entries}

@@ -251,12 +251,18 @@ class LiveScorer:
                 self._refold(partition, position, raw)
             self.owned[call_id] = [partition, segments]
             calls.add(call_id)
-        for call_id, position, raw in self.book.restore(partition, items):
+        segments = self.book.restore(partition, items)
+        for call_id, position, raw in segments.entries:
             self._refold(partition, position, raw)
             self.owned.setdefault(call_id, [partition, 0])
             calls.add(call_id)
         state = self._partition(partition)
-        watermark, state.journaled_through_offset = journaled_watermark(items, partition)
+        # The watermark record is written after the segments: a crash can leave it behind the
+        # latest segment's commit point, never ahead of it.
+        watermark, through_offset = journaled_watermark(items, partition)
+        if segments.watermark_ms is not None:
+            watermark = max(segments.watermark_ms, watermark if watermark is not None else segments.watermark_ms)
+        state.journaled_through_offset = max(through_offset, segments.through_offset)
         if watermark is not None:
             self.engine.sweeper.observe(partition, watermark)
             state.journaled_watermark_ms = watermark
@@ -298,6 +304,13 @@ class LiveScorer:
         state.journaled_through_offset = max(through_offset, state.journaled_through_offset)
         return watermark_key(partition), encode_watermark(partition, state.journaled_watermark_ms,
                                                           state.journaled_through_offset)
+
+    def journaled_position(self, partition: int) -> tuple[int | None, int]:
+        """The partition's watermark and covered offset as last journaled (None / -1: none), for the
+        segment that goes out with them."""
+        state = self._partition(partition)
+        watermark = state.journaled_watermark_ms
+        return (watermark if watermark >= 0 else None), state.journaled_through_offset
 
     def _refold(self, partition: int, position: int, raw: bytes) -> None:
         # The journal holds only what was accepted once: it is read back whatever the size limit is now.

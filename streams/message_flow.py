@@ -103,9 +103,10 @@ class MessageFlow:
         book.stage(partition, out.journal, message)
         if book.due(partition):
             await self.deliveries.settle(partition)
-            key, value, acks = book.take(partition)
-            changes = book.take_changes(partition)
+            # The segment goes first, as the commit point of the rest (streams/journal.py).
             watermark = live.watermark_to_journal(partition, message.offset)
+            key, value, acks = book.take(partition, *live.journaled_position(partition))
+            changes = book.take_changes(partition)
             if key is not None:
                 changes.insert(0, (key, value))
             if watermark is not None:

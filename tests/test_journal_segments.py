@@ -11,6 +11,7 @@ from eventkit import T0
 from scorers.engine import CallEngine
 from streams.journal import (
     JournalBook,
+    PartitionSegment,
     decode_partition_segment,
     encode_partition_segment,
     encode_retired,
@@ -52,7 +53,9 @@ def test_taking_a_segment_returns_every_message_to_acknowledge_in_order_even_tho
     key, value, acks = book.take(3)
     assert acks == ["m0", "m1", "m2"]
     assert key == partition_segment_key(3, 0)
-    assert decode_partition_segment(value) == (3, 0, [("c1", 0, b"a"), ("c2", 2 << 20, b"b"), ("c3", 2 << 20, b"c")])
+    segment = decode_partition_segment(value)
+    assert (segment.partition, segment.sequence) == (3, 0)
+    assert segment.entries == [("c1", 0, b"a"), ("c2", 2 << 20, b"b"), ("c3", 2 << 20, b"c")]
     assert book.take(3) == (None, None, [])
 
 
@@ -60,7 +63,7 @@ def test_a_segment_is_compressed_and_reads_back_whole():
     entries = [("call-000123-abcdef", n << 20, message("turn", {"role": "user", "text": f"my order {n} is late"},
                                                         f"e{n}", T0 + n, "call-000123-abcdef")) for n in range(200)]
     value = encode_partition_segment(2, 9, entries)
-    assert decode_partition_segment(value) == (2, 9, entries)
+    assert decode_partition_segment(value) == PartitionSegment(2, 9, entries)
     assert len(value) * 3 < sum(len(raw) for _, _, raw in entries)  # repetitive envelopes shrink well
 
 
@@ -98,7 +101,7 @@ def test_entries_of_a_forgotten_call_still_waiting_are_not_written():
     book.stage(0, {"c1": [(0, b"a")], "c2": [(0, b"b")]}, "m0")
     book.forget(["c1"])
     _, value, acks = book.take(0)
-    assert decode_partition_segment(value)[2] == [("c2", 0, b"b")] and acks == ["m0"]
+    assert decode_partition_segment(value).entries == [("c2", 0, b"b")] and acks == ["m0"]
 
 
 def _run(live: LiveScorer, messages: list[tuple[int, bytes]], journal: dict[bytes, bytes], flush_every: int) -> list:
@@ -195,4 +198,25 @@ def test_a_restore_reads_only_the_segments_of_its_own_partition():
         (partition_segment_key(10, 0), b"\x78 not a segment of partition 1"),  # would fail to decompress
         (partition_segment_key(2, 0), b"not msgpack either"),
     ]
-    assert list(JournalBook().restore(1, items)) == [("c1", 0, b"one")]
+    assert JournalBook().restore(1, items).entries == [("c1", 0, b"one")]
+
+
+def test_a_segment_names_the_calls_forgotten_since_the_last_one_so_a_restore_retires_them_without_their_records():
+    book = JournalBook()
+    book.stage(0, {"c1": [(0, b"a")], "c2": [(0, b"b")]}, "m0")
+    first_key, first, _ = book.take(0, watermark_ms=T0, through_offset=0)
+    book.forget(["c1"])  # c1 stays behind in the first segment, kept for c2
+    commit_key, commit_point, _ = book.take(0, watermark_ms=T0 + 5, through_offset=1)
+    point = decode_partition_segment(commit_point)
+    assert (point.entries, point.forgotten, point.watermark_ms, point.through_offset) == ([], ("c1",), T0 + 5, 1)
+    assert book.take_changes(0) == [(retired_key(0, "c1"), encode_retired(0, "c1", 1))]
+
+    # A crash delivered the commit point but not the retirement record after it.
+    restoring = JournalBook()
+    restored = restoring.restore(0, [(first_key, first), (commit_key, commit_point)])
+    assert restored.entries == [("c2", 0, b"b")] and (restored.watermark_ms, restored.through_offset) == (T0 + 5, 1)
+    assert restoring.take_changes(0) == [(retired_key(0, "c1"), encode_retired(0, "c1", 1))]
+    # The commit point, the latest segment, goes once the next segment is written.
+    restoring.stage(0, {"c2": [(2 << 20, b"c")]}, "m2")
+    restoring.take(0)
+    assert restoring.take_changes(0) == [(commit_key, None)]

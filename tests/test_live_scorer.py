@@ -9,7 +9,13 @@ import msgspec
 from eventkit import T0
 from models.wire import encode_event
 from scorers.engine import CallEngine
-from streams.journal import PARTITION_SEGMENT_PREFIX, encode_segment, segment_key
+from streams.journal import (
+    PARTITION_SEGMENT_PREFIX,
+    PartitionSegment,
+    decode_partition_segment,
+    encode_segment,
+    segment_key,
+)
 from streams.live import LiveScorer
 from workerkit import handle_as_the_worker_does, message
 
@@ -104,8 +110,15 @@ def test_replay_forgets_ended_calls_after_their_retention_as_the_live_worker_doe
 
 
 def segments(table: dict[bytes, bytes]) -> dict[bytes, bytes]:
-    """The journal's segments, without the partitions' watermarks."""
-    return {key: value for key, value in table.items() if key.startswith(PARTITION_SEGMENT_PREFIX)}
+    """The journal's segments holding events (not the watermarks, nor a segment kept only as the
+    latest commit point)."""
+    return {key: value for key, value in table.items()
+            if key.startswith(PARTITION_SEGMENT_PREFIX) and decode_partition_segment(value).entries}
+
+
+def commit_points(table: dict[bytes, bytes]) -> list[PartitionSegment]:
+    return [segment for key, value in table.items() if key.startswith(PARTITION_SEGMENT_PREFIX)
+            for segment in [decode_partition_segment(value)] if not segment.entries]
 
 
 def test_a_message_larger_than_the_default_limit_accepted_under_a_raised_one_is_restored():
@@ -132,6 +145,8 @@ def test_the_message_that_makes_a_call_expire_journals_nothing_for_it_and_a_rest
     outs = [handle_as_the_worker_does(live, raw, offset, table) for offset, raw in enumerate(log)]
     assert [(r.call_id, r.version) for r in outs[2].results] == [("A", 2)] and outs[2].forget == ["A"]
     assert outs[2].journal == {} and segments(table) == {}
+    # What is left: the segment that forgot A, which the next segment supersedes.
+    assert [(point.forgotten, point.through_offset) for point in commit_points(table)] == [(("A",), 2)]
     restarted = LiveScorer(CallEngine(retention_after_end_ms=60_000))
     assert restarted.restore_partition(0, table.items()) == 0 and "A" not in restarted.engine.calls
 

@@ -130,3 +130,51 @@ def test_a_send_that_fails_leaves_its_messages_unwritten_and_unacknowledged_so_t
     for offset, raw in enumerate(messages):
         asyncio.run(flow.score(KafkaMessage(raw, offset)))
     assert [json.loads(value)["call_id"] for topic, _, value in again.sent if topic == "results"] == ["c1"]
+
+
+class BatchSink(DictSink):
+    """Keeps each journal write's changes in order: the changelog records a crash may cut short."""
+
+    def __init__(self, table: dict[bytes, bytes]) -> None:
+        super().__init__(table)
+        self.batches: list[list[tuple[bytes, bytes | None]]] = []
+
+    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> None:
+        self.batches.append(list(changes))
+        super().write_journal(message, changes)
+
+
+def test_a_crash_that_delivers_only_a_segment_of_its_batch_restores_the_whole_batch():
+    # A's inactivity sweep and retention pass with B's start (offset 3): the batch written then is
+    # [segment with B, delete of A's segment, watermark record]. Only its first record arrives.
+    log = [
+        message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 10}, "A-1", T0, "A"),
+        message("turn", {"role": "user", "text": "my order 48213 is late"}, "A-2", T0 + 1_000, "A"),
+        message("turn", {"role": "agent", "text": "sure, I can help"}, "A-3", T0 + 5_000, "A"),
+        message("call.started", {"agent_id": "a1"}, "B-1", T0 + 200_000, "B"),
+    ]
+    settings = {"retention_after_end_ms": MINUTE, "allowed_lateness_ms": 0}
+    live = LiveScorer(CallEngine(**settings))
+    sink = BatchSink({})
+    flow = MessageFlow(live, sink)
+
+    async def first_worker() -> None:
+        for offset, raw in enumerate(log):
+            live.book.segment_seconds = 0.0 if offset in (0, 3) else math.inf
+            await flow.score(KafkaMessage(raw, offset))
+
+    asyncio.run(first_worker())
+    first_batch, last_batch = sink.batches
+    assert len(last_batch) == 3 and last_batch[1][1] is None  # segment, A's delete, watermark record
+    changelog = dict(first_batch + last_batch[:1])  # offset 0 committed; the crash cut the rest
+
+    again = LiveScorer(CallEngine(**settings))
+    again.restore_partition(0, changelog.items())
+    assert list(again.engine.calls) == ["B"]
+    assert again.engine.sweeper.watermark(0) == T0 + 200_000 and again.partitions[0].journaled_through_offset == 3
+    redelivered = DictSink(changelog)
+    flow = flow_of(again, redelivered, write_every_message=True)
+    for offset in range(1, 4):  # from the committed offset
+        asyncio.run(flow.score(KafkaMessage(log[offset], offset)))
+    assert redelivered.sent == []  # A is not taken up again: no second version 1, no dead letters
+    assert last_batch[1][0] not in changelog  # the delete the crash lost went out with the next segment

@@ -421,7 +421,7 @@ async def _journal_bytes(bootstrap: str, topic: str) -> float | None:
     events = 0
     for key, value in items:
         if value and key.startswith(PARTITION_SEGMENT_PREFIX):
-            for _, _, raw in decode_partition_segment(value)[2]:
+            for _, _, raw in decode_partition_segment(value).entries:
                 events += len(decode_message(raw).events)
     return size / events if events else None
 
