@@ -27,7 +27,7 @@ from models.call_state import CallState
 from models.results import CallResult
 from models.wire import encode_event
 from streams.journal import segment_key
-from streams.live import LiveScorer, Outbox
+from streams.live import LiveScorer, Outbox, PartitionState
 
 _json = msgspec.json.Encoder()
 
@@ -98,11 +98,19 @@ class MessageFlow:
             if self.on_restored is not None:
                 self.on_restored(partition, restored)
         out = live.handle(message.value, message.topic, partition, message.offset)
+        # Faust does not wait for a message in progress before it revokes its partition: a send
+        # awaited here may resume after that. What the message changed is then the next owner's to
+        # redo, so nothing more of it may reach this worker's book or the journal.
+        held = live.partitions[partition]
         if out.results or out.dead_letters or out.recorded_events or out.forget:
-            await self._send(out, partition)
+            await self._send(out, partition, held)
+            if live.partitions.get(partition) is not held:
+                return out
         book.stage(partition, out.journal, message)
         if book.due(partition):
             await self.deliveries.settle(partition)
+            if live.partitions.get(partition) is not held:
+                return out  # revoked while its sends were awaited: the next owner has it now
             # The segment goes first, as the commit point of the rest (streams/journal.py).
             watermark = live.watermark_to_journal(partition, message.offset)
             key, value, acks = book.take(partition, *live.journaled_position(partition))
@@ -116,7 +124,7 @@ class MessageFlow:
             self.sink.acknowledge(acks)
         return out
 
-    async def _send(self, out: Outbox, partition: int) -> None:
+    async def _send(self, out: Outbox, partition: int, held: PartitionState) -> None:
         sink, deliveries = self.sink, self.deliveries
         for result in out.results:
             deliveries.add(partition, await sink.send_result(result.call_id.encode(), _json.encode(result)))
@@ -125,7 +133,7 @@ class MessageFlow:
                                                                   _json.encode(letter.to_document())))
         for event in out.recorded_events:
             deliveries.add(partition, await sink.send_event(event.call_id.encode(), encode_event(event)))
-        if out.forget:
+        if out.forget and self.live.partitions.get(partition) is held:
             self._forget(out.forget)
         calls = self.live.engine.calls
         for result in out.results:

@@ -178,3 +178,39 @@ def test_a_crash_that_delivers_only_a_segment_of_its_batch_restores_the_whole_ba
         asyncio.run(flow.score(KafkaMessage(log[offset], offset)))
     assert redelivered.sent == []  # A is not taken up again: no second version 1, no dead letters
     assert last_batch[1][0] not in changelog  # the delete the crash lost went out with the next segment
+
+
+def test_a_message_whose_send_resumes_after_its_partition_was_revoked_leaves_nothing_behind():
+    class GatedSink(DictSink):
+        def __init__(self, table: dict[bytes, bytes]) -> None:
+            super().__init__(table)
+            self.gate = asyncio.Event()
+
+        async def send_result(self, key: bytes, value: bytes) -> asyncio.Future[Any]:
+            await self.gate.wait()  # the producer waits for metadata or buffer space
+            return await super().send_result(key, value)
+
+    messages = one_call("c1", T0)
+    sink = GatedSink({})
+    live = LiveScorer(CallEngine())
+    flow = flow_of(live, sink, write_every_message=False)
+
+    async def revoked_while_sending() -> None:
+        for offset, raw in enumerate(messages[:-1]):
+            await flow.score(KafkaMessage(raw, offset))
+        ending = asyncio.create_task(flow.score(KafkaMessage(messages[-1], 2)))
+        await asyncio.sleep(0)
+        flow.release({0})  # the rebalance: the partition may go to another worker
+        sink.gate.set()
+        await ending
+        assert live.book.pending == {} and live.owned == {}
+        # The partition comes back to this worker, from the last commit (nothing committed).
+        live.book.segment_seconds = 0.0
+        for offset, raw in enumerate(messages):
+            await flow.score(KafkaMessage(raw, offset))
+
+    asyncio.run(revoked_while_sending())
+    assert [m.offset for m in sink.acknowledged] == [0, 1, 2]
+    restored = LiveScorer(CallEngine())
+    restored.restore_partition(0, sink.table.items())
+    assert restored.engine.calls["c1"].events_applied == 3
