@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import jiwer
 
-from models.call_state import CallState
+from models.call_state import CallState, Record
 from models.events import Event, TranscriptCorrected, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
@@ -64,8 +64,7 @@ def edit_distance(reference: str, hypothesis: str) -> int:
     return out.substitutions + out.deletions + out.insertions
 
 
-@dataclass(slots=True)
-class UserUtterance:
+class UserUtterance(Record):
     transcript: str
     reference_words: int
     errors: int = 0
