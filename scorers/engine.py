@@ -165,6 +165,13 @@ class CallEngine:
 
     # ---------------------------------------------------------------------------------- sweeping
 
+    def anything_due(self, partition: int) -> bool:
+        """Whether `sweep` or `forget_expired` can find anything on `partition` now. Callers ask
+        before running them after each message: nearly always neither can, and asking costs a third
+        of running both (which was some 7 % of a replay)."""
+        return (partition in self._end_of_input or self.sweeper.anything_due(partition)
+                or self._retained.anything_expired(partition))
+
     def sweep(self, partition: int, end_of_input: bool = False) -> list[CallEnded]:
         """Synthetic inactivity ends for the partition's calls that are due. Not yet applied: the
         caller records each one and then passes it to `process` like any other event."""

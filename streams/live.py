@@ -172,12 +172,13 @@ class LiveScorer:
             out.journal[call_id] = ([(position_of(offset, 0), value)] if all_applied
                                     else [(position, encode_event(event)) for position, event in applied])
             self.owned.setdefault(call_id, [partition, 0])
-        for synthetic in self.engine.sweep(partition):
-            out.recorded_events.append(synthetic)
-            processed = self.engine.process(synthetic, partition, position_of(offset, SYNTHETIC_INDEX))
-            where = (encode_event(synthetic), None)
-            self._collect(processed, synthetic, partition, position_of(offset, SYNTHETIC_INDEX), topic, offset, out, where)
-        out.forget.extend(self.engine.forget_expired(partition))
+        if self.engine.anything_due(partition):
+            for synthetic in self.engine.sweep(partition):
+                out.recorded_events.append(synthetic)
+                processed = self.engine.process(synthetic, partition, position_of(offset, SYNTHETIC_INDEX))
+                where = (encode_event(synthetic), None)
+                self._collect(processed, synthetic, partition, position_of(offset, SYNTHETIC_INDEX), topic, offset, out, where)
+            out.forget.extend(self.engine.forget_expired(partition))
         for call_id in out.forget:
             # What this very message changed in a call it also forgets is not journaled: a segment
             # would otherwise hold a call that is never forgotten again.
