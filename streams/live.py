@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import msgspec
+
 from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
 from models.events import Event
 from models.results import CallResult
@@ -62,13 +64,13 @@ class DeadLetter:
         )
 
 
-@dataclass(slots=True)
-class Outbox:
-    results: list[CallResult] = field(default_factory=list)
-    dead_letters: list[DeadLetter] = field(default_factory=list)
-    recorded_events: list[Event] = field(default_factory=list)
-    journal: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
-    forget: list[str] = field(default_factory=list)
+class Outbox(msgspec.Struct, gc=False):  # (one per message: see scorers.engine.Processed)
+    # (msgspec gives each instance its own copy of an empty list or dict default.)
+    results: list[CallResult] = []
+    dead_letters: list[DeadLetter] = []
+    recorded_events: list[Event] = []
+    journal: dict[str, list[tuple[int, bytes]]] = {}
+    forget: list[str] = []
 
 
 @dataclass(slots=True)
