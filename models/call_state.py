@@ -11,6 +11,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+import msgspec
+
 from models.events import MAX_TS_MS, AgentConfig, CallEndedData, JudgeResultData, ScenarioSpec
 
 DEFAULT_INACTIVITY_TIMEOUT_S = 120.0
@@ -54,8 +56,17 @@ class EventIds:
         return f"EventIds({len(self)} ids)"
 
 
-@dataclass(slots=True)
-class TurnRecord:
+class Record(msgspec.Struct, gc=False):
+    """A small record a call keeps for each of many events (a turn, a latency sample, an utterance).
+
+    Calls keep dozens of these for their whole life and they hold only strings and numbers, so they
+    can never be part of a reference cycle: like the events, they are kept out of the cyclic garbage
+    collector (`gc=False`), which otherwise walks every one of them in each collection (and they are
+    cheaper to create than a dataclass).
+    """
+
+
+class TurnRecord(Record):
     ts_ms: int
     role: str
     text: str

@@ -49,8 +49,7 @@ class Rejected:
     batch_index: int | None = None
 
 
-@dataclass(slots=True)
-class Decoded:
+class Decoded(msgspec.Struct, gc=False):  # (one per message: see scorers.engine.Processed)
     events: list[AnyEvent]
     rejected: list[Rejected]
     is_batch: bool = False

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Literal
 
+import msgspec
+
 from models.call_state import CallState
 from models.events import EVENT_TYPES, RESCORE_TYPES, CallEnded, Event, Watermark
 from models.results import CallResult
@@ -33,8 +35,10 @@ Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
 RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
 
 
-@dataclass(slots=True)
-class Processed:
+# What `process` says about each event. A msgspec Struct out of the cyclic GC rather than a
+# dataclass: one is made for every event and dropped at once, and a Struct costs less than half as
+# much to make (the same holds for the decoder's `Decoded` and the live worker's `Outbox`).
+class Processed(msgspec.Struct, gc=False):
     status: Status
     call: CallState | None = None
     result: CallResult | None = None
@@ -164,6 +168,13 @@ class CallEngine:
         return score_call(call, self.registry, self.cohorts, call.version, call.result_event_ts_ms)
 
     # ---------------------------------------------------------------------------------- sweeping
+
+    def anything_due(self, partition: int) -> bool:
+        """Whether `sweep` or `forget_expired` can find anything on `partition` now. Callers ask
+        before running them after each message: nearly always neither can, and asking costs a third
+        of running both (which was some 7 % of a replay)."""
+        return (partition in self._end_of_input or self.sweeper.anything_due(partition)
+                or self._retained.anything_expired(partition))
 
     def sweep(self, partition: int, end_of_input: bool = False) -> list[CallEnded]:
         """Synthetic inactivity ends for the partition's calls that are due. Not yet applied: the

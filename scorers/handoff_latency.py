@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from models.call_state import CallState
+from models.call_state import CallState, Record
 from models.events import Event, Latency, Rtvi, Turn
 from scorers.base import Scorer
 
 
-@dataclass(slots=True)
-class LatencySample:
+class LatencySample(Record):
     latency_ms: float
     user_transcript: str = ""
     agent_transcript: str = ""

@@ -82,12 +82,22 @@ class InactivitySweeper:
         if deadline is not None and not call.has_ended:
             heapq.heappush(self.clock(partition).deadlines, (deadline, call.call_id))
 
+    def _horizon(self, clock: PartitionClock) -> int:
+        """A deadline before this has passed: the watermark less the allowed lateness."""
+        return (clock.watermark_ms or 0) - self.allowed_lateness_ms
+
+    def anything_due(self, partition: int) -> bool:
+        """Whether `due` can find a call of `partition` (before the end of input): the earliest
+        deadline has passed. Entries of calls that moved on since make it a maybe, never a miss."""
+        clock = self.partitions.get(partition)
+        return clock is not None and bool(clock.deadlines) and clock.deadlines[0][0] < self._horizon(clock)
+
     def due(self, partition: int, calls: dict[str, CallState], end_of_input: bool = False) -> list[CallState]:
         """Open calls of `partition` whose deadline the watermark has passed (all, at end of input)."""
         clock = self.partitions.get(partition)
         if clock is None or not clock.deadlines:
             return []
-        horizon = None if end_of_input else (clock.watermark_ms or 0) - self.allowed_lateness_ms
+        horizon = None if end_of_input else self._horizon(clock)
         if horizon is not None and clock.deadlines[0][0] >= horizon:
             return []  # nothing due: the common case, checked before any work
         found: list[CallState] = []
@@ -122,11 +132,17 @@ class RetentionClock:
         if call.ended_ts_ms is not None:
             heapq.heappush(self.ends.setdefault(partition, []), (call.ended_ts_ms + self.retention_ms, call.call_id))
 
-    def expired(self, partition: int, calls: dict[str, CallState]) -> list[str]:
+    def anything_expired(self, partition: int) -> bool:
+        """Whether `expired` can find a call of `partition`: the earliest retention has passed."""
         heap = self.ends.get(partition)
         clock = self.sweeper.partitions.get(partition)
-        if not heap or clock is None or clock.watermark_ms is None:
+        return bool(heap) and clock is not None and clock.watermark_ms is not None and heap[0][0] < clock.watermark_ms
+
+    def expired(self, partition: int, calls: dict[str, CallState]) -> list[str]:
+        if not self.anything_expired(partition):
             return []
+        heap = self.ends[partition]
+        clock = self.sweeper.partitions[partition]
         out: list[str] = []
         while heap and heap[0][0] < clock.watermark_ms:
             _, call_id = heapq.heappop(heap)

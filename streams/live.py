@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import msgspec
+
 from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
 from models.events import Event
 from models.results import CallResult
@@ -62,13 +64,13 @@ class DeadLetter:
         )
 
 
-@dataclass(slots=True)
-class Outbox:
-    results: list[CallResult] = field(default_factory=list)
-    dead_letters: list[DeadLetter] = field(default_factory=list)
-    recorded_events: list[Event] = field(default_factory=list)
-    journal: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
-    forget: list[str] = field(default_factory=list)
+class Outbox(msgspec.Struct, gc=False):  # (one per message: see scorers.engine.Processed)
+    # (msgspec gives each instance its own copy of an empty list or dict default.)
+    results: list[CallResult] = []
+    dead_letters: list[DeadLetter] = []
+    recorded_events: list[Event] = []
+    journal: dict[str, list[tuple[int, bytes]]] = {}
+    forget: list[str] = []
 
 
 @dataclass(slots=True)
@@ -172,12 +174,13 @@ class LiveScorer:
             out.journal[call_id] = ([(position_of(offset, 0), value)] if all_applied
                                     else [(position, encode_event(event)) for position, event in applied])
             self.owned.setdefault(call_id, [partition, 0])
-        for synthetic in self.engine.sweep(partition):
-            out.recorded_events.append(synthetic)
-            processed = self.engine.process(synthetic, partition, position_of(offset, SYNTHETIC_INDEX))
-            where = (encode_event(synthetic), None)
-            self._collect(processed, synthetic, partition, position_of(offset, SYNTHETIC_INDEX), topic, offset, out, where)
-        out.forget.extend(self.engine.forget_expired(partition))
+        if self.engine.anything_due(partition):
+            for synthetic in self.engine.sweep(partition):
+                out.recorded_events.append(synthetic)
+                processed = self.engine.process(synthetic, partition, position_of(offset, SYNTHETIC_INDEX))
+                where = (encode_event(synthetic), None)
+                self._collect(processed, synthetic, partition, position_of(offset, SYNTHETIC_INDEX), topic, offset, out, where)
+            out.forget.extend(self.engine.forget_expired(partition))
         for call_id in out.forget:
             # What this very message changed in a call it also forgets is not journaled: a segment
             # would otherwise hold a call that is never forgotten again.

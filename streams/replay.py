@@ -110,6 +110,8 @@ def replay_partitions(
             on_result((index, phase, position), processed.result)
 
     def sweep(partition: int, index: int, phase: int, position: int, end_of_input: bool = False) -> None:
+        if not end_of_input and not engine.anything_due(partition):
+            return
         for synthetic in engine.sweep(partition, end_of_input):
             report.swept += 1
             if on_recorded is not None:

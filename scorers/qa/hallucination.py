@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.call_state import CallState
+from models.call_state import CallState, Record
 from models.events import CallStarted, Event, KbRetrieval, Rtvi, ToolCall, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
@@ -57,8 +57,7 @@ def excerpt(text: str) -> str:
     return text if collapsed == text else collapsed  # the turn's own string: held once, not twice
 
 
-@dataclass(slots=True)
-class Claim:
+class Claim(Record):
     """The first time the agent stated a fact (by canonical form)."""
 
     said: str

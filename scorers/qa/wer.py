@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import jiwer
 
-from models.call_state import CallState
+from models.call_state import CallState, Record
 from models.events import Event, TranscriptCorrected, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
@@ -49,12 +49,22 @@ _normalise = jiwer.Compose(
 # one str.translate does the same. Lowercasing is left out: it never turns a character into
 # punctuation or whitespace, so it cannot change the count.
 _DELETE_PUNCTUATION = dict.fromkeys(map(ord, _remove_punctuation.tokens_to_remove))
+# The same deletion for ASCII text (nearly every transcript), as bytes: bytes.translate deletes from a
+# 256-entry table, where str.translate looks every distinct character up in the dict above on each
+# call (about half of word_count's time).
+_DELETE_ASCII_PUNCTUATION = bytes(sorted(code for code in _DELETE_PUNCTUATION if code < 128))
 _MULTIPLE_SPACES = re.compile(r"\s\s+")  # jiwer.RemoveMultipleSpaces
+
+
+def without_punctuation(text: str) -> str:
+    if text.isascii():
+        return text.encode("ascii").translate(None, _DELETE_ASCII_PUNCTUATION).decode("ascii")
+    return text.translate(_DELETE_PUNCTUATION)
 
 
 def word_count(text: str) -> int:
     """len(_normalise(text)[0]): the words jiwer aligns, counted."""
-    words = _MULTIPLE_SPACES.sub(" ", text.translate(_DELETE_PUNCTUATION)).strip().split(" ")
+    words = _MULTIPLE_SPACES.sub(" ", without_punctuation(text)).strip().split(" ")
     return len(words) - words.count("")
 
 
@@ -64,8 +74,7 @@ def edit_distance(reference: str, hypothesis: str) -> int:
     return out.substitutions + out.deletions + out.insertions
 
 
-@dataclass(slots=True)
-class UserUtterance:
+class UserUtterance(Record):
     transcript: str
     reference_words: int
     errors: int = 0
