@@ -249,12 +249,19 @@ class JournalBook:
             pending.acks.append(ack)
 
     def due(self, partition: int, now: float | None = None) -> bool:
+        return self._past(partition, 1, now)
+
+    def overdue(self, partition: int, now: float | None = None) -> bool:
+        """Twice as big or as old as a due segment: to be written now, whatever it waits for."""
+        return self._past(partition, 2, now)
+
+    def _past(self, partition: int, times: int, now: float | None) -> bool:
         pending = self.pending.get(partition)
         if pending is None or not (pending.entries or pending.acks):
             return False
-        if pending.size >= self.segment_bytes:
+        if pending.size >= self.segment_bytes * times:
             return True
-        return (time.monotonic() if now is None else now) - pending.since >= self.segment_seconds
+        return (time.monotonic() if now is None else now) - pending.since >= self.segment_seconds * times
 
     def take(self, partition: int, watermark_ms: int | None = None,
              through_offset: int = -1) -> tuple[bytes | None, bytes | None, list[Any]]:

@@ -39,10 +39,13 @@ def test_a_segment_is_due_when_it_holds_enough_bytes_or_has_waited_long_enough()
     book.stage(0, {"c1": [(0, b"x" * 60)]}, "m0", now=10.0)
     assert not book.due(0, now=10.5)  # 60 bytes, 0.5 s
     book.stage(0, {"c1": [(1 << 20, b"x" * 60)]}, "m1", now=10.6)
-    assert book.due(0, now=10.6)  # 120 bytes ≥ 100
+    assert book.due(0, now=10.6) and not book.overdue(0, now=10.6)  # 120 bytes ≥ 100, < 200
+    book.stage(0, {"c1": [(2 << 20, b"x" * 80)]}, "m2", now=10.7)
+    assert book.overdue(0, now=10.7)  # 200 bytes: twice a segment
     book.take(0)
-    book.stage(0, {"c2": [(2 << 20, b"y")]}, "m2", now=20.0)
+    book.stage(0, {"c2": [(3 << 20, b"y")]}, "m3", now=20.0)
     assert not book.due(0, now=20.9) and book.due(0, now=21.0)  # 1 s after its first entry
+    assert not book.overdue(0, now=21.9) and book.overdue(0, now=22.0)
 
 
 def test_taking_a_segment_returns_every_message_to_acknowledge_in_order_even_those_that_changed_nothing():

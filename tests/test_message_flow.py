@@ -214,3 +214,26 @@ def test_a_message_whose_send_resumes_after_its_partition_was_revoked_leaves_not
     restored = LiveScorer(CallEngine())
     restored.restore_partition(0, sink.table.items())
     assert restored.engine.calls["c1"].events_applied == 3
+
+
+def test_a_due_segment_whose_sends_are_in_flight_goes_with_a_later_message_instead_of_waiting():
+    messages = one_call("c1", T0) + [message("call.started", {"agent_id": "a1"}, "c2-1", T0 + 3000, "c2")]
+    sink = HeldSink({})
+    live = LiveScorer(CallEngine())
+    # Due once the first call's three messages are staged; overdue only at twice that.
+    live.book.segment_seconds = math.inf
+    live.book.segment_bytes = sum(len(raw) for raw in messages[:3])
+    flow = MessageFlow(live, sink)
+
+    async def run() -> None:
+        for offset, raw in enumerate(messages[:3]):
+            await asyncio.wait_for(flow.score(KafkaMessage(raw, offset)), timeout=5)  # never held up
+        assert live.book.due(0) and not live.book.overdue(0)
+        assert sink.table == {} and sink.acknowledged == []  # the result is still in flight
+        sink.in_flight[0].set_result(None)
+        await flow.score(KafkaMessage(messages[3], 3))
+
+    asyncio.run(run())
+    assert [m.offset for m in sink.acknowledged] == [0, 1, 2, 3]
+    restored = LiveScorer(CallEngine())
+    assert restored.restore_partition(0, sink.table.items()) == 2
