@@ -20,6 +20,7 @@ from streams.api import install_api
 from streams.broker_fixes import LeanMonitor, current_event_for, deliver_directly
 from streams.clock import install_idle_clock
 from streams.config import Settings
+from streams.journal import SEGMENT_SECONDS
 from streams.live import LiveScorer
 from streams.message_flow import MessageFlow, ResultHook
 from streams.results_view import ResultsView
@@ -148,6 +149,10 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
             await flow.score(event.message)
 
     deliver_directly(app, names.events, flow.score)
+
+    @app.timer(interval=SEGMENT_SECONDS / 2)
+    async def write_quiet_segments() -> None:
+        await flow.write_quiet_segments()
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:

@@ -251,6 +251,11 @@ class JournalBook:
     def due(self, partition: int, now: float | None = None) -> bool:
         return self._past(partition, 1, now)
 
+    def last_staged(self, partition: int) -> Any:
+        """What the last message staged on the partition gave to acknowledge (None: nothing staged)."""
+        pending = self.pending.get(partition)
+        return pending.acks[-1] if pending is not None and pending.acks else None
+
     def overdue(self, partition: int, now: float | None = None) -> bool:
         """Twice as big or as old as a due segment: to be written now, whatever it waits for."""
         return self._past(partition, 2, now)

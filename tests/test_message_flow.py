@@ -237,3 +237,30 @@ def test_a_due_segment_whose_sends_are_in_flight_goes_with_a_later_message_inste
     assert [m.offset for m in sink.acknowledged] == [0, 1, 2, 3]
     restored = LiveScorer(CallEngine())
     assert restored.restore_partition(0, sink.table.items()) == 2
+
+
+def test_a_due_segment_of_a_partition_fallen_quiet_is_written_by_the_timer_once_its_sends_arrive():
+    messages = one_call("c1", T0)
+    sink = HeldSink({})
+    live = LiveScorer(CallEngine())
+    live.book.segment_seconds = math.inf
+    live.book.segment_bytes = sum(len(raw) for raw in messages)  # due with the last, not overdue
+    flow = MessageFlow(live, sink)
+
+    async def run() -> None:
+        for offset, raw in enumerate(messages):
+            await flow.score(KafkaMessage(raw, offset))
+        assert sink.table == {}  # deferred: the result is in flight, and no message follows
+        timer = asyncio.create_task(flow.write_quiet_segments())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not timer.done() and sink.table == {}  # it waits for the result too
+        sink.in_flight[0].set_result(None)
+        await timer
+        await flow.write_quiet_segments()  # nothing left: writes nothing more
+
+    asyncio.run(run())
+    assert [m.offset for m in sink.acknowledged] == [0, 1, 2]
+    restored = LiveScorer(CallEngine())
+    assert restored.restore_partition(0, sink.table.items()) == 1
+    assert restored.partitions[0].journaled_through_offset == 2

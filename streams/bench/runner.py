@@ -320,7 +320,9 @@ class Bench:
         worker = self._worker(prefix)
         try:
             self._rate([worker], len(workload.events))
-            time.sleep(1.5)  # segments that were due are written by now
+            # A partition's last segment is written by the worker's timer once due: within
+            # SEGMENT_SECONDS and half of it after its first entry.
+            time.sleep(2.5)
         finally:
             worker.stop()
         return asyncio.run(_journal_bytes(self.bootstrap, f"{prefix}-call-journal-changelog"))
