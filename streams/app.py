@@ -99,7 +99,6 @@ class CallqaApp:
     results_topic: Any = None
     deadletter_topic: Any = None
     result_hooks: list[ResultHook] = field(default_factory=list)
-    flow: MessageFlow | None = None
 
 
 def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaApp:
@@ -139,7 +138,6 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
 
     flow = MessageFlow(live, FaustSink(app, journal, results_topic, deadletter_topic, events_topic),
                        result_hooks=callqa.result_hooks, on_restored=_log_restored)
-    callqa.flow = flow
 
     @app.agent(events_topic, name="score-events")
     async def score_events(stream: faust.StreamT) -> None:

@@ -128,15 +128,16 @@ def encode_watermark(partition: int, ts_ms: int, through_offset: int = -1) -> by
     return msgpack.packb({"p": partition, "w": ts_ms, "o": through_offset})
 
 
-def journaled_watermark(items: Iterable[tuple[bytes, bytes]], partition: int) -> tuple[int | None, int]:
-    """The watermark last journaled for `partition` (None: none), and the offset up to which every
-    message's changes are in the journal (-1: unknown, as in records written before it was kept)."""
-    key = watermark_key(partition)
-    for item_key, value in items:
-        if item_key == key and value is not None:
-            record = msgpack.unpackb(value)
-            return int(record["w"]), int(record.get("o", -1))
-    return None, -1
+def decode_watermark(value: bytes) -> tuple[int, int]:
+    """A watermark record's watermark, and the offset up to which every message's changes are in the
+    journal (-1: unknown, as in records written before it was kept)."""
+    record = msgpack.unpackb(value)
+    return int(record["w"]), int(record.get("o", -1))
+
+
+def later(first: int | None, second: int | None) -> int | None:
+    """The later of two watermarks, either of which may be missing (None)."""
+    return second if first is None else first if second is None else max(first, second)
 
 
 # ------------------------------------------------------------------------------ partition segments
@@ -197,7 +198,7 @@ def decode_partition_segment(value: bytes) -> PartitionSegment:
 @dataclass
 class RestoredSegments:
     entries: list[tuple[str, int, bytes]] = field(default_factory=list)  # (call_id, position, bytes)
-    watermark_ms: int | None = None  # the latest commit point's (None: no segment recorded one)
+    watermark_ms: int | None = None  # the latest commit point's (None: nothing recorded one)
     through_offset: int = -1
 
 
@@ -231,9 +232,9 @@ class JournalBook:
     changes: dict[int, list[tuple[bytes, bytes | None]]] = field(default_factory=dict)
     # Calls forgotten since the partition's last segment, named in its next one (its commit point).
     forgotten_since: dict[int, set[str]] = field(default_factory=dict)
-    # Segments that hold no live entries but were the partition's latest (only their commit point
-    # matters): deleted with the partition's next segment, which supersedes them.
-    superseded: dict[int, list[int]] = field(default_factory=dict)
+    # The partition's latest segment when it holds no live entries (only its commit point matters):
+    # deleted with the partition's next segment, which supersedes it.
+    superseded: dict[int, int] = field(default_factory=dict)
 
     def stage(self, partition: int, journal: dict[str, list[Entry]], ack: Any = None, now: float | None = None) -> None:
         pending = self.pending.get(partition)
@@ -281,13 +282,14 @@ class JournalBook:
             return None, None, acks
         sequence = self.next_sequence.get(partition, 0)
         self.next_sequence[partition] = sequence + 1
-        # Earlier segments kept only for their commit point go once this one, newer, is written.
-        self.stage_changes(partition, [(partition_segment_key(partition, earlier), None)
-                                       for earlier in self.superseded.pop(partition, [])])
+        # An earlier segment kept only for its commit point goes once this one, newer, is written.
+        earlier = self.superseded.pop(partition, None)
+        if earlier is not None:
+            self.stage_changes(partition, [(partition_segment_key(partition, earlier), None)])
         if entries:
             self._register(partition, sequence, entries)
         else:
-            self.superseded[partition] = [sequence]
+            self.superseded[partition] = sequence
         value = encode_partition_segment(partition, sequence, entries, watermark_ms, through_offset, sorted(forgotten))
         return partition_segment_key(partition, sequence), value, acks
 
@@ -372,13 +374,16 @@ class JournalBook:
 
     def restore(self, partition: int, items: Iterable[tuple[bytes, bytes]]) -> RestoredSegments:
         """The partition's journal entries in segment order, without the entries of retired calls,
-        and the latest commit point its segments record; the book learns the partition's segments.
-        What a crash cut short after a segment (retirement records, deletes) is staged again."""
+        and its latest commit point (of its segments and its watermark record, written after them:
+        a crash can leave the record behind the latest segment, never ahead of it); the book learns
+        the partition's segments. What a crash cut short after a segment (retirement records,
+        deletes) is staged again."""
         segments: list[PartitionSegment] = []
         retired_before: dict[str, int] = {}  # call → its entries in segments before this one are retired
         recorded: set[str] = set()  # calls with a retirement record
         # The key names the partition: only this partition's segments are decompressed and decoded.
         prefix, retired_at = partition_segment_prefix(partition), retired_prefix(partition)
+        restored = RestoredSegments()
         for key, value in items:
             if value is None:
                 continue
@@ -390,14 +395,14 @@ class JournalBook:
                 record = msgpack.unpackb(value, raw=False)
                 retired_before[record["c"]] = max(int(record["s"]), retired_before.get(record["c"], -1))
                 recorded.add(record["c"])
+            elif key == watermark_key(partition):
+                restored.watermark_ms, restored.through_offset = decode_watermark(value)
         segments.sort(key=lambda segment: segment.sequence)
-        restored = RestoredSegments()
         for segment in segments:
             # A segment names the calls forgotten before it: their records may not have followed it.
             for call_id in segment.forgotten:
                 retired_before[call_id] = max(segment.sequence, retired_before.get(call_id, -1))
-            if segment.watermark_ms is not None:
-                restored.watermark_ms = max(segment.watermark_ms, restored.watermark_ms or segment.watermark_ms)
+            restored.watermark_ms = later(restored.watermark_ms, segment.watermark_ms)
             restored.through_offset = max(segment.through_offset, restored.through_offset)
         still_needed: set[str] = set()
         deletes: list[tuple[bytes, bytes | None]] = []
@@ -408,7 +413,7 @@ class JournalBook:
             left_behind = {entry[0] for entry in segment.entries} - {entry[0] for entry in kept}
             if not kept:  # only retired entries (a delete a crash cut short) or none (a commit point)
                 if segment is segments[-1]:  # the latest commit point: it goes with the next segment
-                    self.superseded[partition] = [sequence]
+                    self.superseded[partition] = sequence
                 else:
                     deletes.append((partition_segment_key(partition, sequence), None))
                 continue
@@ -419,9 +424,10 @@ class JournalBook:
                 self.fragments.setdefault((partition, sequence), set()).add(call_id)
             still_needed |= left_behind
             restored.entries.extend(kept)
-        records = [(retired_key(partition, call_id), encode_retired(partition, call_id, retired_before[call_id]))
-                   for call_id in sorted(still_needed - recorded)]  # named by a segment, record lost
-        gone = [(retired_key(partition, call_id), None)
+        records: list[tuple[bytes, bytes | None]] = [
+            (retired_key(partition, call_id), encode_retired(partition, call_id, retired_before[call_id]))
+            for call_id in sorted(still_needed - recorded)]  # named by a segment, record lost
+        gone: list[tuple[bytes, bytes | None]] = [(retired_key(partition, call_id), None)
                 for call_id in sorted(recorded - still_needed)]  # every segment it was in is gone
         self.stage_changes(partition, records + deletes + gone)
         return restored

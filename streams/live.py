@@ -25,7 +25,6 @@ from streams.journal import (
     JournalBook,
     calls_of_partition,
     encode_watermark,
-    journaled_watermark,
     watermark_key,
 )
 
@@ -254,18 +253,13 @@ class LiveScorer:
                 self._refold(partition, position, raw)
             self.owned[call_id] = [partition, segments]
             calls.add(call_id)
-        segments = self.book.restore(partition, items)
-        for call_id, position, raw in segments.entries:
+        journal = self.book.restore(partition, items)
+        for call_id, position, raw in journal.entries:
             self._refold(partition, position, raw)
             self.owned.setdefault(call_id, [partition, 0])
             calls.add(call_id)
         state = self._partition(partition)
-        # The watermark record is written after the segments: a crash can leave it behind the
-        # latest segment's commit point, never ahead of it.
-        watermark, through_offset = journaled_watermark(items, partition)
-        if segments.watermark_ms is not None:
-            watermark = max(segments.watermark_ms, watermark if watermark is not None else segments.watermark_ms)
-        state.journaled_through_offset = max(through_offset, segments.through_offset)
+        watermark, state.journaled_through_offset = journal.watermark_ms, journal.through_offset
         if watermark is not None:
             self.engine.sweeper.observe(partition, watermark)
             state.journaled_watermark_ms = watermark
@@ -331,11 +325,12 @@ class LiveScorer:
             self.partitions.pop(partition, None)
         self.book.drop(partitions)
 
-    def forgotten(self, call_ids: list[str]) -> list[int]:
-        """Drop ownership of expired calls; returns how many call segments (the journal's first
-        format) each had, for their deletes."""
-        counts = []
+    def forgotten(self, call_ids: list[str]) -> dict[str, tuple[int, int]]:
+        """Drop ownership of expired calls; returns the partition of each this worker owned and how
+        many call segments (the journal's first format) it had, for their deletes."""
+        owned = {}
         for call_id in call_ids:
             entry = self.owned.pop(call_id, None)
-            counts.append(entry[1] if entry else 0)
-        return counts
+            if entry is not None:
+                owned[call_id] = (entry[0], entry[1])
+        return owned

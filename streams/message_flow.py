@@ -14,8 +14,9 @@ holds the forgotten call), and nothing would ever send them again. `Deliveries` 
 sends not yet acknowledged by the broker. A segment that falls due while some are in flight waits
 for a later message of its partition, by which time they are nearly always delivered; only a
 segment overdue (twice the bytes or the time) waits for them, and so does the worker's timer, which
-writes the due segment of a partition that no message comes to (`write_quiet_segments`). Waiting at once for every due segment
-held the bench's batched worker up for some 4-5 % of its time; deferring, for about 1 %.
+writes the due segment of a partition that no message comes to (`write_quiet_segments`). Waiting
+at once for every due segment held the bench's batched worker up for some 4-5 % of its time;
+deferring, for about 1 %.
 """
 
 from __future__ import annotations
@@ -170,13 +171,11 @@ class MessageFlow:
     def _forget(self, call_ids: list[str]) -> None:
         """Forgetting's journal changes go out with each partition's next segment, after the sends
         that segment waits for: the call's result must be delivered before what could restore it goes."""
-        live = self.live
-        partitions = {call_id: live.owned[call_id][0] for call_id in call_ids if call_id in live.owned}
-        live.book.forget(call_ids)
-        for call_id, segments in zip(call_ids, live.forgotten(call_ids)):
+        book = self.live.book
+        book.forget(call_ids)
+        for call_id, (partition, segments) in self.live.forgotten(call_ids).items():
             if segments:  # call segments of the journal's first format, keyed by the call
-                live.book.stage_changes(partitions[call_id],
-                                        [(segment_key(call_id, segment), None) for segment in range(segments)])
+                book.stage_changes(partition, [(segment_key(call_id, segment), None) for segment in range(segments)])
 
     def release(self, partitions: set[int]) -> None:
         """On revoke: what another worker may now change is forgotten (streams/live.py)."""

@@ -172,12 +172,17 @@ def _segment_of(live: LiveScorer, out) -> bytes:
 
 
 def test_a_partitions_watermark_is_one_key_read_back_by_its_partition_only_and_skipped_by_the_call_segment_reader():
-    from streams.journal import calls_of_partition, encode_segment, encode_watermark, journaled_watermark, segment_key, watermark_key
+    from streams.journal import calls_of_partition, encode_segment, encode_watermark, segment_key, watermark_key
 
     items = [(watermark_key(0), encode_watermark(0, T0 + 5, 7)), (watermark_key(10), encode_watermark(10, T0 + 9)),
              (segment_key("c1", 0), encode_segment(0, [(0, b"x")]))]
-    assert journaled_watermark(items, 0) == (T0 + 5, 7) and journaled_watermark(items, 10) == (T0 + 9, -1)
-    assert journaled_watermark(items, 1) == (None, -1)
+
+    def read_back(partition: int) -> tuple[int | None, int]:
+        restored = JournalBook().restore(partition, items)
+        return restored.watermark_ms, restored.through_offset
+
+    assert read_back(0) == (T0 + 5, 7) and read_back(10) == (T0 + 9, -1)
+    assert read_back(1) == (None, -1)
     assert [call_id for call_id, _, _ in calls_of_partition(items, 0)] == ["c1"]
 
 
