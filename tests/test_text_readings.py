@@ -7,8 +7,11 @@ turn; each must agree with the definition it stands in for, on ordinary and on a
 from __future__ import annotations
 
 import random
+import sys
 
-from scorers.qa.wer import _normalise, word_count
+import jiwer
+
+from scorers.qa.wer import edit_distance, normalise, word_count
 from scorers.text import (
     FACT_RE,
     WORD_RE,
@@ -84,9 +87,42 @@ def test_a_robotic_phrase_found_through_its_anchor_word():
     assert reading("As an AI language model, I can't. As an AI, no.").robotic == ("as an ai language model", "as an ai")
 
 
-def test_wer_word_count_is_the_number_of_words_jiwer_aligns():
-    for text in TEXTS + _random_texts(5000, seed=3):
-        assert word_count(text) == len(_normalise(text)[0]), text
+# jiwer's own normalisation, which `normalise` and `word_count` stand in for.
+JIWER_NORMALISE = jiwer.Compose([jiwer.ToLowerCase(), jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(),
+                                 jiwer.Strip(), jiwer.ReduceToListOfListOfWords()])
+
+
+def _random_unicode_texts(count: int, seed: int) -> list[str]:
+    """Characters from anywhere in Unicode (punctuation of every block among them), with spaces."""
+    rng = random.Random(seed)
+    return ["".join(" " if rng.random() < 0.2 else chr(rng.randrange(sys.maxunicode + 1)) for _ in range(rng.randint(0, 12)))
+            for _ in range(count)]
+
+
+def test_wer_normalises_text_as_jiwer_does():
+    for text in TEXTS + _random_texts(5000, seed=3) + _random_unicode_texts(5000, seed=6):
+        assert normalise(text) == JIWER_NORMALISE(text), repr(text)
+        assert word_count(text) == len(JIWER_NORMALISE(text)[0]), repr(text)
+
+
+def _jiwer_edit_distance(reference: str, hypothesis: str) -> int:
+    out = jiwer.process_words(reference, hypothesis, reference_transform=JIWER_NORMALISE,
+                              hypothesis_transform=JIWER_NORMALISE)
+    return out.substitutions + out.deletions + out.insertions
+
+
+def test_wer_aligns_as_jiwer_does_with_its_own_normalisation():
+    texts = TEXTS + _random_texts(600, seed=7) + _random_unicode_texts(600, seed=8)
+    rng = random.Random(9)
+    for reference, hypothesis in zip(texts, rng.sample(texts, len(texts))):
+        assert edit_distance(reference, hypothesis) == _jiwer_edit_distance(reference, hypothesis), (reference, hypothesis)
+
+
+def test_wer_removes_every_punctuation_character_jiwer_removes():
+    removed = jiwer.RemovePunctuation().tokens_to_remove
+    assert len(removed) > 500  # every "P" category of Unicode, not only ASCII's
+    for character in removed:
+        assert normalise(f"a{character}b c") == [["ab", "c"]], repr(character)
 
 
 def test_wer_word_count_ignores_punctuation_and_collapses_spaces():
