@@ -4,9 +4,13 @@ answer, with the comparator rules of DESIGN §4."""
 from __future__ import annotations
 
 import json
+import math
+import random
+
+import numpy
 
 from eventkit import event, run_call
-from scorers.evaluation.actions import MatchOptions, is_action_match
+from scorers.evaluation.actions import MatchOptions, is_action_match, numbers_close
 
 PIZZA = {"item": "pepperoni pizza", "size": "large", "price": 12.5}
 
@@ -76,6 +80,18 @@ def test_leaves_that_parse_as_floats_compare_with_isclose():
     assert is_action_match({"total": 0.3}, [{"total": 0.1 + 0.2}]) is True
     assert is_action_match({"qty": 1}, [{"qty": "1.0"}]) is True
     assert is_action_match({"price": 12.5}, [{"price": 12.6}]) is False
+
+
+def test_numbers_compare_exactly_as_numpy_isclose_compares_them():
+    rng = random.Random(11)
+    edges = [0.0, -0.0, 1e-08, -1e-08, 1e-300, 1e308, -1e308, math.inf, -math.inf, 1.0, 1.00001, 1.0000100001]
+    pairs = [(a, b) for a in edges for b in edges]
+    for _ in range(20000):
+        a = rng.choice([rng.uniform(-1e3, 1e3), rng.uniform(-1, 1) * 10 ** rng.randint(-12, 300), rng.choice(edges)])
+        b = a * (1 + rng.choice([0, 1e-4, 1e-5, 9.99e-6, 1.001e-5, -1e-5, 1e-9])) + rng.choice([0, 1e-8, -1e-8, 2e-8, 1e-9])
+        pairs += [(a, b), (b, a)]
+    for a, b in pairs:
+        assert numbers_close(a, b) is bool(numpy.isclose(a, b)), (a, b)
 
 
 def test_a_name_that_reads_as_nan_matches_itself_as_text():
