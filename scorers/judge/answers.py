@@ -30,18 +30,18 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any
 
 from models.events import JudgeResult, JudgeResultData
 from models.wire import encode_event
 from scorers.evaluation.judge_fields import JudgeAnswerAcc, judge_result_document, normalise_nl_verdicts
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
-from scorers.judge.schemas import EVALUATION_ANSWER_CHECK, QA_ANSWER_CHECK, RATED_METRICS
+from scorers.judge.schemas import RATED_METRICS, evaluation_answer_check, qa_answer_check
 from scorers.numbers import finite_number
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 QA_ERROR_KEY = "error"
 MAX_ERROR_CHARS = 300
@@ -87,7 +87,9 @@ def without_lone_surrogates(value: Any) -> Any:
     return value
 
 
-def check_answer(validator: Draft202012Validator, answer: Any) -> None:
+def check_answer(validator: "Draft202012Validator", answer: Any) -> None:
+    from jsonschema.exceptions import best_match  # (imported with the validator, on first use)
+
     error = best_match(validator.iter_errors(answer))
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "the top level"
@@ -124,7 +126,7 @@ class QaAnswer:
 
 def parse_qa_answer(content: str | None, request: JudgeRequest) -> QaAnswer:
     answer = decode_answer(content)
-    check_answer(QA_ANSWER_CHECK, answer)
+    check_answer(qa_answer_check(), answer)
     qa: dict[str, Any] = {
         "hallucination": {
             "issues": [{"type": i["type"], "severity": i["severity"], "text": short_text(i["text"], MAX_ISSUE_TEXT_CHARS)}
@@ -148,7 +150,7 @@ def parse_qa_answer(content: str | None, request: JudgeRequest) -> QaAnswer:
 def parse_evaluation_answer(content: str | None, request: JudgeRequest) -> dict[str, Any]:
     """The judge_result.json document of a valid answer."""
     answer = decode_answer(content)
-    check_answer(EVALUATION_ANSWER_CHECK[bool(request.nl_assertions)], answer)
+    check_answer(evaluation_answer_check(bool(request.nl_assertions)), answer)
     raw = {"score": clamp_number(answer["score"], 0.0, 1.0), "reason": short_text(answer["reason"]),
            "judge_input": request.input()}
     if request.nl_assertions:

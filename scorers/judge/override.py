@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 from models.call_state import CallState
 from models.results import MetricResult
-from scorers.judge.schemas import HALLUCINATION_CHECK, RATING_CHECK
+from scorers.judge.schemas import hallucination_check, rating_check
 from scorers.numbers import finite_number
 from scorers.qa.base import QaMetric, clamp
 from scorers.qa.hallucination import (
@@ -62,7 +62,7 @@ def _llm_result(metric: QaMetric, value: float | int, score: float, **details: A
 
 
 def _hallucination(metric: QaMetric, heuristic: MetricResult, answer: Any) -> MetricResult | None:
-    if not HALLUCINATION_CHECK.is_valid(answer):
+    if not hallucination_check().is_valid(answer):
         return None
     issues = answer["issues"]
     major = sum(1 for issue in issues if issue["severity"] == MAJOR)
@@ -84,7 +84,7 @@ def _hallucination(metric: QaMetric, heuristic: MetricResult, answer: Any) -> Me
 
 def _rating(answer: Any) -> tuple[float, str] | None:
     """The judge's clamped 0–100 rating and reason, or None when there is no valid rating."""
-    if not RATING_CHECK.is_valid(answer):
+    if not rating_check().is_valid(answer):
         return None
     score = finite_number(answer["score"])
     if score is None:

@@ -11,9 +11,11 @@ issue types and severities from their lists. Numbers are not range-checked here:
 from __future__ import annotations
 
 import copy
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 QA_SCHEMA_NAME = "callqa_qa_judge"
 EVALUATION_SCHEMA_NAME = "callqa_evaluation_judge"
@@ -80,10 +82,29 @@ def evaluation_answer_schema(with_assertions: bool, verdict: dict[str, Any] = VE
     }
 
 
-QA_ANSWER_CHECK = Draft202012Validator(qa_answer_schema(ANY_VERDICT))
-EVALUATION_ANSWER_CHECK = {
-    with_assertions: Draft202012Validator(evaluation_answer_schema(with_assertions, ANY_VERDICT))
-    for with_assertions in (False, True)
-}
-HALLUCINATION_CHECK = Draft202012Validator(HALLUCINATION_ANSWER)
-RATING_CHECK = Draft202012Validator(RATING_ANSWER)
+# The validators are built on first use: importing jsonschema cost every process 0.1 s at start,
+# and only a worker or command that meets a judge's answer needs one.
+def _validator(schema: dict[str, Any]) -> "Draft202012Validator":
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema)
+
+
+@cache
+def qa_answer_check() -> "Draft202012Validator":
+    return _validator(qa_answer_schema(ANY_VERDICT))
+
+
+@cache
+def evaluation_answer_check(with_assertions: bool) -> "Draft202012Validator":
+    return _validator(evaluation_answer_schema(with_assertions, ANY_VERDICT))
+
+
+@cache
+def hallucination_check() -> "Draft202012Validator":
+    return _validator(HALLUCINATION_ANSWER)
+
+
+@cache
+def rating_check() -> "Draft202012Validator":
+    return _validator(RATING_ANSWER)
