@@ -61,6 +61,12 @@ class WorkerProcess:
             time.sleep(0.2)
         raise RuntimeError(f"worker not ready within {timeout_s:.0f} s; see {self.log_path}")
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the worker has used so far, user and system, all threads (None once it is gone)."""
+        if self.process is None:
+            return None
+        return process_cpu_seconds(self.process.pid)
+
     def kill(self) -> None:
         """SIGKILL: no clean shutdown, no final commit — what a crash looks like."""
         if self.process is not None and self.process.poll() is None:
@@ -81,3 +87,18 @@ class WorkerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+_CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a live process, from /proc (None where there is no /proc, or no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count the fields after its last ")".
+    fields = stat[stat.rindex(b")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS_PER_S

@@ -27,6 +27,10 @@ REQUIRED_NUMBERS = [
     "changelog_bytes_per_event.turns_100", "changelog_bytes_per_event.turns_1000",
     "memory_per_open_call_bytes", "two_workers_speedup",
     "machine.cpu_count", "machine.memory_bytes",
+    # What each pipeline's events cost in CPU time, next to its rate.
+    "single_event.cpu_us_per_event", "single_event.bare_aiokafka_cpu_us_per_event",
+    "batched.cpu_us_per_event", "batched.bare_aiokafka_cpu_us_per_event", "batched.quix_stateful_cpu_us_per_event",
+    "replay.cpu_us_per_event_one_process",
 ]
 REQUIRED_TEXT = ["machine.cpu_model", "versions.python", "versions.faust", "versions.aiokafka", "versions.quixstreams",
                  "versions.msgspec"]

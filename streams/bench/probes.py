@@ -38,10 +38,13 @@ def replay_probe(path: str, partitions: int) -> dict[str, float]:
         with ReplayFiles.open(os.path.join(out, f"jobs-{jobs}.jsonl")) as files:
             parallel = replay_log(path, partitions, jobs, CallEngine, files)
         with ReplayFiles.open(os.path.join(out, "one.jsonl")) as files:
+            cpu_started = time.process_time()
             one = replay_log(path, partitions, 1, CallEngine, files)
+            cpu_one = time.process_time() - cpu_started
     return {"events": parallel.events, "results": parallel.results, "jobs": jobs, "seconds": parallel.seconds,
             "events_per_s": parallel.events_per_s, "seconds_one_process": one.seconds,
-            "events_per_s_one_process": one.events_per_s}
+            "events_per_s_one_process": one.events_per_s,
+            "cpu_us_per_event_one_process": cpu_one / max(one.events, 1) * 1e6}
 
 
 def _rss_bytes() -> int:

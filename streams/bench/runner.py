@@ -192,15 +192,16 @@ class Bench:
     def _rate(self, workers: list[WorkerProcess], events: int) -> dict[str, float]:
         """Events per second the workers apply, from their first event to `events` events."""
         deadline = time.monotonic() + self.scale.timeout_s
-        first_at, first_count = None, 0
+        first_at, first_count, first_cpu = None, 0, None
         while time.monotonic() < deadline:
             now = time.perf_counter()
             count, _ = self._processed(workers)
             if first_at is None and count > 0:
-                first_at, first_count = now, count
+                first_at, first_count, first_cpu = now, count, _cpu_seconds(workers)
             if count >= events:
                 seconds = max(now - (first_at or now), POLL_S)
-                return {"events_per_s": (count - first_count) / seconds, "seconds": seconds, "events": count}
+                rate = {"events_per_s": (count - first_count) / seconds, "seconds": seconds, "events": count}
+                return rate | cpu_figures(first_cpu, _cpu_seconds(workers), count - first_count, seconds)
             for worker in workers:
                 if worker.process is not None and worker.process.poll() is not None:
                     raise BenchError(f"worker exited; see {worker.log_path}")
@@ -354,6 +355,21 @@ class Bench:
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _cpu_seconds(workers: list[WorkerProcess]) -> float | None:
+    used = [worker.cpu_seconds() for worker in workers]
+    return None if None in used else sum(used)  # type: ignore[arg-type]
+
+
+def cpu_figures(cpu_before: float | None, cpu_after: float | None, events: int, seconds: float) -> dict[str, float]:
+    """What a pipeline's events cost in CPU time (its whole process, every thread): per event, and
+    how many cores it kept busy on average. Unlike a rate, the cost per event hardly moves when a
+    busy host slows every process of the machine down alike (unless /proc is missing: then nothing)."""
+    if cpu_before is None or cpu_after is None or events <= 0:
+        return {}
+    used = cpu_after - cpu_before
+    return {"cpu_seconds": used, "cpu_us_per_event": used / events * 1e6, "cores_busy": used / seconds}
+
+
 def _percentile(ordered: list[float], fraction: float) -> float:
     return ordered[min(int(len(ordered) * fraction), len(ordered) - 1)]
 
@@ -480,7 +496,10 @@ def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | N
             run = measured.get(f"{shape}.{pipeline}")
             if run is not None:
                 section[pipeline] = run
-                section["events_per_s" if pipeline == "callqa" else f"{pipeline}_events_per_s"] = run["events_per_s"]
+                prefix = "" if pipeline == "callqa" else f"{pipeline}_"
+                section[f"{prefix}events_per_s"] = run["events_per_s"]
+                if "cpu_us_per_event" in run:
+                    section[f"{prefix}cpu_us_per_event"] = run["cpu_us_per_event"]
     report["single_event"], report["batched"] = single, batched
     report["end_to_result_ms"] = measured["latency"]
     report["replay"] = measured["replay"]
@@ -520,6 +539,8 @@ def median_round(results: list[dict[str, Any]]) -> dict[str, Any]:
     ordered = sorted(results, key=lambda result: result["events_per_s"])
     chosen = dict(ordered[(len(ordered) - 1) // 2])
     chosen["rounds_events_per_s"] = [result["events_per_s"] for result in results]
+    if all("cpu_us_per_event" in result for result in results):
+        chosen["rounds_cpu_us_per_event"] = [result["cpu_us_per_event"] for result in results]
     return chosen
 
 
