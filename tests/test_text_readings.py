@@ -11,7 +11,7 @@ import sys
 
 import jiwer
 
-from scorers.qa.wer import edit_distance, normalise, word_count
+from scorers.qa.wer import _normalise_sentences, edit_distance, normalise, word_count
 from scorers.text import (
     FACT_RE,
     WORD_RE,
@@ -116,6 +116,11 @@ def test_wer_aligns_as_jiwer_does_with_its_own_normalisation():
     rng = random.Random(9)
     for reference, hypothesis in zip(texts, rng.sample(texts, len(texts))):
         assert edit_distance(reference, hypothesis) == _jiwer_edit_distance(reference, hypothesis), (reference, hypothesis)
+
+
+def test_the_transform_given_to_jiwer_reads_a_text_or_a_list_of_texts_as_jiwer_s_own_does():
+    for given in ["Hello,  World!", ["Hello,  World!", "", "a\u2014b"], []]:
+        assert _normalise_sentences(given) == JIWER_NORMALISE(given), given
 
 
 def test_wer_removes_every_punctuation_character_jiwer_removes():

@@ -78,8 +78,11 @@ def word_count(text: str) -> int:
     return len(words) - words.count("")
 
 
-def _normalise_sentences(sentences: list[str]) -> list[list[str]]:
-    # jiwer hands a transform its texts as a list of sentences (one here), and wants a list back.
+def _normalise_sentences(sentences: str | list[str]) -> list[list[str]]:
+    # jiwer hands a transform its texts as a list of sentences (one here; a plain text in some
+    # versions), and wants a list of word lists back.
+    if isinstance(sentences, str):
+        return normalise(sentences)
     return [normalise(sentence)[0] for sentence in sentences] or [[]]
 
 
