@@ -27,7 +27,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-
 from models.call_state import CallState
 from models.events import Rtvi, ScenarioSpec
 from models.scenario import NOT_APPLICABLE

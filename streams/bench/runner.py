@@ -362,8 +362,9 @@ def _cpu_seconds(workers: list[WorkerProcess]) -> float | None:
 
 def cpu_figures(cpu_before: float | None, cpu_after: float | None, events: int, seconds: float) -> dict[str, float]:
     """What a pipeline's events cost in CPU time (its whole process, every thread): per event, and
-    how many cores it kept busy on average. Unlike a rate, the cost per event hardly moves when a
-    busy host slows every process of the machine down alike (unless /proc is missing: then nothing)."""
+    how many cores it kept busy on average (nothing where /proc is missing). Time the process waits
+    for a busy host is not counted, so the cost moves less than the rate between rounds; a slower
+    host still raises it."""
     if cpu_before is None or cpu_after is None or events <= 0:
         return {}
     used = cpu_after - cpu_before
