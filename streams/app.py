@@ -17,7 +17,7 @@ import faust
 from scorers.engine import CallEngine
 from streams.alerts_live import install_alerts
 from streams.api import install_api
-from streams.broker_fixes import LeanMonitor, current_event_for, deliver_directly
+from streams.broker_fixes import DirectHandoffConsumer, LeanMonitor, current_event_for, deliver_directly, faust_broker_url
 from streams.clock import install_idle_clock
 from streams.config import Settings
 from streams.journal import SEGMENT_SECONDS
@@ -105,7 +105,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     names = TopicNames(settings.topic_prefix)
     app = faust.App(
         settings.app_id,
-        broker=settings.broker,
+        broker=faust_broker_url(settings.broker),
         broker_credentials=faust_broker_credentials(settings),
         store=settings.store,
         datadir=settings.data_dir,
@@ -141,8 +141,9 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
 
     @app.agent(events_topic, name="score-events")
     async def score_events(stream: faust.StreamT) -> None:
-        # On the embedded broker the consumer hands these messages to `score_message` itself
-        # (deliver_directly, streams/broker_fixes.py); on any other they arrive through this stream.
+        # With callqa's transports (`tansu://`, `kafka://`) the consumer hands these messages to
+        # `flow.score` itself (deliver_directly, streams/broker_fixes.py); with Faust's own
+        # (`aiokafka://`) they arrive through this stream.
         async for event in stream.noack().events():
             await flow.score(event.message)
 
@@ -163,7 +164,10 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         counters = engine.counters
         assigned = sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == names.events)
         return web.json({"status": "ok", "assigned_partitions": assigned, "calls_in_memory": len(engine.calls),
-                         **counters.__dict__, "dead_lettered": live.dead_lettered})
+                         **counters.__dict__, "dead_lettered": live.dead_lettered,
+                         # Whether events go from the consumer straight to the scorer (callqa's
+                         # transports) or through Faust's agent stream (`aiokafka://`).
+                         "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer)})
 
     if settings.idle_tick_s > 0:
         @app.timer(interval=settings.idle_tick_s)

@@ -1,7 +1,10 @@
 """Every workaround for the embedded broker (Tansu 0.6) and Faust's consumer hot path, in one place.
 
-Selected by the broker URL scheme `tansu://` (registered as a Faust transport in pyproject.toml); with
-`kafka://` callqa runs on the stock aiokafka transport and none of this is used.
+Two transports, registered with Faust in pyproject.toml. `tansu://` (`EmbeddedBrokerTransport`) has
+every fix below. A `kafka://` URL (Apache Kafka, or any other cluster) is given to Faust as
+`callqa-kafka://` (`faust_broker_url`), whose transport (`DirectHandoffTransport`) has the fixes to
+Faust's hot path, which hold for any broker (2., 4. and 5.), and none of the embedded broker's (1.
+and 3.). `aiokafka://` keeps Faust's stock transport, with only the lean monitor.
 
 1. **ListOffsets "latest" is wrong on this broker**: it answers the first offset of the last record
    batch + 1, so Faust's table recovery (which stops at `highwaters() - 1`) misses the last changelog
@@ -116,8 +119,7 @@ class VerifiedHighwaterConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
 
 
 class DirectHandoffConsumer(faust_aiokafka.Consumer):
-    def _new_consumer_thread(self) -> VerifiedHighwaterConsumerThread:
-        return VerifiedHighwaterConsumerThread(self, loop=self.loop, beacon=self.beacon)
+    """Faust's aiokafka consumer with the hot-path fixes (2. and 5.): for any broker."""
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Any]]:  # pragma: no cover - end to end
         # Same as faust.transport.consumer.Consumer.getmany, but a partition's high watermark is read
@@ -221,9 +223,9 @@ _DIRECT_HANDLERS: "WeakKeyDictionary[Any, dict[str, DirectHandler]]" = WeakKeyDi
 
 
 def deliver_directly(app: Any, topic: str, handler: DirectHandler) -> None:
-    """Hand `topic`'s messages to `handler` straight from the consumer loop (see 5. above). Only the
-    `tansu://` transport does; on any other the topic's agent receives them through its stream, so
-    the agent must handle them the same way."""
+    """Hand `topic`'s messages to `handler` straight from the consumer loop (see 5. above). The
+    `tansu://` and `callqa-kafka://` transports do; on Faust's own the topic's agent receives them
+    through its stream, so the agent must handle them the same way."""
     _DIRECT_HANDLERS.setdefault(app, {})[topic] = handler
 
 
@@ -242,10 +244,36 @@ def current_event_for(app: Any, message: Message) -> Iterator[None]:
         faust_streams._current_event.reset(token)
 
 
-class EmbeddedBrokerTransport(faust_aiokafka.Transport):
-    """The aiokafka transport with the fixes above; URL scheme `tansu://`."""
+class EmbeddedBrokerConsumer(DirectHandoffConsumer):
+    """The hot-path fixes, and the embedded broker's (1. and 3.) in the consumer's thread."""
+
+    def _new_consumer_thread(self) -> VerifiedHighwaterConsumerThread:
+        return VerifiedHighwaterConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+
+class DirectHandoffTransport(faust_aiokafka.Transport):
+    """The aiokafka transport with the hot-path fixes; URL scheme `callqa-kafka://` (a worker's
+    `kafka://`, see `faust_broker_url`)."""
 
     Consumer = DirectHandoffConsumer
+
+
+class EmbeddedBrokerTransport(DirectHandoffTransport):
+    """The aiokafka transport with every fix above; URL scheme `tansu://`."""
+
+    Consumer = EmbeddedBrokerConsumer
+
+
+DIRECT_HANDOFF_SCHEME = "callqa-kafka"
+_KAFKA_PREFIX = "kafka://"
+
+
+def faust_broker_url(url: str) -> str:
+    """The broker URL as the worker hands it to Faust: `kafka://…` (every host of a `;` list) goes
+    to the hot-path transport. The scheme is callqa's own, not a replacement for Faust's `kafka`
+    (which other Faust apps in the same environment, the benchmark's naive agent among them, keep)."""
+    return ";".join(f"{DIRECT_HANDOFF_SCHEME}://{part[len(_KAFKA_PREFIX):]}" if part.startswith(_KAFKA_PREFIX) else part
+                    for part in url.split(";"))
 
 
 class LeanMonitor(Monitor):

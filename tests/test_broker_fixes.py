@@ -18,9 +18,12 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 from streams.broker_fixes import (
     FETCH_MAX_WAIT_MS,
     DirectHandoffConsumer,
+    DirectHandoffTransport,
+    EmbeddedBrokerConsumer,
     EmbeddedBrokerTransport,
     LeanMonitor,
     current_event_for,
+    faust_broker_url,
     probe_high_watermarks,
 )
 
@@ -98,8 +101,29 @@ def test_the_tansu_scheme_selects_the_fixed_transport():
     from faust.transport.drivers import by_url
 
     assert by_url("tansu://127.0.0.1:9092") is EmbeddedBrokerTransport
-    assert EmbeddedBrokerTransport.Consumer is DirectHandoffConsumer
-    assert by_url("kafka://127.0.0.1:9092") is faust_aiokafka.Transport
+    assert EmbeddedBrokerTransport.Consumer is EmbeddedBrokerConsumer
+    assert issubclass(EmbeddedBrokerConsumer, DirectHandoffConsumer)
+    assert by_url("kafka://127.0.0.1:9092") is faust_aiokafka.Transport  # Faust's own scheme is left alone
+
+
+def test_a_worker_s_kafka_url_selects_the_hot_path_transport_without_the_embedded_broker_s_fixes():
+    import faust
+
+    async def build(url: str) -> tuple[type, type, int]:
+        app = faust.App("t-kafka-url", broker=faust_broker_url(url), autodiscover=False)
+        fetch_wait = app.consumer._thread._create_worker_consumer(app.transport)._fetch_max_wait_ms
+        return type(app.transport), type(app.consumer), fetch_wait
+
+    assert asyncio.run(build("kafka://10.0.0.1:9092")) == (DirectHandoffTransport, DirectHandoffConsumer, 1500)
+    assert asyncio.run(build("tansu://10.0.0.1:9092")) == (EmbeddedBrokerTransport, EmbeddedBrokerConsumer,
+                                                          FETCH_MAX_WAIT_MS)
+    assert asyncio.run(build("aiokafka://10.0.0.1:9092"))[:2] == (faust_aiokafka.Transport, faust_aiokafka.Consumer)
+
+
+def test_every_kafka_host_of_a_broker_list_keeps_its_address():
+    assert faust_broker_url("kafka://a:9092;kafka://b:9093;c:9094") == "callqa-kafka://a:9092;callqa-kafka://b:9093;c:9094"
+    assert faust_broker_url("tansu://127.0.0.1:9092") == "tansu://127.0.0.1:9092"
+    assert faust_broker_url("aiokafka://a:9092") == "aiokafka://a:9092"
 
 
 @pytest.mark.broker

@@ -33,6 +33,27 @@ def test_send_scores_every_call_as_replay_does(broker, topic_prefix, tmp_path):
     assert all(letter["reason"] and letter["original_b64"] for letter in letters)
 
 
+@pytest.mark.parametrize("scheme,direct", [("kafka", True), ("aiokafka", False)])
+def test_a_worker_given_a_kafka_url_scores_as_replay_does(broker, topic_prefix, tmp_path, scheme, direct):
+    """`kafka://` (Apache Kafka in production) takes callqa's hot-path transport without the embedded
+    broker's own fixes, `aiokafka://` Faust's stock one; the embedded broker speaks Kafka's protocol,
+    so both run here."""
+    log = str(tmp_path / "calls.jsonl")
+    build_log(log, calls=20)
+    expected = latest_by_call(replay_results(log)[0])
+    settings = settings_for(broker, topic_prefix)
+    worker = start_worker(broker, topic_prefix, env={"CALLQA_BROKER": f"{scheme}://{broker.bootstrap}"})
+    try:
+        send(log, settings)
+        live = collect_results(settings, expected)
+        health = worker.health()
+    finally:
+        worker.stop()
+    assert latest_by_call(live) == expected
+    assert_one_content_per_version(live)
+    assert health["direct_delivery"] is direct
+
+
 @pytest.mark.parametrize("store", ["memory://", "rocksdb://"])
 def test_worker_killed_mid_send_restarts_to_the_same_results(broker, topic_prefix, tmp_path, store):
     log = str(tmp_path / "calls.jsonl")
