@@ -31,9 +31,13 @@ and 3.). `aiokafka://` keeps Faust's stock transport, with only the lean monitor
    While flow is suspended (a rebalance) its messages are not delivered: the seek that ends every
    rebalance delivers them again from the committed offset, as Faust's own path does. A table
    written from such a handler needs the stream's current event to find the partition:
-   `current_event_for(app, message)` provides one for the duration of the write.
+   `current_event_for(app, message)` provides one for the duration of the write. Faust's own
+   bookkeeping of messages in flight (the conductor's tracking, which a graceful stop waits on, and
+   the monitor's per-message sensors) does not see them: the handler acknowledges each message once
+   what it changed is safe (streams/message_flow.py), and what is unacknowledged at a stop or a
+   crash is delivered again from the committed offset.
 
-And one for every broker, because it is about Faust's per-message hot path, not this broker:
+And one installed through Faust's `Monitor` setting, so on every transport, Faust's stock one included:
 
 4. **A lean monitor**: Faust's default Monitor sensor does bookkeeping for every message and every
    stream event (timings, per-topic and per-stream counters, `str(stream)` lookups), about a fifth of
@@ -61,6 +65,7 @@ from faust.sensors import Monitor
 from faust.transport.consumer import CONSUMER_FETCHING
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP, Message
+from faust.utils.urls import urllist
 from mode import Service
 
 logger = logging.getLogger("callqa.broker")
@@ -265,15 +270,20 @@ class EmbeddedBrokerTransport(DirectHandoffTransport):
 
 
 DIRECT_HANDOFF_SCHEME = "callqa-kafka"
-_KAFKA_PREFIX = "kafka://"
+_KAFKA_SCHEME = "kafka"
 
 
 def faust_broker_url(url: str) -> str:
-    """The broker URL as the worker hands it to Faust: `kafka://…` (every host of a `;` list) goes
-    to the hot-path transport. The scheme is callqa's own, not a replacement for Faust's `kafka`
-    (which other Faust apps in the same environment, the benchmark's naive agent among them, keep)."""
-    return ";".join(f"{DIRECT_HANDOFF_SCHEME}://{part[len(_KAFKA_PREFIX):]}" if part.startswith(_KAFKA_PREFIX) else part
-                    for part in url.split(";"))
+    """The broker URL as the worker hands it to Faust: a `kafka` one (Faust's default scheme, so a
+    host list without any scheme too, read as Faust reads it) goes to the hot-path transport. The
+    scheme is callqa's own, not a replacement for Faust's `kafka` (which other Faust apps in the same
+    environment, the benchmark's naive agent among them, keep)."""
+    if not url.strip():
+        return url
+    urls = urllist(url.strip(), default_scheme=_KAFKA_SCHEME)
+    if urls[0].scheme != _KAFKA_SCHEME:  # Faust's transport is the first URL's
+        return url
+    return ";".join(str(u.with_scheme(DIRECT_HANDOFF_SCHEME)) if u.scheme == _KAFKA_SCHEME else str(u) for u in urls)
 
 
 class LeanMonitor(Monitor):

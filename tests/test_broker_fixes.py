@@ -120,10 +120,14 @@ def test_a_worker_s_kafka_url_selects_the_hot_path_transport_without_the_embedde
     assert asyncio.run(build("aiokafka://10.0.0.1:9092"))[:2] == (faust_aiokafka.Transport, faust_aiokafka.Consumer)
 
 
-def test_every_kafka_host_of_a_broker_list_keeps_its_address():
-    assert faust_broker_url("kafka://a:9092;kafka://b:9093;c:9094") == "callqa-kafka://a:9092;callqa-kafka://b:9093;c:9094"
+def test_every_kafka_url_faust_would_read_as_kafka_goes_to_the_hot_path_transport_with_its_hosts():
+    both = "callqa-kafka://a:9092;callqa-kafka://b:9093"
+    assert faust_broker_url("kafka://a:9092;kafka://b:9093") == both
+    assert faust_broker_url("kafka://a:9092;b:9093") == both  # a host without a scheme takes the first's
+    assert faust_broker_url("a:9092;b:9093") == both  # no scheme at all: Faust's default, kafka
+    assert faust_broker_url(" KAFKA://a:9092, kafka://b:9093") == both
     assert faust_broker_url("tansu://127.0.0.1:9092") == "tansu://127.0.0.1:9092"
-    assert faust_broker_url("aiokafka://a:9092") == "aiokafka://a:9092"
+    assert faust_broker_url("aiokafka://a:9092;b:9093") == "aiokafka://a:9092;b:9093"
 
 
 @pytest.mark.broker
