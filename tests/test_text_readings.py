@@ -11,7 +11,7 @@ import sys
 
 import jiwer
 
-from scorers.qa.wer import _normalise_sentences, edit_distance, normalise, word_count
+from scorers.qa.wer import _PUNCTUATION, _normalise_sentences, edit_distance, normalise, word_count
 from scorers.text import (
     FACT_RE,
     WORD_RE,
@@ -116,6 +116,15 @@ def test_wer_aligns_as_jiwer_does_with_its_own_normalisation():
     rng = random.Random(9)
     for reference, hypothesis in zip(texts, rng.sample(texts, len(texts))):
         assert edit_distance(reference, hypothesis) == _jiwer_edit_distance(reference, hypothesis), (reference, hypothesis)
+
+
+def test_the_punctuation_table_stops_remembering_other_characters_at_its_cap_and_reads_the_same(monkeypatch):
+    monkeypatch.setattr(type(_PUNCTUATION), "MAX_REMEMBERED", len(_PUNCTUATION) + 50)
+    texts = _random_unicode_texts(300, seed=12)
+    for text in texts:
+        assert normalise(text) == JIWER_NORMALISE(text), repr(text)
+    remembered_others = [code for code, to in _PUNCTUATION.items() if to is not None]
+    assert len(remembered_others) <= type(_PUNCTUATION).MAX_REMEMBERED
 
 
 def test_the_transform_given_to_jiwer_reads_a_text_or_a_list_of_texts_as_jiwer_s_own_does():

@@ -39,14 +39,23 @@ class _PunctuationDeletions(dict):
     """A `str.translate` table that deletes what jiwer's `RemovePunctuation` removes: every character
     whose Unicode category starts with "P". Each character is classified the first time a text holds
     it: jiwer classifies all 1.1 million code points when the transform is made, which took some
-    0.4 s of every process's start (a third of `callqa replay`'s start-up on a small log)."""
+    0.4 s of every process's start (a third of `callqa replay`'s start-up on a small log).
+
+    Punctuation (under a thousand characters) is always kept; other characters only up to
+    `MAX_REMEMBERED`, so that transcripts of every script at once cannot grow a long-running
+    worker's table towards the million code points (~80 MB). Past it, a character not remembered
+    is classified again each time it is met: slower, never different."""
 
     __slots__ = ()
+    MAX_REMEMBERED = 65_536
 
     def __missing__(self, code: int) -> int | None:
-        deletion = None if unicodedata.category(chr(code)).startswith("P") else code
-        self[code] = deletion
-        return deletion
+        if unicodedata.category(chr(code)).startswith("P"):
+            self[code] = None
+            return None
+        if len(self) < self.MAX_REMEMBERED:
+            self[code] = code
+        return code
 
 
 _PUNCTUATION = _PunctuationDeletions()
