@@ -63,8 +63,8 @@ class WorkerProcess:
 
     def cpu_seconds(self) -> float | None:
         """CPU time the worker has used so far, user and system, all threads (None once it is gone)."""
-        if self.process is None:
-            return None
+        if self.process is None or self.process.poll() is not None:
+            return None  # (once reaped, its pid may name another process)
         return process_cpu_seconds(self.process.pid)
 
     def kill(self) -> None:

@@ -362,9 +362,9 @@ def _cpu_seconds(workers: list[WorkerProcess]) -> float | None:
 
 def cpu_figures(cpu_before: float | None, cpu_after: float | None, events: int, seconds: float) -> dict[str, float]:
     """What a pipeline's events cost in CPU time (its whole process, every thread): per event, and
-    how many cores it kept busy on average (nothing where /proc is missing). Time the process waits
-    for a busy host is not counted, so the cost moves less than the rate between rounds; a slower
-    host still raises it."""
+    how many cores it kept busy on average (nothing where /proc is missing). Pipelines compare by it
+    in CPU terms, and cores kept busy well under one tell a pipeline that waits on something else
+    than its CPU; a busy or slow host raises the cost much as it lowers the rate."""
     if cpu_before is None or cpu_after is None or events <= 0:
         return {}
     used = cpu_after - cpu_before
