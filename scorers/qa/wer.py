@@ -88,8 +88,8 @@ def word_count(text: str) -> int:
 
 
 def _normalise_sentences(sentences: str | list[str]) -> list[list[str]]:
-    # jiwer hands a transform its texts as a list of sentences (one here; a plain text in some
-    # versions), and wants a list of word lists back.
+    # jiwer hands a transform its texts as a list of sentences (one here), and wants a list of word
+    # lists back; a plain text is read too, as jiwer's own transforms read both.
     if isinstance(sentences, str):
         return normalise(sentences)
     return [normalise(sentence)[0] for sentence in sentences] or [[]]
