@@ -21,6 +21,7 @@ pytest.importorskip("quixstreams", reason="the bench extra is not installed")
 # Every figure the report must carry (dotted names are nested objects).
 REQUIRED_NUMBERS = [
     "single_event.events_per_s", "single_event.naive_faust_events_per_s",
+    "single_event.callqa_stock_transport_events_per_s",
     "batched.events_per_s", "batched.bare_aiokafka_events_per_s", "batched.quix_stateful_events_per_s",
     "end_to_result_ms.p50", "end_to_result_ms.p99",
     "replay.events_per_s",

@@ -3,7 +3,8 @@ broker it starts itself, written as one JSON report.
 
 Each pipeline runs in its own process on the same generated events (streams/bench/workload.py), one
 after the other so that they never compete for the CPU:
-- single-event messages: the callqa worker, the naive Faust agent, bare aiokafka and Quix Streams;
+- single-event messages: the callqa worker, the same worker on Faust's stock transport, the naive
+  Faust agent, bare aiokafka and Quix Streams;
 - the same events in per-call batch envelopes (as `callqa send` batches): the callqa worker, bare
   aiokafka and Quix Streams;
 - end of call → result latency at half the callqa worker's batched throughput;
@@ -13,7 +14,8 @@ after the other so that they never compete for the CPU:
 - one worker against two on a 4-partition topic.
 A worker's throughput is read from its /health counters (polled every 50 ms) from the first event it
 applied to the last; the peers time themselves from their first message to their last event.
-The throughput stages (all but the naive Faust agent, whose run takes minutes) run in `Scale.rounds`
+The throughput stages (all but the naive Faust agent and callqa on the stock transport, slow runs
+measured once) run in `Scale.rounds`
 interleaved rounds — every pipeline once, then every pipeline again — and each figure is the round
 with the median rate, the rates of all rounds listed beside it: a slow spell of a shared machine
 then weighs on a pipeline and its peers alike, and on one round of three, not on the figure.
@@ -165,11 +167,11 @@ class Bench:
             self.runs += 1
             return f"bench{self.tag}-{self.runs}-{name}"
 
-    def _worker(self, prefix: str, app_id: str | None = None) -> WorkerProcess:
+    def _worker(self, prefix: str, app_id: str | None = None, broker_url: str | None = None) -> WorkerProcess:
         assert self.broker is not None
         data_dir = tempfile.mkdtemp(prefix=f"{prefix}-", dir=self.workdir)
         worker = WorkerProcess(
-            self.broker.url, data_dir, log_path=f"{data_dir}/worker.log",
+            broker_url or self.broker.url, data_dir, log_path=f"{data_dir}/worker.log",
             env={"CALLQA_TOPIC_PREFIX": prefix, "CALLQA_APP_ID": app_id or prefix, "CALLQA_PARTITIONS": str(PARTITIONS),
                  },
         )
@@ -227,10 +229,11 @@ class Bench:
             raise BenchError(f"{kind} failed ({done.returncode}): {done.stderr[-2000:]}")
         return json.loads(lines[-1])
 
-    def _callqa_throughput(self, name: str, topic_prefix: str, events: int) -> dict[str, float]:
-        """A worker started on a topic already holding the messages (its own consumer group)."""
-        self.log(f"  callqa worker on {topic_prefix}.events")
-        worker = self._worker(topic_prefix, app_id=self._prefix(name))
+    def _callqa_throughput(self, name: str, topic_prefix: str, events: int, broker_url: str | None = None) -> dict[str, float]:
+        """A worker started on a topic already holding the messages (its own consumer group); on the
+        embedded broker's own URL unless `broker_url` names another way to it."""
+        self.log(f"  callqa worker on {topic_prefix}.events" + (f" ({broker_url})" if broker_url else ""))
+        worker = self._worker(topic_prefix, app_id=self._prefix(name), broker_url=broker_url)
         try:
             return self._rate([worker], events)
         finally:
@@ -268,6 +271,10 @@ class Bench:
             if shape == "single":
                 naive = min(events, self.scale.naive_faust_events)
                 runs[f"{shape}.naive_faust"] = lambda topic=topic, naive=naive: self._peer("naive_faust", topic, naive)
+                # callqa on Faust's stock transport (`aiokafka://`): what its own transports' fixes to
+                # Faust's hot path are worth, on the messages where the per-message cost shows.
+                runs[f"{shape}.callqa_stock_transport"] = lambda prefix=prefix, events=events: self._callqa_throughput(
+                    "single-stock", prefix, events, broker_url=f"aiokafka://{self.bootstrap}")
             for peer in ("bare_aiokafka", "quix_stateful"):
                 runs[f"{shape}.{peer}"] = lambda peer=peer, topic=topic, events=events: self._peer(peer, topic, events)
         return runs
@@ -493,7 +500,7 @@ def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | N
 
     single, batched = loaded["single"], loaded["batched"]
     for shape, section in (("single", single), ("batched", batched)):
-        for pipeline in ("callqa", "naive_faust", "bare_aiokafka", "quix_stateful"):
+        for pipeline in ("callqa", "callqa_stock_transport", "naive_faust", "bare_aiokafka", "quix_stateful"):
             run = measured.get(f"{shape}.{pipeline}")
             if run is not None:
                 section[pipeline] = run
@@ -520,8 +527,9 @@ def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | N
 
 
 # Stages measured once even when the throughput stages run in rounds: the naive agent takes minutes
-# a run (it is the denominator of a ratio with a wide margin), and the rest are not rates.
-RUN_ONCE = frozenset({"single.naive_faust"})
+# a run (it is the denominator of a ratio with a wide margin), callqa on Faust's stock transport about
+# one (a comparison, no goal's figure), and the rest are not rates.
+RUN_ONCE = frozenset({"single.naive_faust", "single.callqa_stock_transport"})
 
 
 def _run_rounds(runs: dict[str, Callable[[], Any]], rounds: int, log: Callable[[str], None]) -> dict[str, Any]:
