@@ -35,6 +35,11 @@ NO_USER_SPEECH = "No user speech"
 VALUE_DECIMALS = 4
 
 
+def _is_punctuation(code: int) -> bool:
+    """Punctuation as jiwer's `RemovePunctuation` means it: a Unicode category starting with "P"."""
+    return unicodedata.category(chr(code)).startswith("P")
+
+
 class _PunctuationDeletions(dict):
     """A `str.translate` table that deletes what jiwer's `RemovePunctuation` removes: every character
     whose Unicode category starts with "P". Each character is classified the first time a text holds
@@ -50,7 +55,7 @@ class _PunctuationDeletions(dict):
     MAX_REMEMBERED = 65_536
 
     def __missing__(self, code: int) -> int | None:
-        if unicodedata.category(chr(code)).startswith("P"):
+        if _is_punctuation(code):
             self[code] = None
             return None
         if len(self) < self.MAX_REMEMBERED:
@@ -61,7 +66,7 @@ class _PunctuationDeletions(dict):
 _PUNCTUATION = _PunctuationDeletions()
 # The same deletion for ASCII text (nearly every transcript), as bytes: bytes.translate deletes from a
 # 256-entry table, where str.translate looks every distinct character up in the table above.
-_ASCII_PUNCTUATION = bytes(code for code in range(128) if unicodedata.category(chr(code)).startswith("P"))
+_ASCII_PUNCTUATION = bytes(code for code in range(128) if _is_punctuation(code))
 _MULTIPLE_SPACES = re.compile(r"\s\s+")  # jiwer.RemoveMultipleSpaces
 
 
