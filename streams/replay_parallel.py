@@ -82,17 +82,14 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
     try:
         engine = job.new_engine()
         tune_gc()
-        read = itertools.count(1)
-
-        def on_record(size: int) -> None:
-            records = next(read)
-            if records % PROGRESS_EVERY_RECORDS == 0:
-                records_read[job.index] = records
+        def publish(records: int) -> None:
+            records_read[job.index] = records
 
         with SpoolWriter(job.spool) as spool:
             report = replay_partitions(read_log(job.log), engine, job.partitions, spool.result,
                                        spool.dead_letter if job.dead_letters else None, owned=job.owned,
-                                       report_rejections=job.index == 0, on_record=on_record)
+                                       report_rejections=job.index == 0,
+                                       on_record=every_so_many_records(publish))
         report_to.send(report)
     except BaseException as exc:
         report_to.send(JobFailure.of(exc))
@@ -108,18 +105,23 @@ def replay_log(log: str, partitions: int, jobs: int, new_engine: Callable[[], Ca
         return replay_parallel(log, partitions, jobs, new_engine, files, on_progress)
     engine = new_engine()
     tune_gc()
-    if on_progress is None:
-        return replay(read_log(log), engine, partitions, files.result, files.dead_letter)
+    on_record = None if on_progress is None else every_so_many_records(on_progress)
+    report = replay(read_log(log), engine, partitions, files.result, files.dead_letter, on_record=on_record)
+    if on_progress is not None:
+        on_progress(report.records)
+    return report
+
+
+def every_so_many_records(on_progress: Callable[[int], None]) -> Callable[[int], None]:
+    """A per-record callback that counts the records read and passes the count to `on_progress` every
+    PROGRESS_EVERY_RECORDS of them (a call per record would cost more than it tells)."""
     read = itertools.count(1)
 
     def on_record(size: int) -> None:
         records = next(read)
         if records % PROGRESS_EVERY_RECORDS == 0:
             on_progress(records)
-
-    report = replay(read_log(log), engine, partitions, files.result, files.dead_letter, on_record=on_record)
-    on_progress(report.records)
-    return report
+    return on_record
 
 
 def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[], CallEngine], files: ReplayFiles,
