@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.call_state import CallState
-from models.events import Event, Turn
+from models.events import Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
 
