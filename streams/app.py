@@ -110,6 +110,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         store=settings.store,
         datadir=settings.data_dir,
         web_host=settings.web_host,
+        web_bind=settings.web_host,  # (Faust listens on web_bind, 0.0.0.0 unless set; web_host only names it)
         web_port=settings.web_port,
         topic_partitions=settings.partitions,
         # A 10 s session timeout makes the group join take ~5 s instead of ~30 s (BROKER.md).

@@ -4,6 +4,7 @@ the calls that follow, and overviews and run summaries equal those computed from
 from __future__ import annotations
 
 import json
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -62,6 +63,10 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
 
     worker = start_worker(broker, topic_prefix)
     try:
+        # The API (cohort writes included) listens on CALLQA_WEB_HOST only, 127.0.0.1 by default:
+        # another loopback address, which a wildcard bind would answer, is refused.
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.2", worker.web_port), timeout=5).close()
         status, catalog = http(worker, "GET", "/qa/metrics")
         assert status == 200 and [m["metric"] for m in catalog["metrics"]][:3] == ["hallucination", "kb_recall", "wer"]
 
