@@ -221,16 +221,15 @@ def cmd_publish(args: argparse.Namespace) -> int:
     """Validate a file of cohorts or alert rules and publish each to its compacted topic."""
     from models.alert_rules import encode_rule, load_rules
     from models.cohorts import encode_cohort
-    from streams.documents import load_documents
     from streams.kafka_clients import ensure_topics, producer
     from streams.topics import TopicNames
-    from streams.wiring import cohort_book
+    from streams.wiring import cohort_book, load_cohorts
 
     settings = _settings(args)
     names = TopicNames(settings.topic_prefix)
     if args.kind == "cohorts":
         book = cohort_book(settings)
-        messages = [(d.cohort_id, encode_cohort(d)) for d in (book.decode(doc) for doc in load_documents(args.file, "cohorts"))]
+        messages = [(d.cohort_id, encode_cohort(d)) for d in load_cohorts(args.file, book)]
         topic = names.cohorts
     else:
         messages = [(rule.name, encode_rule(rule)) for rule in load_rules(args.file)]

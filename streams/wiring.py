@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from models.cohorts import CohortDefinition, CohortError
 from scorers.cohorts import CohortBook
 from scorers.engine import CallEngine
 from streams.config import Settings
@@ -13,9 +14,27 @@ def cohort_book(settings: Settings, cohorts_file: str | None = None) -> CohortBo
     book = CohortBook()
     path = cohorts_file or settings.cohorts_file
     if path:
-        for document in load_documents(path, "cohorts"):
-            book.apply(document)
+        for definition in load_cohorts(path, book):
+            book.apply(definition)
     return book
+
+
+def load_cohorts(path: str, book: CohortBook) -> list[CohortDefinition]:
+    """The cohorts of a file, each validated against `book`'s metrics. A `cohort_id` may appear once:
+    a second definition would silently replace the first. Raises CohortError naming the file and the
+    cohort."""
+    definitions: list[CohortDefinition] = []
+    seen: set[str] = set()
+    for index, document in enumerate(load_documents(path, "cohorts"), start=1):
+        try:
+            definition = book.decode(document)
+        except CohortError as exc:
+            raise CohortError(f"{path}: cohort #{index}: {exc}") from None
+        if definition.cohort_id in seen:
+            raise CohortError(f"{path}: cohort #{index}: cohort_id {definition.cohort_id!r} is used twice")
+        seen.add(definition.cohort_id)
+        definitions.append(definition)
+    return definitions
 
 
 def build_engine(settings: Settings, cohorts_file: str | None = None) -> CallEngine:

@@ -192,3 +192,25 @@ def test_a_results_line_nested_too_deeply_is_named(tmp_path, capsys):
     results.write_text('{"call_id": "c1", "version": 1, "run_id": "r1", "evaluation": {}}\n' + "[" * 5000 + "\n")
     code, err = run(capsys, "summary", "r1", "--results", str(results))
     assert code == 2 and f"{results} line 2 is not JSON" in err
+
+
+COHORT = '{"cohort_id": "billing", "name": "Billing", "metrics": [{"metric": "%s"}]}'
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("cohorts.json", '{"cohort": [%s]}' % (COHORT % "wer"), "expected a list under `cohorts`, found `cohort`"),
+    ("cohorts.toml", '[[rules]]\nname = "r"\n', "expected [[cohorts]] tables, found `rules`"),
+    ("cohorts.json", "[%s, %s]" % (COHORT % "wer", COHORT % "latency"), "cohort #2: cohort_id 'billing' is used twice"),
+    ("cohorts.json", "[%s]" % (COHORT % "empathy"), "cohort #1: invalid cohort 'billing'"),
+])
+@pytest.mark.parametrize("command", ["replay", "publish"])
+def test_a_cohorts_file_that_defines_nothing_or_one_cohort_twice_is_refused(tmp_path, capsys, name, text, message, command):
+    cohorts = tmp_path / name
+    cohorts.write_text(text)
+    out = tmp_path / "o.jsonl"
+    if command == "replay":
+        code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(out), "--cohorts", str(cohorts))
+    else:  # refused before any connection: no broker listens on port 1
+        code, err = run(capsys, "publish", "cohorts", str(cohorts), "--broker", "127.0.0.1:1")
+    assert code == 2 and err.startswith(f"callqa: {cohorts}: {message}") and "Traceback" not in err
+    assert not out.exists()
