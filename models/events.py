@@ -152,7 +152,8 @@ class CallAnnotatedData(Struct, forbid_unknown_fields=False, gc=False):
 
 
 class TranscriptCorrectedData(Struct, forbid_unknown_fields=False, gc=False):
-    """A human correction of one turn; `turn_index` is 0-based over the call's turns, in arrival order."""
+    """A human correction of what the user said in one turn; `turn_index` is 0-based over all of the
+    call's turns, in arrival order, and must name a user turn (else the event is dead-lettered)."""
 
     turn_index: int
     text: str

@@ -17,7 +17,7 @@ from typing import Iterable, Literal
 import msgspec
 
 from models.call_state import CallState
-from models.events import EVENT_TYPES, RESCORE_TYPES, CallEnded, Event, Watermark
+from models.events import EVENT_TYPES, RESCORE_TYPES, CallEnded, Event, TranscriptCorrected, Watermark
 from models.results import CallResult
 from scorers.call_result import score_call
 from scorers.cohorts import CohortBook
@@ -33,6 +33,19 @@ from scorers.registry import ScorerRegistry, default_registry
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
 RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
+
+
+def uncorrectable_turn(call: CallState, event: TranscriptCorrected) -> str | None:
+    """Why a transcript correction cannot apply to `call` (None: it can). It corrects what the user
+    was heard to say (the WER reference), so it must name one of the call's user turns: applied
+    otherwise, it would publish a new version that changed nothing while its sender believed it had."""
+    index, turns = event.data.turn_index, call.turns
+    if not 0 <= index < len(turns):
+        held = f"its {len(turns)} turns are numbered 0 to {len(turns) - 1}" if turns else "it has no turns"
+        return f"turn_index {index} names no turn of call {call.call_id!r} ({held})"
+    if turns[index].role != "user":
+        return f"turn_index {index} of call {call.call_id!r} is the {turns[index].role}'s turn; only user turns are corrected"
+    return None
 
 
 # What `process` says about each event. A msgspec Struct out of the cyclic GC rather than a
@@ -117,6 +130,11 @@ class CallEngine:
             self.counters.rejected += 1
             tag = event.__struct_config__.tag
             return Processed("rejected", call, reason=f"event {event_id!r}: a {tag!r} event cannot change call {call_id!r}, which has already ended")
+        if rescores and type(event) is TranscriptCorrected:
+            refusal = uncorrectable_turn(call, event)
+            if refusal is not None:
+                self.counters.rejected += 1
+                return Processed("rejected", call, reason=f"event {event_id!r}: {refusal}")
 
         first_activity = call.last_activity_ts_ms is None
         apply_event(call, event, self.registry)

@@ -35,6 +35,7 @@ def test_a_redelivered_position_is_skipped_even_with_a_new_event_id():
 def test_call_ended_publishes_version_1_and_each_post_call_event_the_next_version():
     engine = CallEngine()
     engine.process(started())
+    engine.process(event("turn", {"role": "user", "text": "hi"}))
     first = engine.process(ended()).result
     second = engine.process(event("call.annotated", {"user_sentiment": "Negative"}, ts_ms=T0 + 20_000)).result
     third = engine.process(event("transcript.corrected", {"turn_index": 0, "text": "x"}, ts_ms=T0 + 30_000)).result
@@ -49,6 +50,24 @@ def test_a_post_call_event_before_the_end_publishes_nothing_but_counts():
     result = engine.process(ended()).result
     sentiment = next(m for m in result.metrics if m.metric == "sentiment")
     assert result.version == 1 and sentiment.score == 100.0
+
+
+def test_a_correction_that_names_no_user_turn_is_rejected_and_publishes_nothing():
+    engine = CallEngine()
+    engine.process(started())
+    engine.process(event("turn", {"role": "user", "text": "my bill is wrong"}))
+    engine.process(event("turn", {"role": "agent", "text": "let me look"}))
+    engine.process(ended())
+    for index, why in ((2, "turn_index 2 names no turn of call 'c1' (its 2 turns are numbered 0 to 1)"),
+                       (-1, "turn_index -1 names no turn"),
+                       (1, "turn_index 1 of call 'c1' is the agent's turn; only user turns are corrected")):
+        refused = engine.process(event("transcript.corrected", {"turn_index": index, "text": "x"}, event_id=f"fix-{index}"))
+        assert refused.status == "rejected" and refused.result is None
+        assert refused.reason.startswith(f"event 'fix-{index}': {why}")
+    corrected = engine.process(event("transcript.corrected", {"turn_index": 0, "text": "my bill is right"}))
+    wer = next(m for m in corrected.result.metrics if m.metric == "wer")
+    assert corrected.result.version == 2 and wer.value == 0.25
+    assert engine.counters.rejected == 3
 
 
 def test_an_in_call_event_after_the_end_is_rejected_with_a_reason():
