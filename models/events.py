@@ -35,6 +35,8 @@ InactivityTimeout = Annotated[float, msgspec.Meta(gt=0, le=MAX_INACTIVITY_TIMEOU
 # scores and statistics into NaN) and within ±10^12 — for milliseconds, some 31 years either way.
 FINITE_BOUND = 1e12
 Finite = Annotated[float, msgspec.Meta(ge=-FINITE_BOUND, le=FINITE_BOUND)]
+# A measured duration: a negative one is no measurement (it would score as better than instant).
+Duration = Annotated[float, msgspec.Meta(ge=0, le=FINITE_BOUND)]
 
 
 # --------------------------------------------------------------------------------------------- data
@@ -102,7 +104,7 @@ class RtviData(Struct, forbid_unknown_fields=False, gc=False):
 
 
 class LatencyData(Struct, forbid_unknown_fields=False, gc=False):
-    latency_ms: Finite
+    latency_ms: Duration
     user_transcript: str = ""
     agent_transcript: str = ""
 
@@ -155,7 +157,7 @@ class TranscriptCorrectedData(Struct, forbid_unknown_fields=False, gc=False):
     """A human correction of what the user said in one turn; `turn_index` is 0-based over all of the
     call's turns, in arrival order, and must name a user turn (else the event is dead-lettered)."""
 
-    turn_index: int
+    turn_index: Annotated[int, msgspec.Meta(ge=0)]
     text: str
 
 

@@ -28,6 +28,7 @@ from scorers.qa.latency import LatencyMetric
 from scorers.qa.sentiment import Sentiment
 from scorers.retries import Retries
 from scorers.token_usage import TokenUsage
+from scorers.ttfb import TimeToFirstByte
 
 
 def qa_metrics() -> list[QaMetric]:
@@ -53,6 +54,7 @@ def signal_scorers(predicates: PredicateRegistry | None = None) -> list[Scorer]:
     return [
         HandoffLatency(),
         TokenUsage(),
+        TimeToFirstByte(),
         Retries(),
         ConversationEnd(),
         PredictedActions(),

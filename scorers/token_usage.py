@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from models.call_state import CallState
 from models.events import Rtvi
 from scorers.base import Scorer
-from scorers.numbers import count, finite_number
+from scorers.numbers import count
 
 
 @dataclass(slots=True)
@@ -28,7 +28,6 @@ class SideUsage:
 class TokenUsageAcc:
     agent: SideUsage = field(default_factory=SideUsage)
     user: SideUsage = field(default_factory=SideUsage)
-    ttfb_s: list[float] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, dict[str, int]]:
         return {"agent": self.agent.as_dict(), "user": self.user.as_dict()}
@@ -53,9 +52,3 @@ class TokenUsage(Scorer):
                 usage.n_calls += 1
                 usage.prompt += count(entry.get("prompt_tokens"))
                 usage.completion += count(entry.get("completion_tokens"))
-        ttfb = message.data.get("ttfb")
-        if event.data.side == "agent" and isinstance(ttfb, list):
-            for entry in ttfb:
-                value = finite_number(entry.get("value")) if isinstance(entry, dict) else None
-                if value is not None:
-                    acc.ttfb_s.append(value)

@@ -69,3 +69,30 @@ def test_samples_come_from_turn_timings_without_other_sources():
                event("turn", {"role": "user", "text": "hi", "start_ms": 0, "end_ms": 2000}),
                event("turn", {"role": "agent", "text": "hello", "start_ms": 3500, "end_ms": 4000}))
     assert (m.value, m.score, m.details["e2e"]["count"]) == (1500, 83.3, 1)
+
+
+def metrics(side="agent", **data):
+    return event("rtvi", {"side": side, "message": {"label": "rtvi-ai", "type": "metrics", "data": data}})
+
+
+def test_details_hold_each_agent_services_time_to_first_byte_in_ms():
+    m = scored("latency", *latencies(1200),
+               metrics(ttfb=[{"processor": "OpenAILLMService#0", "model": "gpt-4o", "value": 0.4},
+                             {"processor": "CartesiaTTSService#0", "value": 0.15}]),
+               metrics(ttfb=[{"processor": "OpenAILLMService#0", "value": 0.9}, {"value": 0.2}],
+                       tokens=[{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}]),
+               # not measurements: the user side's, negative, NaN, a string, a bool, not an entry
+               metrics(side="user", ttfb=[{"processor": "OpenAILLMService#0", "value": 9.0}]),
+               metrics(ttfb=[{"processor": "OpenAILLMService#0", "value": -0.1}, {"processor": "x", "value": float("nan")},
+                             {"processor": "x", "value": "0.3"}, {"processor": "x", "value": True}, 0.5]),
+               metrics(ttfb={"processor": "x", "value": 0.3}))
+    assert m.value == 1200  # the score stays the handoff's: TTFB is part of each handoff, not a sample
+    ttfb = m.details["ttfb"]
+    assert list(ttfb) == ["CartesiaTTSService#0", "OpenAILLMService#0", "unnamed"]
+    assert ttfb["OpenAILLMService#0"] == {"count": 2, "mean": 650.0, "p50": 900.0, "p90": 900.0, "p95": 900.0,
+                                          "p99": 900.0, "min": 400.0, "max": 900.0}
+    assert ttfb["CartesiaTTSService#0"]["p50"] == 150.0 and ttfb["unnamed"]["p50"] == 200.0
+
+
+def test_no_ttfb_reported_leaves_the_details_without_it():
+    assert "ttfb" not in scored("latency", *latencies(1200), metrics(ttfb=[])).details

@@ -120,3 +120,12 @@ def test_an_inactivity_timeout_that_is_not_a_positive_finite_number_of_seconds_u
         (rejected,) = decode_message(started(timeout)).rejected
         assert rejected.reason == f"event 'e1': Expected `float` {problem} - at `data.inactivity_timeout_s`", timeout
     assert decode_message(started(31_536_000.0)).events[0].data.inactivity_timeout_s == 31_536_000.0
+
+
+def test_a_negative_latency_or_turn_index_is_rejected_on_the_wire():
+    for type_, data, problem in (("latency", {"latency_ms": -100}, "Expected `float` >= 0.0 - at `data.latency_ms`"),
+                                 ("transcript.corrected", {"turn_index": -1, "text": "x"},
+                                  "Expected `int` >= 0 - at `data.turn_index`")):
+        (rejected,) = decode_message(msgpack.packb(envelope(type=type_, data=data))).rejected
+        assert rejected.reason == f"event 'e1': {problem}"
+    assert decode_message(msgpack.packb(envelope(type="latency", data={"latency_ms": 0}))).events

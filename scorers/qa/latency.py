@@ -3,6 +3,8 @@
 The samples are the ones `scorers.handoff_latency` keeps (one source per call, one sample per
 handoff); this metric has no accumulator of its own. Percentiles are nearest-rank without
 interpolation (`scorers.stats`). Score: 100 at 1000 ms or less, falling linearly to 0 at 4000 ms.
+`details.e2e` holds the samples' statistics and, when the agent reported any, `details.ttfb` the same
+statistics of each service's time to first byte (`scorers.ttfb`), which make up part of each handoff.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from models.results import MetricResult
 from scorers.handoff_latency import HandoffLatencyAcc
 from scorers.qa.base import QaMetric, linear_falloff
 from scorers.stats import nearest_rank
+from scorers.ttfb import TtfbAcc
 
 NO_LATENCY_SAMPLES = "No latency samples"
 FULL_SCORE_UNTIL_MS = 1000
@@ -48,4 +51,9 @@ class LatencyMetric(QaMetric):
         if not samples:
             return self.not_applicable(NO_LATENCY_SAMPLES)
         e2e = e2e_stats(samples)
-        return self.scored(e2e["p50"], linear_falloff(e2e["p50"], FULL_SCORE_UNTIL_MS, ZERO_SCORE_AT_MS), e2e=e2e)
+        score = linear_falloff(e2e["p50"], FULL_SCORE_UNTIL_MS, ZERO_SCORE_AT_MS)
+        ttfb: TtfbAcc = call.accumulators["ttfb"]
+        if not ttfb.ms_by_processor:
+            return self.scored(e2e["p50"], score, e2e=e2e)
+        by_processor = {name: e2e_stats(ttfb.ms_by_processor[name]) for name in sorted(ttfb.ms_by_processor)}
+        return self.scored(e2e["p50"], score, e2e=e2e, ttfb=by_processor)
