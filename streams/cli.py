@@ -253,7 +253,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from streams.demo import run_demo
 
-    return run_demo(args.log, partitions=args.partitions or 4)
+    return run_demo(args.log, partitions=4 if args.partitions is None else args.partitions)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -78,6 +78,8 @@ def test_a_batch_size_below_one_is_refused_before_anything_is_sent(capsys):
 def test_partitions_must_be_at_least_one(tmp_path, capsys):
     code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), "--partitions", "0")
     assert code == 2 and "partitions must be at least 1, got 0" in err
+    code, err = run(capsys, "demo", "--partitions", "0")  # refused before any broker starts
+    assert code == 2 and "partitions must be at least 1, got 0" in err
 
 
 @pytest.mark.parametrize("environ, message", [
