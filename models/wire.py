@@ -273,31 +273,89 @@ def _msgpack_records(path: str) -> Iterator[bytes]:
     # The unpacker only finds where each value ends (skip + tell); the bytes are cut from the chunks
     # read, which is several times cheaper than unpacking and packing every record again. A value cut
     # short at the end of the file is yielded as it is: it does not decode, so it is dead-lettered and
-    # counted like any other bad record instead of vanishing.
+    # counted like any other bad record instead of vanishing. So are bytes that start no value (a
+    # damaged stretch of the file): they are yielded as one record up to the next place where a
+    # whole event or batch starts, and reading goes on from there.
     import msgpack
 
-    unpacker = msgpack.Unpacker()
     with open(path, "rb") as handle:
-        pending = b""  # read, not yet yielded; starts at offset `start` of the file
-        start = 0
-        while chunk := handle.read(_LOG_CHUNK_BYTES):
-            unpacker.feed(chunk)
-            pending += chunk
-            cut = 0
+        pending = handle.read(_LOG_CHUNK_BYTES)  # read, not yet yielded
+        if pending.lstrip(b" \t\r\n").startswith((b"{", _UTF8_BOM)):
+            raise ValueError(f"{path}: this is JSON, not MessagePack (it starts with '{{'): "
+                             "a JSON Lines log is read as one when its name ends in .jsonl")
+        unpacker = msgpack.Unpacker()
+        unpacker.feed(pending)
+        fed_from = 0  # where in `pending` the unpacker's first byte is
+        at_end = not pending
+        while True:
+            cut = 0  # the end of the last record yielded, in `pending`
             while True:
                 try:
                     unpacker.skip()
                 except msgpack.OutOfData:
                     break
-                except (msgpack.FormatError, msgpack.StackError) as exc:
-                    raise ValueError(f"{path}: no MessagePack value can start at byte {unpacker.tell()}") from exc
-                end = unpacker.tell() - start
+                except (msgpack.FormatError, msgpack.StackError):
+                    resume = _next_record_start(pending, cut + 1)
+                    while resume is None and not at_end:  # (the next record may lie beyond this chunk)
+                        chunk = handle.read(_LOG_CHUNK_BYTES)
+                        at_end = not chunk
+                        pending += chunk
+                        resume = _next_record_start(pending, cut + 1)
+                    resume = len(pending) if resume is None else resume
+                    yield pending[cut:resume]
+                    pending, cut, fed_from = pending[resume:], 0, 0
+                    unpacker = msgpack.Unpacker()
+                    unpacker.feed(pending)
+                    continue
+                end = unpacker.tell() + fed_from
                 yield pending[cut:end]
                 cut = end
             pending = pending[cut:]
-            start += cut
+            fed_from -= cut
+            if at_end:
+                break
+            chunk = handle.read(_LOG_CHUNK_BYTES)
+            at_end = not chunk
+            unpacker.feed(chunk)
+            pending += chunk
     if pending:
         yield pending
+
+
+_MAP_HEADERS = frozenset(range(0x80, 0x90)) | {0xDE, 0xDF}
+_STR_HEADERS = frozenset(range(0xA0, 0xC0)) | {0xD9, 0xDA, 0xDB}
+
+
+def _next_record_start(data: bytes, begin: int) -> int | None:
+    """The first place at or after `begin` where `data` holds a whole event or batch (a map with the
+    contract version `v`), or None. Only damaged logs come here, so it may try every map header; each
+    try reads a small window first and a larger one only while the value runs past it."""
+    import msgpack
+
+    view = memoryview(data)
+    for start in range(begin, len(data) - 1):
+        if data[start] not in _MAP_HEADERS or data[start + 1] not in _STR_HEADERS:  # (keys are strings)
+            continue
+        window = _RESYNC_WINDOW_BYTES
+        while True:
+            unpacker = msgpack.Unpacker()
+            unpacker.feed(view[start:start + window])
+            try:
+                value = unpacker.unpack()
+            except msgpack.OutOfData:
+                if start + window >= len(data):
+                    break  # runs past the end of what has been read: no whole record here
+                window *= 4
+                continue
+            except Exception:  # noqa: BLE001 - anything that does not decode is not where a record starts
+                break
+            if isinstance(value, dict) and "v" in value and ("type" in value or "events" in value):
+                return start
+            break
+    return None
+
+
+_RESYNC_WINDOW_BYTES = 256  # (an event is a few hundred bytes; damage mostly fails within a few)
 
 
 def is_cut_short(record: bytes) -> bool:

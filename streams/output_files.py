@@ -50,8 +50,15 @@ class AtomicOutput:
         if self._temporary is not None:
             os.replace(self._temporary, self._target)
 
+    def flush(self) -> None:
+        """Write out what is buffered: a full disk fails here, before anything is put in place."""
+        self.file.flush()
+
     def discard(self) -> None:
-        self.file.close()
+        try:
+            self.file.close()
+        except OSError:
+            pass  # (flushing what is thrown away can fail as the write did, on a full disk)
         if self._temporary is not None:
             try:
                 os.unlink(self._temporary)

@@ -23,8 +23,8 @@ class AlertsFile:
         self.engine = AlertEngine(load_rules(rules_path))
         self.path = out_path
         self.count = 0
-        self._output = AtomicOutput(out_path)
-        self._out: BinaryIO = self._output.file
+        self.output = AtomicOutput(out_path)
+        self._out: BinaryIO = self.output.file
 
     def observe(self, result: Any) -> None:
         for alert in self.engine.observe(result):
@@ -33,10 +33,10 @@ class AlertsFile:
             self.count += 1
 
     def close(self) -> None:
-        self._output.commit()
+        self.output.commit()
 
     def discard(self) -> None:
-        self._output.discard()
+        self.output.discard()
 
 
 def alerts_file(rules_path: str | None, out_path: str | None) -> AlertsFile | None:

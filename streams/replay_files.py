@@ -98,8 +98,19 @@ class ReplayFiles:
         self._finish(keep=False)
 
     def _finish(self, keep: bool) -> None:
-        for output in (self.out_file, self.dead_file):
-            if output is not None:
-                output.commit() if keep else output.discard()
+        outputs = [output for output in (self.out_file, self.dead_file) if output is not None]
         if self.alerts is not None:
-            self.alerts.close() if keep else self.alerts.discard()
+            outputs.append(self.alerts.output)
+        if not keep:
+            for output in outputs:
+                output.discard()
+            return
+        try:  # all written out before any is put in place: the files go together or not at all
+            for output in outputs:
+                output.flush()
+        except BaseException:
+            for output in outputs:
+                output.discard()
+            raise
+        for output in outputs:
+            output.commit()

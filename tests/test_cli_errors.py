@@ -3,6 +3,8 @@ traceback, never a destroyed input, never a partial output left as if complete."
 
 from __future__ import annotations
 
+import resource
+import signal
 from pathlib import Path
 
 import pytest
@@ -35,13 +37,20 @@ def test_an_output_naming_the_log_is_refused_before_anything_is_written(tmp_path
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_replay_that_fails_midway_leaves_the_earlier_output_as_it_was_and_no_partial_file(tmp_path, capsys, jobs):
-    whole = b"".join(encode_event(event("call.started", {"agent_id": "a"}, call_id=f"c{i}")) for i in range(50))
     log = tmp_path / "log.msgpack"
-    log.write_bytes(whole + b"\xc1" + whole)  # bytes that start no value: the replay stops there
+    log.write_bytes(b"".join(encode_event(event("call.started", {"agent_id": "a"}, call_id=f"c{i}")) for i in range(50)))
     out = tmp_path / "results.jsonl"
     out.write_bytes(b"an earlier complete output\n")
-    code, err = run(capsys, "replay", str(log), "--out", str(out), "--jobs", jobs)
-    assert code == 2 and "no MessagePack value can start at byte" in err
+    # The disk fills up midway: no file may grow past 20 kB (the results come to some 140 kB).
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    ignored = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # (else the kernel kills the writer)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, limit[1]))
+    try:
+        code, err = run(capsys, "replay", str(log), "--out", str(out), "--jobs", jobs)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, ignored)
+    assert code == 2 and "File too large" in err
     assert out.read_bytes() == b"an earlier complete output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log.msgpack", "results.jsonl"]
 

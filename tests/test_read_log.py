@@ -55,9 +55,27 @@ def test_a_byte_order_mark_before_the_first_line_of_a_jsonl_log_is_not_part_of_t
     assert list(read_log(str(log))) == [line, line]
 
 
-def test_bytes_that_start_no_value_fail_with_the_offset(tmp_path):
-    whole = encode_event(started("c1"))
+def test_bytes_that_start_no_value_are_one_record_up_to_the_next_event_and_reading_goes_on(tmp_path):
+    first, second = encode_event(started("c1")), encode_batch([turn("c2", "hi")], "c2")
+    big = encode_event(turn("c3", "policy text " * 150_000))  # found again past the 1 MiB read
     log = tmp_path / "log.msgpack"
-    log.write_bytes(whole + b"\xc1" + whole)
-    with pytest.raises(ValueError, match=f"no MessagePack value can start at byte {len(whole)}"):
-        list(read_log(str(log)))
+    damaged = b"\xc1" + b"\x85\xc1" * 700_000  # map headers that start no record, across reads
+    log.write_bytes(first + b"\xc1\xc1" + second + damaged + big + first)
+    assert list(read_log(str(log))) == [first, b"\xc1\xc1", second, damaged, big, first]
+    (rejected,) = decode_message(b"\xc1\xc1").rejected
+    assert "undecodable: MessagePack data is malformed" in rejected.reason
+
+
+def test_a_damaged_end_with_no_record_after_it_is_one_record(tmp_path):
+    first, cut = encode_event(started("c1")), encode_event(started("c2"))[:-3]
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(first + b"\xc1" + cut)
+    assert list(read_log(str(log))) == [first, b"\xc1" + cut]
+
+
+@pytest.mark.parametrize("start", [b"{", b"  \n{", b"\xef\xbb\xbf{"])
+def test_a_json_lines_log_named_msgpack_is_refused_at_once(tmp_path, start):
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(start + b'"v": 1, "type": "turn"}\n')
+    with pytest.raises(ValueError, match=r"log.msgpack: this is JSON, not MessagePack .*ends in \.jsonl"):
+        next(read_log(str(log)))

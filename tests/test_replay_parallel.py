@@ -175,10 +175,10 @@ def test_the_report_of_jobs_is_the_report_of_one_process(tmp_path, generated):
 
 
 def test_a_log_that_cannot_be_read_fails_the_replay_with_the_readers_error(tmp_path, capsys):
-    log = tmp_path / "broken.msgpack"
-    log.write_bytes(msgpack.packb({"v": 1}) + b"\xc1")  # 0xc1 starts no MessagePack value
+    log = tmp_path / "misnamed.msgpack"
+    log.write_bytes(b'{"v": 1}\n')  # JSON Lines under a MessagePack name
     assert main(["replay", str(log), "--out", str(tmp_path / "out.jsonl"), "--jobs", "2"]) == 2
-    assert f"{log}: no MessagePack value can start at byte 4" in capsys.readouterr().err
+    assert f"{log}: this is JSON, not MessagePack" in capsys.readouterr().err
 
 
 def fails_in_one_job(marker: Path, fail: Callable[[], CallEngine]) -> Callable[[], CallEngine]:
