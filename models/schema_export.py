@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from models.alert_rules import AlertRule
+from models.alerts import Alert
 from models.cohorts import CohortDefinition
 from models.deadletter import DeadLetterDocument
 from models.events import EVENT_TYPES, AnyEvent, Batch, Event
@@ -46,8 +48,20 @@ def _single(type_: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return schema, components
 
 
+def _ids_not_empty(components: dict[str, Any]) -> dict[str, Any]:
+    """Every event's `event_id` and `call_id` as the decoder reads them: strings of at least one
+    character (an empty one identifies nothing and is dead-lettered)."""
+    for name, component in components.items():
+        properties = component.get("properties", {})
+        if "event_id" in properties and "call_id" in properties:
+            properties = {**properties, **{key: {**properties[key], "minLength": 1} for key in ("event_id", "call_id")}}
+            components[name] = {**component, "properties": properties}
+    return components
+
+
 def event_schema(tag: str, cls: type[Event]) -> dict[str, Any]:
     schema, components = _single(cls)
+    _ids_not_empty(components)
     doc = (cls.__doc__ or "").strip()
     return _document(f"event.{tag}.json", f"callqa event `{tag}`", doc or f"The `{tag}` event (contract v1).",
                      schema, components)
@@ -55,6 +69,7 @@ def event_schema(tag: str, cls: type[Event]) -> dict[str, Any]:
 
 def batch_schema() -> dict[str, Any]:
     (batch, any_event), components = msgspec.json.schema_components([Batch, AnyEvent], ref_template="#/$defs/{name}")
+    _ids_not_empty(components)
     batch_def = dict(components["Batch"])
     batch_def["properties"] = dict(batch_def["properties"])
     batch_def["properties"]["events"] = {"type": "array", "items": any_event}
@@ -119,6 +134,14 @@ def all_schemas() -> dict[str, dict[str, Any]]:
     schemas["deadletter.json"] = _document("deadletter.json", "callqa dead letter",
                                            "A record of callqa.deadletter.", *_single(DeadLetterDocument))
     schemas["cohort.json"] = cohort_schema()
+    schemas["alert.json"] = _document("alert.json", "callqa alert event",
+                                      "A record of callqa.alerts: one state transition of one rule on one scope "
+                                      "(key = dedupe_key).", *_single(Alert))
+    schemas["alert-rule.json"] = _document("alert-rule.json", "callqa alert rule",
+                                           "A rule of a rules file and a record of callqa.alert-rules (key = name). "
+                                           "The worker also checks what a schema cannot say: the metric is known, "
+                                           "the scope well formed, clear_above >= fire_below, the long window "
+                                           "longer than the window.", *_single(AlertRule))
     return schemas
 
 

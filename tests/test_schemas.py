@@ -148,3 +148,35 @@ def test_the_bundled_cohorts_validate_against_the_cohort_schema():
     cohorts = json.loads((SAMPLE.parent / "cohorts.json").read_text())
     for cohort in cohorts if isinstance(cohorts, list) else cohorts["cohorts"]:
         assert validator.is_valid(cohort), list(validator.iter_errors(cohort))[:1]
+
+
+@pytest.mark.parametrize("ids", [{"event_id": "", "call_id": "c1"}, {"event_id": "e1", "call_id": ""}])
+def test_an_empty_event_id_or_call_id_is_refused_by_the_schemas_as_by_the_decoder(ids):
+    document = {"v": 1, "type": "call.annotated", "ts_ms": 1, "data": {}, **ids}
+    assert decode_message(json.dumps(document).encode()).rejected
+    assert not _validator("call.annotated").is_valid(document)
+    assert _validator("call.annotated").is_valid({**document, "event_id": "e1", "call_id": "c1"})
+    batch = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "batch.json").read_text()))
+    assert not batch.is_valid({"v": 1, "events": [document]})
+
+
+def test_alert_events_and_the_sample_rules_validate_against_their_schemas(tmp_path):
+    import tomllib
+
+    from streams.cli import main
+
+    samples = Path(__file__).resolve().parent.parent / "samples"
+    alerts = tmp_path / "alerts.jsonl"
+    assert main(["replay", str(SAMPLE), "--out", str(tmp_path / "results.jsonl"), "--jobs", "1",
+                 "--rules", str(samples / "alert-rules.toml"), "--alerts-out", str(alerts)]) == 0
+    documents = [json.loads(line) for line in alerts.read_text().splitlines()]
+    assert {document["state"] for document in documents} == {"pending", "firing"}
+    validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "alert.json").read_text()))
+    for document in documents:
+        assert validator.is_valid(document), list(validator.iter_errors(document))[:1]
+    assert not validator.is_valid({**documents[0], "state": "on fire"})
+    rules = tomllib.loads((samples / "alert-rules.toml").read_text())["rules"]
+    validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "alert-rule.json").read_text()))
+    for rule in rules:
+        assert validator.is_valid(rule), list(validator.iter_errors(rule))[:1]
+    assert not validator.is_valid({**rules[0], "fire_below": 1.5}) and not validator.is_valid({**rules[0], "colour": "red"})
