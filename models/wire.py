@@ -8,6 +8,8 @@ can dead-letter it and go on.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -106,7 +108,30 @@ def _probe(codec: _Codec, raw: bytes) -> _IdProbe:
     try:
         return codec.probe.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return _IdProbe()
+        pass
+    if codec is _JSON:  # Python's reader takes what msgspec refuses as text (a lone surrogate escape)
+        try:
+            document = json.loads(raw)
+        except (ValueError, RecursionError):
+            return _IdProbe()
+        if isinstance(document, dict):
+            return _IdProbe(document.get("event_id"), document.get("call_id"))
+    return _IdProbe()
+
+
+# A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one: half of a UTF-16 pair, which no text
+# holds (Python's json.dumps writes one for a lone surrogate); msgspec calls it "truncated input".
+_LONE_HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+
+
+def _undecodable(codec: _Codec, raw: bytes, exc: msgspec.DecodeError) -> str:
+    reason = _reason(exc)
+    if codec is _JSON and reason == "Input data was truncated":
+        lone = _LONE_HIGH_SURROGATE.search(raw)
+        if lone is not None:
+            reason = (f"a lone UTF-16 surrogate escape ({lone.group().decode()} at byte {lone.start()}), "
+                      "which is no text")
+    return f"undecodable: {reason}"
 
 
 def _reject(codec: _Codec, raw: bytes, problem: str, batch_index: int | None = None) -> Rejected:
@@ -136,12 +161,16 @@ def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> An
     except msgspec.ValidationError as exc:
         reason = _reason(exc)
         if reason.endswith("- at `v`"):
-            reason = f"unsupported contract version v={reason.split(' - at')[0].removeprefix('Invalid enum value ')}"
+            problem = reason.split(" - at")[0]
+            if problem.startswith("Invalid enum value "):
+                reason = f"unsupported contract version v={problem.removeprefix('Invalid enum value ')} (callqa reads version {CONTRACT_VERSION})"
+            else:
+                reason = f"`v` must be the contract version, {CONTRACT_VERSION} ({problem})"
         elif reason.startswith("Invalid value") and reason.endswith("- at `type`"):
             reason = f"unknown event type {reason[len('Invalid value '):-len(' - at `type`')]}; known types: {', '.join(EVENT_TYPES)}"
         return _reject(codec, raw, reason, batch_index)
     except msgspec.DecodeError as exc:
-        return _reject(codec, raw, f"undecodable: {_reason(exc)}", batch_index)
+        return _reject(codec, raw, _undecodable(codec, raw, exc), batch_index)
     except RecursionError:
         return _reject(codec, raw, "undecodable: nested too deeply", batch_index)
     if not event.event_id or not event.call_id:
@@ -154,7 +183,10 @@ def decode_message(raw: bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> Decoded:
     if raw is None or len(raw) == 0:
         return Decoded([], [Rejected("empty message", raw or b"")])
     if len(raw) > max_bytes:
-        return Decoded([], [Rejected(f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit", raw)])
+        probe = _probe(_codec_for(raw), raw)  # (named by its ids where they can be read)
+        event_id = probe.event_id if isinstance(probe.event_id, str) else None
+        call_id = probe.call_id if isinstance(probe.call_id, str) else None
+        return Decoded([], [Rejected(f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit", raw, event_id, call_id)])
     codec = _codec_for(raw)
     if codec is _JSON or _FIXMAP_FIRST <= raw[0] <= _FIXMAP_LAST:
         common = _decode_common(codec, raw)
@@ -170,7 +202,12 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
         return Decoded([single], [])
     try:
         batch = codec.batch.decode(raw)
-    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+    except msgspec.ValidationError as exc:
+        if single.reason.endswith("missing required field `type`") and codec.events_key in raw:
+            # No event (no type) but an "events" key: a batch gone wrong, which is what to say.
+            return Decoded([], [Rejected(f"batch: {_reason(exc)}", raw)])
+        return Decoded([], [single])
+    except (msgspec.DecodeError, RecursionError):
         return Decoded([], [single])  # not a batch either: report it as the single event it claimed to be
     if batch.v != CONTRACT_VERSION:
         return Decoded([], [Rejected(f"batch: unsupported contract version v={batch.v}", raw, call_id=batch.call_id)])

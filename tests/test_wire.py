@@ -55,14 +55,37 @@ def test_plain_text_is_reported_as_neither_json_nor_msgpack():
     assert "neither a JSON object nor a MessagePack map" in rejected.reason
 
 
-def test_an_oversized_message_is_rejected_before_decoding():
+def test_an_oversized_message_is_rejected_before_decoding_and_named_by_its_ids_where_readable():
     (rejected,) = decode_message(b"{" + b" " * 2000 + b"}", max_bytes=1000).rejected
     assert rejected.reason == "message of 2002 bytes exceeds the 1000-byte limit"
+    assert (rejected.event_id, rejected.call_id) == (None, None)
+    big = envelope(type="turn", data={"role": "user", "text": "x" * 2000})
+    for raw in (json.dumps(big).encode(), msgpack.packb(big)):
+        (rejected,) = decode_message(raw, max_bytes=1000).rejected
+        assert rejected.reason.startswith("message of") and (rejected.event_id, rejected.call_id) == ("e1", "c1")
 
 
 def test_an_unsupported_contract_version_is_rejected():
     (rejected,) = decode_message(json.dumps(envelope(v=2)).encode()).rejected
-    assert rejected.reason == "event 'e1': unsupported contract version v=2"
+    assert rejected.reason == "event 'e1': unsupported contract version v=2 (callqa reads version 1)"
+    (rejected,) = decode_message(json.dumps(envelope(v=True)).encode()).rejected
+    assert rejected.reason == "event 'e1': `v` must be the contract version, 1 (Expected `int`, got `bool`)"
+
+
+def test_a_lone_surrogate_escape_is_named_as_such_with_the_events_ids():
+    document = envelope(type="turn", data={"role": "user", "text": "a\ud800b"})
+    raw = json.dumps(document).encode()  # Python writes the lone surrogate as the escape \ud800
+    (rejected,) = decode_message(raw).rejected
+    at = raw.index(b"\\ud800")
+    assert rejected.reason == f"event 'e1': undecodable: a lone UTF-16 surrogate escape (\\ud800 at byte {at}), which is no text"
+    assert (rejected.event_id, rejected.call_id) == ("e1", "c1")
+    pair = json.dumps(envelope(type="turn", data={"role": "user", "text": "a\U0001F600b"})).encode()
+    assert b"\\ud83d\\ude00" in pair and decode_message(pair).events[0].data.text == "a\U0001F600b"
+
+
+def test_a_batch_whose_events_are_not_a_list_says_so():
+    (rejected,) = decode_message(b'{"v": 1, "call_id": "c1", "events": "notalist"}').rejected
+    assert rejected.reason == "batch: Expected `array`, got `str` - at `events`"
 
 
 def test_a_batch_keeps_its_good_events_and_rejects_only_the_bad_ones():
