@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 
 from models.wire import read_log
@@ -351,6 +352,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
+    except BrokenPipeError:
+        # The reader of the output went away (`callqa summary … | head`): nothing is wrong and nothing
+        # more can be said. Python would report the failing flush at exit, so stdout goes nowhere now.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (ValueError, OSError) as exc:  # configuration, input and file errors: one clear line, no traceback
         print(f"callqa: {exc}", file=sys.stderr)
         return 2

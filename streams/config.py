@@ -106,6 +106,26 @@ def _check_ranges(settings: Settings) -> None:
                          f"got {settings.judge_response_format!r}")
     if settings.log_level.lower() not in LOG_LEVELS:
         raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {settings.log_level!r}")
+    _check_broker(settings.broker)
+
+
+# kafka: Apache Kafka (the hot-path transport); tansu: the embedded broker; aiokafka: Faust's stock
+# transport; callqa-kafka: what the worker turns kafka:// into (streams/broker_fixes.py).
+BROKER_SCHEMES = ("kafka", "tansu", "aiokafka", "callqa-kafka")
+
+
+def _check_broker(url: str) -> None:
+    """Each address of `url` (`;` or `,` between them) is host:port, with one of BROKER_SCHEMES or none:
+    an unknown scheme would otherwise be read as part of a host name and fail only on connecting."""
+    for address in url.replace(",", ";").split(";"):
+        address = address.strip()
+        scheme, separator, rest = address.rpartition("://")
+        if separator and scheme not in BROKER_SCHEMES:
+            raise ValueError(f"broker {url!r}: unknown scheme {scheme + '://'!r} (use one of "
+                             f"{', '.join(s + '://' for s in BROKER_SCHEMES[:3])}, or host:port)")
+        host, colon, port = rest.rpartition(":")
+        if not colon or not host or not port.isdigit() or "/" in rest:
+            raise ValueError(f"broker {url!r}: expected host:port, got {address!r}")
 
 
 def _coerce(name: str, raw: Any, source: str) -> Any:

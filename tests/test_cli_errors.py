@@ -3,6 +3,7 @@ traceback, never a destroyed input, never a partial output left as if complete."
 
 from __future__ import annotations
 
+import os
 import resource
 import signal
 from pathlib import Path
@@ -101,6 +102,9 @@ def test_partitions_must_be_at_least_one(tmp_path, capsys):
     ({"CALLQA_WEB_PORT": "-1"}, "web_port must be a port number (0 to 65535), got -1"),
     ({"CALLQA_LOG_LEVEL": "loud"}, "log_level must be one of debug, info, warning, error, critical, got 'loud'"),
     ({"CALLQA_JUDGE_RESPONSE_FORMAT": "JSON_OBJECT"}, "judge_response_format must be one of json_schema, json_object, got 'JSON_OBJECT'"),
+    ({"CALLQA_BROKER": "foo://x:1"}, "broker 'foo://x:1': unknown scheme 'foo://' (use one of kafka://, tansu://, aiokafka://, or host:port)"),
+    ({"CALLQA_BROKER": "kafka://a:9092;b"}, "broker 'kafka://a:9092;b': expected host:port, got 'b'"),
+    ({"CALLQA_BROKER": "kafka://a:port"}, "expected host:port, got 'kafka://a:port'"),
 ])
 def test_settings_from_the_environment_are_checked_and_the_variable_named(environ, message):
     with pytest.raises(ValueError) as info:
@@ -225,3 +229,25 @@ def test_a_cohorts_file_that_defines_nothing_or_one_cohort_twice_is_refused(tmp_
         code, err = run(capsys, "publish", "cohorts", str(cohorts), "--broker", "127.0.0.1:1")
     assert code == 2 and err.startswith(f"callqa: {cohorts}: {message}") and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("broker", ["kafka://a:9092", "tansu://127.0.0.1:9092", "aiokafka://a:1", "a:9092,b:9093",
+                                    "kafka://a:9092;kafka://b:9092", "[::1]:9092"])
+def test_broker_urls_of_every_supported_form_are_taken(broker):
+    assert load_settings({"CALLQA_BROKER": broker}).broker == broker
+
+
+def test_output_to_a_reader_that_went_away_ends_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    results = tmp_path / "results.jsonl"
+    assert main(["replay", str(SAMPLE_LOG), "--out", str(results), "--jobs", "1"]) == 0
+    read, write = os.pipe()
+    os.close(read)  # as `| head` does once it has read enough
+    try:
+        done = subprocess.run([sys.executable, "-m", "streams.cli", "summary", "eval_20251006_0900", "--results",
+                               str(results), "--json"], stdout=write, stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(write)
+    assert done.returncode == 1 and done.stderr == b""
