@@ -25,14 +25,16 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
 
 
 async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None, on_record: Callable[[bytes, bytes], None],
-                     until: Callable[[], bool] | None = None, timeout_s: float | None = None) -> int:
+                     until: Callable[[], bool] | None = None, timeout_s: float | None = None,
+                     on_waiting: Callable[[str], None] | None = None) -> int:
     """Deliver every record of `topic` to `on_record(key, value)`; stop after `idle_exit_s` without
-    new records (None: follow forever), once `until()` holds, or after `timeout_s`. Returns the number read."""
+    new records (None: follow forever), once `until()` holds, or after `timeout_s`. Returns the number read.
+    A topic that does not exist yet is waited for as long (`on_waiting` hears of it once)."""
     consumer = reader(settings)
     await consumer.start()
     count = 0
     try:
-        partitions = await _partitions(consumer, topic)
+        partitions = await _partitions(consumer, topic, idle_exit_s if idle_exit_s is not None else timeout_s, on_waiting)
         consumer.assign([TopicPartition(topic, p) for p in partitions])
         await consumer.seek_to_beginning()
         idle = 0.0
@@ -56,14 +58,23 @@ async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None, 
     return count
 
 
-async def _partitions(consumer: Any, topic: str, wait_s: float = 30.0) -> list[int]:
-    for _ in range(int(wait_s * 4)):
+async def _partitions(consumer: Any, topic: str, wait_s: float | None, on_waiting: Callable[[str], None] | None) -> list[int]:
+    """The topic's partitions, once it exists; it is waited for up to `wait_s` (None: for ever)."""
+    loop = asyncio.get_running_loop()
+    deadline = None if wait_s is None else loop.time() + wait_s
+    told = False
+    while True:
         partitions = consumer.partitions_for_topic(topic)
         if partitions:
             return sorted(partitions)
-        await consumer._client.force_metadata_update()  # the topic may not exist yet: wait for it
+        if deadline is not None and loop.time() >= deadline:
+            raise SystemExit(f"topic {topic!r} does not exist (is a worker running against this broker, "
+                             "with this topic prefix?)")
+        if on_waiting is not None and not told:
+            on_waiting(f"waiting for topic {topic!r} to exist (a worker creates it on start) ...")
+            told = True
+        await consumer._client.force_metadata_update()
         await asyncio.sleep(0.25)
-    raise SystemExit(f"topic {topic!r} does not exist (is a worker running against this broker?)")
 
 
 def tail(settings: Settings, topic: str, kind: str, follow: bool, raw: bool) -> int:
@@ -78,7 +89,10 @@ def tail(settings: Settings, topic: str, kind: str, follow: bool, raw: bool) -> 
         print(json.dumps(document, sort_keys=False) if raw else render(document), flush=True)
 
     try:
-        return asyncio.run(read_topic(settings, topic, None if follow else 3.0, show))
+        def waiting(note: str) -> None:
+            print(note, file=sys.stderr, flush=True)
+
+        return asyncio.run(read_topic(settings, topic, None if follow else 3.0, show, on_waiting=waiting if follow else None))
     except BrokenPipeError:  # the reader went away (`| head`): not an error
         sys.stderr.close()
         return 0
