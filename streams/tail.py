@@ -31,9 +31,9 @@ async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None, 
     new records (None: follow forever), once `until()` holds, or after `timeout_s`. Returns the number read.
     A topic that does not exist yet is waited for as long (`on_waiting` hears of it once)."""
     consumer = reader(settings)
-    await consumer.start()
     count = 0
     try:
+        await consumer.start()  # (inside: a broker that cannot be reached still gets its consumer closed)
         partitions = await _partitions(consumer, topic, idle_exit_s if idle_exit_s is not None else timeout_s, on_waiting)
         consumer.assign([TopicPartition(topic, p) for p in partitions])
         await consumer.seek_to_beginning()
