@@ -21,6 +21,9 @@ class Scorer(ABC):
     # For a scorer that handles "rtvi": the RTVI message types its update() reads, so the fold skips
     # it for every other message (most RTVI traffic is metrics and speaking events). None: all of them.
     rtvi_messages: ClassVar[frozenset[str] | None] = None
+    # Whether the accumulator outlives a discarded attempt (`attempt.discarded` starts the call's
+    # scoring over): only what is about all attempts, such as the count of retries, does.
+    spans_attempts: ClassVar[bool] = False
 
     @abstractmethod
     def start(self) -> Any:

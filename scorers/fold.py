@@ -8,6 +8,7 @@ from models.call_state import DEFAULT_INACTIVITY_TIMEOUT_S, CallState, TurnRecor
 from models.events import (
     EVENT_TYPES,
     RESCORE_TYPES,
+    AttemptDiscarded,
     CallEnded,
     CallStarted,
     Event,
@@ -43,6 +44,8 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
     core = _CORE_FACTS.get(cls)
     if core is not None:
         core(call, event)
+    elif cls is AttemptDiscarded:
+        restart_attempt(call, registry)
     if cls is Rtvi:
         updates = registry.rtvi_routes.get(event.data.message.type, registry.rtvi_unlisted)
     else:
@@ -54,6 +57,21 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
         except Exception as exc:  # noqa: BLE001 - one scorer's bug must not stop the call or the worker
             record_scorer_error(call, name, event, exc)
     call.events_applied += 1  # (its event_id is recorded by the engine, which decided it was new)
+
+
+def restart_attempt(call: CallState, registry: ScorerRegistry) -> None:
+    """An attempt of the call was discarded (the evaluation harness re-runs a stale scenario): what it
+    gathered — turns, tokens, latencies, tool calls — is dropped, so that the result describes the
+    accepted attempt alone, as the harness's metrics.json does. The call's own facts (`call.started`,
+    its clocks, the events seen) and the accumulators that span attempts (the retry count) stay."""
+    call.turns.clear()
+    for scorer in registry.scorers:
+        if not scorer.spans_attempts:
+            call.accumulators[scorer.name] = scorer.start()
+            if call.scorer_errors is not None:
+                call.scorer_errors.pop(scorer.name, None)
+    if not call.scorer_errors:
+        call.scorer_errors = None
 
 
 MAX_SCORER_ERROR_CHARS = 300

@@ -1,4 +1,6 @@
-"""Automatic retry provenance: one reason per discarded attempt (`attempt.discarded`), in order."""
+"""Automatic retry provenance: one reason per discarded attempt (`attempt.discarded`), in order.
+
+The one accumulator a discarded attempt leaves as it was (scorers/fold.py starts the others over)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ class RetriesAcc:
 class Retries(Scorer):
     name = "retries"
     handles = frozenset({"attempt.discarded"})
+    spans_attempts = True
 
     def start(self) -> RetriesAcc:
         return RetriesAcc()

@@ -117,3 +117,26 @@ def test_auto_retry_count_counts_discarded_attempts_and_lists_their_reasons():
     assert ev["auto_retry_reasons"] == ["0 conversation turns (bots never exchanged audio)", "stale"]
     without = evaluation([started(), ended(1000)])
     assert without["auto_retry_count"] == 0 and "auto_retry_reasons" not in without
+
+
+def test_a_discarded_attempts_turns_tokens_and_latencies_are_dropped_and_the_call_keeps_its_start():
+    def tokens():
+        return rtvi("metrics", data={"tokens": [{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}]})
+
+    engine, results = run_call([
+        started(scenario={"name": "s1", "min_agent_turns": 2}),
+        event("turn", {"role": "agent", "text": "hello"}), tokens(), event("latency", {"latency_ms": 9000}),
+        event("attempt.discarded", {"reason": "stale"}),  # the harness re-runs the scenario: attempt 2
+        event("turn", {"role": "agent", "text": "hello again"}), tokens(),
+        event("turn", {"role": "user", "text": "hi"}), event("latency", {"latency_ms": 1000}),
+        ended(1000),
+    ])
+    ev = results[-1].evaluation
+    assert ev["scenario_name"] == "s1" and results[-1].agent_id == "a1"  # call.started came in attempt 1
+    assert ev["auto_retry_count"] == 1 and ev["auto_retry_reasons"] == ["stale"]
+    assert ev["total_turns"] == 2 and ev["token_usage"]["agent"]["n_calls"] == 1
+    assert ev["latency_stats"]["count"] == 1 and ev["latency_stats"]["p50_ms"] == 1000.0
+    latency = next(m for m in results[-1].metrics if m.metric == "latency")
+    assert latency.value == 1000 and latency.score == 100.0
+    assert ev["insufficient_agent_turns"] is True  # one LLM call in the accepted attempt, below the floor of 2
+    assert [t.text for t in engine.calls["c1"].turns] == ["hello again", "hi"]
