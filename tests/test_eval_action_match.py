@@ -36,6 +36,16 @@ def test_a_one_element_reference_list_equals_its_dict():
 
 def test_nothing_predicted_fails():
     assert is_action_match(PIZZA, []) is False
+    assert is_action_match(PIZZA, [[]]) is False  # one <final_response> holding an empty list
+
+
+def test_one_final_response_holding_the_whole_action_list_is_the_prediction():
+    book, pay = {"action": "book", "seat": "12A"}, {"action": "pay", "amount": 100}
+    assert is_action_match([book, pay], [[pay, book]]) is True
+    assert is_action_match([book], [[book]]) is True
+    assert is_action_match([book, pay], [[book]]) is False
+    assert is_action_match([book], [[book, pay]]) is False  # one reference item: only the last prediction counts
+    assert is_action_match([book, pay], [[book], [pay]]) is False  # several responses: each one an action
 
 
 def test_one_reference_item_is_compared_with_the_last_prediction_only():

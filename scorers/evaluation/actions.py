@@ -4,6 +4,8 @@ Predicted actions are the agent's `<final_response>…</final_response>` server 
 (each one's JSON, or `{"message": text}` when it is not JSON) — the harness's prediction file.
 
 Matching (the harness's deterministic comparator):
+- a single `<final_response>` whose JSON is a list is the whole list of predicted actions (an agent
+  may write its actions one response each, or all in one);
 - a one-element list holding a dict is unwrapped to that dict, then a lone dict is wrapped in a list;
 - with one reference item and several predictions, only the last prediction is compared;
 - with `disallow_extra_items`, the two lists must have the same length;
@@ -156,6 +158,9 @@ def _as_list(payload: Any) -> list[Any]:
 
 def is_action_match(reference: Any, predictions: list[Any], options: MatchOptions = MatchOptions()) -> bool:
     """Whether the predicted actions satisfy the reference answer (see the module's rules)."""
+    if len(predictions) == 1 and isinstance(predictions[0], list):
+        # One <final_response> holding the whole action list: that list is the prediction file.
+        predictions = predictions[0]
     if not predictions:
         return False
     references = _as_list(_unwrap_single(reference))
