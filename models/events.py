@@ -22,6 +22,9 @@ Role = Literal["user", "agent"]
 # The evaluation harness's SuccessSignal values (models/scenario.py): an unknown name is an input error.
 SuccessSignalName = Literal["is_action_match", "db_state_match", "db_state_assertion", "nl_assertion", "judge_passed", "clean_exit"]
 Side = Literal["agent", "user"]
+# The evaluation runner's --min-agent-turns default: fewer agent LLM calls than this and a scenario
+# stalled (forced to fail). A scenario may set its own floor.
+DEFAULT_MIN_AGENT_TURNS = 2
 
 # Event time is bounded so that every time the engine derives from it stays usable: the last
 # millisecond of year 9999 is the last instant a result's ISO timestamps can name, and a deadline
@@ -58,7 +61,7 @@ class ScenarioSpec(Struct, forbid_unknown_fields=False, gc=False):
     db_state_assertions: list[dict[str, Any]] | None = None
     nl_assertions: list[str] | None = None
     conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = "tool-only"
-    min_agent_turns: int = 2
+    min_agent_turns: int = DEFAULT_MIN_AGENT_TURNS
     judge: bool = False
     judge_threshold: Finite | None = None
     judge_include_conversation: bool = False

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 
+from models.events import DEFAULT_MIN_AGENT_TURNS
 from scorers.evaluation.db_state import db_state_hash
 
 NOT_APPLICABLE = "N/A"
@@ -198,7 +199,7 @@ class Scenario:
     success_signals: Sequence[SuccessSignal | str] | None = None
 
     conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = "tool-only"
-    min_agent_turns: int = 2
+    min_agent_turns: int = DEFAULT_MIN_AGENT_TURNS
     judge: bool = False
     judge_threshold: float | None = None
     judge_include_conversation: bool = False

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 
+from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.wire import read_log
 from streams.config import Settings, load_settings
 
@@ -199,7 +200,7 @@ def _result_document(line: bytes, where: str) -> dict:
 def cmd_summary(args: argparse.Namespace) -> int:
     from scorers.runs import RunSummary, render_all_summary
 
-    summary = RunSummary(run_id=args.run_id)
+    summary = RunSummary(run_id=args.run_id, min_agent_turns=args.min_agent_turns)
     for result in _run_results(args):
         summary.add(result)
     if args.json:
@@ -213,7 +214,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from scorers.runs import export_run
     from streams.export import write_export
 
-    written = write_export(export_run(_run_results(args)), args.dir)
+    written = write_export(export_run(_run_results(args), min_agent_turns=args.min_agent_turns), args.dir)
     print(f"wrote {len(written)} files under {args.dir}", file=sys.stderr)
     return 0
 
@@ -328,6 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--json", action="store_true", help="the summary as JSON")
         p.add_argument("--results", help="a results file (JSON Lines) instead of the results topic")
+        p.add_argument("--min-agent-turns", type=int, default=DEFAULT_MIN_AGENT_TURNS, metavar="N",
+                       help="the run's floor of agent turns, as the stall warning states it (the evaluation "
+                            f"runner's --min-agent-turns; default {DEFAULT_MIN_AGENT_TURNS}); a scenario's own "
+                            "min_agent_turns decides whether it stalled")
         p.set_defaults(func=cmd_summary if name == "summary" else cmd_export)
 
     p = sub.add_parser("publish", help="validate cohorts or alert rules from a file and publish them to their topic")

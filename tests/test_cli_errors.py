@@ -251,3 +251,14 @@ def test_output_to_a_reader_that_went_away_ends_quietly(tmp_path):
     finally:
         os.close(write)
     assert done.returncode == 1 and done.stderr == b""
+
+
+def test_the_stall_warning_states_the_floor_given_as_the_runners_is(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    assert main(["replay", str(SAMPLE_LOG), "--out", str(results), "--jobs", "1"]) == 0
+    capsys.readouterr()
+    for argv, floor in (([], 2), (["--min-agent-turns", "3"], 3)):
+        assert main(["summary", "eval_20251006_0900", "--results", str(results), *argv]) == 0
+        warning = [line for line in capsys.readouterr().out.splitlines() if line.startswith("WARNING")]
+        assert warning == [f"WARNING: 3 scenario(s) had fewer than {floor} agent turn(s) (insufficient_agent_turns) "
+                           "and were counted as failures."]

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
 
+from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.results import CallResult
 from scorers.runs.report import AllSummary, DomainSummary, Mean, Rate, SideTokens, StallWarning, TokenUsageSummary
 from scorers.runs.signals import Count, ScenarioSignals, read_scenario, split_evaluation
 from scorers.stats import latency_stats
 
-# The harness's --min-agent-turns default. The evaluation document does not carry the floor, so the
-# stall warning takes it from the run (the scenario's `min_agent_turns` when the caller knows it).
-DEFAULT_MIN_AGENT_TURNS = 2
+# The evaluation document does not carry a scenario's floor of agent turns, so the stall warning
+# states the run's (the runner's --min-agent-turns, `callqa summary --min-agent-turns`).
 # Overall latency figures when nothing was measured in the whole run.
 NO_LATENCY = -1
 
