@@ -29,15 +29,13 @@ defined but evaluates nothing.
 
 from __future__ import annotations
 
-import json
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Literal, Union
 
 import msgspec
 from msgspec import Meta, Struct
 
-from models.documents import decode_document, missing_field, split_validation_error
+from models.documents import decode_document, decode_each_once, load_document_file, missing_field, split_validation_error
 
 WEIGHTED_SCORE = "weighted_score"
 SCOPE_ALL = "all"
@@ -163,32 +161,11 @@ def load_rules(path: str | Path, known_metrics: Iterable[str] | None = None) -> 
 
     Names must be unique within the file. Raises `AlertRuleError` naming the file, rule and field.
     """
-    path = Path(path)
     known = list(known_metrics) if known_metrics is not None else _registry_metrics()
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise AlertRuleError(f"{path}: cannot read the rules file: {exc.strerror or exc}") from None
-    try:
-        document: Any = tomllib.loads(raw.decode()) if path.suffix.lower() == ".toml" else json.loads(raw)
-    except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
-        kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
-        raise AlertRuleError(f"{path}: not valid {kind}: {exc}") from None
-    entries = document.get("rules") if isinstance(document, dict) else document
-    if not isinstance(entries, list):
-        raise AlertRuleError(f"{path}: expected a list of rules under `rules`")
-    rules: list[AlertRule] = []
-    seen: set[str] = set()
-    for index, entry in enumerate(entries, start=1):
-        try:
-            rule = decode_rule(entry, known, where=f"rule #{index}")
-        except AlertRuleError as exc:
-            raise AlertRuleError(f"{path}: {exc}") from None
-        if rule.name in seen:
-            raise AlertRuleError(f"{path}: invalid alert rule {rule.name!r} (rule #{index}): the name is used twice")
-        seen.add(rule.name)
-        rules.append(rule)
-    return rules
+    return decode_each_once(
+        path, load_document_file(path, "rules", AlertRuleError),
+        lambda entry, number: decode_rule(entry, known, where=f"rule #{number}"), lambda rule: rule.name,
+        lambda rule, number: f"invalid alert rule {rule.name!r} (rule #{number}): the name is used twice", AlertRuleError)
 
 
 def _registry_metrics() -> list[str]:

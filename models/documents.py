@@ -1,14 +1,20 @@
 """Configuration documents on the wire: JSON or MessagePack bytes, and readable validation errors.
 
 Cohorts and alert rules arrive the same ways (HTTP bodies, topic values, files), so they share how a
-document is recognised and how msgspec's errors are turned into "`field`: problem" for the user.
+document is recognised, how a file of them is read, and how msgspec's errors are turned into
+"`field`: problem" for the user.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Callable, Iterable, TypeVar
 
 import msgspec
+
+Decoded = TypeVar("Decoded")
 
 
 def decode_document(document: Any, error: type[Exception], what: str) -> Any:
@@ -42,3 +48,46 @@ def missing_field(problem: str) -> str | None:
     if not problem.startswith("Object missing required field"):
         return None
     return problem.rpartition(" ")[2].strip("`")
+
+
+def load_document_file(path: str | Path, key: str, error: type[Exception]) -> list[Any]:
+    """The documents of a file: a JSON list, a JSON object with the list under `key`, or a TOML file of
+    `[[key]]` tables (by the name's suffix). An object without `key` is an error, not an empty list:
+    a misspelt key, or another kind of file given by mistake, must not load nothing in silence."""
+    path = Path(path)
+    toml = path.suffix.lower() == ".toml"
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise error(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        document: Any = tomllib.loads(raw.decode("utf-8")) if toml else json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # (TOMLDecodeError and UnicodeDecodeError are ValueErrors)
+        raise error(f"{path}: not valid {'TOML' if toml else 'JSON'} ({exc})") from None
+    if isinstance(document, dict):
+        if key not in document:
+            found = ", ".join(f"`{name}`" for name in document) or "nothing"
+            raise error(f"{path}: expected {f'[[{key}]] tables' if toml else f'a list under `{key}`'}, found {found}")
+        document = document[key]
+    if not isinstance(document, list):
+        raise error(f"{path}: expected a list of {key}")
+    return document
+
+
+def decode_each_once(path: str | Path, documents: Iterable[Any], decode: Callable[[Any, int], Decoded],
+                     name_of: Callable[[Decoded], str], twice: Callable[[Decoded, int], str],
+                     error: type[Exception]) -> list[Decoded]:
+    """Each document decoded (`decode(document, number)`, numbered from 1), every name once: a second
+    definition under one name would silently replace the first. Errors name the file."""
+    decoded: list[Decoded] = []
+    seen: set[str] = set()
+    for number, document in enumerate(documents, start=1):
+        try:
+            item = decode(document, number)
+        except error as exc:
+            raise error(f"{path}: {exc}") from None
+        if name_of(item) in seen:
+            raise error(f"{path}: {twice(item, number)}")
+        seen.add(name_of(item))
+        decoded.append(item)
+    return decoded

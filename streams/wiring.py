@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from models.cohorts import CohortDefinition, CohortError
+from models.documents import decode_each_once, load_document_file
 from scorers.cohorts import CohortBook
 from scorers.engine import CallEngine
 from streams.config import Settings
-from streams.documents import load_documents
 
 
 def cohort_book(settings: Settings, cohorts_file: str | None = None) -> CohortBook:
@@ -23,18 +25,17 @@ def load_cohorts(path: str, book: CohortBook) -> list[CohortDefinition]:
     """The cohorts of a file, each validated against `book`'s metrics. A `cohort_id` may appear once:
     a second definition would silently replace the first. Raises CohortError naming the file and the
     cohort."""
-    definitions: list[CohortDefinition] = []
-    seen: set[str] = set()
-    for index, document in enumerate(load_documents(path, "cohorts"), start=1):
-        try:
-            definition = book.decode(document)
-        except CohortError as exc:
-            raise CohortError(f"{path}: cohort #{index}: {exc}") from None
-        if definition.cohort_id in seen:
-            raise CohortError(f"{path}: cohort #{index}: cohort_id {definition.cohort_id!r} is used twice")
-        seen.add(definition.cohort_id)
-        definitions.append(definition)
-    return definitions
+    return decode_each_once(
+        path, load_document_file(path, "cohorts", CohortError),
+        lambda document, number: _numbered(number, book.decode, document), lambda definition: definition.cohort_id,
+        lambda definition, number: f"cohort #{number}: cohort_id {definition.cohort_id!r} is used twice", CohortError)
+
+
+def _numbered(number: int, decode: Callable[[Any], CohortDefinition], document: Any) -> CohortDefinition:
+    try:
+        return decode(document)
+    except CohortError as exc:
+        raise CohortError(f"cohort #{number}: {exc}") from None
 
 
 def build_engine(settings: Settings, cohorts_file: str | None = None) -> CallEngine:
