@@ -21,7 +21,8 @@ gives the same alerts.
 Rules: the `alert_rules_file` setting (TOML or JSON), overridden by name by the documents on the
 compacted topic `callqa.alert-rules` (key = rule name; `deleted: true` or a tombstone removes one).
 Every worker reads that topic from the beginning, outside any group, so whichever worker evaluates
-has the full rule set; a change reaches the engine before the next result is evaluated.
+has the full rule set. A change is announced on the input topic (RULES_CHANGED), so the evaluating
+agent applies it, publishes what it causes and keeps its state at once, not with the next result.
 
 `GET /alerts` answers `{"firing": [...], "watermark_ms", "rules", "counters"}`: the firing events of
 the open episodes as they were published, the rule names in force and the engine's counters. It is
@@ -59,6 +60,9 @@ EPISODES_KEY = b"episodes"
 ENGINE_STATE_KEY = b"engine"
 CALL_KEY_PREFIX = b"call:"
 RULES_RETRY_S = 5.0
+# A record of the input topic that carries no result: "the rules changed, evaluate them" (not JSON,
+# so it can never be a result).
+RULES_CHANGED = b"\x00rules changed"
 # How long the evaluation waits, at its start, for the rules topic to be read to its end: restoring
 # with only some of the rules would resolve the episodes and drop the kept calls of the others.
 RULES_READ_WAIT_S = 30.0
@@ -90,6 +94,10 @@ class AlertsRuntime:
     published: int = 0
     # Set once the rules topic has been read to its end (or given up on after RULES_READ_WAIT_S).
     rules_read: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set when the rules changed: the evaluating agent is then sent RULES_CHANGED, so that what the
+    # change causes (an episode resolved with its rule gone) is published and kept at once, in the
+    # agent's own context, rather than with the next result.
+    rules_changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.reset()
@@ -186,9 +194,21 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
             runtime.rules_read.set()
         async for value in stream:
             alerts = runtime.ensure_ready(table)
-            alerts.extend(runtime.engine.observe(value))
+            if value != RULES_CHANGED:
+                alerts.extend(runtime.engine.observe(value))
             await publish(alerts)
             runtime.persist(table)
+
+    @app.task
+    async def announce_rule_changes() -> None:
+        """Tell the evaluating worker, wherever it is, that the rules changed (and once at the start,
+        so that it restores and evaluates the rules it finds without waiting for a result)."""
+        await runtime.rules_read.wait()
+        await ensure_topics(settings, {names.alerts_input: 1})
+        while True:
+            runtime.rules_changed.clear()
+            await input_topic.send(key=b"rules", value=RULES_CHANGED)
+            await runtime.rules_changed.wait()
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
@@ -199,6 +219,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
         name = (key or b"").decode("utf-8", "replace")
         if not value:  # a tombstone
             runtime.rulebook.apply(name, None)
+            runtime.rules_changed.set()
             return
         try:
             rule = decode_rule(value, known_metrics, where=f"{names.alert_rules} key {name!r}")
@@ -206,6 +227,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
             logger.warning("alerts: ignored a rule document: %s", exc)
             return
         runtime.rulebook.apply(rule.name, rule)
+        runtime.rules_changed.set()
 
     @app.task
     async def follow_rules() -> None:
@@ -236,7 +258,9 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
             return web.error(503, "alert evaluation is not assigned to a worker yet")
         if not runtime.rules_read.is_set():
             return web.error(503, "the alert rules are still being read")
-        await publish(runtime.ensure_ready(table))
+        if not runtime.restored:
+            return web.error(503, "the alert evaluation is being restored")
+        # (Read only: what the rules in force cause is the evaluating agent's to publish and keep.)
         counters = {**asdict(runtime.engine.counters), "published": runtime.published}
         if runtime.webhook is not None:
             counters["webhook"] = asdict(runtime.webhook.counters)

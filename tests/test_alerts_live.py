@@ -86,3 +86,30 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
     # Both episodes resolved by the end of the log: nothing is firing.
     assert firing_now is not None and firing_now["firing"] == []
     assert firing_now["counters"]["published"] == len(expected)
+
+
+def test_removing_a_rule_resolves_its_firing_episode_at_once_and_once(broker, topic_prefix, tmp_path):
+    """No result follows the removal and no one asks GET /alerts: the change alone resolves the episode."""
+    log = tmp_path / "calls.jsonl"
+    write_latency_log(str(log), 1200, lambda agent, second: agent == "a1" and second >= 600)  # slow to the end
+    settings = settings_for(broker, topic_prefix, partitions=1)
+    names = TopicNames(topic_prefix)
+    data_dir = tempfile.mkdtemp(prefix="callqa-worker-")
+    worker = WorkerProcess(broker.url, data_dir, log_path=f"{data_dir}/worker.log", env={
+        "CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix, "CALLQA_PARTITIONS": "1"})
+    asyncio.run(ensure_topics(settings, {names.events: 1, names.results: 1}))
+    worker.start()
+    try:
+        worker.wait_ready()
+        asyncio.run(publish_rule(settings, names.alert_rules, TOPIC_RULE))
+        send(str(log), settings)
+        collect(settings, names.alerts, lambda records: any(r["state"] == "firing" for r in records), timeout_s=60)
+        asyncio.run(publish_rule(settings, names.alert_rules, AlertRule(name=TOPIC_RULE.name, deleted=True)))
+        alerts = collect(settings, names.alerts, lambda records: any(r["state"] == "resolved" for r in records),
+                         timeout_s=60)
+        time.sleep(2)  # anything published twice would be on the topic by now
+        alerts = collect(settings, names.alerts, lambda records: len(records) >= len(alerts), timeout_s=30)
+    finally:
+        worker.stop()
+    assert [a["state"] for a in alerts] == ["pending", "firing", "resolved"]
+    assert "removed" in alerts[-1]["reason"] and len({a["dedupe_key"] for a in alerts}) == 1
