@@ -29,15 +29,47 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for_port(host: str, port: int, timeout_s: float) -> None:
+def wait_for_port(host: str, port: int, timeout_s: float, process: subprocess.Popen | None = None) -> None:
+    """Return once `host:port` accepts connections, and `process` (the one meant to listen there) is
+    still running: something else answering on the port is not this broker."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise BrokerUnavailable(f"the embedded broker exited (code {process.returncode}) before it listened "
+                                    f"on {host}:{port}")
         try:
             with socket.create_connection((host, port), timeout=0.5):
+                if process is not None:
+                    time.sleep(0.1)  # (a process that fails to bind exits at once: give it the time to)
+                    if process.poll() is not None:
+                        continue
                 return
         except OSError:
             time.sleep(0.05)
     raise BrokerUnavailable(f"the embedded broker did not listen on {host}:{port} within {timeout_s:.0f} s")
+
+
+def refuse_a_port_in_use(host: str, port: int) -> None:
+    """A broker (an earlier one, left running) or anything else already on the port would answer in
+    this broker's place, and stopping this one would not stop it."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as a listener binds: TIME_WAIT is no user)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise BrokerUnavailable(f"{host}:{port} is in use ({exc.strerror}): another broker may still run there; "
+                                    "stop it or choose another port (--port)") from None
+
+
+def _die_with_parent() -> None:
+    """In the broker's process, before it runs: ask Linux to stop it when its parent dies, so that a
+    killed `callqa up` or test session leaves no broker holding the port (elsewhere: nothing)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 @dataclass
@@ -58,16 +90,18 @@ class EmbeddedBroker:
     def start(self, log_path: str | None = None) -> "EmbeddedBroker":
         if self.port == 0:
             self.port = free_port()
+        else:
+            refuse_a_port_in_use(self.host, self.port)
         address = f"tcp://{self.host}:{self.port}"
         log = open(log_path, "ab") if log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
             [broker_binary(), "broker", "--listener-url", address, "--advertised-listener-url", address,
              "--storage-engine", "memory://tansu/"],
-            stdout=log, stderr=log, start_new_session=True,
+            stdout=log, stderr=log, start_new_session=True, preexec_fn=_die_with_parent,
             env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
         )
         try:
-            wait_for_port(self.host, self.port, 15)
+            wait_for_port(self.host, self.port, 15, self.process)
         except BrokerUnavailable:
             self.stop()
             raise

@@ -10,6 +10,7 @@ import sys
 
 from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.wire import read_log
+from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
 
 
@@ -362,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         # more can be said. Python would report the failing flush at exit, so stdout goes nowhere now.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (ValueError, OSError) as exc:  # configuration, input and file errors: one clear line, no traceback
+    except (ValueError, OSError, BrokerUnavailable) as exc:  # configuration, input and file errors: one clear line, no traceback
         print(f"callqa: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
