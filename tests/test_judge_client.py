@@ -139,9 +139,11 @@ def test_a_failing_judge_leaves_the_heuristics_and_an_error_in_time(fake, mode, 
     started = time.monotonic()
     first, judge_event, second = judge_call(fake, judge_timeout_s=0.5)
     assert time.monotonic() - started < 2.5  # one attempt of at most 0.5 s, far from the server's 3 s
-    assert second.metrics == first.metrics
+    assert [(m.value, m.score) for m in second.metrics] == [(m.value, m.score) for m in first.metrics]
     assert {metric(second, m).details["judge"] for m in LLM_METRICS} == {"heuristic"}
     assert judge_event.data.qa["error"].startswith(error)
+    assert {metric(second, m).details["judge_error"] for m in LLM_METRICS if metric(second, m).score is not None} \
+        == {judge_event.data.qa["error"]}
     judge_result = second.evaluation["judge_result"]
     assert (second.evaluation["judge_score"], second.evaluation["judge_passed"]) == (0.0, False)
     assert judge_result["reason"].startswith(f"Error: {error}")

@@ -95,9 +95,16 @@ def test_a_metric_that_does_not_apply_stays_not_applicable_whatever_the_judge_sa
         None, None, "No knowledge base retrievals in this call", "heuristic")
 
 
-def test_a_failed_qa_request_leaves_every_heuristic_in_place():
+def test_a_failed_qa_request_leaves_every_heuristic_in_place_and_the_llm_metrics_say_why():
     first, second = results_with({"error": "HTTP 500 from the judge"})
-    assert second.metrics == first.metrics
+    for before, after in zip(first.metrics, second.metrics):
+        assert (after.value, after.score, after.passed) == (before.value, before.score, before.passed)
+        rated = after.metric in LLM_METRICS
+        if rated and after.score is not None:
+            assert after.details == {**before.details, "judge_error": "HTTP 500 from the judge"}
+            assert after.details["judge"] == "heuristic"
+        else:  # a computed metric, or one that does not apply: the judge had nothing to rate
+            assert after.details == before.details
 
 
 def test_a_judge_result_without_qa_leaves_every_heuristic_in_place():

@@ -37,13 +37,12 @@ from models.wire import encode_event
 from scorers.evaluation.judge_fields import JudgeAnswerAcc, judge_result_document, normalise_nl_verdicts
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
-from scorers.judge.schemas import RATED_METRICS, evaluation_answer_check, qa_answer_check
+from scorers.judge.schemas import QA_ERROR_KEY, RATED_METRICS, evaluation_answer_check, qa_answer_check
 from scorers.numbers import finite_number
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
-QA_ERROR_KEY = "error"
 MAX_ERROR_CHARS = 300
 # The model's free text is cut to these, so that its answer cannot bloat the event.
 MAX_REASON_CHARS = 1_000

@@ -3,7 +3,8 @@
 For each of the five LLM metrics, when `call.judge.qa` holds a valid answer for it (checked again
 here against the metric's schema: the event may come from anywhere), the metric's result comes from
 the judge and says `details.judge = "llm"`; otherwise the heuristic result stays as it is
-(`"heuristic"`). A metric that does not apply to the call (the seed's not-applicable rules) stays
+(`"heuristic"`), with `details.judge_error` saying why when the judge's request failed (an event whose
+`qa` is `{"error": …}`). A metric that does not apply to the call (the seed's not-applicable rules) stays
 not applicable whatever the judge said, and a rating of null leaves the heuristic in place.
 
 - hallucination: score = 100 − 30 × major − 10 × minor, floored at 0; value = the number of issues;
@@ -22,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 from models.call_state import CallState
 from models.results import MetricResult
-from scorers.judge.schemas import hallucination_check, rating_check
+from scorers.judge.schemas import QA_ERROR_KEY, hallucination_check, rating_check
 from scorers.numbers import finite_number
 from scorers.qa.base import QaMetric, clamp
 from scorers.qa.hallucination import (
@@ -46,6 +47,11 @@ def with_judge_answers(results: list[MetricResult], metrics: Sequence[QaMetric],
     qa = call.judge.qa if call.judge is not None else None
     if not isinstance(qa, dict):
         return results
+    error = qa.get(QA_ERROR_KEY)
+    if isinstance(error, str):
+        # The request failed: the heuristics stand, and say why the judge's rating is missing.
+        return [_with_judge_error(result, error) if metric.name in OVERRIDES else result
+                for metric, result in zip(metrics, results)]
     out = []
     for metric, result in zip(metrics, results):
         override = OVERRIDES.get(metric.name)
@@ -53,6 +59,13 @@ def with_judge_answers(results: list[MetricResult], metrics: Sequence[QaMetric],
         judged = override(metric, result, answer) if override is not None and result.score is not None else None
         out.append(judged if judged is not None else result)
     return out
+
+
+def _with_judge_error(result: MetricResult, error: str) -> MetricResult:
+    if result.score is None:  # not applicable: the judge had nothing to rate
+        return result
+    return MetricResult(metric=result.metric, value=result.value, score=result.score, passed=result.passed,
+                        details={**result.details, "judge_error": error})
 
 
 def _llm_result(metric: QaMetric, value: float | int, score: float, **details: Any) -> MetricResult:

@@ -14,6 +14,9 @@ import copy
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+# The `judge.result` event's `qa` when the QA request failed: `{"error": "…"}` (scorers/judge/answers.py).
+QA_ERROR_KEY = "error"
+
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
