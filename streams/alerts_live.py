@@ -16,7 +16,8 @@ Exactly one place evaluates: the windows and episodes must see every result of t
 
 The order in which the relays of several workers append to the input topic is the live order of
 evaluation; `callqa replay --rules` evaluates in the order of the log, and replaying the same log
-gives the same alerts.
+gives the same alerts. The two agree when results arrive in the log's order (one partition, one event
+a message); nothing sorts them by event time first (see README, Alerts).
 
 Rules: the `alert_rules_file` setting (TOML or JSON), overridden by name by the documents on the
 compacted topic `callqa.alert-rules` (key = rule name; `deleted: true` or a tombstone removes one).
