@@ -28,6 +28,9 @@ from scorers.runs import render_all_summary
 from streams.kafka_clients import ensure_topics, reader
 from streams.results_view import ResultsView
 
+# How long a cohort write waits for the broker to confirm it before answering 503.
+COHORT_WRITE_TIMEOUT_S = 5.0
+
 logger = logging.getLogger("callqa.api")
 
 
@@ -117,8 +120,24 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             return web.error(422, str(exc))
         except (OverflowError, UnicodeEncodeError, msgspec.EncodeError) as exc:  # e.g. an integer beyond 64 bits
             return web.error(422, f"the cohort cannot be stored: {exc}")
-        await cohorts_topic.send(key=key, value=value)
+        failure = await write_cohort(key, value)
+        if failure is not None:
+            return web.error(503, failure)
         return web.json(cohort_to_builtins(definition), status=201 if cohort_id is None else 200)
+
+    async def write_cohort(key: bytes, value: bytes) -> str | None:
+        """Send a cohort document and wait until the broker has it: a write that was only buffered
+        must not be answered as done. Every worker, this one included, applies it as it reads the
+        topic back (the topic stays the one writer of the book). Returns why it failed, or None."""
+        try:
+            delivery = await cohorts_topic.send(key=key, value=value)
+            await asyncio.wait_for(delivery, COHORT_WRITE_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            return (f"{cohorts_topic.get_topic_name()} did not confirm the write within {COHORT_WRITE_TIMEOUT_S:g} s "
+                    "(is the broker reachable?); it may still be applied")
+        except Exception as exc:  # noqa: BLE001 - any failure of the producer is the client's answer
+            return f"the write to {cohorts_topic.get_topic_name()} failed: {type(exc).__name__}: {exc}"
+        return None
 
     @app.page("/qa/metrics")
     class QaMetrics(faust.web.View):
@@ -148,7 +167,9 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             if book.get(cohort_id) is None:
                 return self.notfound(f"no cohort {cohort_id!r}")
             tombstone = CohortDefinition(cohort_id=cohort_id, deleted=True)
-            await cohorts_topic.send(key=cohort_id.encode(), value=encode_cohort(tombstone))
+            failure = await write_cohort(cohort_id.encode(), encode_cohort(tombstone))
+            if failure is not None:
+                return self.error(503, failure)
             return self.json({"cohort_id": cohort_id, "deleted": True})
 
     @app.page("/cohorts/{cohort_id}/overview")

@@ -105,3 +105,21 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert http(worker, "GET", "/runs/nope/summary")[0] == 404
     finally:
         worker.stop()
+
+
+def test_a_cohort_write_the_broker_cannot_take_is_answered_503_not_201(tmp_path, topic_prefix):
+    from streams.broker import EmbeddedBroker
+
+    own = EmbeddedBroker().start(log_path=str(tmp_path / "broker.log"))  # this test stops it
+    try:
+        worker = start_worker(own, topic_prefix)
+        try:
+            status, _ = http(worker, "POST", "/cohorts", COHORT)
+            assert status == 201  # confirmed by the broker
+            own.stop()
+            status, body = http(worker, "POST", "/cohorts", dict(COHORT, cohort_id="later"))
+            assert status == 503 and "did not confirm the write" in body["error"]
+        finally:
+            worker.stop()
+    finally:
+        own.stop()
