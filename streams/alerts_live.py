@@ -14,10 +14,12 @@ Exactly one place evaluates: the windows and episodes must see every result of t
    longest window and the open episodes) and goes on. A redelivered result is a version the engine
    already counted, so it changes nothing and raises no alert twice.
 
-The order in which the relays of several workers append to the input topic is the live order of
-evaluation; `callqa replay --rules` evaluates in the order of the log, and replaying the same log
-gives the same alerts. The two agree when results arrive in the log's order (one partition, one event
-a message); nothing sorts them by event time first (see README, Alerts).
+The relays of several workers append to the input topic in no particular event-time order, so the
+evaluating agent holds each result until the end times seen are the allowed lateness past it and
+counts the held results in event-time order (scorers/alerting/ordering.py; held results are kept in
+the table until counted, and counted anyway once the input has been quiet for QUIET_RELEASE_S).
+`callqa replay --rules` feeds the engine through the same stage, so live and replay raise the same
+alerts when results arrive less than the allowed lateness out of order.
 
 Rules: the `alert_rules_file` setting (TOML or JSON), overridden by name by the documents on the
 compacted topic `callqa.alert-rules` (key = rule name; `deleted: true` or a tombstone removes one).
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -45,8 +48,10 @@ from aiokafka.errors import TopicAlreadyExistsError
 from faust.exceptions import SameNode
 
 from models.alert_rules import AlertRuleError, decode_rule, load_rules
-from scorers.alerting.calls import scored_call
+from scorers.alerting.calls import ScoredCall, scored_call
 from scorers.alerting.engine import AlertEngine
+from scorers.alerting.ordering import EventTimeOrder, key_of
+from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
 from scorers.alerting.rulebook import RuleBook
 from scorers.registry import qa_metrics
 from streams.alert_webhook import WebhookDelivery
@@ -64,6 +69,12 @@ RULES_RETRY_S = 5.0
 # A record of the input topic that carries no result: "the rules changed, evaluate them" (not JSON,
 # so it can never be a result).
 RULES_CHANGED = b"\x00rules changed"
+# Another: "the input has been quiet: count what is held for event-time order" (scorers/alerting/ordering.py).
+RELEASE_HELD = b"\x00release held"
+# How long the input stays quiet before the held results are counted without waiting for later ones.
+QUIET_RELEASE_S = 2.0
+HELD_PREFIX = b"held:"
+HELD_LATEST_KEY = b"held-latest"
 # How long the evaluation waits, at its start, for the rules topic to be read to its end: restoring
 # with only some of the rules would resolve the episodes and drop the kept calls of the others.
 RULES_READ_WAIT_S = 30.0
@@ -99,6 +110,9 @@ class AlertsRuntime:
     # change causes (an episode resolved with its rule gone) is published and kept at once, in the
     # agent's own context, rather than with the next result.
     rules_changed: asyncio.Event = field(default_factory=asyncio.Event)
+    lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS
+    order: EventTimeOrder = field(init=False)
+    last_input: float = 0.0  # (monotonic) when the evaluating agent last took a result
 
     def __post_init__(self) -> None:
         self.reset()
@@ -107,6 +121,7 @@ class AlertsRuntime:
         """Forget the evaluation (the input partition went to another worker): restore it again if
         it comes back, from what that worker left in the table."""
         self.engine = AlertEngine()
+        self.order = EventTimeOrder(self.lateness_ms)
         self.restored = False
         self.rules_revision = -1
 
@@ -115,7 +130,7 @@ class AlertsRuntime:
         Returns the alerts this causes (episodes whose rule is gone)."""
         alerts: list[dict[str, Any]] = []
         if not self.restored:
-            calls, episodes, state = [], [], None
+            calls, episodes, state, held, latest = [], [], None, [], None
             for key, value in table.items():
                 if key == EPISODES_KEY:
                     episodes = msgspec.json.decode(value)
@@ -123,6 +138,11 @@ class AlertsRuntime:
                     state = msgspec.json.decode(value)
                 elif key.startswith(CALL_KEY_PREFIX):
                     calls.append(msgspec.json.decode(value))
+                elif key.startswith(HELD_PREFIX):
+                    held.append(scored_call(value))
+                elif key == HELD_LATEST_KEY:
+                    latest = int(value)
+            self.order.restore([call for call in held if call is not None], latest)
             # Restored under the rules it last evaluated with; the current ones are handed over
             # below, so a change made meanwhile is evaluated as an uninterrupted engine would.
             self.engine = AlertEngine(AlertEngine.rules_of_state(state) if state is not None else self.rulebook.rules())
@@ -134,6 +154,27 @@ class AlertsRuntime:
         if self.rules_revision != self.rulebook.revision:
             self.rules_revision = self.rulebook.revision
             alerts.extend(self.engine.set_rules(self.rulebook.rules()))
+        return alerts
+
+    def count_in_order(self, table: Any, value: bytes) -> list[dict[str, Any]]:
+        """Hold one result for event-time order (kept in the table until counted) and count what that
+        makes due; returns the alerts."""
+        call = self.engine.read(value)
+        if call is None:
+            return []
+        table[HELD_PREFIX + key_of(call).encode()] = _json.encode(call.to_document())
+        alerts = self._count(table, self.order.add(call))
+        table[HELD_LATEST_KEY] = str(self.order.latest_ms).encode()
+        return alerts
+
+    def release_held(self, table: Any) -> list[dict[str, Any]]:
+        return self._count(table, self.order.release_all())
+
+    def _count(self, table: Any, due: list[ScoredCall]) -> list[dict[str, Any]]:
+        alerts: list[dict[str, Any]] = []
+        for call in due:
+            table.pop(HELD_PREFIX + key_of(call).encode(), None)
+            alerts.extend(self.engine.count(call))
         return alerts
 
     def persist(self, table: Any) -> None:
@@ -155,7 +196,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     names = callqa.topics
     known_metrics = [metric.name for metric in qa_metrics()]
     file_rules = load_rules(settings.alert_rules_file, known_metrics) if settings.alert_rules_file else []
-    runtime = AlertsRuntime(RuleBook.from_file_rules(file_rules))
+    runtime = AlertsRuntime(RuleBook.from_file_rules(file_rules), lateness_ms=settings.allowed_lateness_ms)
     if settings.alert_webhook_url:
         runtime.webhook = WebhookDelivery(settings.alert_webhook_url)
 
@@ -195,10 +236,21 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
             runtime.rules_read.set()
         async for value in stream:
             alerts = runtime.ensure_ready(table)
-            if value != RULES_CHANGED:
-                alerts.extend(runtime.engine.observe(value))
+            if value == RELEASE_HELD:
+                alerts.extend(runtime.release_held(table))
+            elif value != RULES_CHANGED:
+                runtime.last_input = time.monotonic()
+                alerts.extend(runtime.count_in_order(table, value))
             await publish(alerts)
             runtime.persist(table)
+
+    @app.timer(QUIET_RELEASE_S / 2)
+    async def release_when_quiet() -> None:
+        """Live, no end of input comes: once the input has been quiet for QUIET_RELEASE_S, what is held
+        for event-time order is counted (only the evaluating worker holds anything)."""
+        if runtime.restored and len(runtime.order) and time.monotonic() - runtime.last_input >= QUIET_RELEASE_S:
+            runtime.last_input = time.monotonic()  # (one request per quiet spell)
+            await input_topic.send(key=b"release", value=RELEASE_HELD)
 
     @app.task
     async def announce_rule_changes() -> None:

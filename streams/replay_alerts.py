@@ -1,8 +1,9 @@
 """`callqa replay --rules RULES --alerts-out ALERTS`: the alert events of a replay, as JSON Lines.
 
-Each result goes to the alert engine the moment replay produces it, in the order of the log, so the
-same log and rules always give the same alert events (the live worker evaluates the same engine, in
-the order results reach its single-partition input topic).
+Results go to the alert engine in event-time order (scorers/alerting/ordering.py: each held until the
+end times seen are the allowed lateness past it, the rest at the end of the log), as the live worker
+feeds them, so the same log and rules always give the same alert events, and the worker gives them
+too when its results arrive less than that lateness out of order.
 """
 
 from __future__ import annotations
@@ -13,21 +14,31 @@ import msgspec
 
 from models.alert_rules import load_rules
 from scorers.alerting.engine import AlertEngine
+from scorers.alerting.ordering import EventTimeOrder, observe_in_order, release_in_order
+from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
 from streams.output_files import AtomicOutput
 
 _json = msgspec.json.Encoder()
 
 
 class AlertsFile:
-    def __init__(self, rules_path: str, out_path: str) -> None:
+    def __init__(self, rules_path: str, out_path: str, lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS) -> None:
         self.engine = AlertEngine(load_rules(rules_path))
+        self.order = EventTimeOrder(lateness_ms)
         self.path = out_path
         self.count = 0
         self.output = AtomicOutput(out_path)
         self._out: BinaryIO = self.output.file
 
     def observe(self, result: Any) -> None:
-        for alert in self.engine.observe(result):
+        self._write(observe_in_order(self.engine, self.order, result))
+
+    def end_of_input(self) -> None:
+        """The log is read: what is still held is counted, in order (as a quiet input is live)."""
+        self._write(release_in_order(self.engine, self.order))
+
+    def _write(self, alerts: list[dict[str, Any]]) -> None:
+        for alert in alerts:
             self._out.write(_json.encode(alert))
             self._out.write(b"\n")
             self.count += 1
@@ -39,10 +50,11 @@ class AlertsFile:
         self.output.discard()
 
 
-def alerts_file(rules_path: str | None, out_path: str | None) -> AlertsFile | None:
+def alerts_file(rules_path: str | None, out_path: str | None,
+                lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS) -> AlertsFile | None:
     """The alerts sink of a replay, or None without `--rules`; raises ValueError on a bad rules file."""
     if rules_path is None and out_path is None:
         return None
     if rules_path is None or out_path is None:
         raise ValueError("--rules and --alerts-out go together: the rules to evaluate and where to write the alerts")
-    return AlertsFile(rules_path, out_path)
+    return AlertsFile(rules_path, out_path, lateness_ms)

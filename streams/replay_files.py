@@ -106,6 +106,8 @@ class ReplayFiles:
                 output.discard()
             return
         try:  # all written out before any is put in place: the files go together or not at all
+            if self.alerts is not None:
+                self.alerts.end_of_input()
             for output in outputs:
                 output.flush()
         except BaseException:

@@ -118,11 +118,19 @@ class AlertEngine:
     def observe(self, result: Any) -> list[dict[str, Any]]:
         """Count one published result (a `CallResult`, its dict or JSON, or a compact document) and
         return the alert events it causes, in order."""
+        call = self.read(result)
+        return [] if call is None else self.count(call)
+
+    def read(self, result: Any) -> ScoredCall | None:
+        """The alerting view of one published result (None, counted as untimed, when it has no time)."""
         self.counters.observed += 1
         call = scored_call(result)
         if call is None:
             self.counters.untimed += 1
-            return []
+        return call
+
+    def count(self, call: ScoredCall) -> list[dict[str, Any]]:
+        """Count a result read with `read` and return the alert events it causes, in order."""
         taken, dropped = self.windows.put(call)
         self._record_dropped(dropped)
         if not taken:
