@@ -75,6 +75,15 @@ RELEASE_HELD = b"\x00release held"
 QUIET_RELEASE_S = 2.0
 HELD_PREFIX = b"held:"
 HELD_LATEST_KEY = b"held-latest"
+# The field a relayed result carries its results-topic partition in.
+SOURCE_FIELD = "source_partition"
+
+
+class _Source(msgspec.Struct):
+    source_partition: int = 0
+
+
+_source = msgspec.json.Decoder(_Source)
 # How long the evaluation waits, at its start, for the rules topic to be read to its end: restoring
 # with only some of the rules would resolve the episodes and drop the kept calls of the others.
 RULES_READ_WAIT_S = 30.0
@@ -111,6 +120,7 @@ class AlertsRuntime:
     # agent's own context, rather than with the next result.
     rules_changed: asyncio.Event = field(default_factory=asyncio.Event)
     lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS
+    sources: int = 1  # the partitions of the results topic
     order: EventTimeOrder = field(init=False)
     last_input: float = 0.0  # (monotonic) when the evaluating agent last took a result
 
@@ -121,7 +131,7 @@ class AlertsRuntime:
         """Forget the evaluation (the input partition went to another worker): restore it again if
         it comes back, from what that worker left in the table."""
         self.engine = AlertEngine()
-        self.order = EventTimeOrder(self.lateness_ms)
+        self.order = EventTimeOrder(self.lateness_ms, self.sources)
         self.restored = False
         self.rules_revision = -1
 
@@ -141,8 +151,8 @@ class AlertsRuntime:
                 elif key.startswith(HELD_PREFIX):
                     held.append(scored_call(value))
                 elif key == HELD_LATEST_KEY:
-                    latest = int(value)
-            self.order.restore([call for call in held if call is not None], latest)
+                    latest = {int(source): ts for source, ts in msgspec.json.decode(value).items()}
+            self.order.restore([call for call in held if call is not None], latest or {})
             # Restored under the rules it last evaluated with; the current ones are handed over
             # below, so a change made meanwhile is evaluated as an uninterrupted engine would.
             self.engine = AlertEngine(AlertEngine.rules_of_state(state) if state is not None else self.rulebook.rules())
@@ -162,9 +172,10 @@ class AlertsRuntime:
         call = self.engine.read(value)
         if call is None:
             return []
+        source = _source.decode(value).source_partition
         table[HELD_PREFIX + key_of(call).encode()] = _json.encode(call.to_document())
-        alerts = self._count(table, self.order.add(call))
-        table[HELD_LATEST_KEY] = str(self.order.latest_ms).encode()
+        alerts = self._count(table, self.order.add(call, source))
+        table[HELD_LATEST_KEY] = _json.encode({str(s): ts for s, ts in sorted(self.order.latest_by_source.items())})
         return alerts
 
     def release_held(self, table: Any) -> list[dict[str, Any]]:
@@ -196,7 +207,8 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     names = callqa.topics
     known_metrics = [metric.name for metric in qa_metrics()]
     file_rules = load_rules(settings.alert_rules_file, known_metrics) if settings.alert_rules_file else []
-    runtime = AlertsRuntime(RuleBook.from_file_rules(file_rules), lateness_ms=settings.allowed_lateness_ms)
+    runtime = AlertsRuntime(RuleBook.from_file_rules(file_rules), lateness_ms=settings.allowed_lateness_ms,
+                            sources=settings.partitions)
     if settings.alert_webhook_url:
         runtime.webhook = WebhookDelivery(settings.alert_webhook_url)
 
@@ -209,14 +221,15 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
 
     @app.agent(callqa.results_topic, name="alerts-relay")
     async def relay_results(stream: faust.StreamT) -> None:
-        async for value in stream:
+        async for event in stream.events():
             try:
-                call = scored_call(value)
+                call = scored_call(event.value)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 logger.warning("alerts: skipped a result that is not a call result: %s", exc)
                 continue
-            if call is not None:
-                await input_topic.send(key=call.call_id.encode(), value=_json.encode(call.to_document()))
+            if call is not None:  # (with the partition it came from: a source of the event-time order)
+                document = {**call.to_document(), SOURCE_FIELD: event.message.partition}
+                await input_topic.send(key=call.call_id.encode(), value=_json.encode(document))
 
     async def publish(alerts: list[dict[str, Any]]) -> None:
         for alert in alerts:

@@ -62,12 +62,22 @@ def test_a_result_is_held_until_the_end_times_seen_pass_it_by_the_lateness():
     assert order.held == [second, third] and order.release_all() == [second, third] and len(order) == 0
 
 
-def test_what_is_held_is_held_again_after_a_restart_with_the_latest_end_seen():
+def test_what_is_held_is_held_again_after_a_restart_with_each_sources_latest_time():
     calls = [scored_call(r) for r in agent_stream(60, lambda a, s: False, agents=["a0"])]
-    before = EventTimeOrder(25_000)
-    for call in calls[:4]:
-        before.add(call)
-    after = EventTimeOrder(25_000)
-    after.restore(list(reversed(before.held)), before.latest_ms)
-    assert after.held == before.held and after.latest_ms == before.latest_ms
-    assert after.add(calls[4]) == before.add(calls[4])
+    before = EventTimeOrder(25_000, sources=2)
+    for index, call in enumerate(calls[:4]):
+        before.add(call, source=index % 2)
+    after = EventTimeOrder(25_000, sources=2)
+    after.restore(list(reversed(before.held)), dict(before.latest_by_source))
+    assert after.held == before.held and after.latest_by_source == before.latest_by_source
+    assert after.add(calls[4], source=0) == before.add(calls[4], source=0)
+
+
+def test_a_source_behind_the_others_holds_back_what_it_may_still_deliver_before():
+    first, second, third, fourth = (scored_call(r) for r in agent_stream(40, lambda a, s: False, agents=["a0"]))
+    order = EventTimeOrder(5_000, sources=2)
+    assert order.add(third, source=0) == []  # source 1 has delivered nothing: it may deliver anything
+    assert order.add(first, source=1) == []  # source 1 is at T0: nothing is 5 s behind both
+    assert order.add(fourth, source=0) == []  # source 0 moved on, source 1 did not
+    assert order.add(second, source=1) == [first]  # both past T0 + 5 s; T0 + 10 s waits for source 1
+    assert order.release_all() == [second, third, fourth]

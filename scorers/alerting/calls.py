@@ -68,6 +68,9 @@ class ScoredCall:
     cohort_ids: tuple[str, ...]  # the cohorts the call belongs to, listed or by verdict
     metrics: dict[str, Outcome]  # QA metrics that applied
     cohort_verdicts: dict[str, Outcome]  # cohorts with a weighted score
+    # When the result was published, in event time (a rescore's is its annotation's, later than the
+    # call's end): the order results are counted in (scorers/alerting/ordering.py).
+    event_ts_ms: int = 0
     # The scope instances the call belongs to, per scope kind: {"all": ("all",), "agent": ("agent:a1",), …}
     scopes_by_kind: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
 
@@ -113,6 +116,7 @@ class ScoredCall:
             "agent_id": self.agent_id,
             "cohort_ids": list(self.cohort_ids),
             "ended_ts_ms": self.ts_ms,
+            "event_ts_ms": self.event_ts_ms,
             "metrics": [{"metric": m, "score": o.score_tenths / 10, "passed": o.passed} for m, o in self.metrics.items()],
             "cohorts": [{"cohort_id": c, "weighted_score": o.score_tenths / 10, "passed": o.passed}
                         for c, o in self.cohort_verdicts.items()],
@@ -141,6 +145,7 @@ def scored_call(result: Any) -> ScoredCall | None:
         # `passed` null means the metric did not apply: it is not scored, so it does not count.
         metrics={m.metric: Outcome(m.passed, _tenths(m.score)) for m in view.metrics if m.passed is not None},
         cohort_verdicts=verdicts,
+        event_ts_ms=view.event_ts_ms if view.event_ts_ms is not None else ts_ms,
     )
 
 

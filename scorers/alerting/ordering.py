@@ -1,16 +1,18 @@
 """Results in event-time order before the alert engine counts them.
 
-The windows and episodes depend on the order results are fed in. Live, results reach the one
-evaluating worker in the order the workers' relays append them (several partitions, batch messages,
-a restarted worker's backlog reorder them); replay reads them in the log's order. So both feed the
-engine through `EventTimeOrder`: a result is held until the latest end time seen is `lateness_ms` past
-its own, then released with every held result at or before that point, ordered by (end time,
-call_id, version). Results that arrive less than `lateness_ms` out of order are therefore evaluated
-in the same sequence on both paths and raise the same alerts; one later than that is released at
-once, where it arrives (a rescore, which keeps its call's end time, usually is).
+The windows and episodes depend on the order results are counted in. Live, results reach the one
+evaluating worker in the order the workers' relays append them: the partitions of the results topic
+are read in turns, batch messages and a restarted worker's backlog move whole stretches of event time;
+replay reads them in the log's order. So both count through `EventTimeOrder`, in the order of the
+results' own event time (`event_ts_ms`: a call's end, or a rescore's annotation), then call_id and
+version. A result is held until every source has gone `lateness_ms` past it — each partition of the
+results topic live (they advance independently), the log in replay — and counted then. Both paths thus
+count the same sequence, and raise the same alerts, as long as no source delivers a result more than
+`lateness_ms` behind what it delivered before; a result later than that is counted where it arrives.
 
 Nothing reads the clock: the live worker releases everything held when its input has been quiet for a
-while (`release_all`), as replay does at the end of its log.
+while (`release_all`), as replay does at the end of its log; a source that has sent nothing yet holds
+everything back until then.
 """
 
 from __future__ import annotations
@@ -26,16 +28,20 @@ from scorers.alerting.engine import AlertEngine
 @dataclass
 class EventTimeOrder:
     lateness_ms: int
-    latest_ms: int | None = None  # the latest end time seen (kept across a restart with the held calls)
-    # (end time, call_id, version, arrival number, call): the arrival number orders a redelivered
+    sources: int = 1  # the partitions of the results topic live; 1 in replay
+    # The latest event time each source delivered (kept across a restart with the held calls).
+    latest_by_source: dict[int, int] = field(default_factory=dict)
+    # (event time, call_id, version, arrival number, call): the arrival number orders a redelivered
     # version after the first, and keeps the call itself out of the comparison.
     _held: list[tuple[int, str, int, int, ScoredCall]] = field(default_factory=list)
     _arrivals: int = 0
 
-    def add(self, call: ScoredCall) -> list[ScoredCall]:
-        """Hold `call`; returns the held calls now due, in order (possibly `call` itself)."""
-        self._hold(call)
-        until = self.latest_ms - self.lateness_ms  # type: ignore[operator]  (set by _hold)
+    def add(self, call: ScoredCall, source: int = 0) -> list[ScoredCall]:
+        """Hold `call`, delivered by `source`; returns the held calls now due, in order."""
+        self._hold(call, source)
+        if len(self.latest_by_source) < self.sources:
+            return []  # a source not heard from yet may still deliver anything
+        until = min(self.latest_by_source.values()) - self.lateness_ms
         due: list[ScoredCall] = []
         while self._held and self._held[0][0] <= until:
             due.append(heapq.heappop(self._held)[4])
@@ -52,21 +58,25 @@ class EventTimeOrder:
         """The calls held, in the order they will be released (to keep them across a restart)."""
         return [entry[4] for entry in sorted(self._held)]
 
-    def restore(self, held: list[ScoredCall], latest_ms: int | None) -> None:
+    def restore(self, held: list[ScoredCall], latest_by_source: dict[int, int]) -> None:
         """Hold again what was held before a restart."""
         for call in held:
-            self._hold(call)
-        if latest_ms is not None and (self.latest_ms is None or latest_ms > self.latest_ms):
-            self.latest_ms = latest_ms
+            self._hold(call, None)
+        for source, latest in latest_by_source.items():
+            self._advance(source, latest)
 
     def __len__(self) -> int:
         return len(self._held)
 
-    def _hold(self, call: ScoredCall) -> None:
+    def _hold(self, call: ScoredCall, source: int | None) -> None:
         self._arrivals += 1
-        heapq.heappush(self._held, (call.ts_ms, call.call_id, call.version, self._arrivals, call))
-        if self.latest_ms is None or call.ts_ms > self.latest_ms:
-            self.latest_ms = call.ts_ms
+        heapq.heappush(self._held, (call.event_ts_ms, call.call_id, call.version, self._arrivals, call))
+        if source is not None:
+            self._advance(source, call.event_ts_ms)
+
+    def _advance(self, source: int, ts_ms: int) -> None:
+        if ts_ms > self.latest_by_source.get(source, ts_ms - 1):
+            self.latest_by_source[source] = ts_ms
 
 
 def key_of(call: ScoredCall) -> str:
@@ -74,13 +84,13 @@ def key_of(call: ScoredCall) -> str:
     return f"{call.call_id}\x1f{call.version}"
 
 
-def observe_in_order(engine: AlertEngine, order: EventTimeOrder, result: Any) -> list[dict[str, Any]]:
+def observe_in_order(engine: AlertEngine, order: EventTimeOrder, result: Any, source: int = 0) -> list[dict[str, Any]]:
     """Read one published result and count, in order, whatever it makes due; returns the alerts."""
     call = engine.read(result)
     if call is None:
         return []
     alerts: list[dict[str, Any]] = []
-    for due in order.add(call):
+    for due in order.add(call, source):
         alerts.extend(engine.count(due))
     return alerts
 
