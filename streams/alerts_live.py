@@ -327,7 +327,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
         if not runtime.restored:
             return web.error(503, "the alert evaluation is being restored")
         # (Read only: what the rules in force cause is the evaluating agent's to publish and keep.)
-        counters = {**asdict(runtime.engine.counters), "published": runtime.published}
+        counters = {**asdict(runtime.engine.counters), "published": runtime.published, "held": len(runtime.order)}
         if runtime.webhook is not None:
             counters["webhook"] = asdict(runtime.webhook.counters)
         return web.json({"firing": runtime.engine.firing(), "watermark_ms": runtime.engine.windows.watermark,
