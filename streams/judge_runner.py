@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from models.call_state import CallState
 from models.results import CallResult
@@ -39,6 +39,7 @@ class JudgeRunner:
         self.tasks: list[asyncio.Task[None]] = []
         self.published = 0
         self.dropped = 0
+        self.in_flight = 0
 
     async def on_result(self, result: CallResult, call: CallState) -> None:
         """The result hook: queue the call for the judge when it needs one; never blocks."""
@@ -68,6 +69,7 @@ class JudgeRunner:
         assert self.queue is not None
         while True:
             requests = await self.queue.get()
+            self.in_flight += 1
             try:
                 if self._answered(requests.call_id):
                     continue  # the log carried the call's recorded answer after its end: nothing to ask
@@ -77,6 +79,7 @@ class JudgeRunner:
             except Exception:  # a failed publish loses one judge answer, never the worker
                 logger.exception("judge result for call %s not published", requests.call_id)
             finally:
+                self.in_flight -= 1
                 self.queue.task_done()
 
     def _answered(self, call_id: str) -> bool:
@@ -89,14 +92,26 @@ class JudgeRunner:
             await self.queue.join()
 
     async def stop(self) -> None:
+        """Cancel the judge requests queued and in flight (their calls keep the heuristic results)."""
+        waiting, in_flight = (self.queue.qsize() if self.queue is not None else 0), self.in_flight
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         self.tasks = []
         await self.client.aclose()
+        if waiting or in_flight:
+            logger.info("judge: stopped with %s requests queued and %s in flight; those calls keep their "
+                        "heuristic results", waiting, in_flight)
 
 
 def install_judge(callqa: "CallqaApp") -> JudgeRunner:
     runner = JudgeRunner(callqa)
     callqa.result_hooks.append(runner.on_result)
+
+    @callqa.app.on_before_shutdown.connect
+    async def stop_judging(app: Any, **kwargs: Any) -> None:
+        # (Before Faust stops its producer: a request finishing later could no longer publish its
+        # answer and would log a traceback for each.)
+        await runner.stop()
+
     return runner

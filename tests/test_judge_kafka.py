@@ -46,3 +46,22 @@ def test_the_worker_judges_each_ended_call_and_the_events_topic_replays_to_the_s
     recorded.write_bytes(b"".join(records))
     replayed, _ = replay_results(str(recorded))
     assert latest_by_call(replayed) == latest
+
+
+def test_stopping_with_judge_requests_in_flight_loses_them_quietly(broker, topic_prefix, tmp_path):
+    """The requests are cancelled before Faust stops its producer: no traceback for each, one line."""
+    log = tmp_path / "calls.jsonl"
+    events = [e for n, call_id in enumerate(CALLS) for e in judged_call(call_id, start=T0 + n * 100)]
+    log.write_text("\n".join(msgspec.json.encode(e).decode() for e in events) + "\n")
+    settings = settings_for(broker, topic_prefix)
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER, mode="slow", delay_s=30.0) as fake:
+        worker = start_worker(broker, topic_prefix, env={"OPENAI_API_KEY": API_KEY, "OPENAI_BASE_URL": fake.base_url,
+                                                         "CALLQA_JUDGE_TIMEOUT_S": "60"})
+        try:
+            send(str(log), settings)
+            collect(settings, TopicNames(topic_prefix).results, lambda rows: len(latest_by_call(rows)) == len(CALLS), 25)
+        finally:
+            worker.stop()
+    text = open(worker.log_path, encoding="utf-8", errors="replace").read()
+    assert "not published" not in text and "Traceback" not in text
+    assert "judge: stopped with" in text and "in flight; those calls keep their heuristic results" in text
