@@ -17,6 +17,7 @@ import asyncio
 import logging
 from typing import Any
 
+import aiohttp.web
 import faust
 import msgspec
 from aiokafka import TopicPartition
@@ -30,6 +31,24 @@ from streams.results_view import ResultsView
 
 # How long a cohort write waits for the broker to confirm it before answering 503.
 COHORT_WRITE_TIMEOUT_S = 5.0
+
+
+@aiohttp.web.middleware
+async def json_errors(request: Any, handler: Any) -> Any:
+    """Every error the API answers is a JSON `{"error": ...}`: also the web server's own (an unknown
+    path, a method a path does not take, a body over the size limit), which are plain text otherwise."""
+    try:
+        return await handler(request)
+    except aiohttp.web.HTTPException as exc:
+        if exc.status < 400 or exc.content_type == "application/json":
+            raise
+        detail = exc.text if exc.text and not exc.text.startswith(f"{exc.status}:") else exc.reason
+        return aiohttp.web.json_response({"error": detail}, status=exc.status, headers=_kept_headers(exc))
+
+
+def _kept_headers(exc: Any) -> dict[str, str]:
+    """The headers an error must keep (405 names the methods the path takes)."""
+    return {name: value for name, value in exc.headers.items() if name.lower() == "allow"}
 
 logger = logging.getLogger("callqa.api")
 

@@ -16,7 +16,7 @@ import faust
 
 from scorers.engine import CallEngine
 from streams.alerts_live import install_alerts
-from streams.api import install_api
+from streams.api import install_api, json_errors
 from streams.broker_fixes import DirectHandoffConsumer, LeanMonitor, current_event_for, deliver_directly, faust_broker_url
 from streams.clock import install_idle_clock
 from streams.config import Settings
@@ -112,6 +112,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         web_host=settings.web_host,
         web_bind=settings.web_host,  # (Faust listens on web_bind, 0.0.0.0 unless set; web_host only names it)
         web_port=settings.web_port,
+        web_application_options={"middlewares": [json_errors]},
         topic_partitions=settings.partitions,
         # A 10 s session timeout makes the group join take ~5 s instead of ~30 s (BROKER.md).
         broker_session_timeout=10.0,

@@ -80,6 +80,13 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert status == 422 and "cannot be stored" in body["error"]
 
         assert http(worker, "GET", "/cohorts/no-such-cohort/overview")[0] == 404
+        # The web server's own errors are JSON as well
+        status, body = http(worker, "GET", "/no/such/path")
+        assert status == 404 and isinstance(body, dict) and body["error"]
+        status, body = http(worker, "PATCH", "/cohorts")
+        assert status == 405 and isinstance(body, dict) and body["error"]
+        status, body = http(worker, "POST", "/cohorts", b"{" + b" " * (2 * 1024 * 1024) + b"}")
+        assert status == 413 and isinstance(body, dict) and "body size" in body["error"]
         status, created = http(worker, "POST", "/cohorts", COHORT)
         assert status == 201 and created["cohort_id"] == "support"
         wait_for(lambda: http(worker, "GET", "/cohorts/support")[0] == 200)
