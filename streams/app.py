@@ -191,5 +191,11 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     if settings.judge_enabled:
         from streams.judge_runner import install_judge
 
-        install_judge(callqa)
+        runner = install_judge(callqa)
+
+        @app.on_before_shutdown.connect
+        async def stop_judging(sender: Any, **kwargs: Any) -> None:
+            # (Before Faust stops its producer: a request finishing later could no longer publish
+            # its answer and would log a traceback for each.)
+            await runner.stop()
     return callqa

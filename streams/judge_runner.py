@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from models.call_state import CallState
 from models.results import CallResult
@@ -107,11 +107,4 @@ class JudgeRunner:
 def install_judge(callqa: "CallqaApp") -> JudgeRunner:
     runner = JudgeRunner(callqa)
     callqa.result_hooks.append(runner.on_result)
-
-    @callqa.app.on_before_shutdown.connect
-    async def stop_judging(app: Any, **kwargs: Any) -> None:
-        # (Before Faust stops its producer: a request finishing later could no longer publish its
-        # answer and would log a traceback for each.)
-        await runner.stop()
-
     return runner
