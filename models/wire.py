@@ -104,6 +104,13 @@ def _reason(exc: Exception) -> str:
     return text.replace("`$.", "`")  # "... - at `data.role`" reads better than "`$.data.role`"
 
 
+def _readable_ids(codec: _Codec, raw: bytes) -> tuple[str | None, str | None]:
+    """The event_id and call_id of a message that is refused, where they can be read as text."""
+    probe = _probe(codec, raw)
+    return (probe.event_id if isinstance(probe.event_id, str) else None,
+            probe.call_id if isinstance(probe.call_id, str) else None)
+
+
 def _probe(codec: _Codec, raw: bytes) -> _IdProbe:
     try:
         return codec.probe.decode(raw)
@@ -135,9 +142,7 @@ def _undecodable(codec: _Codec, raw: bytes, exc: msgspec.DecodeError) -> str:
 
 
 def _reject(codec: _Codec, raw: bytes, problem: str, batch_index: int | None = None) -> Rejected:
-    probe = _probe(codec, raw)
-    event_id = probe.event_id if isinstance(probe.event_id, str) else None
-    call_id = probe.call_id if isinstance(probe.call_id, str) else None
+    event_id, call_id = _readable_ids(codec, raw)
     subject = f"event {event_id!r}" if event_id else "event without a readable event_id"
     if batch_index is not None:
         subject += f" (batch item {batch_index})"
@@ -183,9 +188,7 @@ def decode_message(raw: bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> Decoded:
     if raw is None or len(raw) == 0:
         return Decoded([], [Rejected("empty message", raw or b"")])
     if len(raw) > max_bytes:
-        probe = _probe(_codec_for(raw), raw)  # (named by its ids where they can be read)
-        event_id = probe.event_id if isinstance(probe.event_id, str) else None
-        call_id = probe.call_id if isinstance(probe.call_id, str) else None
+        event_id, call_id = _readable_ids(_codec_for(raw), raw)
         return Decoded([], [Rejected(f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit", raw, event_id, call_id)])
     codec = _codec_for(raw)
     if codec is _JSON or _FIXMAP_FIRST <= raw[0] <= _FIXMAP_LAST:
