@@ -50,7 +50,7 @@ from faust.exceptions import SameNode
 from models.alert_rules import AlertRuleError, decode_rule, load_rules
 from scorers.alerting.calls import ScoredCall, scored_call
 from scorers.alerting.engine import AlertEngine
-from scorers.alerting.ordering import EventTimeOrder, key_of
+from scorers.alerting.ordering import EventTimeOrder, count_due, key_of
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
 from scorers.alerting.rulebook import RuleBook
 from scorers.registry import qa_metrics
@@ -182,11 +182,8 @@ class AlertsRuntime:
         return self._count(table, self.order.release_all())
 
     def _count(self, table: Any, due: list[ScoredCall]) -> list[dict[str, Any]]:
-        alerts: list[dict[str, Any]] = []
-        for call in due:
-            table.pop(HELD_PREFIX + key_of(call).encode(), None)
-            alerts.extend(self.engine.count(call))
-        return alerts
+        """Count the released results, and stop keeping each in the table."""
+        return count_due(self.engine, due, lambda call: table.pop(HELD_PREFIX + key_of(call).encode(), None))
 
     def persist(self, table: Any) -> None:
         changes = self.engine.take_changes()

@@ -1,7 +1,7 @@
 """`callqa replay --rules RULES --alerts-out ALERTS`: the alert events of a replay, as JSON Lines.
 
 Results go to the alert engine in event-time order (scorers/alerting/ordering.py: each held until the
-end times seen are the allowed lateness past it, the rest at the end of the log), as the live worker
+event times seen are the allowed lateness past it, the rest at the end of the log), as the live worker
 feeds them, so the same log and rules always give the same alert events, and the worker gives them
 too when its results arrive less than that lateness out of order.
 """

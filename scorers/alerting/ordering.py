@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from scorers.alerting.calls import ScoredCall
 from scorers.alerting.engine import AlertEngine
@@ -87,17 +87,21 @@ def key_of(call: ScoredCall) -> str:
 def observe_in_order(engine: AlertEngine, order: EventTimeOrder, result: Any, source: int = 0) -> list[dict[str, Any]]:
     """Read one published result and count, in order, whatever it makes due; returns the alerts."""
     call = engine.read(result)
-    if call is None:
-        return []
-    alerts: list[dict[str, Any]] = []
-    for due in order.add(call, source):
-        alerts.extend(engine.count(due))
-    return alerts
+    return [] if call is None else count_due(engine, order.add(call, source))
 
 
 def release_in_order(engine: AlertEngine, order: EventTimeOrder) -> list[dict[str, Any]]:
     """Count every held result, in order; returns the alerts."""
+    return count_due(engine, order.release_all())
+
+
+def count_due(engine: AlertEngine, due: list[ScoredCall],
+              on_counted: Callable[[ScoredCall], None] | None = None) -> list[dict[str, Any]]:
+    """Count the released results, in order (`on_counted` hears of each, e.g. to stop keeping it);
+    returns the alerts they cause."""
     alerts: list[dict[str, Any]] = []
-    for due in order.release_all():
-        alerts.extend(engine.count(due))
+    for call in due:
+        if on_counted is not None:
+            on_counted(call)
+        alerts.extend(engine.count(call))
     return alerts
