@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from streams.bench.runner import _run_rounds, cpu_figures, median_round
+from streams.bench.runner import _run_rounds, cpu_figures, median_latency, median_round, round_ratios
 from streams.processes import process_cpu_seconds
 
 
@@ -63,3 +63,22 @@ def test_a_child_process_cpu_time_is_read_from_proc_while_it_runs():
         busy.kill()
         busy.wait()
     assert process_cpu_seconds(busy.pid) is None  # reaped: no such process any more
+
+
+def test_the_latency_figure_is_the_run_with_the_median_p50_and_keeps_its_own_p99():
+    runs = [{"p50": 40.0, "p99": 90.0, "calls": 3}, {"p50": 140.0, "p99": 450.0, "calls": 3},
+            {"p50": 30.0, "p99": 120.0, "calls": 3}]
+    chosen = median_latency(runs)
+    assert (chosen["p50"], chosen["p99"]) == (40.0, 90.0)
+    assert chosen["rounds"] == [{"p50": 40.0, "p99": 90.0}, {"p50": 140.0, "p99": 450.0}, {"p50": 30.0, "p99": 120.0}]
+    assert median_latency([{"p50": 5.0, "p99": 9.0}]) == {"p50": 5.0, "p99": 9.0, "rounds": [{"p50": 5.0, "p99": 9.0}]}
+
+
+def test_the_ratio_to_a_peer_is_also_given_round_by_round():
+    callqa = {"events_per_s": 10.0, "rounds_events_per_s": [12.0, 10.0, 8.0]}
+    naive = {"events_per_s": 2.0, "rounds_events_per_s": [2.0, 2.5, 1.0]}
+    assert round_ratios(callqa, naive) == [6.0, 4.0, 8.0]
+    # Measured once, or not the same rounds: no pairs to give.
+    assert round_ratios(callqa, {"events_per_s": 2.0}) is None
+    assert round_ratios(callqa, {"rounds_events_per_s": [2.0, 2.0]}) is None
+    assert round_ratios(None, naive) is None
