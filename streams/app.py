@@ -17,6 +17,7 @@ import faust
 from scorers.engine import CallEngine
 from streams.alerts_live import install_alerts
 from streams.api import install_api, json_errors
+from streams.broker_health import install_broker_probe
 from streams.broker_fixes import DirectHandoffConsumer, LeanMonitor, current_event_for, deliver_directly, faust_broker_url
 from streams.clock import install_idle_clock
 from streams.config import Settings
@@ -161,15 +162,20 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         if partitions:
             flow.release(partitions)
 
+    brokers = install_broker_probe(callqa)
+
     @app.page("/health")
     async def health(web: Any, request: Any) -> Any:
         counters = engine.counters
         assigned = sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == names.events)
-        return web.json({"status": "ok", "assigned_partitions": assigned, "calls_in_memory": len(engine.calls),
-                         **counters.__dict__, "dead_lettered": live.dead_lettered,
+        unreachable = brokers.reachable is False
+        return web.json({"status": "broker_unreachable" if unreachable else "ok", "assigned_partitions": assigned,
+                         "calls_in_memory": len(engine.calls), **counters.__dict__, "dead_lettered": live.dead_lettered,
                          # Whether events go from the consumer straight to the scorer (callqa's
                          # transports) or through Faust's agent stream (`aiokafka://`).
-                         "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer)})
+                         "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer),
+                         "broker": brokers.document(time.monotonic())},
+                        status=503 if unreachable else 200)
 
     if settings.idle_tick_s > 0:
         @app.timer(interval=settings.idle_tick_s)

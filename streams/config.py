@@ -35,6 +35,8 @@ class Settings:
     allowed_lateness_ms: int = 30_000
     # A quiet partition with open calls gets a watermark tick after this many seconds (0: never).
     idle_tick_s: float = 5.0
+    # How often the worker asks the brokers for their metadata, for /health (streams/broker_health.py).
+    broker_probe_s: float = 5.0
     # Ended calls stay in state this long in event time for late annotations and corrections.
     retention_after_end_s: float = 86_400.0
     max_message_bytes: int = 1_048_576
@@ -85,7 +87,7 @@ class Settings:
 
 # Lower bounds of the numeric settings (a count of partitions, a duration, a size cannot be negative).
 _AT_LEAST: dict[str, float] = {
-    "partitions": 1, "allowed_lateness_ms": 0, "idle_tick_s": 0, "retention_after_end_s": 0,
+    "partitions": 1, "allowed_lateness_ms": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0,
     "max_message_bytes": 1, "judge_timeout_s": 0, "judge_concurrency": 1, "judge_retries": 0,
     "judge_backoff_s": 0, "judge_queue_size": 0,
 }

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
@@ -42,9 +43,16 @@ class WorkerProcess:
         return self
 
     def health(self) -> dict | None:
+        """The worker's /health document (also when it answers 503: the brokers do not answer it);
+        None when the worker does not answer."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/health", timeout=1) as response:
                 return json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            try:
+                return json.loads(error.read())
+            except ValueError:
+                return None
         except (OSError, ValueError):
             return None
 
