@@ -56,5 +56,11 @@ def test_a_quick_bench_writes_every_figure_of_the_report(broker, tmp_path):
     # Calls of 10 turns may end before a journal segment is due in so short a run: a number or null.
     assert report["changelog_bytes_per_event"]["turns_10"] is None or report["changelog_bytes_per_event"]["turns_10"] > 0
     assert report["quick"] is True
+    # Every callqa run reads topics of its own, never those of an earlier run nor the peers' topic:
+    # a worker reads its results back, and would re-read every earlier run's.
+    callqa_topics = [report["single_event"]["callqa"]["topic"], report["single_event"]["callqa_stock_transport"]["topic"],
+                     report["batched"]["callqa"]["topic"]]
+    assert len(set(callqa_topics)) == 3
+    assert not set(callqa_topics) & {report["single_event"]["peers_topic"], report["batched"]["peers_topic"]}
     assert set(report["goals"]) >= {"single_event_vs_naive_faust", "batched_events_per_s", "end_to_result_p99_ms",
                                     "replay_events_per_s", "two_workers_speedup"}
