@@ -4,8 +4,9 @@ cohort overviews, kept up to date one result at a time (a newer version replaces
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 
+from models.results import CallResult
 from scorers.cohort_overview import CohortOverview
 from scorers.runs import RunSummary
 
@@ -16,17 +17,17 @@ class ResultsView:
     cohorts: CohortOverview = field(default_factory=CohortOverview)
     results_seen: int = 0
 
-    def add(self, result: Mapping[str, Any]) -> None:
+    def add(self, result: CallResult) -> None:
         self.results_seen += 1
         self.cohorts.add(result)
-        run_id = result.get("run_id")
+        run_id = result.run_id
         if run_id:
             summary = self.runs.get(run_id)
             if summary is None:
                 summary = self.runs[run_id] = RunSummary(run_id=run_id)
             summary.add(result)
 
-    def add_all(self, results: Iterable[Mapping[str, Any]]) -> "ResultsView":
+    def add_all(self, results: Iterable[CallResult]) -> "ResultsView":
         for result in results:
             self.add(result)
         return self
