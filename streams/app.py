@@ -18,7 +18,8 @@ from scorers.engine import CallEngine
 from streams.alerts_live import install_alerts
 from streams.api import install_api, json_errors
 from streams.broker_health import install_broker_probe
-from streams.broker_fixes import DirectHandoffConsumer, LeanMonitor, current_event_for, deliver_directly, faust_broker_url
+from streams.broker_fixes import (DirectHandoffConsumer, InterleavedScheduler, LeanMonitor, current_event_for,
+                                  deliver_directly, faust_broker_url)
 from streams.clock import install_idle_clock
 from streams.config import Settings
 from streams.journal import SEGMENT_SECONDS
@@ -82,6 +83,9 @@ class FaustSink:
 
     def acknowledge(self, acks: list[Any]) -> None:
         consumer = self.app.consumer
+        if isinstance(consumer, DirectHandoffConsumer):
+            consumer.ack_all(acks)  # one hold of Faust's ack lock for the lot (streams/broker_fixes.py)
+            return
         for message in acks:
             message.ack(consumer)
 
@@ -128,6 +132,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         key_serializer="raw",
         value_serializer="raw",
         Monitor=LeanMonitor,
+        ConsumerScheduler=InterleavedScheduler,
     )
     engine = engine or build_engine(settings)
     live = LiveScorer(engine, max_message_bytes=settings.max_message_bytes)

@@ -14,6 +14,8 @@ from faust.sensors import Monitor
 from faust.types import tuples as faust_tuples
 from faust.transport.consumer import Consumer as FaustConsumer
 from faust.transport.drivers import aiokafka as faust_aiokafka
+from faust.transport.utils import DefaultSchedulingStrategy
+from faust.types import TP
 
 from streams.broker_fixes import (
     FETCH_MAX_WAIT_MS,
@@ -21,6 +23,7 @@ from streams.broker_fixes import (
     DirectHandoffTransport,
     EmbeddedBrokerConsumer,
     EmbeddedBrokerTransport,
+    InterleavedScheduler,
     LeanMonitor,
     current_event_for,
     faust_broker_url,
@@ -40,6 +43,13 @@ PINNED = {
     # Direct delivery: what a message delivered straight to a handler relies on.
     (faust_app.App, "create_event"): "15fea3d1e95e6625b2f6a969e9ce4bbed786bed15fde58f0c6518f6e461f7a10",
     (faust_tuples.Message, "ack"): "4751b72c4ed84153a7b6c14fdfe41cc92e477b38a6c6089cb785532ef5771688",
+    # Acknowledging in bulk: what ack_all does inline.
+    (faust_tuples.Message, "decref"): "f23396189d0e55922d5c9c627879af52e076aa2a14262b4ea72aee86534c729b",
+    (faust_tuples.ConsumerMessage, "on_final_ack"): "45d670b6a8ac4bd07a3e5600c89358638415b7a2bf1d17c03c260cfc1b8a8e5a",
+    (FaustConsumer, "ack"): "5fcf41cf45153475de3790dc56fec1b83335956dc8b3bf7ff6bbb2b57627f03f",
+    # The record order the interleaved scheduler keeps.
+    (DefaultSchedulingStrategy, "iterate"): "aa1147fa5c2101b8cd1f60055faaa7ce8b9799754c1fe61aa19a9450e13b7c67",
+    (DefaultSchedulingStrategy, "records_iterator"): "b23981c4d98568a5c393eaefee08be7289aea8cb4f035fc7976260c0228e738f",
     # The lean monitor's replacements.
     (Monitor, "on_message_in"): "b2a9a9045b2f456cc736fdbf99f47f4f45335896050c9e48703dfc8146ca51ea",
     (Monitor, "on_stream_event_in"): "df6d2e5f6397ce441d1fdeb83cb7cb5893a33e507e5e0c8caad38e6a916d838d",
@@ -66,6 +76,70 @@ def test_the_worker_consumer_of_the_tansu_transport_waits_briefly_for_fetches():
         return app.consumer._thread._create_worker_consumer(app.transport)._fetch_max_wait_ms
 
     assert asyncio.run(build()) == FETCH_MAX_WAIT_MS < 1500
+
+
+def _consumer_messages(tp: TP, offsets: range) -> list:
+    return [faust_tuples.ConsumerMessage(tp.topic, tp.partition, offset, 0, 0, [], b"k", b"v", None, 1, 1, tp)
+            for offset in offsets]
+
+
+def _ack_state(consumer, messages) -> tuple:
+    return ({tp: list(offsets) for tp, offsets in consumer._acked.items()},
+            {tp: set(index) for tp, index in consumer._acked_index.items()}, consumer._n_acked,
+            [(message.acked, message.refcount) for message in messages])
+
+
+def test_acknowledging_in_bulk_leaves_what_acknowledging_one_by_one_leaves():
+    import faust
+
+    async def acknowledged(in_bulk: bool) -> tuple:
+        app = faust.App("t-ack-all", broker="tansu://127.0.0.1:9", autodiscover=False)
+        consumer = app.consumer
+        assert isinstance(consumer, DirectHandoffConsumer)
+        acking, quiet = TP("events", 0), TP("no-acks", 0)
+        app.topics._acking_topics.add(acking.topic)
+        consumer._committed_offset[acking] = 3  # messages below the committed offset count for nothing
+        messages = _consumer_messages(acking, range(10)) + _consumer_messages(quiet, range(2))
+        messages[5].incref(2)  # held twice (a stream's copy): the first ack releases one hold, the next acknowledges
+        messages[7].acked = True  # acknowledged already
+        batches = [messages[:6], messages[6:] + [messages[5]]]
+        for batch in batches:
+            if in_bulk:
+                consumer.ack_all(batch)
+            else:
+                for message in batch:
+                    message.ack(consumer)
+        return _ack_state(consumer, messages)
+
+    one_by_one, in_bulk = asyncio.run(acknowledged(False)), asyncio.run(acknowledged(True))
+    assert in_bulk == one_by_one
+    assert in_bulk[0] == {TP("events", 0): [3, 4, 6, 8, 9, 5]} and in_bulk[2] == 6
+
+
+@pytest.mark.parametrize("sizes", [[3], [1, 4, 0, 2], [5, 5], [2, 0, 7]])
+def test_the_interleaved_scheduler_deals_records_as_faust_s_does_for_one_topic(sizes):
+    records = {TP("events", partition): [f"{partition}-{i}" for i in range(size)] for partition, size in enumerate(sizes)}
+    assert list(InterleavedScheduler().iterate(records)) == list(DefaultSchedulingStrategy().iterate(records))
+
+
+def test_the_interleaved_scheduler_keeps_each_partition_s_order_across_topics():
+    records = {TP("events", 0): [1, 2, 3], TP("alert-rules", 0): ["a"], TP("events", 1): [4, 5]}
+    dealt = list(InterleavedScheduler().iterate(records))
+    assert sorted(map(str, dealt)) == sorted(str((tp, r)) for tp, batch in records.items() for r in batch)
+    for tp, batch in records.items():
+        assert [record for at, record in dealt if at == tp] == batch
+
+
+def test_the_worker_app_uses_the_interleaved_scheduler_and_acknowledges_in_bulk():
+    from streams.app import create_app
+    from streams.config import Settings
+
+    async def build():
+        callqa = create_app(Settings(broker="tansu://127.0.0.1:9", app_id="t-scheduler"))
+        return callqa.app.consumer
+
+    consumer = asyncio.run(build())
+    assert isinstance(consumer.scheduler, InterleavedScheduler) and isinstance(consumer, DirectHandoffConsumer)
 
 
 def test_the_lean_monitor_still_counts_messages_and_events():
