@@ -337,10 +337,12 @@ class InterleavedScheduler(SchedulingStrategyT):
 
     def iterate(self, records: Mapping[TP, List]) -> Iterator[tuple[TP, Any]]:
         batches = [(tp, batch) for tp, batch in records.items() if batch]
-        if len(batches) == 1:  # the common case on a quiet or lightly loaded topic
+        if len(batches) > 1:
+            return self._interleaved(batches)
+        if batches:  # the common case on a quiet or lightly loaded topic
             tp, batch = batches[0]
             return ((tp, record) for record in batch)
-        return self._interleaved(batches)
+        return iter(())  # a fetch that came back empty (its wait ran out)
 
     @staticmethod
     def _interleaved(batches: list[tuple[TP, List]]) -> Iterator[tuple[TP, Any]]:

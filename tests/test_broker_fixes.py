@@ -116,7 +116,7 @@ def test_acknowledging_in_bulk_leaves_what_acknowledging_one_by_one_leaves():
     assert in_bulk[0] == {TP("events", 0): [3, 4, 6, 8, 9, 5]} and in_bulk[2] == 6
 
 
-@pytest.mark.parametrize("sizes", [[3], [1, 4, 0, 2], [5, 5], [2, 0, 7]])
+@pytest.mark.parametrize("sizes", [[], [0], [0, 0], [3], [1, 4, 0, 2], [5, 5], [2, 0, 7]])
 def test_the_interleaved_scheduler_deals_records_as_faust_s_does_for_one_topic(sizes):
     records = {TP("events", partition): [f"{partition}-{i}" for i in range(size)] for partition, size in enumerate(sizes)}
     assert list(InterleavedScheduler().iterate(records)) == list(DefaultSchedulingStrategy().iterate(records))
