@@ -82,3 +82,37 @@ def test_the_ratio_to_a_peer_is_also_given_round_by_round():
     assert round_ratios(callqa, {"events_per_s": 2.0}) is None
     assert round_ratios(callqa, {"rounds_events_per_s": [2.0, 2.0]}) is None
     assert round_ratios(None, naive) is None
+
+
+class _CountingWorker:
+    """A worker whose /health counters follow a script, one reading per poll."""
+
+    def __init__(self, readings: list[int]) -> None:
+        self.readings, self.process, self.log_path = iter(readings), None, "-"
+        self.last = 0
+
+    def health(self) -> dict:
+        self.last = next(self.readings, self.last)
+        return {"applied": self.last, "assigned_partitions": [0]}
+
+    def cpu_seconds(self) -> float:
+        return 0.0
+
+
+def _bench() -> "Bench":
+    from streams.bench.runner import QUICK, Bench
+
+    return Bench(QUICK, "/tmp", log=lambda line: None)
+
+
+def test_a_rate_counts_from_the_first_event_seen_to_the_last():
+    rate = _bench()._rate([_CountingWorker([0, 0, 100, 600, 1000])], 1000)
+    assert rate["events"] == 1000 and rate["events_per_s"] > 0
+    # From the poll that first saw events: the 900 events applied after it.
+    assert abs(rate["events_per_s"] * rate["seconds"] - 900) < 1e-6
+
+
+def test_all_events_applied_between_two_polls_still_give_a_rate():
+    # (A smoke run's few events: they were a rate of 0 events/s, from a span that held none of them.)
+    rate = _bench()._rate([_CountingWorker([0, 0, 1000])], 1000)
+    assert rate["events_per_s"] > 0 and abs(rate["events_per_s"] * rate["seconds"] - 1000) < 1e-6

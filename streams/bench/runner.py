@@ -212,11 +212,18 @@ class Bench:
         """Events per second the workers apply, from their first event to `events` events."""
         deadline = time.monotonic() + self.scale.timeout_s
         first_at, first_count, first_cpu = None, 0, None
+        idle_at, idle_cpu = time.perf_counter(), _cpu_seconds(workers)  # the last poll that saw nothing applied
         while time.monotonic() < deadline:
             now = time.perf_counter()
             count, _ = self._processed(workers)
-            if first_at is None and count > 0:
+            if first_at is None and count >= events:
+                # Everything was applied between two polls (a smoke run's few events): the span is
+                # counted from the last poll that saw nothing applied.
+                first_at, first_count, first_cpu = idle_at, 0, idle_cpu
+            elif first_at is None and count > 0:
                 first_at, first_count, first_cpu = now, count, _cpu_seconds(workers)
+            elif first_at is None:
+                idle_at, idle_cpu = now, _cpu_seconds(workers)
             if count >= events:
                 seconds = max(now - (first_at or now), POLL_S)
                 rate = {"events_per_s": (count - first_count) / seconds, "seconds": seconds, "events": count}
