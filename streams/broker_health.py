@@ -83,6 +83,9 @@ class BrokerProbe:
             await asyncio.wait_for(self._ask(), PROBE_TIMEOUT_S)
         except (KafkaError, OSError, asyncio.TimeoutError) as exc:
             self.health.failed(describe(exc))
+        except Exception as exc:  # noqa: BLE001 - anything else must not end the probing task
+            logger.exception("the broker probe failed unexpectedly")
+            self.health.failed(describe(exc))
         else:
             self.health.answered(time.monotonic())
 

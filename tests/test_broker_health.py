@@ -64,6 +64,18 @@ def test_the_probe_names_what_went_wrong_when_nothing_listens():
     assert "Kafka" in health.last_error or "answer" in health.last_error, health.last_error
 
 
+def test_a_probe_that_fails_in_an_unexpected_way_counts_as_a_failed_probe_and_probes_on():
+    async def probe_twice() -> BrokerHealth:
+        health = BrokerHealth()
+        probe = BrokerProbe({"bootstrap_servers": "127.0.0.1:9", "no_such_option": 1}, health)
+        await probe.probe()
+        await probe.probe()
+        return health
+
+    health = asyncio.run(probe_twice())
+    assert health.reachable is False and health.last_error.startswith("TypeError")
+
+
 def _wait_for_health(worker, predicate, timeout_s: float) -> dict:
     deadline = time.monotonic() + timeout_s
     health = None
