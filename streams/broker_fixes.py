@@ -339,16 +339,15 @@ class InterleavedScheduler(SchedulingStrategyT):
 
     def iterate(self, records: Mapping[TP, List]) -> Iterator[tuple[TP, Any]]:
         batches = [(tp, batch) for tp, batch in records.items() if batch]
-        if len(batches) > 1:
-            return self._interleaved(batches)
-        if batches:  # the common case on a quiet or lightly loaded topic
+        if len(batches) == 1:  # the common case on a quiet or lightly loaded topic
             tp, batch = batches[0]
             return ((tp, record) for record in batch)
-        return iter(())  # a fetch that came back empty (its wait ran out)
+        return self._interleaved(batches)
 
     @staticmethod
     def _interleaved(batches: list[tuple[TP, List]]) -> Iterator[tuple[TP, Any]]:
-        for index in range(max(len(batch) for _, batch in batches)):
+        # (No batches at all: a fetch that came back empty, its wait ran out.)
+        for index in range(max((len(batch) for _, batch in batches), default=0)):
             for tp, batch in batches:
                 if index < len(batch):
                     yield tp, batch[index]
