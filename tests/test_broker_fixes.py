@@ -232,3 +232,18 @@ def test_the_fetch_probe_finds_the_true_end_of_a_partition(broker, topic_prefix)
     listed, probed = asyncio.run(scenario())
     assert probed == 120
     assert listed <= probed  # the broker's ListOffsets answer may fall short; the probe never does
+
+
+def test_the_worker_producer_batches_by_linger_not_by_a_result_or_two():
+    from streams.app import create_app
+    from streams.config import Settings
+
+    async def producer_settings():
+        callqa = create_app(Settings(broker="tansu://127.0.0.1:9", app_id="t-producer"))
+        return callqa.app.producer._settings_default()
+
+    settings = asyncio.run(producer_settings())
+    # A result is ~10 KB: a batch must hold dozens, and stay under Kafka's default 1 MiB record batch.
+    assert 256 * 1024 <= settings["max_batch_size"] < 1_048_576
+    assert settings["linger_ms"] == 5
+    assert settings["max_request_size"] >= settings["max_batch_size"]
