@@ -17,7 +17,7 @@ from typing import Iterable, Literal
 import msgspec
 
 from models.call_state import CallState
-from models.events import EVENT_TYPES, RESCORE_TYPES, CallEnded, Event, TranscriptCorrected, Watermark
+from models.events import EVENT_TYPES, RESCORE_TYPES, CallEnded, CallStarted, Event, TranscriptCorrected, Watermark
 from models.results import CallResult
 from scorers.call_result import score_call
 from scorers.cohorts import CohortBook
@@ -66,6 +66,7 @@ class EngineCounters:
     rejected: int = 0
     results: int = 0
     calls: int = 0  # calls taken up, forgotten ones included
+    watermarks: int = 0  # event-time marks, which belong to no call
 
 
 @dataclass
@@ -91,6 +92,7 @@ class CallEngine:
         position is a redelivery and is skipped. Replay passes None."""
         # Runs for every event: locals instead of repeated attribute lookups.
         if isinstance(event, Watermark):
+            self.counters.watermarks += 1
             self.sweeper.observe(partition, event.ts_ms)
             if event.data.end_of_input:
                 self._end_of_input.add(partition)
@@ -135,6 +137,12 @@ class CallEngine:
             if refusal is not None:
                 self.counters.rejected += 1
                 return Processed("rejected", call, reason=f"event {event_id!r}: {refusal}")
+        elif type(event) is CallStarted and call.started_ts_ms is not None:
+            # A call starts once: a second start (another event_id) would silently replace the first's
+            # agent, run, cohorts and scenario, moving the call out of the run it was started in.
+            self.counters.rejected += 1
+            return Processed("rejected", call, reason=f"event {event_id!r}: call {call_id!r} has already started "
+                                                      f"(at event time {call.started_ts_ms}); a call starts once")
 
         first_activity = call.last_activity_ts_ms is None
         apply_event(call, event, self.registry)

@@ -69,6 +69,17 @@ def test_a_correction_that_names_no_user_turn_is_rejected_and_publishes_nothing(
     assert engine.counters.rejected == 2
 
 
+def test_a_second_start_of_an_open_call_is_rejected_and_the_first_start_stands():
+    engine = CallEngine()
+    engine.process(started(run_id="R", cohort_ids=["support"]))
+    again = engine.process(event("call.started", {"agent_id": "a2"}, event_id="start-2", ts_ms=T0 + 500))
+    assert again.status == "rejected" and again.result is None
+    assert again.reason == "event 'start-2': call 'c1' has already started (at event time %d); a call starts once" % T0
+    result = engine.process(ended()).result
+    assert (result.agent_id, result.run_id, result.cohort_ids) == ("a1", "R", ["support"])
+    assert engine.counters.rejected == 1
+
+
 def test_an_in_call_event_after_the_end_is_rejected_with_a_reason():
     engine = CallEngine()
     engine.process(started())
