@@ -288,10 +288,11 @@ def event_to_builtins(event: Event) -> dict[str, Any]:
 def read_log(path: str) -> Iterator[bytes]:
     """Yield each record of an event log as the bytes a Kafka message would carry.
 
-    `.jsonl`: one JSON object a line (blank lines skipped). `.msgpack`: a stream of MessagePack
-    values, each yielded as the very bytes it was written as (cut out, never decoded here).
+    JSON Lines: one JSON object a line (blank lines skipped). MessagePack: a stream of MessagePack
+    values, each yielded as the very bytes it was written as (cut out, never decoded here). Which of
+    the two a log is: `log_format`.
     """
-    if path.endswith(".msgpack"):
+    if log_format(path) == MSGPACK_LOG:
         yield from _msgpack_records(path)
         return
     with open(path, "rb") as handle:
@@ -301,6 +302,20 @@ def read_log(path: str) -> Iterator[bytes]:
                 line = line[len(_UTF8_BOM):].strip()
             if line:
                 yield line
+
+
+MSGPACK_LOG, JSONL_LOG = "msgpack", "jsonl"
+
+
+def log_format(path: str) -> str:
+    """MSGPACK_LOG or JSONL_LOG. By the name when it ends in `.msgpack` (any case), else by the first
+    byte: a MessagePack map (an event or a batch) makes a MessagePack log, anything else (`{`, text)
+    a JSON Lines one, so that a JSON Lines log under any name reads as it always did."""
+    if path.lower().endswith(".msgpack"):
+        return MSGPACK_LOG
+    with open(path, "rb") as handle:
+        first = handle.read(1)
+    return MSGPACK_LOG if first and first[0] in _MAP_HEADERS else JSONL_LOG
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -313,16 +328,17 @@ def _msgpack_records(path: str) -> Iterator[bytes]:
     # The unpacker only finds where each value ends (skip + tell); the bytes are cut from the chunks
     # read, which is several times cheaper than unpacking and packing every record again. A value cut
     # short at the end of the file is yielded as it is: it does not decode, so it is dead-lettered and
-    # counted like any other bad record instead of vanishing. So are bytes that start no value (a
-    # damaged stretch of the file): they are yielded as one record up to the next place where a
-    # whole event or batch starts, and reading goes on from there.
+    # counted like any other bad record instead of vanishing. So are bytes that start no value, or a
+    # value that is no map and so neither an event nor a batch (a damaged stretch of the file: zero
+    # padding, pasted text, each of whose bytes MessagePack reads as a small number): they are yielded
+    # as one record up to the next place where a whole event or batch starts, and reading goes on.
     import msgpack
 
     with open(path, "rb") as handle:
         pending = handle.read(_LOG_CHUNK_BYTES)  # read, not yet yielded
         if pending.lstrip(b" \t\r\n").startswith((b"{", _UTF8_BOM)):
             raise ValueError(f"{path}: this is JSON, not MessagePack (it starts with '{{'): "
-                             "a JSON Lines log is read as one when its name ends in .jsonl")
+                             "name a JSON Lines log anything but *.msgpack")
         unpacker = msgpack.Unpacker()
         unpacker.feed(pending)
         fed_from = 0  # where in `pending` the unpacker's first byte is
@@ -332,9 +348,12 @@ def _msgpack_records(path: str) -> Iterator[bytes]:
             while True:
                 try:
                     unpacker.skip()
+                    damaged = pending[cut] not in _MAP_HEADERS
                 except msgpack.OutOfData:
                     break
                 except (msgpack.FormatError, msgpack.StackError):
+                    damaged = True
+                if damaged:
                     resume = _next_record_start(pending, cut + 1)
                     while resume is None and not at_end:  # (the next record may lie beyond this chunk)
                         chunk = handle.read(_LOG_CHUNK_BYTES)

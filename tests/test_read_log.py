@@ -6,7 +6,7 @@ import msgpack
 import pytest
 from eventkit import event
 
-from models.wire import decode_message, encode_batch, encode_event, read_log
+from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, encode_batch, encode_event, log_format, read_log
 
 
 def started(call_id: str):
@@ -77,5 +77,32 @@ def test_a_damaged_end_with_no_record_after_it_is_one_record(tmp_path):
 def test_a_json_lines_log_named_msgpack_is_refused_at_once(tmp_path, start):
     log = tmp_path / "log.msgpack"
     log.write_bytes(start + b'"v": 1, "type": "turn"}\n')
-    with pytest.raises(ValueError, match=r"log.msgpack: this is JSON, not MessagePack .*ends in \.jsonl"):
+    with pytest.raises(ValueError, match=r"log.msgpack: this is JSON, not MessagePack .*anything but \*\.msgpack"):
         next(read_log(str(log)))
+
+
+@pytest.mark.parametrize("stretch", [b"\0" * 4096, b'{"v": 1, "type": "turn", "call_id": "c9"}\n', b"\x01\xa3abc\x7f"],
+                         ids=["zero padding", "a pasted JSON line", "numbers and a string"])
+def test_values_that_are_no_map_are_a_damaged_stretch_and_one_record(tmp_path, stretch):
+    # Each of these bytes reads as a small MessagePack number: one record a byte, before.
+    first, second = encode_event(started("c1")), encode_batch([turn("c2", "hi")], "c2")
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(first + stretch + second + stretch)
+    assert list(read_log(str(log))) == [first, stretch, second, stretch]
+    assert len(decode_message(stretch).rejected) == 1
+
+
+@pytest.mark.parametrize("name", ["log.MSGPACK", "log.bin", "log"])
+def test_a_msgpack_log_is_read_as_one_whatever_its_name(tmp_path, name):
+    records = [encode_event(started("c1")), encode_event(turn("c1", "hello"))]
+    log = tmp_path / name
+    log.write_bytes(b"".join(records))
+    assert log_format(str(log)) == MSGPACK_LOG
+    assert list(read_log(str(log))) == records
+
+
+@pytest.mark.parametrize("content", [b'{"v": 1}\n', b"\xef\xbb\xbf{}\n", b"not json at all\n", b""])
+def test_anything_else_not_named_msgpack_is_read_as_json_lines(tmp_path, content):
+    log = tmp_path / "events.log"
+    log.write_bytes(content)
+    assert log_format(str(log)) == JSONL_LOG
