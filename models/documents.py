@@ -61,7 +61,8 @@ def load_document_file(path: str | Path, key: str, error: type[Exception]) -> li
     except OSError as exc:
         raise error(f"{path}: cannot read it: {exc.strerror or exc}") from None
     try:
-        document: Any = tomllib.loads(raw.decode("utf-8")) if toml else json.loads(raw)
+        # (utf-8-sig: a byte-order mark, as some editors write, is read past, as json.loads does)
+        document: Any = tomllib.loads(raw.decode("utf-8-sig")) if toml else json.loads(raw)
     except (ValueError, RecursionError) as exc:  # (TOMLDecodeError and UnicodeDecodeError are ValueErrors)
         raise error(f"{path}: not valid {'TOML' if toml else 'JSON'} ({exc})") from None
     if isinstance(document, dict):

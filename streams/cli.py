@@ -6,10 +6,18 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
+import stat
 import sys
+import tempfile
+from contextlib import contextmanager
+from typing import Iterator
+
+import msgspec
 
 from models.events import DEFAULT_MIN_AGENT_TURNS
-from models.wire import read_log
+from models.results import CallResult
+from models.wire import MSGPACK_LOG, log_format, read_log
 from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
 
@@ -24,10 +32,45 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _count_records(path: str) -> int | None:
-    if path.endswith(".msgpack"):
+    if log_format(path) == MSGPACK_LOG:
         return None
     with open(path, "rb") as handle:
         return sum(1 for line in handle if line.strip())
+
+
+@contextmanager
+def _log_as_file(path: str) -> Iterator[str]:
+    """The log LOG names, as a regular file. A stream (`-` for standard input, a pipe, a process
+    substitution such as `<(zcat log.jsonl.gz)`) can be read only once, while a replay reads its log
+    several times (to count its records, to tell its format, once in each job): it is copied to a
+    temporary file first, removed at the end."""
+    if path != "-" and not _is_stream(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="callqa-log-") as directory:
+        copy = os.path.join(directory, "log")  # no suffix: its format is told by its first byte
+        with open(copy, "wb") as out:
+            if path == "-":
+                shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+            else:
+                with open(path, "rb") as source:
+                    shutil.copyfileobj(source, out, 1 << 20)
+        yield copy
+
+
+def _is_stream(path: str) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # (reading it fails with the usual message)
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 # ------------------------------------------------------------------------------------ commands
@@ -96,10 +139,11 @@ def cmd_send(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     settings = _settings(args)
-    bar = progress_bar(total=_count_records(args.log), desc="send", unit="record")
-    report = asyncio.run(send_log(read_log(args.log), settings, batch_size=args.batch_size,
-                                  end_of_input=not args.keep_open, on_record=lambda n: bar.update(1)))
-    bar.close()
+    with _log_as_file(args.log) as log:
+        bar = progress_bar(total=_count_records(log), desc="send", unit="record")
+        report = asyncio.run(send_log(read_log(log), settings, batch_size=args.batch_size,
+                                      end_of_input=not args.keep_open, on_record=lambda n: bar.update(1)))
+        bar.close()
     print(f"sent {report.records} records ({report.events} events) as {report.messages} messages to "
           f"{settings.topic_prefix}.events", file=sys.stderr)
     return 0
@@ -107,11 +151,7 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from streams.output_files import refuse_clashes
-    from streams.progress import progress_bar
-    from streams.replay_alerts import alerts_file
-    from streams.replay_files import ReplayFiles
-    from streams.replay_parallel import default_jobs, replay_log
-    from streams.wiring import build_engine
+    from streams.replay_parallel import default_jobs
 
     settings = _settings(args)
     jobs = default_jobs(settings.partitions) if args.jobs is None else min(args.jobs, settings.partitions)
@@ -120,7 +160,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     refuse_clashes({"LOG": args.log, "--cohorts": args.cohorts, "--rules": args.rules},
                    {"--out": args.out, "--deadletter": args.deadletter, "--alerts-out": args.alerts_out,
                     "--record": args.record})
-    log = args.log
+    with _log_as_file(args.log) as log:
+        return _replay(args, settings, jobs, log)
+
+
+def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -> int:
+    from streams.progress import progress_bar
+    from streams.replay_alerts import alerts_file
+    from streams.replay_files import ReplayFiles
+    from streams.replay_parallel import replay_log
+    from streams.wiring import build_engine
+
     if args.judge or args.record:  # write LOG2 (sweeps and judge answers recorded), then replay it
         from streams.judge_offline import NEEDS_RECORD, print_summary, record_log
 
@@ -135,12 +185,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         with files:  # no partial output: on a failure whatever was there before stays
             report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts), files,
-                                on_progress=lambda records: bar.update(records - bar.n))
+                                on_progress=lambda records: bar.update(records - bar.n),
+                                max_message_bytes=settings.max_message_bytes)
     finally:
         bar.close()
     print(
         f"replayed {report.records} records: {report.events} events, {report.applied} applied, "
-        f"{report.duplicates} duplicates ignored, {report.rejected} dead-lettered, {report.swept} calls swept "
+        f"{report.duplicates} duplicates ignored, {report.rejected} dead-lettered, "
+        f"{f'{report.watermarks} watermarks, ' if report.watermarks else ''}{report.swept} calls swept "
         f"for inactivity; {report.results} results for {report.calls} calls in {report.seconds:.2f} s "
         f"({report.events_per_s:,.0f} events/s{f', {jobs} jobs' if jobs > 1 else ''}) -> {args.out}",
         file=sys.stderr,
@@ -195,6 +247,10 @@ def _result_document(line: bytes, where: str) -> dict:
         raise ValueError(f"{where} is not JSON: {exc}") from None
     if not isinstance(document, dict):
         raise ValueError(f"{where} is not a result document (a JSON object)")
+    try:  # the shape callqa publishes (schemas/result.json), checked before any is summed
+        msgspec.convert(document, CallResult)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"{where} is not a result document: {exc}") from None
     return document
 
 
@@ -294,14 +350,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("send", help="publish a .jsonl or .msgpack event log, batching per call")
     kafka_options(p)
-    p.add_argument("log")
+    p.add_argument("log", help="a JSON Lines or MessagePack log (MessagePack when named *.msgpack or when it "
+                   "starts with a MessagePack map); - reads standard input")
     p.add_argument("--batch-size", type=int, default=50, help="events of one call a message holds at most (default 50)")
     p.add_argument("--keep-open", action="store_true", help="do not send the end-of-input watermark")
     p.set_defaults(func=cmd_send)
 
     p = sub.add_parser("replay", help="score a log in-process (no broker), results as JSON Lines")
-    p.add_argument("log")
-    p.add_argument("--out", required=True)
+    p.add_argument("log", help="a JSON Lines or MessagePack log (MessagePack when named *.msgpack or when it "
+                   "starts with a MessagePack map); - reads standard input")
+    p.add_argument("--out", required=True, help="results as JSON Lines; - writes standard output")
     p.add_argument("--deadletter", help="write rejected records here as JSON Lines")
     p.add_argument("--partitions", type=int, help="partition count to reproduce live sweeps (default 4)")
     p.add_argument("--cohorts", help="cohort definitions (JSON or TOML) to score the calls against")
@@ -330,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--json", action="store_true", help="the summary as JSON")
         p.add_argument("--results", help="a results file (JSON Lines) instead of the results topic")
-        p.add_argument("--min-agent-turns", type=int, default=DEFAULT_MIN_AGENT_TURNS, metavar="N",
+        p.add_argument("--min-agent-turns", type=_non_negative_int, default=DEFAULT_MIN_AGENT_TURNS, metavar="N",
                        help="the run's floor of agent turns, as the stall warning states it (the evaluation "
                             f"runner's --min-agent-turns; default {DEFAULT_MIN_AGENT_TURNS}); a scenario's own "
                             "min_agent_turns decides whether it stalled")
@@ -358,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
+    except KeyboardInterrupt:
+        # Ctrl-C: what a command writes is complete or not there at all (streams/output_files.py).
+        print("callqa: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # The reader of the output went away (`callqa summary … | head`): nothing is wrong and nothing
         # more can be said. Python would report the failing flush at exit, so stdout goes nowhere now.

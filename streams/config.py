@@ -167,10 +167,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     if config_path:
         try:
             with open(config_path, "rb") as handle:
-                document = tomllib.load(handle)
+                document = tomllib.loads(handle.read().decode("utf-8-sig"))  # (past a byte-order mark)
         except OSError as exc:
             raise ValueError(f"CALLQA_CONFIG {config_path}: {exc.strerror}") from None
-        except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise ValueError(f"CALLQA_CONFIG {config_path}: not valid TOML: {exc}") from None
         known = {f.name for f in fields(Settings)}
         unknown = set(document) - known

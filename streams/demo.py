@@ -41,7 +41,8 @@ def replay_latest(log: str, settings: Settings, cohorts_file: str | None) -> tup
         document = json.loads(msgspec.json.encode(result))
         latest[document["call_id"]] = document
 
-    report = replay(read_log(log), build_engine(settings, cohorts_file), settings.partitions, keep)
+    report = replay(read_log(log), build_engine(settings, cohorts_file), settings.partitions, keep,
+                    max_message_bytes=settings.max_message_bytes)
     return latest, report
 
 

@@ -8,8 +8,13 @@ from typing import Mapping
 
 
 def write_export(files: Mapping[str, bytes], out_dir: str | Path) -> list[Path]:
-    """Write every file under `out_dir`, creating directories as needed; returns the paths written."""
+    """Write every file under `out_dir`, creating directories as needed; returns the paths written.
+    `out_dir` must be new or empty: a run's scenario folders written among another's would be read
+    back as one run."""
     root = Path(out_dir).resolve()
+    if root.is_dir() and any(root.iterdir()):
+        raise ValueError(f"{out_dir} is not empty: export a run into a new or empty directory "
+                         "(its scenario folders would mix with what is there)")
     written = []
     for relative, content in files.items():
         path = (root / relative).resolve()

@@ -92,9 +92,12 @@ class JudgeClient:
             messages=request.messages(),
             response_format=request.response_format(),
         )
-        if not response.choices:
+        choices = getattr(response, "choices", None)
+        if choices is None:  # (the client hands over a body it cannot read as JSON as it came: a str)
+            raise JudgeAnswerError(f"the judge's answer is not a chat completion: {str(response)[:120]!r}")
+        if not choices:
             raise JudgeAnswerError("the judge returned no choices")
-        message = response.choices[0].message
+        message = choices[0].message
         if getattr(message, "refusal", None):
             raise JudgeAnswerError(f"the judge refused: {message.refusal}")
         return self._scrubbed(message.content) if message.content is not None else None

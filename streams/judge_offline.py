@@ -26,7 +26,7 @@ import msgspec
 
 from models.events import Event
 from models.results import CallResult
-from models.wire import encode_event, is_cut_short, read_log
+from models.wire import JSONL_LOG, MSGPACK_LOG, encode_event, is_cut_short, log_format, read_log
 from scorers.engine import CallEngine
 from scorers.judge.requests import JudgeRequests, build_requests
 from streams.config import Settings
@@ -38,7 +38,8 @@ Anchor = tuple[str, int | str]
 
 NEEDS_KEY = "--judge needs OPENAI_API_KEY (and OPENAI_BASE_URL for a server other than OpenAI's)"
 NEEDS_RECORD = "--judge needs --record LOG2: the judge's answers must be kept to reproduce the results"
-SAME_FORMAT = "--record must have the format of the log it records (.jsonl or .msgpack)"
+SAME_FORMAT = ("--record must have the format of the log it records: name it *.msgpack for a MessagePack log, "
+               "anything else for JSON Lines")
 
 _encode_json = msgspec.json.Encoder().encode
 
@@ -85,8 +86,9 @@ class _Pass:
                 self.pending[call.call_id] = (self.anchor, requests)
 
 
-def log_format(path: str) -> str:
-    return "msgpack" if path.endswith(".msgpack") else "jsonl"
+def output_format(path: str) -> str:
+    """The format LOG2 is written in, by its name (it does not exist yet to be read)."""
+    return MSGPACK_LOG if path.lower().endswith(".msgpack") else JSONL_LOG
 
 
 def record_log(log: str, record: str, settings: Settings, engine: CallEngine, judge: bool = False,
@@ -95,7 +97,7 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
     `engine` is a fresh engine built like the one that will replay LOG2 (same cohorts and clocks)."""
     if judge and not settings.judge_enabled:
         raise ValueError(NEEDS_KEY)
-    if log_format(log) != log_format(record):
+    if log_format(log) != output_format(record):
         raise ValueError(SAME_FORMAT)
     # Opened now: a path that cannot be written must fail before any judge is paid.
     with AtomicOutput(record) as output:
@@ -112,7 +114,7 @@ def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngi
             on_record(size)
 
     replayed = replay(read_log(log), engine, settings.partitions, first.on_result,
-                      on_recorded=first.on_recorded, on_record=counted)
+                      on_recorded=first.on_recorded, on_record=counted, max_message_bytes=settings.max_message_bytes)
     report = RecordReport(records=replayed.records, swept=replayed.swept)
     to_judge = [(anchor, requests) for call_id, (anchor, requests) in first.pending.items()
                 if call_id not in first.recorded]
@@ -136,7 +138,7 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
            answers: dict[Anchor, list[Event]]) -> None:
     """LOG's records in order, each followed by what was decided right after it; then the sweep of
     the end of input (position `records`)."""
-    binary = log_format(output.path) == "msgpack"
+    binary = output_format(output.path) == MSGPACK_LOG
 
     def emit(out: BinaryIO, events: Iterable[Event]) -> None:
         for event in events:

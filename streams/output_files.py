@@ -4,7 +4,7 @@ An `AtomicOutput` is written under a temporary name beside its destination and m
 when the command succeeds; a failure removes it and leaves the destination as it was (an earlier
 complete file, or nothing). The file gets the mode a plain `open()` would give it (an existing file's
 own mode), and a symbolic link is written through, not replaced. A destination that is not a regular
-file (a pipe, `/dev/stdout`) is written directly: it cannot be replaced. `refuse_clashes` stops a
+file (a pipe, `/dev/stdout`) is written directly: it cannot be replaced; `-` is standard output. `refuse_clashes` stops a
 command before it starts when an output names one of its inputs, or two outputs the same file.
 """
 
@@ -13,18 +13,26 @@ from __future__ import annotations
 import os
 import secrets
 import stat
+import sys
 from typing import BinaryIO
+
+STANDARD_OUTPUT = STANDARD_INPUT = "-"  # as an output, standard output; as an input, standard input
 
 
 class AtomicOutput:
     def __init__(self, path: str) -> None:
         self.path = path
-        target = os.path.realpath(path)  # through a symbolic link to the file it names
-        existing = _stat(target)
-        if existing is not None and not stat.S_ISREG(existing.st_mode):
-            self._temporary: str | None = None
-            self.file: BinaryIO = open(target, "wb")
+        self._temporary: str | None = None
+        if path == STANDARD_OUTPUT:
+            self.file: BinaryIO = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
             return
+        # Asked of the path itself, not of the file realpath names: /dev/stdout on a pipe resolves to
+        # "pipe:[…]", a name that exists nowhere, while opening /dev/stdout reaches the pipe.
+        existing = _stat(path)
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            self.file = open(path, "wb")
+            return
+        target = os.path.realpath(path)  # through a symbolic link to the file it names
         self._target = target
         self._temporary = os.path.join(os.path.dirname(target),
                                        f".{os.path.basename(target)}.{secrets.token_hex(6)}.partial")
@@ -78,12 +86,12 @@ def refuse_clashes(inputs: dict[str, str | None], outputs: dict[str, str | None]
     Keys are how the user named each path (`LOG`, `--out`, …)."""
     seen: dict[str, str] = {}
     for name, path in inputs.items():
-        if path is not None and os.path.exists(path):
+        if path is not None and path != STANDARD_INPUT and os.path.exists(path):
             seen[os.path.realpath(path)] = name
     for name, path in outputs.items():
         if path is None:
             continue
-        key = os.path.realpath(path)
+        key = STANDARD_OUTPUT if path == STANDARD_OUTPUT else os.path.realpath(path)
         if key in seen:
             other = seen[key]
             kind = "the file read as" if other in inputs else "the same file as"

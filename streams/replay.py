@@ -13,7 +13,7 @@ from typing import Callable, Collection, Iterable
 
 from models.events import Event, Watermark
 from models.results import CallResult
-from models.wire import Rejected, decode_message
+from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message
 from scorers.engine import CallEngine
 from streams.partitioning import partition_of
 
@@ -32,6 +32,7 @@ class ReplayReport:
     results: int = 0
     swept: int = 0
     calls: int = 0
+    watermarks: int = 0
     seconds: float = 0.0
     sweep_events: list[Event] = field(default_factory=list, repr=False)
 
@@ -61,11 +62,13 @@ def replay(
     on_dead_letter: DeadLetterSink | None = None,
     on_recorded: EventSink | None = None,
     on_record: Callable[[int], None] | None = None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> ReplayReport:
     """Feed every record (one Kafka message's bytes) through `engine`.
 
     `on_recorded` receives each event the replay adds to the log (the inactivity sweep's decisions),
-    so a recorded log can be written that replays without any sweep of its own.
+    so a recorded log can be written that replays without any sweep of its own. A record larger than
+    `max_message_bytes` is refused as the live worker with the same setting refuses the message.
     """
     def result(key: OutputKey, result: CallResult) -> None:
         on_result(result)
@@ -75,7 +78,7 @@ def replay(
             on_dead_letter(rejected, index)
 
     return replay_partitions(records, engine, partitions, result, dead_letter if on_dead_letter else None,
-                             on_recorded=on_recorded, on_record=on_record)
+                             on_recorded=on_recorded, on_record=on_record, max_message_bytes=max_message_bytes)
 
 
 def replay_partitions(
@@ -88,6 +91,7 @@ def replay_partitions(
     report_rejections: bool = True,
     on_recorded: EventSink | None = None,
     on_record: Callable[[int], None] | None = None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> ReplayReport:
     """`replay`, restricted to the events of the `owned` partitions (all when None), each output
     handed over with its `OutputKey`.
@@ -134,7 +138,7 @@ def replay_partitions(
 
     for index, raw in enumerate(records):
         report.records += 1
-        decoded = decode_message(raw)
+        decoded = decode_message(raw, max_message_bytes)
         if decoded.rejected and report_rejections:
             for position, rejected in enumerate(decoded.rejected):
                 report.rejected += 1
@@ -170,5 +174,6 @@ def replay_partitions(
     report.duplicates = counters.duplicate
     report.rejected += counters.rejected
     report.calls = counters.calls  # forgotten calls included
+    report.watermarks = counters.watermarks
     report.seconds = time.perf_counter() - started
     return report

@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection, wait
 from operator import itemgetter
 from typing import Any, Callable
 
-from models.wire import read_log
+from models.wire import MAX_MESSAGE_BYTES, read_log
 from scorers.engine import CallEngine
 from streams.replay import ReplayReport, replay, replay_partitions
 from streams.replay_files import ReplayFiles
@@ -59,6 +59,7 @@ class ReplayJob:
     new_engine: Callable[[], CallEngine]
     spool: str
     dead_letters: bool
+    max_message_bytes: int
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
             report = replay_partitions(read_log(job.log), engine, job.partitions, spool.result,
                                        spool.dead_letter if job.dead_letters else None, owned=job.owned,
                                        report_rejections=job.index == 0,
-                                       on_record=every_so_many_records(publish))
+                                       on_record=every_so_many_records(publish),
+                                       max_message_bytes=job.max_message_bytes)
         report_to.send(report)
     except BaseException as exc:
         report_to.send(JobFailure.of(exc))
@@ -98,15 +100,18 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
 
 
 def replay_log(log: str, partitions: int, jobs: int, new_engine: Callable[[], CallEngine], files: ReplayFiles,
-               on_progress: Callable[[int], None] | None = None) -> ReplayReport:
+               on_progress: Callable[[int], None] | None = None,
+               max_message_bytes: int = MAX_MESSAGE_BYTES) -> ReplayReport:
     """Replay `log` into `files`: in this process when `jobs` is 1, else in `jobs` processes; the same
-    bytes either way. `on_progress` gets the number of records read so far, now and then."""
+    bytes either way. `on_progress` gets the number of records read so far, now and then; records
+    larger than `max_message_bytes` are refused (the worker's setting of the same name)."""
     if jobs > 1:
-        return replay_parallel(log, partitions, jobs, new_engine, files, on_progress)
+        return replay_parallel(log, partitions, jobs, new_engine, files, on_progress, max_message_bytes)
     engine = new_engine()
     tune_gc()
     on_record = None if on_progress is None else every_so_many_records(on_progress)
-    report = replay(read_log(log), engine, partitions, files.result, files.dead_letter, on_record=on_record)
+    report = replay(read_log(log), engine, partitions, files.result, files.dead_letter, on_record=on_record,
+                    max_message_bytes=max_message_bytes)
     if on_progress is not None:
         on_progress(report.records)
     return report
@@ -125,7 +130,8 @@ def every_so_many_records(on_progress: Callable[[int], None]) -> Callable[[int],
 
 
 def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[], CallEngine], files: ReplayFiles,
-                    on_progress: Callable[[int], None] | None = None) -> ReplayReport:
+                    on_progress: Callable[[int], None] | None = None,
+                    max_message_bytes: int = MAX_MESSAGE_BYTES) -> ReplayReport:
     """Replay `log` in `jobs` forked processes, each with an engine from `new_engine`, into `files`.
 
     `on_progress` gets the number of records every job has read, now and then. The first job to fail
@@ -136,7 +142,7 @@ def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[
     records_read = context.RawArray("q", jobs)
     with tempfile.TemporaryDirectory(prefix="callqa-replay-") as spool_dir:
         plan = [ReplayJob(index, log, partitions, owned_partitions(index, jobs, partitions), new_engine,
-                          os.path.join(spool_dir, f"job-{index}.spool"), files.wants_dead_letters)
+                          os.path.join(spool_dir, f"job-{index}.spool"), files.wants_dead_letters, max_message_bytes)
                 for index in range(jobs)]
         processes: list[multiprocessing.process.BaseProcess] = []
         reports_from: dict[Any, ReplayJob] = {}
@@ -205,5 +211,6 @@ def _combined(reports: list[ReplayReport], seconds: float) -> ReplayReport:
         results=sum(r.results for r in reports),
         swept=sum(r.swept for r in reports),
         calls=sum(r.calls for r in reports),
+        watermarks=sum(r.watermarks for r in reports),
         seconds=seconds,
     )

@@ -106,19 +106,22 @@ class FakeLlm:
                                       {"Retry-After": str(fake.retry_after_s)})
                 if fake.mode == "slow":
                     time.sleep(fake.delay_s)
+                if fake.mode == "not-json-body":  # a proxy's error page, say, with a 200
+                    return self._send(200, None, raw=b"<html>upstream error</html>")
                 if fake.mode == "garbage":
                     return self._send(200, completion(body["model"], "I think the agent did fine!! 10/10"))
                 answer = fake.answer_for(body)
                 content = answer if isinstance(answer, str) else json.dumps(answer)
                 self._send(200, completion(body["model"], content))
 
-            def _send(self, status: int, document: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                payload = json.dumps(document).encode()
+            def _send(self, status: int, document: dict[str, Any] | None, headers: dict[str, str] | None = None,
+                      raw: bytes | None = None) -> None:
+                payload = json.dumps(document).encode() if raw is None else raw
                 try:
                     self.send_response(status)
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "application/json" if raw is None else "text/html")
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)

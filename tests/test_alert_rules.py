@@ -54,6 +54,13 @@ def test_a_toml_file_lists_its_rules_under_rules(tmp_path):
     assert (billing.metric, billing.long_window_ms) == ("weighted_score", 3_600_000)
 
 
+def test_a_toml_file_saved_with_a_byte_order_mark_reads_as_without(tmp_path):
+    plain, marked = tmp_path / "rules.toml", tmp_path / "marked.toml"
+    plain.write_text(TOML_RULES)
+    marked.write_bytes(b"\xef\xbb\xbf" + TOML_RULES.encode())
+    assert load_rules(marked) == load_rules(plain)
+
+
 def test_a_json_file_holds_rules_under_rules_or_as_a_bare_list(tmp_path):
     wrapped, bare = tmp_path / "wrapped.json", tmp_path / "bare.json"
     wrapped.write_text(json.dumps({"rules": [LATENCY]}))

@@ -3,6 +3,7 @@ traceback, never a destroyed input, never a partial output left as if complete."
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -73,11 +74,66 @@ def test_missing_files_and_directories_are_one_line_errors(tmp_path, capsys):
         assert sorted(p.name for p in tmp_path.iterdir()) == [], argv  # not even a partial output
 
 
-def test_a_results_line_that_is_not_a_result_document_is_named(tmp_path, capsys):
+@pytest.mark.parametrize(("line", "problem"), [
+    ('[1, 2]', "is not a result document (a JSON object)"),
+    ('{"run_id": "eval_20251006_0900"}', "is not a result document: Object missing required field `call_id`"),
+    ('{"version": 1e400}', "is not a result document: Expected `int`, got `float` - at `$.version`"),
+])
+@pytest.mark.parametrize("command", ["summary", "export"])
+def test_a_results_line_that_is_not_a_result_document_is_named(tmp_path, capsys, line, problem, command):
     results = tmp_path / "results.jsonl"
-    results.write_text('{"call_id": "c1", "version": 1, "run_id": "r1", "evaluation": {}}\n[1, 2]\n')
-    code, err = run(capsys, "summary", "r1", "--results", str(results))
-    assert code == 2 and f"{results} line 2 is not a result document" in err
+    assert main(["replay", str(SAMPLE_LOG), "--out", str(results), "--jobs", "1"]) == 0
+    lines = results.read_text().splitlines()
+    results.write_text("\n".join(lines[:3] + [line] + lines[3:]) + "\n")
+    capsys.readouterr()
+    target = [str(tmp_path / "export")] if command == "export" else []
+    code, err = run(capsys, command, "eval_20251006_0900", *target, "--results", str(results))
+    assert code == 2 and f"{results} line 4 {problem}" in err and "Traceback" not in err
+    assert not (tmp_path / "export").exists()
+
+
+def test_a_result_whose_evaluation_is_no_object_is_named(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    assert main(["replay", str(SAMPLE_LOG), "--out", str(results), "--jobs", "1"]) == 0
+    document = json.loads(results.read_text().splitlines()[0])
+    document["evaluation"] = "str"
+    results.write_text(json.dumps(document) + "\n")
+    capsys.readouterr()
+    code, err = run(capsys, "summary", "eval_20251006_0900", "--results", str(results))
+    assert code == 2 and f"{results} line 1 is not a result document: Expected `object`, got `str` - at `$.evaluation`" in err
+
+
+def test_an_export_into_a_directory_holding_anything_is_refused_and_changes_nothing(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    assert main(["replay", str(SAMPLE_LOG), "--out", str(results), "--jobs", "1"]) == 0
+    target = tmp_path / "export"
+    assert main(["export", "eval_20251006_0900", str(target), "--results", str(results)]) == 0
+    before = sorted(p.relative_to(target) for p in target.rglob("*"))
+    capsys.readouterr()
+    code, err = run(capsys, "export", "eval_20251006_0900", str(target), "--results", str(results))
+    assert code == 2 and f"{target} is not empty: export a run into a new or empty directory" in err
+    assert sorted(p.relative_to(target) for p in target.rglob("*")) == before
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["export", "eval_20251006_0900", str(empty), "--results", str(results)]) == 0
+
+
+def test_a_negative_floor_of_agent_turns_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["summary", "r1", "--results", str(tmp_path / "r.jsonl"), "--min-agent-turns", "-5"])
+    assert exited.value.code == 2 and "--min-agent-turns: must be 0 or more, got -5" in capsys.readouterr().err
+
+
+def test_ctrl_c_is_one_line_and_exit_code_130_and_leaves_no_output(tmp_path, capsys, monkeypatch):
+    import streams.replay_parallel
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(streams.replay_parallel, "replay_log", interrupted)
+    code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"))
+    assert (code, err.strip().splitlines()[-1]) == (130, "callqa: interrupted")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_batch_size_below_one_is_refused_before_anything_is_sent(capsys):
@@ -204,8 +260,10 @@ def test_a_configuration_file_nested_too_deeply_is_one_line_error(tmp_path, caps
 
 def test_a_results_line_nested_too_deeply_is_named(tmp_path, capsys):
     results = tmp_path / "results.jsonl"
-    results.write_text('{"call_id": "c1", "version": 1, "run_id": "r1", "evaluation": {}}\n' + "[" * 5000 + "\n")
-    code, err = run(capsys, "summary", "r1", "--results", str(results))
+    assert main(["replay", str(SAMPLE_LOG), "--out", str(results), "--jobs", "1"]) == 0
+    results.write_text(results.read_text().splitlines()[0] + "\n" + "[" * 5000 + "\n")
+    capsys.readouterr()
+    code, err = run(capsys, "summary", "eval_20251006_0900", "--results", str(results))
     assert code == 2 and f"{results} line 2 is not JSON" in err
 
 
@@ -262,3 +320,9 @@ def test_the_stall_warning_states_the_floor_given_as_the_runners_is(tmp_path, ca
         warning = [line for line in capsys.readouterr().out.splitlines() if line.startswith("WARNING")]
         assert warning == [f"WARNING: 3 scenario(s) had fewer than {floor} agent turn(s) (insufficient_agent_turns) "
                            "and were counted as failures."]
+
+
+def test_a_configuration_file_saved_with_a_byte_order_mark_is_read(tmp_path):
+    config = tmp_path / "callqa.toml"
+    config.write_bytes(b"\xef\xbb\xbfpartitions = 6\n")
+    assert load_settings({"CALLQA_CONFIG": str(config)}).partitions == 6

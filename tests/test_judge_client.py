@@ -133,6 +133,7 @@ def test_an_answer_echoing_the_api_key_is_recorded_without_it(fake):
     ("slow", "the judge did not answer within 0.5 s"),
     ("error", "HTTP 500 from the judge"),
     ("garbage", "answer is not JSON"),
+    ("not-json-body", "the judge's answer is not a chat completion: '<html>upstream error</html>'"),
 ])
 def test_a_failing_judge_leaves_the_heuristics_and_an_error_in_time(fake, mode, error):
     fake.mode, fake.delay_s = mode, 3.0

@@ -167,7 +167,7 @@ def test_the_report_of_jobs_is_the_report_of_one_process(tmp_path, generated):
             files.close()
 
     one, two = report(1), report(2)
-    assert one.swept > 0 and one.duplicates > 0 and one.rejected > 0
+    assert one.swept > 0 and one.duplicates > 0 and one.rejected > 0 and one.watermarks > 0
     assert dataclasses.replace(two, seconds=0.0) == dataclasses.replace(one, seconds=0.0)
 
 
