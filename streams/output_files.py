@@ -4,8 +4,9 @@ An `AtomicOutput` is written under a temporary name beside its destination and m
 when the command succeeds; a failure removes it and leaves the destination as it was (an earlier
 complete file, or nothing). The file gets the mode a plain `open()` would give it (an existing file's
 own mode), and a symbolic link is written through, not replaced. A destination that is not a regular
-file (a pipe, `/dev/stdout`) is written directly: it cannot be replaced; `-` is standard output. `refuse_clashes` stops a
-command before it starts when an output names one of its inputs, or two outputs the same file.
+file (a pipe, `/dev/stdout`) is written directly: it cannot be replaced; `-` is standard output.
+`refuse_clashes` stops a command before it starts when an output names one of its inputs, or two
+outputs the same file.
 """
 
 from __future__ import annotations

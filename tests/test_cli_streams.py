@@ -65,3 +65,28 @@ def test_replay_refuses_records_above_the_message_size_setting_as_the_worker_doe
         done = callqa("replay", str(log), "--out", str(tmp_path / "o.jsonl"), "--jobs", "1",
                       env={"CALLQA_MAX_MESSAGE_BYTES": limit})
         assert done.returncode == 0 and dead in done.stderr, (limit, done.stderr)
+
+
+@pytest.mark.broker
+def test_send_publishes_every_record_of_a_log_on_standard_input(broker, topic_prefix):
+    import asyncio
+
+    from livekit import settings_for
+    from models.events import Watermark
+    from models.wire import decode_message
+    from streams.tail import read_topic
+    from streams.topics import TopicNames
+
+    events = [event("call.started", {"agent_id": "a"}, call_id=f"c{i}", event_id=f"e{i}") for i in range(3)]
+    done = callqa("send", "-", "--broker", broker.url, "--topic-prefix", topic_prefix, "--batch-size", "1",
+                  stdin=b"".join(msgspec.json.encode(e) + b"\n" for e in events))
+    assert done.returncode == 0, done.stderr
+    assert b"sent 3 records (3 events)" in done.stderr
+    sent: list[str] = []
+
+    def keep(key: bytes, value: bytes) -> None:
+        sent.extend(e.event_id for e in decode_message(value).events if not isinstance(e, Watermark))
+
+    asyncio.run(read_topic(settings_for(broker, topic_prefix), TopicNames(topic_prefix).events, None, keep,
+                           until=lambda: len(sent) >= 3, timeout_s=60))
+    assert sorted(sent) == ["e0", "e1", "e2"]
