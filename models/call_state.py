@@ -86,10 +86,12 @@ class CallState:
     inactivity_timeout_s: float = DEFAULT_INACTIVITY_TIMEOUT_S
 
     started_ts_ms: int | None = None
+    # When the accepted attempt began: the last `attempt.discarded` (None: the first attempt).
+    attempt_started_ts_ms: int | None = None
     first_ts_ms: int | None = None
     last_ts_ms: int | None = None
     # Event time of the last activity that resets the inactivity timer (any event of the call but
-    # post-call annotations and watermarks).
+    # post-call annotations, watermarks and streamed audio levels: scorers/fold.py).
     last_activity_ts_ms: int | None = None
 
     ended: CallEndedData | None = None
@@ -123,6 +125,13 @@ class CallState:
         if self.scenario is not None and self.scenario.name:
             return self.scenario.name
         return self.call_id
+
+    def attempt_start_ms(self, start: int | None) -> int | None:
+        """`start` (the call's start, as the caller reads it), or later when an attempt was discarded
+        after it: what the accepted attempt measures its duration from."""
+        if start is None or self.attempt_started_ts_ms is None:
+            return start
+        return max(start, self.attempt_started_ts_ms)
 
     def inactivity_deadline_ms(self) -> int | None:
         if self.last_activity_ts_ms is None:

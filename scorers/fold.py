@@ -39,13 +39,15 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
         call.last_ts_ms = ts
     if cls not in _RESCORE_CLASSES:
         activity = call.last_activity_ts_ms
-        if activity is None or ts > activity:
+        # Streamed audio levels say nothing of whether anyone speaks: they never hold a call open
+        # (but a call's first event starts its clock, whatever it is, so that every call is swept).
+        if activity is None or (ts > activity and (cls is not Rtvi or event.data.message.type not in STREAMED_LEVELS)):
             call.last_activity_ts_ms = ts
     core = _CORE_FACTS.get(cls)
     if core is not None:
         core(call, event)
     elif cls is AttemptDiscarded:
-        restart_attempt(call, registry)
+        restart_attempt(call, registry, ts)
     if cls is Rtvi:
         updates = registry.rtvi_routes.get(event.data.message.type, registry.rtvi_unlisted)
     else:
@@ -59,11 +61,13 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
     call.events_applied += 1  # (its event_id is recorded by the engine, which decided it was new)
 
 
-def restart_attempt(call: CallState, registry: ScorerRegistry) -> None:
+def restart_attempt(call: CallState, registry: ScorerRegistry, ts_ms: int) -> None:
     """An attempt of the call was discarded (the evaluation harness re-runs a stale scenario): what it
     gathered — turns, tokens, latencies, tool calls — is dropped, so that the result describes the
-    accepted attempt alone, as the harness's metrics.json does. The call's own facts (`call.started`,
-    its clocks, the events seen) and the accumulators that span attempts (the retry count) stay."""
+    accepted attempt alone, as the harness's metrics.json does, its duration included (the next
+    attempt starts at `ts_ms`, the discard). The call's own facts (`call.started`, its clocks, the
+    events seen) and the accumulators that span attempts (the retry count) stay."""
+    call.attempt_started_ts_ms = ts_ms
     call.turns.clear()
     for scorer in registry.scorers:
         if not scorer.spans_attempts:
@@ -87,6 +91,9 @@ def record_scorer_error(call: CallState, name: str, event: Event, exc: Exception
 
 
 _RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
+# RTVI messages a pipeline streams continuously, speech or silence (Pipecat's audio-level messages):
+# not activity for the inactivity timer, which resets on meaningful activity only.
+STREAMED_LEVELS = frozenset({"user-audio-level", "bot-audio-level"})
 
 
 def _turn(call: CallState, event: Turn) -> None:

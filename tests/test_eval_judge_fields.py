@@ -86,6 +86,15 @@ def test_nl_verdicts_are_one_per_assertion_and_give_the_pass_rate():
     assert doc["nl_assertion_pass_rate"] == pytest.approx(1 / 3)
 
 
+@pytest.mark.parametrize(("index", "held"), [(1.9, False), ("1", False), (True, False), (1.0, True), (1, True)])
+def test_a_verdict_names_its_assertion_by_a_whole_number_only(index, held):
+    verdicts = [{"index": index, "passed": True, "reason": "ok"}]
+    doc = evaluation(started(nl_assertions=ASSERTIONS[:1]), ended(), judged(answer(0.9, nl_assertion_verdicts=verdicts)))
+    (verdict,) = doc["judge_result"]["nl_assertion_verdicts"]
+    assert verdict["passed"] is held
+    assert doc["nl_assertion_pass_rate"] == (1.0 if held else 0.0)
+
+
 def test_an_already_normalised_answer_is_kept_as_it_is():
     verdicts = [{"index": i, "assertion": a, "passed": True, "reason": "ok"} for i, a in enumerate(ASSERTIONS, start=1)]
     document = answer(1.0, nl_assertion_verdicts=verdicts, nl_assertion_pass_count=3, nl_assertion_total=3,

@@ -140,3 +140,29 @@ def test_a_discarded_attempts_turns_tokens_and_latencies_are_dropped_and_the_cal
     assert latency.value == 1000 and latency.score == 100.0
     assert ev["insufficient_agent_turns"] is True  # one LLM call in the accepted attempt, below the floor of 2
     assert [t.text for t in engine.calls["c1"].turns] == ["hello again", "hi"]
+
+
+def test_the_accepted_attempt_measures_its_duration_from_the_last_discard():
+    _, results = run_call([
+        started(),
+        event("attempt.discarded", {"reason": "stale"}, ts_ms=T0 + 90_000),
+        event("turn", {"role": "user", "text": "hi", "start_ms": 0, "end_ms": 1000}, ts_ms=T0 + 91_000),
+        event("turn", {"role": "agent", "text": "hello", "start_ms": 500, "end_ms": 1500}, ts_ms=T0 + 92_000),
+        ended(100_000),
+    ])
+    ev = results[-1].evaluation
+    assert (ev["duration_seconds"], ev["scenario_duration"]) == (10.0, 100.0)
+    overlap = next(m for m in results[-1].metrics if m.metric == "overlapping_speech")
+    assert overlap.details["call_length_ms"] == 10_000.0
+    # A discard before the call started (the harness's stale first attempt) moves nothing.
+    _, results = run_call([event("attempt.discarded", {"reason": "stale"}, ts_ms=T0 - 5_000), started(), ended(10_000)])
+    assert results[-1].evaluation["duration_seconds"] == 10.0
+
+
+def test_streamed_audio_levels_do_not_hold_a_silent_call_open():
+    engine, _ = run_call([started(inactivity_timeout_s=60), event("turn", {"role": "user", "text": "hi"}, ts_ms=T0 + 2_000)]
+                         + [rtvi(kind, side="user", data={"value": 0.0}, ts=T0 + 3_000 + 1_000 * i)
+                            for i, kind in enumerate(["user-audio-level", "bot-audio-level"] * 150)])
+    assert engine.calls["c1"].inactivity_deadline_ms() == T0 + 2_000 + 60_000  # from the user's turn
+    engine, _ = run_call([rtvi("user-audio-level", side="user", data={"value": 0.0}, ts=T0)])
+    assert engine.calls["c1"].inactivity_deadline_ms() == T0 + 120_000  # a call's first event starts its clock

@@ -66,6 +66,17 @@ def test_fact_from_a_variable_key_is_grounded():
     assert_clean(hallucination(agent("4pm is available."), variables={"4pm": "free"}))
 
 
+def test_the_configuration_and_variables_still_ground_the_accepted_attempt_after_a_discard():
+    m = hallucination(event("attempt.discarded", {"reason": "0 conversation turns"}),
+                      agent("Your plan is $45 and a roaming pass is $10 per day, we are open until 5pm."),
+                      variables={"monthly_price": "$45"},
+                      agent_config={"prompt": "Roaming pass costs $10 per day. Support hours 9am to 5pm."})
+    assert_clean(m)
+    # What the discarded attempt's tools told the agent is gone with it.
+    m = hallucination(tool_result({"price": 99}), event("attempt.discarded", {"reason": "stale"}), agent("That is $99."))
+    assert m.details["fabrications"] == 1
+
+
 def test_fact_from_a_knowledge_base_passage_is_grounded():
     assert_clean(hallucination(event("kb.retrieval", {"passages": ["Delivery takes 3 days."]}),
                                agent("It takes 3 days.")))

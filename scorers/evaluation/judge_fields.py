@@ -65,12 +65,15 @@ def _judge_input(value: Any) -> dict[str, Any]:
 
 
 def _verdict_index(entry: Any) -> int | None:
-    if not isinstance(entry, dict) or isinstance(entry.get("index"), bool):
-        return None
-    try:
-        return int(entry.get("index"))
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite index
-        return None
+    """The 1-based number of the assertion a verdict names: a whole JSON number (2 or 2.0). Anything
+    else (1.9, "2", true) names no assertion the judge was shown, and its assertion is filled as failed
+    (read as a number, 1.9 passed assertion 1)."""
+    index = entry.get("index") if isinstance(entry, dict) else None
+    if type(index) is int:
+        return index
+    if type(index) is float and index.is_integer():
+        return int(index)
+    return None
 
 
 def normalise_nl_verdicts(raw: Any, assertions: list[str], failure_reason: str | None = None) -> list[dict[str, Any]]:

@@ -87,8 +87,9 @@ def iso_timestamp(ts_ms: int) -> str:
 
 
 def duration_seconds(call: CallState) -> float:
-    """Start to end of the call in event time: `call.started` (or the first event) → `call.ended`."""
-    start = call.started_ts_ms if call.started_ts_ms is not None else call.first_ts_ms
+    """Start to end of the call's accepted attempt in event time: `call.started` (or the first event;
+    the last `attempt.discarded` when later) → `call.ended`."""
+    start = call.attempt_start_ms(call.started_ts_ms if call.started_ts_ms is not None else call.first_ts_ms)
     end = call.ended_ts_ms if call.ended_ts_ms is not None else call.last_ts_ms
     if start is None or end is None:
         return 0.0

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models.call_state import CallState, Record
-from models.events import CallStarted, Event, KbRetrieval, Rtvi, ToolCall, Turn
+from models.events import Event, KbRetrieval, Rtvi, ToolCall, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
 from scorers.text import figures, grounding_keys, json_text, reading
@@ -55,6 +55,17 @@ def excerpt(text: str) -> str:
     if len(collapsed) > EXCERPT_CHARS:
         return collapsed[: EXCERPT_CHARS - 1] + "…"
     return text if collapsed == text else collapsed  # the turn's own string: held once, not twice
+
+
+def call_grounding(call: CallState) -> frozenset[str]:
+    """The figures of what the call started with: its agent configuration (prompt and flow) and its
+    variables, keys and values. (`figures` is cached by text: a prompt shared by many calls is read
+    once.)"""
+    config = call.agent_config
+    keys = figures(json_text(call.variables)).keys
+    if config is not None:
+        keys = keys | figures(config.prompt or "").keys | figures(json_text(config.flow)).keys
+    return keys
 
 
 class Claim(Record):
@@ -86,7 +97,9 @@ class Hallucination(QaMetric):
     value_meaning = "Number of issues found"
     default_threshold = 70
     judge_kind = "llm"
-    handles = frozenset({"call.started", "turn", "kb.retrieval", "tool.call", "rtvi"})
+    # (Not `call.started`: what it grounds, the agent configuration and the variables, the call keeps,
+    # and they are read at finalize. Folded here they were lost with a discarded attempt.)
+    handles = frozenset({"turn", "kb.retrieval", "tool.call", "rtvi"})
     rtvi_messages = frozenset({FUNCTION_CALL_STOPPED})
 
     def start(self) -> HallucinationAcc:
@@ -110,12 +123,6 @@ class Hallucination(QaMetric):
             message = event.data.message
             if event.data.side == "agent" and message.type == FUNCTION_CALL_STOPPED and isinstance(message.data, dict):
                 acc.grounding |= grounding_keys(json_text(message.data.get("result")))
-        elif isinstance(event, CallStarted):
-            config = event.data.agent_config
-            if config is not None:
-                acc.grounding |= grounding_keys(config.prompt or "")
-                acc.grounding |= grounding_keys(json_text(config.flow))
-            acc.grounding |= grounding_keys(json_text(event.data.variables))
 
     def _agent_turn(self, acc: HallucinationAcc, turn: int, text: str, call: CallState) -> None:
         for fact in figures(text).facts:
@@ -164,11 +171,12 @@ class Hallucination(QaMetric):
     # ---------------------------------------------------------------------------------- finalize
 
     def finalize(self, acc: HallucinationAcc, call: CallState) -> MetricResult:
+        grounding = acc.grounding | call_grounding(call)
         fabrications = [
             (claim.turn, {"type": FABRICATION, "severity": MAJOR, "text": claim.text,
                           "evidence": f'"{claim.said}" is not in {GROUNDING_SOURCES}'})
             for claim in acc.claims.values()
-            if not any(key in acc.grounding for key in claim.keys)
+            if not any(key in grounding for key in claim.keys)
         ]
         listed = sorted(
             fabrications[:MAX_LISTED_ISSUES] + acc.listed_contradictions + acc.listed_confusions,

@@ -45,8 +45,9 @@ class OverlapAcc:
 
 
 def call_length_ms(acc: OverlapAcc, call: CallState) -> float:
-    if call.started_ts_ms is not None and call.ended_ts_ms is not None and call.ended_ts_ms > call.started_ts_ms:
-        return float(call.ended_ts_ms - call.started_ts_ms)
+    start = call.attempt_start_ms(call.started_ts_ms)  # (the accepted attempt's, as its overlaps are)
+    if start is not None and call.ended_ts_ms is not None and call.ended_ts_ms > start:
+        return float(call.ended_ts_ms - start)
     if acc.first_word_ms is not None and acc.last_word_ms is not None:
         return acc.last_word_ms - acc.first_word_ms
     return 0.0
