@@ -184,7 +184,9 @@ def _problems(definition: CohortDefinition, known_metrics: list[str]) -> list[st
         return ["`cohort_id` must not be empty"]
     if definition.deleted:
         return []  # a delete needs nothing but the id
-    problems: list[str] = []
+    problems = _size_problems(definition)
+    if problems:
+        return problems  # (the checks below would repeat what is oversized)
     if not definition.name.strip():
         problems.append("`name` must not be empty")
     for i, pattern in enumerate(definition.agents):
@@ -213,6 +215,65 @@ def _problems(definition: CohortDefinition, known_metrics: list[str]) -> list[st
         else:
             problems.extend(_rule_problems(i, criterion, known_metrics))
     return problems
+
+
+# Bounds on what a cohort may hold. Every result carries the verdict of every cohort its call belongs
+# to (names, criteria, details): unbounded definitions made results too large to publish, and a value
+# nested hundreds of levels deep could be stored but not written back as JSON.
+MAX_NAME_CHARS = 200  # cohort_id, name, an agent pattern, a criterion's name and field
+MAX_QUESTION_CHARS = 2_000
+MAX_AGENT_PATTERNS = 100
+MAX_CRITERIA = 50
+MAX_VALUE_DEPTH = 8
+MAX_VALUE_ITEMS = 1_000  # strings, numbers, lists and objects in a rule's value, all levels
+MAX_VALUE_CHARS = 1_000  # a string in a rule's value
+
+
+def _size_problems(definition: CohortDefinition) -> list[str]:
+    problems: list[str] = []
+
+    def check(where: str, text: str, limit: int = MAX_NAME_CHARS) -> None:
+        if len(text) > limit:
+            problems.append(f"{where} is {len(text)} characters long, more than {limit}")
+
+    check("`cohort_id`", definition.cohort_id)
+    check("`name`", definition.name)
+    if len(definition.agents) > MAX_AGENT_PATTERNS:
+        problems.append(f"`agents` lists {len(definition.agents)} patterns, more than {MAX_AGENT_PATTERNS}")
+    for i, pattern in enumerate(definition.agents[:MAX_AGENT_PATTERNS]):
+        check(f"`agents[{i}]`", pattern)
+    if len(definition.criteria) > MAX_CRITERIA:
+        problems.append(f"`criteria` lists {len(definition.criteria)} criteria, more than {MAX_CRITERIA}")
+    for i, criterion in enumerate(definition.criteria[:MAX_CRITERIA]):
+        check(f"`criteria[{i}].name`", criterion.name)
+        if isinstance(criterion, LlmCriterion):
+            check(f"`criteria[{i}].question`", criterion.question, MAX_QUESTION_CHARS)
+        else:
+            check(f"`criteria[{i}].field`", criterion.field)
+            problem = _value_problem(criterion.value)
+            if problem is not None:
+                problems.append(f"`criteria[{i}].value`: {problem}")
+    return problems
+
+
+def _value_problem(value: Any) -> str | None:
+    """Why a rule's value is too large (None: it is not), walked without recursion."""
+    stack, items = [(value, 1)], 0
+    while stack:
+        item, depth = stack.pop()
+        items += 1
+        if items > MAX_VALUE_ITEMS:
+            return f"holds more than {MAX_VALUE_ITEMS} items"
+        if depth > MAX_VALUE_DEPTH:
+            return f"is nested more than {MAX_VALUE_DEPTH} levels deep"
+        if isinstance(item, str) and len(item) > MAX_VALUE_CHARS:
+            return f"holds a string of {len(item)} characters, more than {MAX_VALUE_CHARS}"
+        if isinstance(item, dict):
+            stack.extend((key, depth + 1) for key in item)
+            stack.extend((member, depth + 1) for member in item.values())
+        elif isinstance(item, list):
+            stack.extend((member, depth + 1) for member in item)
+    return None
 
 
 def _rule_problems(i: int, rule: RuleCriterion, known_metrics: list[str]) -> list[str]:

@@ -193,3 +193,28 @@ def test_undecodable_bytes_are_a_cohort_error():
 
 def test_a_document_that_is_not_an_object_is_a_cohort_error():
     assert "Expected `object`, got `array`" in error_of([DOC])
+
+
+RULE = {"name": "r", "field": "evaluation.stop_reason", "op": "eq"}
+
+
+@pytest.mark.parametrize(("changes", "problem"), [
+    ({"name": "N" * 201}, "`name` is 201 characters long, more than 200"),
+    ({"cohort_id": "c" * 201}, "`cohort_id` is 201 characters long, more than 200"),
+    ({"agents": ["a"] * 101}, "`agents` lists 101 patterns, more than 100"),
+    ({"agents": ["a" * 201]}, "`agents[0]` is 201 characters long, more than 200"),
+    ({"criteria": [{**RULE, "name": f"r{i}"} for i in range(51)]}, "`criteria` lists 51 criteria, more than 50"),
+    ({"criteria": [{"kind": "llm", "name": "q", "question": "?" * 2001}]}, "`criteria[0].question` is 2001 characters"),
+    ({"criteria": [{**RULE, "value": json.loads("[" * 9 + "]" * 9)}]}, "`criteria[0].value`: is nested more than 8 levels deep"),
+    ({"criteria": [{**RULE, "op": "in", "value": list(range(1001))}]}, "`criteria[0].value`: holds more than 1000 items"),
+    ({"criteria": [{**RULE, "value": "x" * 1001}]}, "`criteria[0].value`: holds a string of 1001 characters"),
+])
+def test_a_cohort_too_large_for_the_results_that_carry_it_is_refused_naming_the_field(changes, problem):
+    assert problem in error_of(doc(**changes))
+
+
+def test_a_cohort_at_every_bound_is_taken():
+    at_bounds = doc(name="N" * 200, agents=["a" * 200] * 100,
+                    criteria=[{**RULE, "name": f"r{i}", "value": json.loads("[" * 7 + "1" + "]" * 7)} for i in range(49)]
+                    + [{**RULE, "name": "many", "op": "in", "value": ["x" * 1000] * 999}])
+    assert decode_cohort(at_bounds, KNOWN).name == "N" * 200

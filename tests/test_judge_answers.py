@@ -9,6 +9,7 @@ import pytest
 
 from eventkit import event, run_call
 from judgekit import ASSERTIONS, EVALUATION_ANSWER, QA_ANSWER, judged_call
+from models.cohorts import MAX_CRITERIA, MAX_QUESTION_CHARS
 from models.events import JudgeResult
 from models.wire import MAX_MESSAGE_BYTES, encode_event
 from scorers.cohorts import CohortBook
@@ -207,8 +208,9 @@ def test_an_evaluation_error_scores_0_with_error_reason():
 
 def test_the_event_of_an_enormous_call_fits_in_one_message():
     big = "é" * 5_000  # two bytes a character
+    longest_question = "é" * MAX_QUESTION_CHARS  # (and as many criteria as a cohort may hold)
     book = CohortBook(cohorts=[{"cohort_id": "all", "name": "All", "agents": ["*"], "criteria": [
-        {"name": f"q{i}", "kind": "llm", "question": big} for i in range(50)]}])
+        {"name": f"q{i}", "kind": "llm", "question": longest_question} for i in range(MAX_CRITERIA)]}])
     # Scenario assertions are inlined in their verdicts whole: 100 of 200 characters is a lot already.
     scenario = {"name": "huge", "reference_answer": [{"note": big}] * 20, "nl_assertions": ["é" * 200] * 100,
                 "judge_include_conversation": True}
@@ -225,7 +227,7 @@ def test_the_event_of_an_enormous_call_fits_in_one_message():
     reqs = requests(events, book)
     answer = {"hallucination": {"issues": [{"type": "fabrication", "severity": "major", "text": big * 4}] * 100},
               **{name: {"score": 50, "reason": big * 4} for name in ("kb_recall", "naturalness", "tool_call_accuracy", "transition_accuracy")},
-              "criteria": [{"index": i, "passed": True, "reason": big * 4} for i in range(1, 51)]}
+              "criteria": [{"index": i, "passed": True, "reason": big * 4} for i in range(1, MAX_CRITERIA + 1)]}
     evaluation = {"score": 0.5, "reason": big * 4,
                   "nl_assertion_verdicts": [{"index": i, "passed": True, "reason": big * 4} for i in range(1, 101)]}
     judge_event = judge_result_event(reqs, "m", qa=parse_qa_answer(json.dumps(answer), reqs.qa),
