@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import aiohttp.web
@@ -32,6 +33,10 @@ from streams.results_view import ResultsView
 
 # How long a cohort write waits for the broker to confirm it before answering 503.
 COHORT_WRITE_TIMEOUT_S = 5.0
+# How long a write's answer waits for the worker to read it back: some 0.25 s once the worker runs;
+# in the seconds after a start, until Faust has started the tasks that read the topics, longer.
+READ_BACK_TIMEOUT_S = 10.0
+READ_BACK_POLL_S = 0.01
 
 
 @aiohttp.web.middleware
@@ -118,19 +123,31 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
 
     @app.task
     async def read_cohorts() -> None:
-        await follow_topic(callqa, names.cohorts, apply_cohort)
+        def caught_up() -> None:
+            logger.info("%s read: %d cohorts", names.cohorts, len(book.all()))
+            callqa.cohorts_read.set()
+
+        await follow_topic(callqa, names.cohorts, apply_cohort, on_caught_up=caught_up)
 
     @app.task
     async def read_results() -> None:
         await follow_topic(callqa, names.results, apply_result)
 
     async def publish_cohort(web: Any, request: Any, cohort_id: str | None) -> Any:
+        try:
+            raw = await request.read()
+        except aiohttp.web.HTTPException:
+            raise  # (413: the body is over the size limit, answered as such)
+        except Exception as exc:  # noqa: BLE001 - a body that cannot be read (a bad Content-Encoding) is the client's
+            return web.error(400, f"the body cannot be read: {type(exc).__name__}: {exc}")
         try:  # strict JSON: Python's reader would take NaN and Infinity, which no document can hold
-            body = msgspec.json.decode(await request.read())
+            body = msgspec.json.decode(raw)
         except (msgspec.DecodeError, RecursionError):
             return web.error(400, "the body must be a JSON cohort document")
         if not isinstance(body, dict):
             return web.error(400, "the body must be a JSON object")
+        if "deleted" in body:
+            return web.error(422, "`deleted` is not part of a cohort: DELETE /cohorts/{cohort_id} removes one")
         if cohort_id is not None:
             body.setdefault("cohort_id", cohort_id)
             if body["cohort_id"] != cohort_id:
@@ -142,10 +159,20 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             return web.error(422, str(exc))
         except (OverflowError, UnicodeEncodeError, msgspec.EncodeError) as exc:  # e.g. an integer beyond 64 bits
             return web.error(422, f"the cohort cannot be stored: {exc}")
+        if cohort_id is None and book.get(definition.cohort_id) is not None:
+            return web.error(409, f"cohort {definition.cohort_id!r} exists: PUT /cohorts/{{cohort_id}} replaces it")
         failure = await write_cohort(key, value)
         if failure is not None:
             return web.error(503, failure)
+        await read_back(definition.cohort_id, definition)
         return web.json(cohort_to_builtins(definition), status=201 if cohort_id is None else 200)
+
+    async def read_back(cohort_id: str, expected: CohortDefinition | None) -> None:
+        """Wait (a little) until this worker has read its own write back from the topic, so that the
+        client's next request sees it: a cohort just created can be read and deleted at once."""
+        deadline = time.monotonic() + READ_BACK_TIMEOUT_S
+        while book.get(cohort_id) != expected and time.monotonic() < deadline:
+            await asyncio.sleep(READ_BACK_POLL_S)
 
     async def write_cohort(key: bytes, value: bytes) -> str | None:
         """Send a cohort document and wait until the broker has it: a write that was only buffered
@@ -192,6 +219,7 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             failure = await write_cohort(cohort_id.encode(), encode_cohort(tombstone))
             if failure is not None:
                 return self.error(503, failure)
+            await read_back(cohort_id, None)
             return self.json({"cohort_id": cohort_id, "deleted": True})
 
     @app.page("/cohorts/{cohort_id}/overview")

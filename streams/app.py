@@ -7,6 +7,7 @@ the sends it asks for through `FaustSink`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -30,6 +31,11 @@ from streams.topics import TopicNames
 from streams.wiring import build_engine
 
 logger = logging.getLogger("callqa.worker")
+
+# The largest produce request the worker sends, and what a request adds around one record (headers,
+# the batch's framing): a result must fit in it whole.
+PRODUCER_MAX_REQUEST_BYTES = 4_194_304
+REQUEST_OVERHEAD_BYTES = 16_384
 
 
 def faust_broker_credentials(settings: Settings) -> Any:
@@ -104,6 +110,8 @@ class CallqaApp:
     results_topic: Any = None
     deadletter_topic: Any = None
     result_hooks: list[ResultHook] = field(default_factory=list)
+    # Set once the cohorts topic has been read to its end (streams/api.py); scoring waits for it.
+    cohorts_read: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaApp:
@@ -135,7 +143,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         # alone, up to the request size below.
         producer_max_batch_size=512 * 1024,
         # A dead letter carries up to 256 KiB of its original (base64 and text): well under this.
-        producer_max_request_size=4_194_304,
+        producer_max_request_size=PRODUCER_MAX_REQUEST_BYTES,
         autodiscover=False,
         key_serializer="raw",
         value_serializer="raw",
@@ -153,7 +161,9 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     callqa.events_topic, callqa.results_topic, callqa.deadletter_topic = events_topic, results_topic, deadletter_topic
 
     flow = MessageFlow(live, FaustSink(app, journal, results_topic, deadletter_topic, events_topic),
-                       result_hooks=callqa.result_hooks, on_restored=_log_restored)
+                       result_hooks=callqa.result_hooks, on_restored=_log_restored,
+                       max_result_bytes=min(settings.max_message_bytes, PRODUCER_MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES),
+                       ready=callqa.cohorts_read)
 
     @app.agent(events_topic, name="score-events")
     async def score_events(stream: faust.StreamT) -> None:
@@ -187,6 +197,8 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
                          # Whether events go from the consumer straight to the scorer (callqa's
                          # transports) or through Faust's agent stream (`aiokafka://`).
                          "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer),
+                         # Whether the cohorts topic has been read to its end: scoring waits for it.
+                         "cohorts_read": callqa.cohorts_read.is_set(),
                          "broker": brokers.document(time.monotonic())},
                         status=503 if unreachable else 200)
 

@@ -22,6 +22,7 @@ deferring, for about 1 %.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 
@@ -31,9 +32,10 @@ from models.call_state import CallState
 from models.results import CallResult
 from models.wire import encode_event
 from streams.journal import segment_key
-from streams.live import LiveScorer, Outbox, PartitionState
+from streams.live import DeadLetter, LiveScorer, Outbox, PartitionState
 
 _json = msgspec.json.Encoder()
+logger = logging.getLogger("callqa.worker")
 
 # Called after each published result with the call's state (read-only), e.g. to request a judge.
 ResultHook = Callable[[CallResult, CallState], Awaitable[None]]
@@ -90,6 +92,14 @@ class Deliveries:
             self.pending.pop(partition, None)
 
 
+# A result larger than this is dead-lettered instead of published: a record the producer or the broker
+# refuses would stop the worker, or hold its partition back for ever (Apache Kafka's default
+# `message.max.bytes` is 1 MiB). The worker passes the smaller of CALLQA_MAX_MESSAGE_BYTES and what
+# its producer may send.
+DEFAULT_MAX_RESULT_BYTES = 1_048_576
+READY_WAIT_S = 30.0
+
+
 @dataclass
 class MessageFlow:
     live: LiveScorer
@@ -97,10 +107,16 @@ class MessageFlow:
     result_hooks: list[ResultHook] = field(default_factory=list)
     deliveries: Deliveries = field(default_factory=Deliveries)
     on_restored: Callable[[int, int], None] | None = None  # (partition, calls restored), for the log
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    # Set once what scoring reads besides the events is loaded (the cohorts topic, read to its end):
+    # the first message waits for it, at most READY_WAIT_S. None: nothing to wait for.
+    ready: asyncio.Event | None = None
     _writing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def score(self, message: Any) -> Outbox:
         """One message of the events topic (anything with partition, offset, topic and value)."""
+        if self.ready is not None:
+            await self._wait_until_ready()
         live, book, partition = self.live, self.live.book, message.partition
         if not live.is_restored(partition):
             restored = live.restore_partition(partition, list(self.sink.journal_items()))
@@ -112,7 +128,7 @@ class MessageFlow:
         # redo, so nothing more of it may reach this worker's book or the journal.
         held = live.partitions[partition]
         if out.results or out.dead_letters or out.recorded_events or out.forget:
-            await self._send(out, partition, held)
+            await self._send(out, message, held)
             if live.partitions.get(partition) is not held:
                 return out
         book.stage(partition, out.journal, message)
@@ -121,6 +137,16 @@ class MessageFlow:
                 return out  # its sends are still in flight: the segment goes with a later message
             await self._write_segment(partition, held)
         return out
+
+    async def _wait_until_ready(self) -> None:
+        """A restarted worker scored redelivered calls against no cohorts at all while it was still
+        reading the cohorts topic: their results said `"cohorts": []`."""
+        assert self.ready is not None
+        try:
+            await asyncio.wait_for(self.ready.wait(), READY_WAIT_S)
+        except asyncio.TimeoutError:
+            logger.warning("the cohorts were not read within %s s; scoring with those known so far", READY_WAIT_S)
+        self.ready = None
 
     async def write_quiet_segments(self) -> None:
         """Write the due segments that no message came to write (a partition fallen quiet), so that
@@ -150,10 +176,14 @@ class MessageFlow:
                 self.sink.write_journal(last, changes)
             self.sink.acknowledge(acks)
 
-    async def _send(self, out: Outbox, partition: int, held: PartitionState) -> None:
-        sink, deliveries = self.sink, self.deliveries
+    async def _send(self, out: Outbox, message: Any, held: PartitionState) -> None:
+        sink, deliveries, partition = self.sink, self.deliveries, message.partition
         for result in out.results:
-            deliveries.add(partition, await sink.send_result(result.call_id.encode(), _json.encode(result)))
+            value = _json.encode(result)
+            if len(value) > self.max_result_bytes:
+                await self._send_oversized(result, value, message)
+                continue
+            deliveries.add(partition, await sink.send_result(result.call_id.encode(), value))
         for letter in out.dead_letters:
             deliveries.add(partition, await sink.send_dead_letter((letter.call_id or "").encode(),
                                                                   _json.encode(letter.to_document())))
@@ -167,6 +197,17 @@ class MessageFlow:
             if call is not None:
                 for hook in self.result_hooks:
                     await hook(result, call)
+
+    async def _send_oversized(self, result: CallResult, value: bytes, message: Any) -> None:
+        """A result too large to publish, dead-lettered with its first bytes, its size and its hash,
+        against the message that produced it."""
+        reason = (f"the result (version {result.version}) of call {result.call_id!r} is {len(value)} bytes, above the "
+                  f"{self.max_result_bytes}-byte limit for a message (CALLQA_MAX_MESSAGE_BYTES): not published")
+        logger.error("%s", reason)
+        letter = DeadLetter(reason, message.topic, message.partition, message.offset, value, call_id=result.call_id)
+        self.live.dead_lettered += 1
+        self.deliveries.add(message.partition, await self.sink.send_dead_letter(
+            result.call_id.encode(), _json.encode(letter.to_document())))
 
     def _forget(self, call_ids: list[str]) -> None:
         """Forgetting's journal changes go out with each partition's next segment, after the sends

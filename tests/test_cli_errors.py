@@ -326,3 +326,13 @@ def test_a_configuration_file_saved_with_a_byte_order_mark_is_read(tmp_path):
     config = tmp_path / "callqa.toml"
     config.write_bytes(b"\xef\xbb\xbfpartitions = 6\n")
     assert load_settings({"CALLQA_CONFIG": str(config)}).partitions == 6
+
+
+@pytest.mark.parametrize(("kind", "name", "text"), [
+    ("cohorts", "cohorts.json", "[]"), ("cohorts", "cohorts.json", '{"cohorts": []}'), ("rules", "rules.toml", "rules = []\n"),
+])
+def test_publishing_a_file_that_defines_nothing_is_refused_before_any_broker_is_asked(tmp_path, capsys, kind, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    code, err = run(capsys, "publish", kind, str(path), "--broker", "kafka://127.0.0.1:1")
+    assert code == 2 and f"{path} defines no {kind}: nothing to publish" in err

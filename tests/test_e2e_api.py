@@ -26,10 +26,11 @@ COHORT = {"cohort_id": "support", "name": "Support line",
           "metrics": [{"metric": "latency", "weight": 2, "threshold": 70}, {"metric": "wer"}, {"metric": "sentiment"}]}
 
 
-def http(worker, method: str, path: str, body: dict | bytes | None = None) -> tuple[int, dict | str]:
+def http(worker, method: str, path: str, body: dict | bytes | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, dict | str]:
     data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"http://127.0.0.1:{worker.web_port}{path}", method=method, data=data,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             raw = response.read().decode()
@@ -87,9 +88,26 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert status == 405 and isinstance(body, dict) and body["error"]
         status, body = http(worker, "POST", "/cohorts", b"{" + b" " * (2 * 1024 * 1024) + b"}")
         assert status == 413 and isinstance(body, dict) and "body size" in body["error"]
+        status, body = http(worker, "POST", "/cohorts", b'{"cohort_id": "z", "name": "Z"}', {"Content-Encoding": "gzip"})
+        assert status == 400 and body["error"].startswith("the body cannot be read")
+        deep = {"cohort_id": "d", "name": "D", "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": None}]}
+        deep["criteria"][0]["value"] = json.loads("[" * 500 + "]" * 500)
+        status, body = http(worker, "POST", "/cohorts", deep)
+        assert status == 422 and "`criteria[0].value`: is nested more than 8 levels deep" in body["error"]
+        status, body = http(worker, "POST", "/cohorts", {**COHORT, "cohort_id": "big", "name": "N" * 900_000})
+        assert status == 422 and "`name` is 900000 characters long, more than 200" in body["error"]
+        status, body = http(worker, "PUT", "/cohorts/x", {"name": "X", "deleted": True})
+        assert status == 422 and "DELETE" in body["error"]
+        assert http(worker, "GET", "/cohorts")[0] == 200 and http(worker, "GET", "/cohorts/d")[0] == 404
+        wait_for(lambda: worker.health()["cohorts_read"])  # (scoring waits for it too)
         status, created = http(worker, "POST", "/cohorts", COHORT)
         assert status == 201 and created["cohort_id"] == "support"
-        wait_for(lambda: http(worker, "GET", "/cohorts/support")[0] == 200)
+        assert http(worker, "GET", "/cohorts/support")[0] == 200  # read back before the answer
+        status, body = http(worker, "POST", "/cohorts", COHORT)
+        assert status == 409 and "PUT" in body["error"]
+        assert http(worker, "PUT", "/cohorts/brief", {"name": "Brief"})[0] == 200
+        assert http(worker, "DELETE", "/cohorts/brief")[0] == 200  # at once: no 404 for a write just made
+        assert http(worker, "GET", "/cohorts/brief")[0] == 404
 
         settings = settings_for(broker, topic_prefix)
         send(log, settings)

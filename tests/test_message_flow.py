@@ -264,3 +264,43 @@ def test_a_due_segment_of_a_partition_fallen_quiet_is_written_by_the_timer_once_
     restored = LiveScorer(CallEngine())
     assert restored.restore_partition(0, sink.table.items()) == 1
     assert restored.partitions[0].journaled_through_offset == 2
+
+
+def test_a_result_too_large_to_publish_is_dead_lettered_and_the_worker_goes_on():
+    sink = DictSink({})
+    flow = flow_of(LiveScorer(CallEngine()), sink, write_every_message=True)
+    flow.max_result_bytes = 2_000  # the sample call's result is some 6 kB
+
+    async def run() -> None:
+        for offset, raw in enumerate(one_call("c1", T0) + one_call("c2", T0 + MINUTE)):
+            await flow.score(KafkaMessage(raw, offset))
+
+    asyncio.run(run())
+    assert [topic for topic, _, _ in sink.sent] == ["deadletter", "deadletter"]
+    letter = json.loads(sink.sent[0][2])
+    assert letter["call_id"] == "c1" and letter["offset"] == 2 and letter["original_size"] > 2_000
+    assert letter["reason"].startswith("the result (version 1) of call 'c1' is ")
+    assert letter["reason"].endswith("above the 2000-byte limit for a message (CALLQA_MAX_MESSAGE_BYTES): not published")
+    assert json.loads(letter["original_text"])["call_id"] == "c1"
+    assert flow.live.dead_lettered == 2 and [m.offset for m in sink.acknowledged] == [0, 1, 2, 3, 4, 5]
+
+
+def test_the_first_message_waits_until_the_cohorts_are_read_then_none_waits():
+    sink = DictSink({})
+    flow = flow_of(LiveScorer(CallEngine()), sink, write_every_message=True)
+
+    async def run() -> None:
+        flow.ready = asyncio.Event()
+        messages = one_call("c1", T0)
+        first = asyncio.create_task(flow.score(KafkaMessage(messages[0], 0)))
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert not first.done() and flow.live.engine.counters.applied == 0  # nothing scored yet
+        flow.ready.set()
+        await first
+        for offset, raw in enumerate(messages[1:], start=1):
+            await flow.score(KafkaMessage(raw, offset))
+
+    asyncio.run(run())
+    assert flow.ready is None and flow.live.engine.counters.applied == 3
+    assert [topic for topic, _, _ in sink.sent] == ["results"]
