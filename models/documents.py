@@ -53,7 +53,8 @@ def missing_field(problem: str) -> str | None:
 def load_document_file(path: str | Path, key: str, error: type[Exception]) -> list[Any]:
     """The documents of a file: a JSON list, a JSON object with the list under `key`, or a TOML file of
     `[[key]]` tables (by the name's suffix). An object without `key` is an error, not an empty list:
-    a misspelt key, or another kind of file given by mistake, must not load nothing in silence."""
+    a misspelt key, or another kind of file given by mistake, must not load nothing in silence; so
+    is an empty list."""
     path = Path(path)
     toml = path.suffix.lower() == ".toml"
     try:
@@ -72,6 +73,8 @@ def load_document_file(path: str | Path, key: str, error: type[Exception]) -> li
         document = document[key]
     if not isinstance(document, list):
         raise error(f"{path}: expected a list of {key}")
+    if not document:  # (an empty list is as likely a mistake as a file without the key)
+        raise error(f"{path}: defines no {key} (an empty list)")
     return document
 
 

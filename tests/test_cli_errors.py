@@ -331,8 +331,12 @@ def test_a_configuration_file_saved_with_a_byte_order_mark_is_read(tmp_path):
 @pytest.mark.parametrize(("kind", "name", "text"), [
     ("cohorts", "cohorts.json", "[]"), ("cohorts", "cohorts.json", '{"cohorts": []}'), ("rules", "rules.toml", "rules = []\n"),
 ])
-def test_publishing_a_file_that_defines_nothing_is_refused_before_any_broker_is_asked(tmp_path, capsys, kind, name, text):
+def test_a_file_that_defines_nothing_is_refused_before_any_broker_is_asked_or_any_call_scored(tmp_path, capsys, kind, name, text):
     path = tmp_path / name
     path.write_text(text)
     code, err = run(capsys, "publish", kind, str(path), "--broker", "kafka://127.0.0.1:1")
-    assert code == 2 and f"{path} defines no {kind}: nothing to publish" in err
+    assert code == 2 and f"{path}: defines no {kind} (an empty list)" in err
+    alerts = ["--alerts-out", str(tmp_path / "alerts.jsonl")] if kind == "rules" else []
+    code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), f"--{kind}", str(path), *alerts)
+    assert code == 2 and f"{path}: defines no {kind} (an empty list)" in err
+    assert not (tmp_path / "o.jsonl").exists()
