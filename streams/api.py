@@ -17,6 +17,7 @@ import asyncio
 import logging
 import time
 from typing import Any
+from urllib.parse import unquote
 
 import aiohttp.web
 import faust
@@ -90,6 +91,16 @@ async def follow_topic(callqa: Any, topic: str, on_record: Any, on_caught_up: An
         await consumer.stop()
 
 
+def _decodes(request: Any) -> bool:
+    """Whether the request's path is valid percent-encoded UTF-8. The web server leaves an escape it
+    cannot decode (`%FF`) as it is, so `PUT /cohorts/%FF` would name a cohort "%FF"."""
+    try:
+        unquote(request.raw_path.split("?", 1)[0], errors="strict")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 async def _read_to_the_end(consumer: Any) -> bool:
     for tp in consumer.assignment():
         highwater = consumer.highwater(tp)  # from the last fetch response; None before the first
@@ -148,6 +159,8 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             return web.error(400, "the body must be a JSON object")
         if "deleted" in body:
             return web.error(422, "`deleted` is not part of a cohort: DELETE /cohorts/{cohort_id} removes one")
+        if cohort_id is not None and not _decodes(request):
+            return web.error(400, "the URL's cohort id is not valid percent-encoded UTF-8")
         if cohort_id is not None:
             body.setdefault("cohort_id", cohort_id)
             if body["cohort_id"] != cohort_id:

@@ -99,6 +99,11 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         status, body = http(worker, "PUT", "/cohorts/x", {"name": "X", "deleted": True})
         assert status == 422 and "DELETE" in body["error"]
         assert http(worker, "GET", "/cohorts")[0] == 200 and http(worker, "GET", "/cohorts/d")[0] == 404
+        for escaped in ("%FF", "%ED%A0%80"):  # not UTF-8, and a lone surrogate
+            status, body = http(worker, "PUT", f"/cohorts/{escaped}", {"name": "X"})
+            assert status == 400 and "percent-encoded UTF-8" in body["error"]
+        assert http(worker, "PUT", "/cohorts/caf%C3%A9%2Fx", {"name": "Café"})[1]["cohort_id"] == "café/x"
+        assert http(worker, "DELETE", "/cohorts/caf%C3%A9%2Fx")[0] == 200
         wait_for(lambda: worker.health()["cohorts_read"])  # (scoring waits for it too)
         status, created = http(worker, "POST", "/cohorts", COHORT)
         assert status == 201 and created["cohort_id"] == "support"
