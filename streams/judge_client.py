@@ -17,7 +17,8 @@ answers are scrubbed of it and the event records only the prompts.
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, TypeVar
+import json
+from typing import Any, Callable, TypeVar
 
 import openai
 from openai import AsyncOpenAI
@@ -100,7 +101,7 @@ class JudgeClient:
         message = choices[0].message
         if getattr(message, "refusal", None):
             raise JudgeAnswerError(f"the judge refused: {message.refusal}")
-        return self._scrubbed(message.content) if message.content is not None else None
+        return self._scrubbed_answer(message.content) if message.content is not None else None
 
     def _describe(self, exc: Exception) -> str:
         if isinstance(exc, (asyncio.TimeoutError, openai.APITimeoutError)):
@@ -124,8 +125,36 @@ class JudgeClient:
             return text.replace(key, "***")
         return text
 
+    def _scrubbed_answer(self, text: str) -> str:
+        """An answer without the API key, also where its JSON spells the key with escapes (`\\u0073k-…`,
+        `\\/`) that only decoding reveals: the decoded answer is what gets recorded."""
+        text = self._scrubbed(text)
+        key = self.settings.openai_api_key
+        if not key or len(key) < MIN_SECRET_KEY_CHARS or "\\" not in text:
+            return text  # (no escape at all: the plain replacement has done it)
+        try:
+            answer = json.loads(text)
+        except (ValueError, RecursionError):
+            return text
+        try:
+            scrubbed = without_secret(answer, key)
+        except RecursionError:
+            raise JudgeAnswerError("the judge's answer is nested too deeply") from None
+        return text if scrubbed == answer else json.dumps(scrubbed)
+
     async def aclose(self) -> None:
         await self._openai.close()
+
+
+def without_secret(value: Any, secret: str) -> Any:
+    """`value` (decoded JSON) with `secret` replaced by *** in every string, keys included."""
+    if isinstance(value, str):
+        return value.replace(secret, "***")
+    if isinstance(value, list):
+        return [without_secret(item, secret) for item in value]
+    if isinstance(value, dict):
+        return {without_secret(key, secret): without_secret(item, secret) for key, item in value.items()}
+    return value
 
 
 def retry_after_s(exc: BaseException) -> float:

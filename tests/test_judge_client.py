@@ -128,6 +128,18 @@ def test_an_answer_echoing_the_api_key_is_recorded_without_it(fake):
     assert key not in msgspec.json.encode(second).decode()
 
 
+@pytest.mark.parametrize("spelled", ["\\u0073k-test-secret-0123456789", "sk-test\\/secret-0123456789"],
+                         ids=["unicode escape", "escaped slash"])
+def test_an_answer_spelling_the_api_key_with_json_escapes_is_recorded_without_it(fake, spelled):
+    key = "sk-test-secret-0123456789" if "/" not in spelled else "sk-test/secret-0123456789"
+    document = json.dumps({**QA_ANSWER, "kb_recall": {"score": 80, "reason": "KEY"}})
+    fake.qa_answer = document.replace("KEY", spelled)  # the raw text holds the key only as escapes
+    assert key not in fake.qa_answer and json.loads(fake.qa_answer)["kb_recall"]["reason"] == key
+    _, judge_event, second = judge_call(fake, openai_api_key=key)
+    assert judge_event.data.qa["kb_recall"]["reason"] == "***"
+    assert key not in msgspec.json.encode(judge_event).decode() and key not in msgspec.json.encode(second).decode()
+
+
 
 @pytest.mark.parametrize(("mode", "error"), [
     ("slow", "the judge did not answer within 0.5 s"),
