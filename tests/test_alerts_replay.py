@@ -68,3 +68,17 @@ def test_tail_prints_an_alert_on_one_readable_line(tmp_path):
     line = alert_line(firing)
     assert line.startswith("[FIRING  ] critical agent latency scope=agent:a1 metric=latency pass_rate=0.267 (8/30)")
     assert "fire<0.50 clear>=0.80 window=300s" in line and f"key={firing['dedupe_key']}" in line
+
+
+def test_a_log_in_order_only_within_each_partition_alerts_as_the_log_in_time_order(tmp_path):
+    """Several producers' logs one after the other (`cat a.jsonl b.jsonl`) are in event-time order
+    within each partition, as the worker reads them, but not as a whole: replay counts event time per
+    partition, as the worker does, and raises the alerts of the same calls in time order."""
+    from streams.partitioning import partition_for
+
+    replay_alerts(tmp_path, "sorted")  # writes calls.jsonl and rules.toml
+    in_order = replay_alerts(tmp_path, "sorted")
+    lines = (tmp_path / "calls.jsonl").read_text().splitlines()
+    by_partition = sorted(lines, key=lambda line: partition_for(json.loads(line)["call_id"], 4))  # (a stable sort)
+    (tmp_path / "calls.jsonl").write_text("\n".join(by_partition) + "\n")
+    assert by_partition != lines and replay_alerts(tmp_path, "concatenated") == in_order != []

@@ -6,7 +6,8 @@ are read in turns, batch messages and a restarted worker's backlog move whole st
 replay reads them in the log's order. So both count through `EventTimeOrder`, in the order of the
 results' own event time (`event_ts_ms`: a call's end, or a rescore's annotation), then call_id and
 version. A result is held until every source has gone `lateness_ms` past it — each partition of the
-results topic live (they advance independently), the log in replay — and counted then. Both paths thus
+results topic (they advance independently; replay gives each result its call's partition) — and
+counted then. Both paths thus
 count the same sequence, and raise the same alerts, as long as no source delivers a result more than
 `lateness_ms` behind what it delivered before; a result later than that is counted where it arrives.
 
@@ -28,7 +29,7 @@ from scorers.alerting.engine import AlertEngine
 @dataclass
 class EventTimeOrder:
     lateness_ms: int
-    sources: int = 1  # the partitions of the results topic live; 1 in replay
+    sources: int = 1  # the partitions of the results topic
     # The latest event time each source delivered (kept across a restart with the held calls).
     latest_by_source: dict[int, int] = field(default_factory=dict)
     # (event time, call_id, version, arrival number, call): the arrival number orders a redelivered
