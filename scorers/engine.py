@@ -17,7 +17,8 @@ from typing import Iterable, Literal
 import msgspec
 
 from models.call_state import CallState
-from models.events import EVENT_TYPES, RESCORE_TYPES, CallEnded, CallStarted, Event, TranscriptCorrected, Watermark
+from models.events import (EVENT_TYPES, RESCORE_TYPES, CallEnded, CallStarted, Event, JudgeResult,
+                           TranscriptCorrected, Watermark)
 from models.results import CallResult
 from scorers.call_result import score_call
 from scorers.cohorts import CohortBook
@@ -147,7 +148,11 @@ class CallEngine:
         first_activity = call.last_activity_ts_ms is None
         apply_event(call, event, self.registry)
         self.counters.applied += 1
-        self.sweeper.observe(partition, event.ts_ms)
+        if type(event) is not JudgeResult:
+            # A judge's answer is stamped just after the call's end, by whoever asked: it tells of the
+            # call, not of the partition's time. Moving the watermark, a log recorded with answers
+            # (`--judge --record`) could sweep a call that the same log without them does not.
+            self.sweeper.observe(partition, event.ts_ms)
         if first_activity and call.last_activity_ts_ms is not None:
             self.sweeper.track(partition, call)
 

@@ -267,3 +267,19 @@ def test_a_recorded_sweep_end_for_a_call_that_has_ended_otherwise_is_a_duplicate
                                event_id="a:inactivity-timeout")
     assert engine.process(earlier_owners_end).status == "duplicate"
     assert engine.process(event("call.ended", {"stop_reason": "[EXIT]"}, call_id="a")).status == "rejected"
+
+
+def test_a_judges_answer_does_not_move_its_partitions_time():
+    # A log recorded with the judge's answers (`--judge --record`) must sweep what the log without
+    # them sweeps: the answer is stamped 1 ms after its call's end, by whoever asked.
+    engine = CallEngine(allowed_lateness_ms=0)
+    engine.process(started("quiet", ts=T0, inactivity_timeout_s=60))
+    engine.process(started("busy", ts=T0))
+    engine.process(ended("busy", ts=T0 + 60_000))  # the quiet call's deadline, not past it
+    assert not engine.anything_due(0)
+    judged = event("judge.result", {"model": "m", "evaluation": {"score": 0.9, "reason": "ok"}}, call_id="busy",
+                   ts_ms=T0 + 60_001)
+    assert engine.process(judged).result.version == 2
+    assert not engine.anything_due(0) and engine.sweep(0) == []
+    engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="other", ts_ms=T0 + 60_001))
+    assert [e.call_id for e in engine.sweep(0)] == ["quiet"]  # any other event moves it
