@@ -259,11 +259,11 @@ def test_the_weighted_score_rule_reads_each_cohorts_verdict():
 
 def test_removing_a_rule_resolves_its_firing_alert():
     engine, alerts = run(agent_stream(900, a1_fails_between(600, 900)))
-    assert alerts[-1]["state"] == "firing"
+    assert alerts[-1]["state"] == "firing" and engine.counters.alerts == len(alerts)
     closed = engine.set_rules([])
     assert [(a["state"], a["dedupe_key"], a["reason"]) for a in closed] == [
         ("resolved", alerts[-1]["dedupe_key"], "rule removed or disabled")]
-    assert engine.firing() == []
+    assert engine.firing() == [] and engine.counters.alerts == len(alerts) + 1  # the resolution counted too
 
 
 def test_a_rule_added_mid_stream_evaluates_the_calls_already_in_its_window():

@@ -108,6 +108,7 @@ class AlertEngine:
             del self._episodes[key]
             self._changes.episodes = True
             alerts.append(self._alert(episode.rule, episode.scope, episode, "resolved", reason))
+        self.counters.alerts += len(alerts)  # (as `_evaluate` counts its own)
         return alerts
 
     def _scopes_of(self, rule: AlertRule) -> list[str]:
