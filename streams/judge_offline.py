@@ -26,8 +26,9 @@ import msgspec
 
 from models.events import Event
 from models.results import CallResult
-from models.wire import JSONL_LOG, MSGPACK_LOG, encode_event, is_cut_short, log_format, read_log
+from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, encode_event, is_cut_short, log_format, read_log
 from scorers.engine import CallEngine
+from scorers.inactivity import INACTIVITY_ID_SUFFIX, is_inactivity_end
 from scorers.judge.requests import JudgeRequests, build_requests
 from streams.config import Settings
 from streams.output_files import AtomicOutput
@@ -130,24 +131,28 @@ def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngi
             report.judged += 1
             failed = event.data.error is not None or (event.data.qa or {}).get("error") is not None
             report.judge_errors += failed
-    _write(log, output, replayed.records, first.sweeps, answers)
+    report.swept = _write(log, output, replayed.records, first.sweeps, answers)
     return report
 
 
 def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[Event]],
-           answers: dict[Anchor, list[Event]]) -> None:
+           answers: dict[Anchor, list[Event]]) -> int:
     """LOG's records in order, each followed by what was decided right after it; then the sweep of
-    the end of input (position `records`)."""
+    the end of input (position `records`). Returns the sweeps written."""
     binary = output_format(output.path) == MSGPACK_LOG
 
     def emit(out: BinaryIO, events: Iterable[Event]) -> None:
         for event in events:
             out.write(encode_event(event) if binary else _encode_json(event) + b"\n")
 
+    logged = _sweeps_in(log)
+
     def after(out: BinaryIO, position: int) -> None:
         emit(out, answers.get(("record", position), ()))
         for event in sweeps.get(position, ()):
-            emit(out, [event, *answers.get(("sweep", event.event_id), ())])
+            # A sweep LOG already records (LOG is itself a LOG2) is decided again at the same place
+            # on replay: written once more, each recording would add a copy.
+            emit(out, [*([] if event.event_id in logged else [event]), *answers.get(("sweep", event.event_id), ())])
 
     out = output.file
     cut_short = b""
@@ -162,6 +167,16 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
         after(out, index)
     after(out, records)
     out.write(cut_short)
+    return sum(1 for decided in sweeps.values() for event in decided if event.event_id not in logged)
+
+
+def _sweeps_in(log: str) -> set[str]:
+    """The event_ids of the sweeps' ends that `log` records."""
+    found: set[str] = set()
+    for raw in read_log(log):
+        if INACTIVITY_ID_SUFFIX.encode() in raw:  # (a sweep's event_id says so: most records are skipped undecoded)
+            found.update(e.event_id for e in decode_message(raw, max(len(raw), 1)).events if is_inactivity_end(e))
+    return found
 
 
 def summary(report: RecordReport, record: str) -> str:

@@ -124,6 +124,24 @@ def test_record_without_judge_adds_only_the_sweep_and_replays_to_the_same_result
     assert len(log2.read_text().splitlines()) == len(log.read_text().splitlines()) + 1  # c-open's sweep
 
 
+def test_recording_a_recorded_log_again_writes_the_same_log(tmp_path, monkeypatch):
+    from streams.partitioning import partition_for
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    log, log2, log3 = tmp_path / "calls.jsonl", tmp_path / "log2.jsonl", tmp_path / "log3.jsonl"
+    write_log(log)
+    # A call far later on c-open's partition: c-open is swept mid-log, right after it.
+    late = next(f"late-{i}" for i in range(100) if partition_for(f"late-{i}", 4) == partition_for("c-open", 4))
+    with open(log, "a") as handle:
+        handle.write(msgspec.json.encode(event("call.started", {"agent_id": "a1"}, call_id=late, ts_ms=T0 + 600_000)).decode() + "\n")
+    assert main(["replay", str(log), "--out", str(tmp_path / "a.jsonl"), "--record", str(log2)]) == 0
+    sweep = [n for n, line in enumerate(log2.read_text().splitlines()) if "c-open:inactivity-timeout" in line]
+    assert len(sweep) == 1 and sweep[0] < len(log2.read_text().splitlines()) - 1  # not the end of input's
+    assert main(["replay", str(log2), "--out", str(tmp_path / "b.jsonl"), "--record", str(log3)]) == 0
+    assert log3.read_bytes() == log2.read_bytes()
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+
+
 def test_judge_without_a_key_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     log = tmp_path / "calls.jsonl"
