@@ -20,6 +20,7 @@ from models.results import CallResult
 from models.wire import MSGPACK_LOG, log_format, read_log
 from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
+from streams.output_files import STANDARD_INPUT
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -44,13 +45,13 @@ def _log_as_file(path: str) -> Iterator[str]:
     substitution such as `<(zcat log.jsonl.gz)`) can be read only once, while a replay reads its log
     several times (to count its records, to tell its format, once in each job): it is copied to a
     temporary file first, removed at the end."""
-    if path != "-" and not _is_stream(path):
+    if path != STANDARD_INPUT and not _is_stream(path):
         yield path
         return
     with tempfile.TemporaryDirectory(prefix="callqa-log-") as directory:
         copy = os.path.join(directory, "log")  # no suffix: its format is told by its first byte
         with open(copy, "wb") as out:
-            if path == "-":
+            if path == STANDARD_INPUT:
                 shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
             else:
                 with open(path, "rb") as source:

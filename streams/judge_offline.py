@@ -152,7 +152,9 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
         for event in sweeps.get(position, ()):
             # A sweep LOG already records (LOG is itself a LOG2) is decided again at the same place
             # on replay: written once more, each recording would add a copy.
-            emit(out, [*([] if event.event_id in logged else [event]), *answers.get(("sweep", event.event_id), ())])
+            if event.event_id not in logged:
+                emit(out, [event])
+            emit(out, answers.get(("sweep", event.event_id), ()))
 
     out = output.file
     cut_short = b""
@@ -173,8 +175,9 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
 def _sweeps_in(log: str) -> set[str]:
     """The event_ids of the sweeps' ends that `log` records."""
     found: set[str] = set()
+    marker = INACTIVITY_ID_SUFFIX.encode()
     for raw in read_log(log):
-        if INACTIVITY_ID_SUFFIX.encode() in raw:  # (a sweep's event_id says so: most records are skipped undecoded)
+        if marker in raw:  # (a sweep's event_id says so: most records are skipped undecoded)
             found.update(e.event_id for e in decode_message(raw, max(len(raw), 1)).events if is_inactivity_end(e))
     return found
 

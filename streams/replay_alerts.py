@@ -16,7 +16,7 @@ import msgspec
 
 from models.alert_rules import load_rules
 from scorers.alerting.engine import AlertEngine
-from scorers.alerting.ordering import EventTimeOrder, count_due, release_in_order
+from scorers.alerting.ordering import EventTimeOrder, observe_in_order, release_in_order
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
 from streams.output_files import AtomicOutput
 from streams.partitioning import partition_for
@@ -36,10 +36,10 @@ class AlertsFile:
         self._out: BinaryIO = self.output.file
 
     def observe(self, result: Any) -> None:
-        call = self.engine.read(result)
-        if call is not None:
-            source = partition_for(call.call_id, self.partitions)
-            self._write(count_due(self.engine, self.order.add(call, source)))
+        self._write(observe_in_order(self.engine, self.order, result, self._partition_of))
+
+    def _partition_of(self, call_id: str) -> int:
+        return partition_for(call_id, self.partitions)
 
     def end_of_input(self) -> None:
         """The log is read: what is still held is counted, in order (as a quiet input is live)."""

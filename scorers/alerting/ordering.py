@@ -85,10 +85,14 @@ def key_of(call: ScoredCall) -> str:
     return f"{call.call_id}\x1f{call.version}"
 
 
-def observe_in_order(engine: AlertEngine, order: EventTimeOrder, result: Any, source: int = 0) -> list[dict[str, Any]]:
-    """Read one published result and count, in order, whatever it makes due; returns the alerts."""
+def observe_in_order(engine: AlertEngine, order: EventTimeOrder, result: Any,
+                     source_of: Callable[[str], int] | None = None) -> list[dict[str, Any]]:
+    """Read one published result and count, in order, whatever it makes due; returns the alerts.
+    `source_of` names the source that delivered a call's result, by its call_id (None: one source)."""
     call = engine.read(result)
-    return [] if call is None else count_due(engine, order.add(call, source))
+    if call is None:
+        return []
+    return count_due(engine, order.add(call, 0 if source_of is None else source_of(call.call_id)))
 
 
 def release_in_order(engine: AlertEngine, order: EventTimeOrder) -> list[dict[str, Any]]:
