@@ -4,7 +4,9 @@ acknowledged only once written, restored in order, deleted once every call in th
 from __future__ import annotations
 
 import json
+import zlib
 
+import msgpack
 import msgspec
 
 from eventkit import T0
@@ -68,6 +70,15 @@ def test_a_segment_is_compressed_and_reads_back_whole():
     value = encode_partition_segment(2, 9, entries)
     assert decode_partition_segment(value) == PartitionSegment(2, 9, entries)
     assert len(value) * 3 < sum(len(raw) for _, _, raw in entries)  # repetitive envelopes shrink well
+    assert value[:4] == b"\x28\xb5\x2f\xfd"  # a Zstandard frame
+
+
+def test_a_segment_written_with_zlib_before_still_reads_back():
+    # Journals written before segments moved to Zstandard hold zlib segments: a restore meets them.
+    entries = [("c1", 0, b"first"), ("c1", 1 << 20, b"second")]
+    packed = msgpack.packb({"p": 4, "s": 2, "e": entries, "w": T0, "o": 7, "f": ["c0"]}, use_bin_type=True)
+    assert decode_partition_segment(zlib.compress(packed, 1)) == PartitionSegment(4, 2, entries, T0, 7, ("c0",))
+    assert decode_partition_segment(packed) == PartitionSegment(4, 2, entries, T0, 7, ("c0",))  # and uncompressed
 
 
 def test_messages_that_journal_nothing_are_acknowledged_without_a_write():
