@@ -96,6 +96,17 @@ def test_a_rescore_replaces_the_calls_contribution_and_an_older_version_changes_
     assert not taken and (totals.total, totals.passed, totals.average_score) == (1, 0, 20.0)
 
 
+def test_results_seen_with_no_rule_in_force_are_unwatched_neither_counted_nor_stale():
+    engine = AlertEngine()
+    for second in (0, 1, 2, 1):  # the last one behind the newest: what read as late before
+        engine.observe(result(f"c{second}", "a1", at(second), True))
+    assert (engine.counters.unwatched, engine.counters.counted, engine.counters.stale) == (4, 0, 0)
+    engine.set_rules([rule()])
+    engine.observe(result("c3", "a1", at(3), True))
+    engine.observe(result("c3", "a1", at(3), True))  # the version already counted
+    assert (engine.counters.unwatched, engine.counters.counted, engine.counters.stale) == (4, 1, 1)
+
+
 def test_a_late_call_inside_the_window_counts_and_one_older_than_the_longest_window_is_dropped():
     windows = latency_windows(60_000, 300_000)
     windows.put(scored_call(result("now", "a1", T0 + 400_000, True)))

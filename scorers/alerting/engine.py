@@ -35,6 +35,7 @@ class AlertCounters:
     observed: int = 0
     counted: int = 0
     stale: int = 0  # a version at or below the one already counted, or too late for every window
+    unwatched: int = 0  # arrived while no rule was in force (neither counted nor stale)
     untimed: int = 0  # no event time at all
     alerts: int = 0
 
@@ -134,10 +135,16 @@ class AlertEngine:
         """Count a result read with `read` and return the alert events it causes, in order."""
         taken, dropped = self.windows.put(call)
         self._record_dropped(dropped)
-        if not taken:
+        if not self._rules:
+            # The windows still move with event time (a rule added later starts from there), but the
+            # result counts for no rule: it used to read as `counted`, or as `stale` when behind the newest.
+            self.counters.unwatched += 1
+        elif taken:
+            self.counters.counted += 1
+        else:
             self.counters.stale += 1
+        if not taken:
             return []
-        self.counters.counted += 1
         self._changes.calls[call.call_id] = call
         self._changes.dropped.discard(call.call_id)
         candidates = {key for key in self._episodes}
