@@ -12,8 +12,9 @@ so the worker does not write per message: `JournalBook` gathers what each messag
 accepted and writes it as one segment per partition once it holds `SEGMENT_BYTES` or has waited
 `SEGMENT_SECONDS`: key `\\x1epartition\\x1f<partition>\\x1f<sequence>`, value `{"p": partition, "s":
 sequence, "e": [[call_id, position, bytes], …]}` in the order the events were applied, as MessagePack
-compressed with Zstandard (segments written before were compressed with zlib, and still read). `bytes` is the original message when all its events belong to one call
-(nothing re-encoded), else one event. The Kafka messages of a segment are acknowledged only once the segment is written (Faust flushes the
+compressed with Zstandard (segments written before were compressed with zlib, and still read).
+`bytes` is the original message when all its events belong to one call (nothing re-encoded), else
+one event. The Kafka messages of a segment are acknowledged only once the segment is written (Faust flushes the
 producer before it commits offsets), so a crash loses nothing the journal does not have: whatever
 was not journaled is delivered again. A segment is deleted once every call in it has been forgotten.
 
