@@ -23,3 +23,9 @@ class DeadLetterDocument(Struct, kw_only=True):
 
 
 ORIGINAL_KEPT_BYTES = 256 * 1024
+
+
+def oversized_result_reason(call_id: str, version: int, size: int, limit: int) -> str:
+    """Why a result was dead-lettered instead of published (the worker) or written (replay)."""
+    return (f"the result (version {version}) of call {call_id!r} is {size} bytes, above the {limit}-byte limit "
+            "for a message (CALLQA_MAX_MESSAGE_BYTES): not published")

@@ -22,7 +22,7 @@ from streams.broker_health import install_broker_probe
 from streams.broker_fixes import (DirectHandoffConsumer, InterleavedScheduler, LeanMonitor, current_event_for,
                                   deliver_directly, faust_broker_url)
 from streams.clock import install_idle_clock
-from streams.config import Settings
+from streams.config import PRODUCER_MAX_REQUEST_BYTES, Settings
 from streams.journal import SEGMENT_SECONDS
 from streams.live import LiveScorer
 from streams.message_flow import MessageFlow, ResultHook
@@ -32,10 +32,6 @@ from streams.wiring import build_engine
 
 logger = logging.getLogger("callqa.worker")
 
-# The largest produce request the worker sends, and what a request adds around one record (headers,
-# the batch's framing): a result must fit in it whole.
-PRODUCER_MAX_REQUEST_BYTES = 4_194_304
-REQUEST_OVERHEAD_BYTES = 16_384
 
 
 def faust_broker_credentials(settings: Settings) -> Any:
@@ -162,7 +158,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
 
     flow = MessageFlow(live, FaustSink(app, journal, results_topic, deadletter_topic, events_topic),
                        result_hooks=callqa.result_hooks, on_restored=_log_restored,
-                       max_result_bytes=min(settings.max_message_bytes, PRODUCER_MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES),
+                       max_result_bytes=settings.max_result_bytes,
                        ready=callqa.cohorts_read)
 
     @app.agent(events_topic, name="score-events")

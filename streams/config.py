@@ -18,6 +18,12 @@ from scorers.judge.requests import ANSWER_FORMATS
 SECRET_FIELDS = frozenset({"openai_api_key", "kafka_sasl_password"})
 
 
+# The largest produce request the worker sends, and what a request adds around one record (headers,
+# the batch's framing): a result must fit in it whole.
+PRODUCER_MAX_REQUEST_BYTES = 4_194_304
+REQUEST_OVERHEAD_BYTES = 16_384
+
+
 @dataclass(frozen=True)
 class Settings:
     # Kafka. The `tansu://` scheme selects the embedded-broker transport (streams/broker_fixes.py);
@@ -37,7 +43,8 @@ class Settings:
     idle_tick_s: float = 5.0
     # How often the worker asks the brokers for their metadata, for /health (streams/broker_health.py).
     broker_probe_s: float = 5.0
-    # Ended calls stay in state this long in event time for late annotations and corrections.
+    # Ended calls stay in state this long in event time for late annotations and corrections (and
+    # never less than the allowed lateness).
     retention_after_end_s: float = 86_400.0
     max_message_bytes: int = 1_048_576
     # LLM judge (any OpenAI-compatible server).
@@ -65,6 +72,11 @@ class Settings:
 
     def __post_init__(self) -> None:
         _check_ranges(self)
+
+    @property
+    def max_result_bytes(self) -> int:
+        """The largest result published (live) or written (replay); a larger one is dead-lettered."""
+        return min(self.max_message_bytes, PRODUCER_MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES)
 
     @property
     def judge_enabled(self) -> bool:

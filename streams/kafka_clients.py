@@ -9,7 +9,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
-from streams.config import Settings
+from streams.config import PRODUCER_MAX_REQUEST_BYTES, Settings
 
 
 def connection_options(settings: Settings) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def connection_options(settings: Settings) -> dict[str, Any]:
 def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
     # No idempotence: the embedded broker rejects InitProducerId (BROKER.md); duplicates are absorbed
     # by the worker's event_id and offset checks instead.
-    return AIOKafkaProducer(acks="all", linger_ms=20, max_request_size=4_194_304, **connection_options(settings), **extra)
+    return AIOKafkaProducer(acks="all", linger_ms=20, max_request_size=PRODUCER_MAX_REQUEST_BYTES, **connection_options(settings), **extra)
 
 
 def reader(settings: Settings, **extra: Any) -> AIOKafkaConsumer:

@@ -29,6 +29,7 @@ from typing import Any, Awaitable, Callable, Iterable, Protocol
 import msgspec
 
 from models.call_state import CallState
+from models.deadletter import oversized_result_reason
 from models.results import CallResult
 from models.wire import encode_event
 from streams.journal import segment_key
@@ -201,8 +202,7 @@ class MessageFlow:
     async def _send_oversized(self, result: CallResult, value: bytes, message: Any) -> None:
         """A result too large to publish, dead-lettered with its first bytes, its size and its hash,
         against the message that produced it."""
-        reason = (f"the result (version {result.version}) of call {result.call_id!r} is {len(value)} bytes, above the "
-                  f"{self.max_result_bytes}-byte limit for a message (CALLQA_MAX_MESSAGE_BYTES): not published")
+        reason = oversized_result_reason(result.call_id, result.version, len(value), self.max_result_bytes)
         logger.error("%s", reason)
         letter = DeadLetter(reason, message.topic, message.partition, message.offset, value, call_id=result.call_id)
         self.live.dead_lettered += 1

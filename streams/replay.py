@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable
 
 from models.events import Event, Watermark
+from models.deadletter import oversized_result_reason
 from models.results import CallResult
 from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message
 from scorers.engine import CallEngine
 from streams.partitioning import partition_of
+from streams.replay_files import result_line
 
 ResultSink = Callable[[CallResult], None]
 DeadLetterSink = Callable[[Rejected, int], None]
@@ -50,7 +52,8 @@ class ReplayReport:
 OutputKey = tuple[int, int, int]
 DECODE_REJECTION, EVENT_OUTCOME, RECORD_SWEEP, END_OF_INPUT_SWEEP = 0, 1, 2, 3
 
-KeyedResultSink = Callable[[OutputKey, CallResult], None]
+# A result with its JSON line (encoded once, to be written as it is).
+KeyedResultSink = Callable[[OutputKey, CallResult, bytes], None]
 KeyedDeadLetterSink = Callable[[OutputKey, Rejected, int], None]
 
 
@@ -63,14 +66,16 @@ def replay(
     on_recorded: EventSink | None = None,
     on_record: Callable[[int], None] | None = None,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
+    max_result_bytes: int | None = None,
 ) -> ReplayReport:
     """Feed every record (one Kafka message's bytes) through `engine`.
 
     `on_recorded` receives each event the replay adds to the log (the inactivity sweep's decisions),
     so a recorded log can be written that replays without any sweep of its own. A record larger than
-    `max_message_bytes` is refused as the live worker with the same setting refuses the message.
+    `max_message_bytes` is refused as the live worker with the same setting refuses the message, and
+    a result larger than `max_result_bytes` (None: no limit) as the worker refuses to publish it.
     """
-    def result(key: OutputKey, result: CallResult) -> None:
+    def result(key: OutputKey, result: CallResult, line: bytes) -> None:
         on_result(result)
 
     def dead_letter(key: OutputKey, rejected: Rejected, index: int) -> None:
@@ -78,7 +83,8 @@ def replay(
             on_dead_letter(rejected, index)
 
     return replay_partitions(records, engine, partitions, result, dead_letter if on_dead_letter else None,
-                             on_recorded=on_recorded, on_record=on_record, max_message_bytes=max_message_bytes)
+                             on_recorded=on_recorded, on_record=on_record, max_message_bytes=max_message_bytes,
+                             max_result_bytes=max_result_bytes)
 
 
 def replay_partitions(
@@ -92,6 +98,7 @@ def replay_partitions(
     on_recorded: EventSink | None = None,
     on_record: Callable[[int], None] | None = None,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
+    max_result_bytes: int | None = None,
 ) -> ReplayReport:
     """`replay`, restricted to the events of the `owned` partitions (all when None), each output
     handed over with its `OutputKey`.
@@ -109,9 +116,18 @@ def replay_partitions(
         if processed.status == "rejected" and on_dead_letter is not None:
             on_dead_letter((index, phase, position),
                            Rejected(processed.reason or "rejected", b"", event.event_id, event.call_id), index)
-        if processed.result is not None:
+        result = processed.result
+        if result is not None:
+            line = result_line(result)
+            if max_result_bytes is not None and len(line) > max_result_bytes:
+                # Too large to publish: the live worker dead-letters it in its place.
+                report.rejected += 1
+                if on_dead_letter is not None:
+                    reason = oversized_result_reason(result.call_id, result.version, len(line), max_result_bytes)
+                    on_dead_letter((index, phase, position), Rejected(reason, b"", call_id=result.call_id), index)
+                return
             report.results += 1
-            on_result((index, phase, position), processed.result)
+            on_result((index, phase, position), result, line)
 
     def sweep(partition: int, index: int, phase: int, position: int, end_of_input: bool = False) -> None:
         if not end_of_input and not engine.anything_due(partition):

@@ -71,9 +71,6 @@ class ReplayFiles:
     def wants_dead_letters(self) -> bool:
         return self.dead is not None
 
-    def result(self, result: CallResult) -> None:
-        self.write_result(result_line(result))
-
     def dead_letter(self, rejected: Rejected, index: int) -> None:
         if self.dead is not None:
             self.write_dead_letter(dead_letter_line(rejected, index))

@@ -14,6 +14,7 @@ import itertools
 import multiprocessing
 import os
 import pickle
+import signal
 import tempfile
 import time
 import traceback
@@ -24,7 +25,7 @@ from typing import Any, Callable
 
 from models.wire import MAX_MESSAGE_BYTES, read_log
 from scorers.engine import CallEngine
-from streams.replay import ReplayReport, replay, replay_partitions
+from streams.replay import ReplayReport, replay_partitions
 from streams.replay_files import ReplayFiles
 from streams.replay_spool import RESULT, SpoolWriter, read_spool
 from streams.tuning import tune_gc
@@ -60,6 +61,7 @@ class ReplayJob:
     spool: str
     dead_letters: bool
     max_message_bytes: int
+    max_result_bytes: int | None
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,8 @@ class JobFailure:
 
 def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
     """A child's whole life: replay its partitions into its spool, then send its report (or its failure)."""
+    # A job is stopped by its parent (SIGTERM) only when the replay is over for it: it goes quietly.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         engine = job.new_engine()
         tune_gc()
@@ -91,7 +95,8 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
                                        spool.dead_letter if job.dead_letters else None, owned=job.owned,
                                        report_rejections=job.index == 0,
                                        on_record=every_so_many_records(publish),
-                                       max_message_bytes=job.max_message_bytes)
+                                       max_message_bytes=job.max_message_bytes,
+                                       max_result_bytes=job.max_result_bytes)
         report_to.send(report)
     except BaseException as exc:
         report_to.send(JobFailure.of(exc))
@@ -101,17 +106,20 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
 
 def replay_log(log: str, partitions: int, jobs: int, new_engine: Callable[[], CallEngine], files: ReplayFiles,
                on_progress: Callable[[int], None] | None = None,
-               max_message_bytes: int = MAX_MESSAGE_BYTES) -> ReplayReport:
+               max_message_bytes: int = MAX_MESSAGE_BYTES, max_result_bytes: int | None = None) -> ReplayReport:
     """Replay `log` into `files`: in this process when `jobs` is 1, else in `jobs` processes; the same
     bytes either way. `on_progress` gets the number of records read so far, now and then; records
-    larger than `max_message_bytes` are refused (the worker's setting of the same name)."""
+    larger than `max_message_bytes` are refused (the worker's setting of the same name), and results
+    larger than `max_result_bytes` dead-lettered (None: no limit)."""
     if jobs > 1:
-        return replay_parallel(log, partitions, jobs, new_engine, files, on_progress, max_message_bytes)
+        return replay_parallel(log, partitions, jobs, new_engine, files, on_progress, max_message_bytes,
+                               max_result_bytes)
     engine = new_engine()
     tune_gc()
     on_record = None if on_progress is None else every_so_many_records(on_progress)
-    report = replay(read_log(log), engine, partitions, files.result, files.dead_letter, on_record=on_record,
-                    max_message_bytes=max_message_bytes)
+    report = replay_partitions(read_log(log), engine, partitions, lambda key, result, line: files.write_result(line),
+                               lambda key, rejected, index: files.dead_letter(rejected, index), on_record=on_record,
+                               max_message_bytes=max_message_bytes, max_result_bytes=max_result_bytes)
     if on_progress is not None:
         on_progress(report.records)
     return report
@@ -131,7 +139,7 @@ def every_so_many_records(on_progress: Callable[[int], None]) -> Callable[[int],
 
 def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[], CallEngine], files: ReplayFiles,
                     on_progress: Callable[[int], None] | None = None,
-                    max_message_bytes: int = MAX_MESSAGE_BYTES) -> ReplayReport:
+                    max_message_bytes: int = MAX_MESSAGE_BYTES, max_result_bytes: int | None = None) -> ReplayReport:
     """Replay `log` in `jobs` forked processes, each with an engine from `new_engine`, into `files`.
 
     `on_progress` gets the number of records every job has read, now and then. The first job to fail
@@ -142,7 +150,8 @@ def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[
     records_read = context.RawArray("q", jobs)
     with tempfile.TemporaryDirectory(prefix="callqa-replay-") as spool_dir:
         plan = [ReplayJob(index, log, partitions, owned_partitions(index, jobs, partitions), new_engine,
-                          os.path.join(spool_dir, f"job-{index}.spool"), files.wants_dead_letters, max_message_bytes)
+                          os.path.join(spool_dir, f"job-{index}.spool"), files.wants_dead_letters, max_message_bytes,
+                          max_result_bytes)
                 for index in range(jobs)]
         processes: list[multiprocessing.process.BaseProcess] = []
         reports_from: dict[Any, ReplayJob] = {}

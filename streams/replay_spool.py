@@ -12,7 +12,7 @@ from typing import BinaryIO, Iterator
 from models.results import CallResult
 from models.wire import Rejected
 from streams.replay import OutputKey
-from streams.replay_files import dead_letter_line, result_line
+from streams.replay_files import dead_letter_line
 
 RESULT, DEAD_LETTER = 0, 1
 _HEADER = struct.Struct("<QBIBI")
@@ -25,8 +25,8 @@ class SpoolWriter:
     def __init__(self, path: str) -> None:
         self._out: BinaryIO = open(path, "wb", buffering=_BUFFER_BYTES)
 
-    def result(self, key: OutputKey, result: CallResult) -> None:
-        self._write(key, RESULT, result_line(result))
+    def result(self, key: OutputKey, result: CallResult, line: bytes) -> None:
+        self._write(key, RESULT, line)
 
     def dead_letter(self, key: OutputKey, rejected: Rejected, index: int) -> None:
         self._write(key, DEAD_LETTER, dead_letter_line(rejected, index))

@@ -215,3 +215,21 @@ def test_a_job_that_dies_without_a_word_fails_the_replay(tmp_path, generated):
         replay_log(str(generated), 4, 2, fails_in_one_job(tmp_path / "died", lambda: os._exit(3)), files)
     files.close()
     assert multiprocessing.active_children() == []
+
+
+def test_a_result_too_large_to_publish_is_dead_lettered_by_replay_as_by_the_worker(tmp_path):
+    outputs = {}
+    for jobs in (1, 2):
+        out, dead = tmp_path / f"r{jobs}.jsonl", tmp_path / f"d{jobs}.jsonl"
+        with ReplayFiles.open(str(out), str(dead)) as files:
+            report = replay_log(str(SAMPLE_LOG), 4, jobs, CallEngine, files, max_result_bytes=7_000)
+        outputs[jobs] = (out.read_bytes(), dead.read_bytes())
+        lines = out.read_bytes().splitlines()
+        letters = [json.loads(line) for line in dead.read_bytes().splitlines()]
+        refused = [letter for letter in letters if "bytes, above the 7000-byte limit for a message" in letter["reason"]]
+        assert refused and all(len(line) <= 7_000 for line in lines) and report.results == len(lines)
+        assert all(letter["call_id"] and letter["event_id"] is None for letter in refused)
+    assert outputs[1] == outputs[2]
+    with ReplayFiles.open(str(tmp_path / "all.jsonl")) as files:
+        unlimited = replay_log(str(SAMPLE_LOG), 4, 1, CallEngine, files)
+    assert unlimited.results == report.results + len(refused)
