@@ -11,7 +11,11 @@ Records the log holds as batches are taken apart into their events, which join t
 batches: a batch across calls would otherwise carry some calls' events to another call's partition,
 ahead of events of theirs still held here. What cannot be read is sent as it is (a batch's bad item
 alone, with its own bytes), after whatever its call has held, so that it reaches the dead-letter topic
-with its original bytes and in its place. A recorded watermark goes to the partition it names, after
+with its original bytes and in its place. A record larger than the worker accepts
+(`max_message_bytes`) is not sent at all (the producer may not even be able to): it is dead-lettered
+here, with the reason the worker and replay give it, its partition and offset -1 (never on the topic). An item refused only for what its batch says (another
+call_id than the batch's) would be accepted alone: it goes in a batch of its own under its batch's
+call_id, so that the worker refuses it as replay does. A recorded watermark goes to the partition it names, after
 every event held for that partition (it promises that nothing older follows there).
 """
 
@@ -23,7 +27,7 @@ from typing import Any
 import msgspec
 
 from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, AnyEvent, Watermark
-from models.wire import MAX_MESSAGE_BYTES, decode_message
+from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message
 from streams.partitioning import partition_for, partition_of
 
 _msgpack = msgspec.msgpack.Encoder()
@@ -39,6 +43,7 @@ class Outgoing:
     key: bytes
     value: bytes
     partition: int | None = None  # None: the key chooses (Kafka's default partitioner)
+    refused: Rejected | None = None  # not to be sent: dead-lettered instead, for this reason
 
 
 @dataclass
@@ -47,6 +52,7 @@ class SendReport:
     messages: int = 0
     events: int = 0
     passed_through: int = 0  # records or batch items sent as they were (they do not decode)
+    refused: int = 0  # records too large for the worker, dead-lettered instead of sent
     max_ts_ms: int | None = None
 
 
@@ -69,26 +75,32 @@ class SendPlan:
     def add(self, raw: bytes) -> list[Outgoing]:
         """The messages to send now for one record of the log, in order."""
         self.report.records += 1
-        decoded = decode_message(raw)
+        decoded = decode_message(raw, self.max_message_bytes)
         out: list[Outgoing] = []
         if not decoded.is_batch:
-            if decoded.rejected:
+            if len(raw) > self.max_message_bytes:
+                self._refuse(raw, decoded.rejected[0], out)
+            elif decoded.rejected:
                 self._pass_through(raw, decoded.rejected[0].call_id, out)
             else:
                 self._event(decoded.events[0], raw, out)
             return out
-        items = _batch_items(raw)
-        if items is None:  # a batch that cannot be taken apart: as it is, after its call's events
+        batch = _batch_items(raw)
+        if batch is None:  # a batch that cannot be taken apart: as it is, after its call's events
             call_ids = {e.call_id for e in decoded.events} | {r.call_id for r in decoded.rejected if r.call_id}
             self._pass_through(raw, call_ids.pop() if len(call_ids) == 1 else None, out)
             self.report.events += len(decoded.events)
             return out
         accepted = {decoded.batch_index_of(i): event for i, event in enumerate(decoded.events)}
         rejected = {r.batch_index: r for r in decoded.rejected}
-        for index, item in enumerate(items):
+        for index, item in enumerate(batch.events):
             if index in accepted:
                 self._event(accepted[index], item, out)
             elif index in rejected:
+                if batch.call_id is not None and not decode_message(item).rejected:
+                    # In the record's own encoding, the item's bytes as they are.
+                    encode = msgspec.json.encode if raw.lstrip()[:1] == b"{" else _msgpack.encode
+                    item = encode({"v": CONTRACT_VERSION, "call_id": batch.call_id, "events": [msgspec.Raw(item)]})
                 self._pass_through(item, rejected[index].call_id, out)
         return out
 
@@ -138,6 +150,16 @@ class SendPlan:
             self.report.passed_through += 1
         self._send(out, Outgoing((call_id or MALFORMED_KEY).encode(), raw))
 
+    def _refuse(self, raw: bytes, rejected: Rejected, out: list[Outgoing]) -> None:
+        """A record the worker would refuse for its size, dead-lettered in its place: after what its
+        call holds, on the partition its call's events go to (-1 when it names no call)."""
+        call_id = rejected.call_id
+        if call_id is not None and call_id in self._held:
+            self._flush(call_id, out)
+        partition = partition_for(call_id, self.partitions) if call_id is not None else -1
+        self.report.refused += 1
+        out.append(Outgoing((call_id or MALFORMED_KEY).encode(), raw, partition, refused=rejected))
+
     def _flush(self, call_id: str, out: list[Outgoing]) -> None:
         batch = self._held.pop(call_id)
         body = {"v": CONTRACT_VERSION, "call_id": call_id, "events": batch.events}
@@ -154,14 +176,23 @@ def _as_object(raw: bytes) -> Any:
 
 class _Items(msgspec.Struct, forbid_unknown_fields=False):
     events: list[msgspec.Raw]
+    call_id: str | None = None
 
 
-def _batch_items(raw: bytes) -> list[bytes] | None:
-    """Each item of a batch record as its own bytes (None when the record cannot be read so)."""
+@dataclass(frozen=True, slots=True)
+class _BatchRecord:
+    events: list[bytes]  # each item as its own bytes
+    call_id: str | None
+
+
+def _batch_items(raw: bytes) -> _BatchRecord | None:
+    """A batch record's items and call_id (None when the record cannot be read so)."""
     try:
         if raw.lstrip()[:1] == b"{":
-            return [bytes(item) for item in msgspec.json.decode(raw, type=_Items).events]
-        return [bytes(item) for item in msgspec.msgpack.decode(raw, type=_Items).events]
+            items = msgspec.json.decode(raw, type=_Items)
+        else:
+            items = msgspec.msgpack.decode(raw, type=_Items)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+    return _BatchRecord([bytes(item) for item in items.events], items.call_id)
 

@@ -15,6 +15,7 @@ import msgspec
 from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID
 from streams.config import Settings
 from streams.kafka_clients import ensure_topics, producer
+from streams.live import DeadLetter
 from streams.send_plan import Outgoing, SendPlan, SendReport
 from streams.topics import TopicNames
 
@@ -32,7 +33,7 @@ async def send_log(
     on_record: Callable[[int], None] | None = None,
 ) -> SendReport:
     topics = TopicNames(settings.topic_prefix)
-    await ensure_topics(settings, {topics.events: settings.partitions})
+    await ensure_topics(settings, {topics.events: settings.partitions, topics.deadletter: 1})
     kafka = producer(settings)
     await kafka.start()
     try:
@@ -41,7 +42,10 @@ async def send_log(
 
         async def send(messages: list[Outgoing]) -> None:
             for message in messages:
-                await kafka.send(topics.events, message.value, key=message.key, partition=message.partition)
+                if message.refused is not None:
+                    await kafka.send(topics.deadletter, refused_document(message, topics.events), key=message.key)
+                else:
+                    await kafka.send(topics.events, message.value, key=message.key, partition=message.partition)
 
         for raw in records:
             await send(plan.add(raw))
@@ -55,6 +59,16 @@ async def send_log(
     finally:
         await kafka.stop()
     return plan.report
+
+
+def refused_document(message: Outgoing, events_topic: str) -> bytes:
+    """The dead letter of a record too large to send, as the worker would have written it (offset -1:
+    it never was on the events topic)."""
+    refused = message.refused
+    assert refused is not None
+    letter = DeadLetter(refused.reason, events_topic, message.partition if message.partition is not None else -1, -1,
+                        message.value, refused.event_id, refused.call_id)
+    return msgspec.json.encode(letter.to_document())
 
 
 async def send_end_of_input(kafka: Any, topic: str, ts_ms: int) -> None:

@@ -107,3 +107,31 @@ def test_the_size_bound_counts_a_call_ids_bytes_not_its_characters():
     messages = [m for raw in log for m in plan.add(raw)] + plan.finish()
     assert all(len(m.value) <= 20_000 for m in messages)
     assert sum(len(decode_message(m.value, 20_000).events) for m in messages) == 60
+
+
+def test_a_batch_item_refused_for_its_batchs_call_id_is_refused_by_the_worker_too():
+    # Alone, the item is a good event of another call: sent alone, the worker took it, replay did not.
+    a, b = two_calls_on_two_partitions()
+    record = json.dumps({"v": 1, "call_id": a, "events": [doc(a, 1), doc(b, 2)]}).encode()
+    assert decode_message(record).rejected[0].reason.endswith(f"call_id {b!r} differs from its batch's {a!r}")
+    plan = SendPlan(PARTITIONS)
+    sent = [m for m in plan.add(record)] + plan.finish()
+    refused = [r for m in sent for r in decode_message(m.value).rejected]
+    assert [e.event_id for m in sent for e in decode_message(m.value).events] == [f"{a}:1"]
+    assert len(refused) == 1 and refused[0].event_id == f"{b}:2" and "differs from its batch's" in refused[0].reason
+
+
+def test_a_record_too_large_for_the_worker_is_not_sent_but_dead_lettered_in_its_place():
+    plan = SendPlan(PARTITIONS, max_message_bytes=10_000)
+    huge = json.dumps(doc("c1", 2, data={"role": "user", "text": "w " * 10_000})).encode()
+    messages = [m for raw in (pack(doc("c1", 1)), huge, pack(doc("c1", 3))) for m in plan.add(raw)] + plan.finish()
+    assert [m.refused is not None for m in messages] == [False, True, False]  # c1's first event goes out first
+    refusal = messages[1]
+    assert refusal.partition == partition_for("c1", PARTITIONS) and refusal.value == huge
+    assert refusal.refused.reason == f"message of {len(huge)} bytes exceeds the 10000-byte limit"
+    assert (refusal.refused.event_id, refusal.refused.call_id) == ("c1:2", "c1") and plan.report.refused == 1
+    from models.deadletter import DeadLetterDocument
+    from streams.sender import refused_document
+
+    letter = msgspec.json.decode(refused_document(refusal, "p.events"), type=DeadLetterDocument)
+    assert (letter.topic, letter.partition, letter.offset, letter.original_size) == ("p.events", refusal.partition, -1, len(huge))
