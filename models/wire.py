@@ -202,6 +202,10 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
     """Item by item, with a reason for everything that cannot be accepted."""
     single = _decode_one(codec, raw)
     if isinstance(single, Event):
+        if codec.events_key in raw and _holds_a_batch(codec, raw):
+            # Read as the one event, its batch's events would vanish without a word.
+            return Decoded([], [_reject(codec, raw, "a record is one event (it has a `type`) or a batch of events "
+                                                    "(`events`), not both")])
         return Decoded([single], [])
     try:
         batch = codec.batch.decode(raw)
@@ -248,15 +252,12 @@ def _decode_common(codec: _Codec, raw: bytes) -> Decoded | None:
         except _NOT_COMMON:
             return None
         return Decoded([event], []) if event.event_id and event.call_id else None
-    # Probably a batch: try that first (a failed decode costs an exception), then a single event.
+    # Probably a batch: try that first (a failed decode costs an exception); anything else (a single
+    # event whose text holds the key, a batch with a bad item, a record that is both) the full path reads.
     try:
         batch = codec.typed_batch.decode(raw)
     except _NOT_COMMON:
-        try:
-            event = codec.event.decode(raw)
-        except _NOT_COMMON:
-            return None
-        return Decoded([event], []) if event.event_id and event.call_id else None
+        return None
     if batch.type is not None or batch.v != CONTRACT_VERSION:
         return None  # could also read as one event (it has a type): the full path decides
     call_id = batch.call_id
@@ -264,6 +265,15 @@ def _decode_common(codec: _Codec, raw: bytes) -> Decoded | None:
         if not event.event_id or not event.call_id or (call_id is not None and event.call_id != call_id):
             return None
     return Decoded(batch.events, [], is_batch=True)
+
+
+def _holds_a_batch(codec: _Codec, raw: bytes) -> bool:
+    """Whether the message has a top-level `events` list (not just the word in its text)."""
+    try:
+        codec.batch.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return False
+    return True
 
 
 def encode_event(event: Event) -> bytes:
@@ -311,14 +321,17 @@ def log_format(path: str) -> str:
     """MSGPACK_LOG or JSONL_LOG. By the name when it ends in `.msgpack` (any case), else by the first
     byte: a MessagePack map (an event or a batch) makes a MessagePack log, anything else (`{`, text)
     a JSON Lines one, so that a JSON Lines log under any name reads as it always did."""
+    with open(path, "rb") as handle:
+        first = handle.read(2)
+    if first == _GZIP_MAGIC:  # read as records, every byte would be dead-lettered and nothing scored
+        raise ValueError(f"{path} is gzip-compressed: decompress it first (`zcat {path} | callqa … -`)")
     if path.lower().endswith(".msgpack"):
         return MSGPACK_LOG
-    with open(path, "rb") as handle:
-        first = handle.read(1)
     return MSGPACK_LOG if first and first[0] in _MAP_HEADERS else JSONL_LOG
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 _LOG_CHUNK_BYTES = 1 << 20

@@ -152,3 +152,18 @@ def test_a_negative_latency_or_turn_index_is_rejected_on_the_wire():
         (rejected,) = decode_message(msgpack.packb(envelope(type=type_, data=data))).rejected
         assert rejected.reason == f"event 'e1': {problem}"
     assert decode_message(msgpack.packb(envelope(type="latency", data={"latency_ms": 0}))).events
+
+
+def test_a_record_that_is_both_one_event_and_a_batch_is_refused_not_read_as_the_event():
+    # Read as the event (it has a type), its batch's events vanished without a dead letter.
+    item = {"v": 1, "event_id": "q:1", "call_id": "q", "ts_ms": 1_760_000_000_001, "type": "turn",
+            "data": {"role": "user", "text": "hello"}}
+    both = {"v": 1, "event_id": "q:b", "call_id": "q", "ts_ms": 1_760_000_000_000, "type": "watermark", "data": {},
+            "events": [item]}
+    for raw in (json.dumps(both).encode(), msgpack.packb(both),
+                json.dumps({**both, "events": [{"not": "an event"}]}).encode()):
+        decoded = decode_message(raw)
+        assert decoded.events == [] and len(decoded.rejected) == 1
+        assert "one event (it has a `type`) or a batch of events (`events`), not both" in decoded.rejected[0].reason
+    quoted = {**item, "data": {"role": "user", "text": 'the word "events"'}, "events_seen": 3}
+    assert [e.event_id for e in decode_message(json.dumps(quoted).encode()).events] == ["q:1"]
