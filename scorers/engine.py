@@ -82,7 +82,9 @@ class CallEngine:
 
     def __post_init__(self) -> None:
         self.sweeper = InactivitySweeper(self.allowed_lateness_ms)
-        self._retained = RetentionClock(self.sweeper, self.retention_after_end_ms)
+        # Kept at least the allowed lateness: an event of a call forgotten sooner, arriving within the
+        # lateness, would be taken up as a new call and publish a second version 1 (retention 0 did).
+        self._retained = RetentionClock(self.sweeper, self._forgetting_span_ms())
         self._end_of_input: set[int] = set()
 
     # ------------------------------------------------------------------------------------ events

@@ -204,6 +204,22 @@ def test_a_new_call_reordered_within_the_allowed_lateness_is_taken_up_even_with_
     assert engine.process(started("c", ts=T0 + 25_000)).status == "rejected"  # 35 s behind it
 
 
+def test_a_call_is_kept_the_allowed_lateness_at_least_so_its_late_events_never_start_a_second_version_1():
+    # With no retention the call was forgotten as soon as the watermark passed its end: its own start,
+    # delivered again within the lateness, was taken up as a new call and published version 1 again.
+    engine = CallEngine(retention_after_end_ms=0, allowed_lateness_ms=30_000)
+    first = started("a", ts=T0)
+    engine.process(first)
+    assert engine.process(ended("a", ts=T0 + 1_000)).result.version == 1
+    engine.process(started("b", ts=T0 + 20_000))
+    assert engine.forget_expired(0) == []  # 19 s after its end: within the lateness
+    assert engine.process(first).status == "duplicate"
+    engine.process(started("c", ts=T0 + 31_001))
+    assert engine.forget_expired(0) == ["a"]  # past it: forgotten, and what comes of it now is too late
+    again = engine.process(event("turn", {"role": "user", "text": "hello?"}, call_id="a", ts_ms=T0 + 1_000))
+    assert again.status == "rejected" and again.result is None and engine.counters.results == 1
+
+
 def test_the_sweeps_end_of_a_call_it_let_go_at_once_comes_back_as_a_duplicate():
     # A quiet partition: the next event is past the call's deadline and its retention together, so
     # the sweep ends the call and the same step forgets it; its recorded end then comes back.

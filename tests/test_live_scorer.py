@@ -160,7 +160,8 @@ def test_a_partition_released_and_restored_forgets_each_ended_call_once():
         handle_as_the_worker_does(live, raw, offset, table)
     live.release_partitions({0})
     live.restore_partition(0, table.items())
-    out = live.handle(message("call.started", {"agent_id": "a1"}, "y3", T0 + 10_000, call_id="B"), "callqa.events", 0, 2)
+    # (Past the retention and the allowed lateness, which the retention is never shorter than.)
+    out = live.handle(message("call.started", {"agent_id": "a1"}, "y3", T0 + 40_000, call_id="B"), "callqa.events", 0, 2)
     assert out.forget == ["A"]
 
 
@@ -299,9 +300,10 @@ def test_a_restore_skips_a_forgotten_calls_left_behind_post_call_event():
            message("call.started", {"agent_id": "a"}, "y1", T0 + 2_500, "Y"),
            message("turn", {"role": "user", "text": "yo"}, "y2", T0 + 20_000, "Y")]
     table: dict[bytes, bytes] = {}
-    live = LiveScorer(CallEngine(retention_after_end_ms=5_000))
+    # (A retention is never shorter than the allowed lateness: both at 5 s here.)
+    live = LiveScorer(CallEngine(retention_after_end_ms=5_000, allowed_lateness_ms=5_000))
     _worker_run(live, log, table, {1, 3, 4})
-    restarted = LiveScorer(CallEngine(retention_after_end_ms=5_000))
+    restarted = LiveScorer(CallEngine(retention_after_end_ms=5_000, allowed_lateness_ms=5_000))
     assert restarted.restore_partition(0, list(table.items())) == 1 and set(restarted.engine.calls) == {"Y"}
 
 
