@@ -19,7 +19,7 @@ import msgspec
 from models.results import CallResult
 from models.wire import read_log
 from streams.broker import EmbeddedBroker
-from streams.config import Settings
+from streams.config import Settings, load_settings
 from streams.processes import WorkerProcess
 from streams.progress import progress_bar
 from streams.render import alert_line, results_table, totals_block
@@ -42,7 +42,7 @@ def replay_latest(log: str, settings: Settings, cohorts_file: str | None) -> tup
         latest[document["call_id"]] = document
 
     report = replay(read_log(log), build_engine(settings, cohorts_file), settings.partitions, keep,
-                    max_message_bytes=settings.max_message_bytes)
+                    max_message_bytes=settings.max_message_bytes, max_result_bytes=settings.max_result_bytes)
     return latest, report
 
 
@@ -86,13 +86,16 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
     log = log or str(SAMPLE_LOG)
     cohorts_file = str(SAMPLE_COHORTS) if SAMPLE_COHORTS.exists() else None
     started = time.perf_counter()
-    expected, replay_report = replay_latest(log, Settings(partitions=partitions), cohorts_file)
+    # The settings the worker reads too (it inherits this environment): a topic prefix, the lateness or
+    # the retention set there must be the replay's and the sender's as well, or the two do not compare.
+    configured = load_settings().with_overrides(partitions=partitions)
+    expected, replay_report = replay_latest(log, configured, cohorts_file)
     workdir = tempfile.mkdtemp(prefix="callqa-demo-")
     print(f"callqa demo: {log}\n  replay (in-process): {replay_report.events} events, {len(expected)} calls "
           f"in {replay_report.seconds:.2f} s ({replay_report.events_per_s:,.0f} events/s)")
     with EmbeddedBroker().start(log_path=f"{workdir}/broker.log") as broker:
         print(f"  embedded broker at {broker.bootstrap}; logs in {workdir}")
-        settings = Settings(broker=broker.url, partitions=partitions, data_dir=f"{workdir}/data")
+        settings = configured.with_overrides(broker=broker.url, data_dir=f"{workdir}/data")
         worker_env = {"CALLQA_PARTITIONS": str(partitions)}
         if cohorts_file:
             worker_env["CALLQA_COHORTS_FILE"] = cohorts_file
