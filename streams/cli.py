@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -147,6 +148,9 @@ def cmd_send(args: argparse.Namespace) -> int:
         bar.close()
     print(f"sent {report.records} records ({report.events} events) as {report.messages} messages to "
           f"{settings.topic_prefix}.events", file=sys.stderr)
+    if report.refused:
+        print(f"{report.refused} records over CALLQA_MAX_MESSAGE_BYTES ({settings.max_message_bytes}) were not sent: "
+              f"dead-lettered to {settings.topic_prefix}.deadletter, as the worker refuses such messages", file=sys.stderr)
     return 0
 
 
@@ -158,6 +162,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     jobs = default_jobs(settings.partitions) if args.jobs is None else min(args.jobs, settings.partitions)
     if jobs < 1:
         raise ValueError("--jobs must be at least 1")
+    if args.record == STANDARD_INPUT:
+        raise ValueError("--record needs a file: LOG2 is replayed once it is written, so it cannot go to standard output")
     refuse_clashes({"LOG": args.log, "--cohorts": args.cohorts, "--rules": args.rules},
                    {"--out": args.out, "--deadletter": args.deadletter, "--alerts-out": args.alerts_out,
                     "--record": args.record})
@@ -187,7 +193,8 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
         with files:  # no partial output: on a failure whatever was there before stays
             report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts), files,
                                 on_progress=lambda records: bar.update(records - bar.n),
-                                max_message_bytes=settings.max_message_bytes)
+                                max_message_bytes=settings.max_message_bytes,
+                                max_result_bytes=settings.max_result_bytes)
     finally:
         bar.close()
     print(
@@ -221,10 +228,12 @@ def _run_results(args: argparse.Namespace) -> list[dict]:
     """The results of one run: from a results file (`callqa replay --out`) or the results topic."""
     if args.results:
         documents = []
-        with open(args.results, "rb") as handle:
+        name = "standard input" if args.results == STANDARD_INPUT else args.results
+        with (open(sys.stdin.fileno(), "rb", closefd=False) if args.results == STANDARD_INPUT
+              else open(args.results, "rb")) as handle:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
-                    documents.append(_result_document(line, f"{args.results} line {number}"))
+                    documents.append(_result_document(line, f"{name} line {number}"))
     else:
         from streams.tail import read_topic
         from streams.topics import TopicNames
@@ -413,14 +422,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, `timeout`, a supervisor), raised where the command is, so that it ends as it
+    does on Ctrl-C: its half-written outputs and temporary files removed."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.func is not cmd_worker:  # (the worker's own shutdown handles its signals)
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args) or 0
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # Ctrl-C: what a command writes is complete or not there at all (streams/output_files.py).
-        print("callqa: interrupted", file=sys.stderr)
-        return 130
+        terminated = isinstance(exc, Terminated)
+        print(f"callqa: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 143 if terminated else 130
     except BrokenPipeError:
         # The reader of the output went away (`callqa summary … | head`): nothing is wrong and nothing
         # more can be said. Python would report the failing flush at exit, so stdout goes nowhere now.

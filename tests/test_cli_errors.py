@@ -340,3 +340,55 @@ def test_a_file_that_defines_nothing_is_refused_before_any_broker_is_asked_or_an
     code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), f"--{kind}", str(path), *alerts)
     assert code == 2 and f"{path}: defines no {kind} (an empty list)" in err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_record_to_standard_output_is_refused_before_anything_is_written(tmp_path, capsys):
+    code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), "--record", "-")
+    assert code == 2 and "--record needs a file" in err and list(tmp_path.iterdir()) == []
+
+
+def test_a_gzip_compressed_log_is_named_as_such_instead_of_dead_lettering_every_byte(tmp_path, capsys):
+    import gzip
+
+    log = tmp_path / "calls.jsonl.gz"
+    log.write_bytes(gzip.compress(SAMPLE_LOG.read_bytes()))
+    for command in (["replay", str(log), "--out", str(tmp_path / "o.jsonl")], ["send", str(log), "--broker", "kafka://127.0.0.1:1"]):
+        code, err = run(capsys, *command)
+        assert code == 2 and f"{log} is gzip-compressed: decompress it first" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.jsonl.gz"]
+
+
+def test_summary_reads_results_from_standard_input(tmp_path, capsys, monkeypatch):
+    results = tmp_path / "r.jsonl"
+    assert main(["replay", str(SAMPLE_LOG), "--out", str(results), "--jobs", "1"]) == 0
+    run_id = next(json.loads(line)["run_id"] for line in results.read_text().splitlines() if json.loads(line)["run_id"])
+    capsys.readouterr()
+    assert main(["summary", run_id, "--results", str(results)]) == 0
+    from_file = capsys.readouterr().out
+    with open(results, "rb") as stdin:
+        monkeypatch.setattr("sys.stdin", stdin)
+        assert main(["summary", run_id, "--results", "-"]) == 0
+    assert capsys.readouterr().out == from_file and from_file
+
+
+def test_sigterm_ends_a_replay_like_ctrl_c_leaving_no_partial_output_nor_spool(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    log = tmp_path / "long.jsonl"
+    log.write_bytes(SAMPLE_LOG.read_bytes() * 30)  # (copies: duplicates, but every record is read)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    replay = subprocess.Popen([sys.executable, "-m", "streams.cli", "replay", str(log), "--out", str(out / "r.jsonl"),
+                               "--deadletter", str(out / "d.jsonl"), "--jobs", "2"],
+                              env={**os.environ, "TMPDIR": str(scratch)}, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(scratch.iterdir()) and time.monotonic() < deadline:  # the jobs' spools: replaying now
+        time.sleep(0.02)
+    replay.terminate()
+    _, err = replay.communicate(timeout=60)
+    assert replay.returncode == 143 and err.strip().splitlines()[-1] == "callqa: terminated"
+    assert list(out.iterdir()) == [] and list(scratch.iterdir()) == []
