@@ -1346,9 +1346,14 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--oversized-record", action="store_true",
                         help="add a record over the 1 MiB message limit (its dead letter outgrows a broker's default limit)")
     args = parser.parse_args(None if argv is None else list(argv))
+    if args.calls < 1:
+        parser.error(f"--calls must be at least 1, got {args.calls}")
     body, counts = generate(args.seed, args.calls, args.oversized_record)
-    args.out.write_bytes(body)
-    manifest_path(args.out).write_text(json.dumps(counts, indent=2) + "\n")
+    try:
+        args.out.write_bytes(body)
+        manifest_path(args.out).write_text(json.dumps(counts, indent=2) + "\n")
+    except OSError as exc:
+        parser.exit(2, f"{parser.prog}: cannot write {args.out}: {exc.strerror or exc}\n")
     print(f"wrote {args.out} ({len(body):,} bytes, {counts['lines']} lines, {counts['calls']} calls)")
 
 

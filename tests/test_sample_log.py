@@ -546,3 +546,14 @@ def test_every_event_type_a_call_can_carry_is_present(log):
         "call.started", "turn", "rtvi", "latency", "tool.call", "kb.retrieval", "node.transition", "transfer",
         "db.state", "call.ended", "call.annotated", "transcript.corrected", "attempt.discarded",
     }
+
+
+def test_the_generator_refuses_no_calls_and_an_out_it_cannot_write_in_one_line(tmp_path, capsys):
+    from samples.generate import main as generate_main
+
+    for argv, message in ((["--calls", "0", "--out", str(tmp_path / "g.jsonl")], "--calls must be at least 1, got 0"),
+                          (["--calls", "2", "--out", str(tmp_path)], f"cannot write {tmp_path}: Is a directory")):
+        with pytest.raises(SystemExit) as exited:
+            generate_main(argv)
+        assert exited.value.code == 2 and message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
