@@ -147,7 +147,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         ConsumerScheduler=InterleavedScheduler,
     )
     engine = engine or build_engine(settings)
-    live = LiveScorer(engine, max_message_bytes=settings.max_message_bytes)
+    live = LiveScorer(engine, max_message_bytes=settings.max_message_bytes, topic_partitions=settings.partitions)
     callqa = CallqaApp(settings, app, names, live)
 
     events_topic = app.topic(names.events, key_type=bytes, value_type=bytes, partitions=settings.partitions)
@@ -181,6 +181,10 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         if partitions:
             flow.release(partitions)
 
+    @app.on_partitions_assigned.connect
+    async def on_assigned(sender: Any, assigned: Any, **kwargs: Any) -> None:
+        flow.assign({tp.partition for tp in assigned if tp.topic == names.events})
+
     brokers = install_broker_probe(callqa)
 
     @app.page("/health")
@@ -207,10 +211,11 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
             recovery = app.tables.recovery
             if recovery.in_recovery or not recovery.completed.is_set():
                 return  # the journal table is not read back yet
-            for tp in sorted(app.assignor.assigned_actives()):
-                if tp.topic == names.events and not live.is_restored(tp.partition):
-                    restored = live.restore_quiet_partition(tp.partition, list(journal.items()), time.monotonic())
-                    logger.info("partition %s (quiet): restored %s calls from the journal", tp.partition, restored)
+            # The group's latest assignment as the flow knows it, not the assignor's: between a revoke
+            # and the next assignment the assignor still lists the partitions revoked.
+            for partition in flow.quiet_partitions():
+                restored = live.restore_quiet_partition(partition, list(journal.items()), time.monotonic())
+                logger.info("partition %s (quiet): restored %s calls from the journal", partition, restored)
 
     install_api(callqa, engine.cohorts, ResultsView())
     install_idle_clock(callqa)

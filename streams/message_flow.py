@@ -112,6 +112,9 @@ class MessageFlow:
     # Set once what scoring reads besides the events is loaded (the cohorts topic, read to its end):
     # the first message waits for it, at most READY_WAIT_S. None: nothing to wait for.
     ready: asyncio.Event | None = None
+    # The events partitions of the group's latest assignment; empty from a revoke until the next one
+    # (Faust's assignor still lists the revoked partitions then).
+    assigned: set[int] = field(default_factory=set)
     _writing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def score(self, message: Any) -> Outbox:
@@ -220,5 +223,20 @@ class MessageFlow:
 
     def release(self, partitions: set[int]) -> None:
         """On revoke: what another worker may now change is forgotten (streams/live.py)."""
+        self.assigned -= partitions
         self.live.release_partitions(partitions)
         self.deliveries.drop(partitions)
+
+    def assign(self, partitions: set[int]) -> None:
+        """The group's new assignment of the events topic. What this worker still holds of any other
+        partition goes: another worker changes it now, and if it comes back it is read again from
+        the journal (a partition restored by the timer between a revoke and this assignment stayed
+        held, stale, and was not read again when it was assigned back later)."""
+        self.assigned = set(partitions)
+        stale = set(self.live.partitions) - self.assigned
+        if stale:
+            self.release(stale)
+
+    def quiet_partitions(self) -> list[int]:
+        """The assigned partitions not yet restored (none between a revoke and the next assignment)."""
+        return [partition for partition in sorted(self.assigned) if not self.live.is_restored(partition)]

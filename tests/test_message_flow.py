@@ -304,3 +304,24 @@ def test_the_first_message_waits_until_the_cohorts_are_read_then_none_waits():
     asyncio.run(run())
     assert flow.ready is None and flow.live.engine.counters.applied == 3
     assert [topic for topic, _, _ in sink.sent] == ["results"]
+
+
+def test_a_partition_held_but_not_assigned_again_is_released_and_read_again_from_its_journal_when_it_returns():
+    # Between a revoke and the next assignment the idle timer restored every partition the assignor
+    # still listed; the ones assigned elsewhere stayed held, and scored from stale state when they came back.
+    sink = DictSink({})
+    live = LiveScorer(CallEngine())
+    flow = flow_of(live, sink, write_every_message=True)
+    flow.assign({0, 1})
+    assert flow.quiet_partitions() == [0, 1]
+    for partition in (0, 1):
+        live.restore_quiet_partition(partition, [], 0.0)
+    asyncio.run(flow.score(KafkaMessage(one_call("c1", T0)[0], 0, partition=1)))
+    flow.release({0, 1})  # a rebalance begins: nothing is to be restored until the new assignment
+    assert flow.quiet_partitions() == []
+    live.restore_quiet_partition(1, list(sink.table.items()), 0.0)  # as the timer did in that window
+    flow.assign({0})
+    assert not live.is_restored(1) and "c1" not in live.engine.calls and flow.quiet_partitions() == [0]
+    live.restore_quiet_partition(0, list(sink.table.items()), 0.0)
+    flow.assign({0, 1})  # partition 1 comes back: read again, whatever changed it meanwhile
+    assert flow.quiet_partitions() == [1]
