@@ -17,7 +17,7 @@ from typing import Iterable
 import msgspec
 
 from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
-from models.events import Event
+from models.events import Event, Watermark
 from models.results import CallResult
 from models.wire import Rejected, decode_message, encode_event
 from scorers.engine import CallEngine, Processed
@@ -27,6 +27,7 @@ from streams.journal import (
     encode_watermark,
     watermark_key,
 )
+from streams.partitioning import partition_for
 
 # A batch message's events share one offset: position = offset * 2**20 + index keeps them ordered.
 INDEX_BITS = 20
@@ -103,6 +104,9 @@ class PartitionState:
 class LiveScorer:
     engine: CallEngine
     max_message_bytes: int = 1_048_576
+    # The events topic's partition count: an event that comes on another partition than its call's
+    # (Kafka's default partitioner on its call_id) is dead-lettered. None: not checked.
+    topic_partitions: int | None = None
     # call_id -> (partition, segments written); what this worker owns right now.
     owned: dict[str, list[int]] = field(default_factory=dict)
     # What the journal holds and what waits to be written to it (streams/journal.py).
@@ -153,6 +157,16 @@ class LiveScorer:
         for index, event in enumerate(events):
             if applied_before and event.call_id not in calls:
                 continue
+            if self.topic_partitions is not None and type(event) is not Watermark:
+                home = self._home_partition(event.call_id)
+                if home != partition:
+                    all_applied = False
+                    out.dead_letters.append(DeadLetter(
+                        f"event {event.event_id!r}: call {event.call_id!r} belongs to partition {home} (Kafka's default "
+                        f"partitioner on its call_id), but this message came on partition {partition}: a call's events "
+                        "must all reach its partition (key its messages by call_id)", topic, partition, offset, value,
+                        event.event_id, event.call_id, decoded.batch_index_of(index)))
+                    continue
             position = (offset << INDEX_BITS) | index
             processed = process(event, partition, position)
             status = processed.status
@@ -187,6 +201,14 @@ class LiveScorer:
         self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
         self.dead_lettered += len(out.dead_letters)
         return out
+
+    def _home_partition(self, call_id: str) -> int:
+        """The partition the call's events go to: where it is held, else by its call_id."""
+        owner = self.owned.get(call_id)
+        if owner is not None:
+            return owner[0]
+        assert self.topic_partitions is not None
+        return partition_for(call_id, self.topic_partitions)
 
     def _collect(self, processed: Processed, event: Event, partition: int, position: int, topic: str,
                  offset: int, out: Outbox, where: tuple[bytes, int | None]) -> None:

@@ -347,3 +347,27 @@ def test_a_restore_does_not_decide_again_about_the_events_a_message_had_refused(
     restarted.restore_partition(0, list(table.items()))
     original, restored = live.engine.calls["C"], restarted.engine.calls["C"]
     assert (restored.events_applied, restored.agent_id) == (original.events_applied, original.agent_id) == (1, None)
+
+
+def test_an_event_on_another_partition_than_its_calls_is_dead_lettered_not_skipped_or_split():
+    # Its position was compared with offsets of another partition (skipped as redelivered), or it
+    # started a second copy of the call there.
+    from streams.partitioning import partition_for
+
+    home = partition_for("c1", 4)
+    elsewhere = (home + 1) % 4
+    live = LiveScorer(CallEngine(), topic_partitions=4)
+    assert not live.handle(message("call.started", {"agent_id": "a1"}, "e1", T0), "callqa.events", home, 5).dead_letters
+    stray = live.handle(message("turn", {"role": "user", "text": "hi"}, "e2", T0 + 1), "callqa.events", elsewhere, 0)
+    (letter,) = stray.dead_letters
+    assert letter.reason == (f"event 'e2': call 'c1' belongs to partition {home} (Kafka's default partitioner on its "
+                             f"call_id), but this message came on partition {elsewhere}: a call's events must all "
+                             "reach its partition (key its messages by call_id)")
+    assert (letter.partition, letter.offset, letter.event_id) == (elsewhere, 0, "e2") and stray.journal == {}
+    assert live.engine.calls["c1"].events_applied == 1 and live.dead_lettered == 1
+    batch = json.dumps({"v": 1, "events": [json.loads(message("turn", {"role": "agent", "text": "yo"}, "e3", T0 + 2)),
+                                           json.loads(message("call.started", {"agent_id": "a"}, "x1", T0 + 2, "x"))]})
+    out = live.handle(batch.encode(), "callqa.events", home, 6)
+    expected = [] if partition_for("x", 4) == home else [("x1", 1)]
+    assert [(d.event_id, d.batch_index) for d in out.dead_letters] == expected
+    assert live.engine.calls["c1"].events_applied == 2
