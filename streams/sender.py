@@ -53,8 +53,7 @@ async def send_log(
                 on_record(len(raw))
         await send(plan.finish())
         if end_of_input:
-            await send_end_of_input(kafka, topics.events, plan.report.max_ts_ms or 0)
-            plan.report.messages += 1
+            plan.report.messages += await send_end_of_input(kafka, topics.events, plan.report.max_ts_ms or 0)
         await kafka.flush()
     finally:
         await kafka.stop()
@@ -71,9 +70,11 @@ def refused_document(message: Outgoing, events_topic: str) -> bytes:
     return msgspec.json.encode(letter.to_document())
 
 
-async def send_end_of_input(kafka: Any, topic: str, ts_ms: int) -> None:
+async def send_end_of_input(kafka: Any, topic: str, ts_ms: int) -> int:
+    """An end-of-input watermark to every partition of `topic`; returns how many were sent."""
     partitions = sorted(await kafka.partitions_for(topic))
     for partition in partitions:
         body = {"v": CONTRACT_VERSION, "type": "watermark", "event_id": f"{WATERMARK_CALL_ID}:{ts_ms}:{partition}",
                 "call_id": WATERMARK_CALL_ID, "ts_ms": ts_ms, "data": {"end_of_input": True, "partition": partition}}
         await kafka.send(topic, _msgpack.encode(body), key=WATERMARK_CALL_ID.encode(), partition=partition)
+    return len(partitions)
