@@ -154,19 +154,19 @@ class LiveScorer:
         # longer held belong to calls forgotten since (or were refused then), not to new calls.
         applied_before = offset <= state.journaled_through_offset
         calls = self.engine.calls
+        # Checked once per call the message names, not per event (nearly always: none).
+        strays = self._strays(events, partition, one_call) if self.topic_partitions is not None else None
         for index, event in enumerate(events):
             if applied_before and event.call_id not in calls:
                 continue
-            if self.topic_partitions is not None and type(event) is not Watermark:
-                home = self._home_partition(event.call_id)
-                if home != partition:
-                    all_applied = False
-                    out.dead_letters.append(DeadLetter(
-                        f"event {event.event_id!r}: call {event.call_id!r} belongs to partition {home} (Kafka's default "
-                        f"partitioner on its call_id), but this message came on partition {partition}: a call's events "
-                        "must all reach its partition (key its messages by call_id)", topic, partition, offset, value,
-                        event.event_id, event.call_id, decoded.batch_index_of(index)))
-                    continue
+            if strays and event.call_id in strays:
+                all_applied = False
+                out.dead_letters.append(DeadLetter(
+                    f"event {event.event_id!r}: call {event.call_id!r} belongs to partition {strays[event.call_id]} "
+                    f"(Kafka's default partitioner on its call_id), but this message came on partition {partition}: "
+                    "a call's events must all reach its partition (key its messages by call_id)",
+                    topic, partition, offset, value, event.event_id, event.call_id, decoded.batch_index_of(index)))
+                continue
             position = (offset << INDEX_BITS) | index
             processed = process(event, partition, position)
             status = processed.status
@@ -202,13 +202,20 @@ class LiveScorer:
         self.dead_lettered += len(out.dead_letters)
         return out
 
-    def _home_partition(self, call_id: str) -> int:
-        """The partition the call's events go to: where it is held, else by its call_id."""
-        owner = self.owned.get(call_id)
-        if owner is not None:
-            return owner[0]
+    def _strays(self, events: list[Event], partition: int, one_call: bool) -> dict[str, int]:
+        """The calls of `events` that belong to another partition than `partition`, with theirs: where
+        the call is held, else by its call_id (watermarks name their own partition)."""
         assert self.topic_partitions is not None
-        return partition_for(call_id, self.topic_partitions)
+        strays: dict[str, int] = {}
+        for event in events[:1] if one_call else events:
+            call_id = event.call_id
+            if type(event) is Watermark or call_id in strays:
+                continue
+            owner = self.owned.get(call_id)
+            home = owner[0] if owner is not None else partition_for(call_id, self.topic_partitions)
+            if home != partition:
+                strays[call_id] = home
+        return strays
 
     def _collect(self, processed: Processed, event: Event, partition: int, position: int, topic: str,
                  offset: int, out: Outbox, where: tuple[bytes, int | None]) -> None:
