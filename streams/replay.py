@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable
 
-from models.events import Event, Watermark
 from models.deadletter import oversized_result_reason
+from models.events import Event, Watermark
 from models.results import CallResult
 from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message
 from scorers.engine import CallEngine
