@@ -433,7 +433,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.func is not cmd_worker:  # (the worker's own shutdown handles its signals)
+    if args.func not in (cmd_worker, cmd_up):  # (the worker's own shutdown handles its signals)
         signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args) or 0
