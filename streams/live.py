@@ -159,7 +159,7 @@ class LiveScorer:
         for index, event in enumerate(events):
             if applied_before and event.call_id not in calls:
                 continue
-            if strays and event.call_id in strays:
+            if strays and event.call_id in strays and type(event) is not Watermark:
                 all_applied = False
                 out.dead_letters.append(DeadLetter(
                     f"event {event.event_id!r}: call {event.call_id!r} belongs to partition {strays[event.call_id]} "
@@ -207,14 +207,19 @@ class LiveScorer:
         the call is held, else by its call_id (watermarks name their own partition)."""
         assert self.topic_partitions is not None
         strays: dict[str, int] = {}
-        for event in events[:1] if one_call else events:
-            call_id = event.call_id
-            if type(event) is Watermark or call_id in strays:
+        checked: set[str] = set()
+        for event in events:
+            if type(event) is Watermark:  # (whatever call_id it carries: it changes no call)
                 continue
-            owner = self.owned.get(call_id)
-            home = owner[0] if owner is not None else partition_for(call_id, self.topic_partitions)
-            if home != partition:
-                strays[call_id] = home
+            call_id = event.call_id
+            if call_id not in checked:
+                checked.add(call_id)
+                owner = self.owned.get(call_id)
+                home = owner[0] if owner is not None else partition_for(call_id, self.topic_partitions)
+                if home != partition:
+                    strays[call_id] = home
+            if one_call:  # every event names this call
+                break
         return strays
 
     def _collect(self, processed: Processed, event: Event, partition: int, position: int, topic: str,

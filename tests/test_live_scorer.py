@@ -371,3 +371,9 @@ def test_an_event_on_another_partition_than_its_calls_is_dead_lettered_not_skipp
     expected = [] if partition_for("x", 4) == home else [("x1", 1)]
     assert [(d.event_id, d.batch_index) for d in out.dead_letters] == expected
     assert live.engine.calls["c1"].events_applied == 2
+    # A watermark first in a one-call batch (its call_id is the call's) does not carry a stray past the check.
+    sneaky = json.dumps({"v": 1, "call_id": "c1", "events": [
+        json.loads(message("watermark", {}, "w1", T0 + 3)), json.loads(message("turn", {"role": "user", "text": "?"}, "e4", T0 + 3))]})
+    out = live.handle(sneaky.encode(), "callqa.events", elsewhere, 1)
+    assert [(d.event_id, d.batch_index) for d in out.dead_letters] == [("e4", 1)]
+    assert live.engine.calls["c1"].events_applied == 2
