@@ -82,11 +82,12 @@ def tail(settings: Settings, topic: str, kind: str, follow: bool, raw: bool) -> 
 
     def show(key: bytes, value: bytes) -> None:
         try:
-            document = json.loads(value)
-        except ValueError:
+            # --json: the document as published, byte for byte (workers write it on one line).
+            text = value.decode("utf-8") if raw else render(json.loads(value))
+        except ValueError:  # (UnicodeDecodeError and JSONDecodeError alike)
             print(f"(undecodable record, key={key!r}, {len(value)} bytes)")
             return
-        print(json.dumps(document, sort_keys=False) if raw else render(document), flush=True)
+        print(text, flush=True)
 
     try:
         def waiting(note: str) -> None:
