@@ -56,7 +56,7 @@ from scorers.alerting.rulebook import RuleBook
 from scorers.registry import qa_metrics
 from streams.alert_webhook import WebhookDelivery
 from streams.api import follow_topic
-from streams.kafka_clients import connection_options, ensure_topics
+from streams.kafka_clients import connection_options, ensure_topics, retrying
 
 logger = logging.getLogger("callqa.alerts")
 _json = msgspec.json.Encoder()
@@ -237,7 +237,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
 
     @app.agent(input_topic, name="evaluate-alerts", concurrency=1)
     async def evaluate_alerts(stream: faust.StreamT) -> None:
-        await ensure_topics(settings, {names.alerts: 1})
+        await retrying(f"creating {names.alerts}", lambda: ensure_topics(settings, {names.alerts: 1}), logger)
         try:
             await asyncio.wait_for(runtime.rules_read.wait(), RULES_READ_WAIT_S)
         except asyncio.TimeoutError:
@@ -267,7 +267,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
         """Tell the evaluating worker, wherever it is, that the rules changed (and once at the start,
         so that it restores and evaluates the rules it finds without waiting for a result)."""
         await runtime.rules_read.wait()
-        await ensure_topics(settings, {names.alerts_input: 1})
+        await retrying(f"creating {names.alerts_input}", lambda: ensure_topics(settings, {names.alerts_input: 1}), logger)
         while True:
             runtime.rules_changed.clear()
             await input_topic.send(key=b"rules", value=RULES_CHANGED)

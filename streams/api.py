@@ -29,7 +29,7 @@ from models.results import CallResult
 from scorers.cohorts import CohortBook
 from scorers.metric_catalog import metric_catalog
 from scorers.runs import render_all_summary
-from streams.kafka_clients import ensure_topics, reader
+from streams.kafka_clients import ensure_topics, reader, retrying
 from streams.results_view import ResultsView
 
 # How long a cohort write waits for the broker to confirm it before answering 503.
@@ -138,11 +138,12 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             logger.info("%s read: %d cohorts", names.cohorts, len(book.all()))
             callqa.cohorts_read.set()
 
-        await follow_topic(callqa, names.cohorts, apply_cohort, on_caught_up=caught_up)
+        await retrying(f"reading {names.cohorts}",
+                       lambda: follow_topic(callqa, names.cohorts, apply_cohort, on_caught_up=caught_up), logger)
 
     @app.task
     async def read_results() -> None:
-        await follow_topic(callqa, names.results, apply_result)
+        await retrying(f"reading {names.results}", lambda: follow_topic(callqa, names.results, apply_result), logger)
 
     async def publish_cohort(web: Any, request: Any, cohort_id: str | None) -> Any:
         try:

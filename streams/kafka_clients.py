@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import ssl
-from typing import Any
+from typing import Any, Awaitable, Callable, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from streams.config import PRODUCER_MAX_REQUEST_BYTES, Settings
+
+T = TypeVar("T")
+# How long a worker's own background task waits before it asks a broker that failed it again.
+BROKER_RETRY_S = 5.0
+
+
+async def retrying(what: str, attempt: Callable[[], Awaitable[T]], log: logging.Logger,
+                   retry_s: float = BROKER_RETRY_S) -> T:
+    """`attempt()` again and again until it succeeds. A worker's background task that fails ends the
+    worker: a broker away for a moment when the task asked it (at the start, say) stopped scoring."""
+    while True:
+        try:
+            return await attempt()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever the broker or the network did, ask again
+            log.warning("%s failed (%s: %s); again in %s s", what, type(exc).__name__, exc, retry_s)
+            await asyncio.sleep(retry_s)
 
 
 def connection_options(settings: Settings) -> dict[str, Any]:

@@ -4,6 +4,7 @@ connection, turns the worker's health to 503 `broker_unreachable` once two probe
 from __future__ import annotations
 
 import asyncio
+import logging
 import tempfile
 import time
 import urllib.error
@@ -109,3 +110,23 @@ def test_a_worker_whose_broker_goes_away_answers_503_broker_unreachable(topic_pr
         if worker is not None:
             worker.kill()  # (a clean stop would wait for the broker that is gone)
         own.stop()
+
+
+def test_a_background_task_asks_a_failing_broker_again_instead_of_ending_the_worker(caplog):
+    # A worker's task that raised (a broker stopped just as it asked) crashed the whole worker.
+    from aiokafka.errors import KafkaConnectionError
+
+    from streams.kafka_clients import retrying
+
+    answers = iter([KafkaConnectionError("Unable to bootstrap"), OSError("Connection refused"), "created"])
+
+    async def attempt() -> str:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    with caplog.at_level("WARNING"):
+        assert asyncio.run(retrying("creating t.alerts", attempt, logging.getLogger("test"), retry_s=0)) == "created"
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["creating t.alerts failed"] * 2
+    assert "KafkaConnectionError" in caplog.records[0].getMessage()
