@@ -190,6 +190,10 @@ def decode_message(raw: bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> Decoded:
     if len(raw) > max_bytes:
         event_id, call_id = _readable_ids(_codec_for(raw), raw)
         return Decoded([], [Rejected(f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit", raw, event_id, call_id)])
+    if raw[:3] == _UTF8_BOM:  # (read as MessagePack it would be refused as "got int": say what it is)
+        event_id, call_id = _readable_ids(_JSON, raw[3:])
+        return Decoded([], [Rejected("a UTF-8 byte-order mark starts the message: send the JSON object alone",
+                                     raw, event_id, call_id)])
     codec = _codec_for(raw)
     if codec is _JSON or _FIXMAP_FIRST <= raw[0] <= _FIXMAP_LAST:
         common = _decode_common(codec, raw)

@@ -167,3 +167,11 @@ def test_a_record_that_is_both_one_event_and_a_batch_is_refused_not_read_as_the_
         assert "one event (it has a `type`) or a batch of events (`events`), not both" in decoded.rejected[0].reason
     quoted = {**item, "data": {"role": "user", "text": 'the word "events"'}, "events_seen": 3}
     assert [e.event_id for e in decode_message(json.dumps(quoted).encode()).events] == ["q:1"]
+
+
+def test_a_json_message_behind_a_byte_order_mark_is_refused_saying_so():
+    body = json.dumps({"v": 1, "event_id": "m10:0", "call_id": "m10", "ts_ms": 1_760_000_000_000,
+                       "type": "call.started", "data": {"agent_id": "a"}}).encode()
+    (rejected,) = decode_message(b"\xef\xbb\xbf" + body).rejected
+    assert rejected.reason == "a UTF-8 byte-order mark starts the message: send the JSON object alone"
+    assert (rejected.event_id, rejected.call_id, rejected.raw[3:]) == ("m10:0", "m10", body)
