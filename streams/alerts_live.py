@@ -65,7 +65,6 @@ ENGINE_TABLE = "alert-engine"
 EPISODES_KEY = b"episodes"
 ENGINE_STATE_KEY = b"engine"
 CALL_KEY_PREFIX = b"call:"
-RULES_RETRY_S = 5.0
 # A record of the input topic that carries no result: "the rules changed, evaluate them" (not JSON,
 # so it can never be a result).
 RULES_CHANGED = b"\x00rules changed"
@@ -294,15 +293,12 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
 
     @app.task
     async def follow_rules() -> None:
-        while True:  # a lost connection must not end the task: read the compacted topic again
-            try:
-                await ensure_compacted_topic(settings, names.alert_rules)
-                await follow_topic(callqa, names.alert_rules, apply_rule, on_caught_up=runtime.rules_read.set)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                logger.warning("alerts: reading %s failed (%s); again in %s s", names.alert_rules, exc, RULES_RETRY_S)
-                await asyncio.sleep(RULES_RETRY_S)
+        async def follow() -> None:
+            await ensure_compacted_topic(settings, names.alert_rules)
+            await follow_topic(callqa, names.alert_rules, apply_rule, on_caught_up=runtime.rules_read.set)
+
+        # A lost connection must not end the task: the compacted topic is read again.
+        await retrying(f"alerts: reading {names.alert_rules}", follow, logger)
 
     if runtime.webhook is not None:
         webhook = runtime.webhook

@@ -33,7 +33,6 @@ from streams.wiring import build_engine
 logger = logging.getLogger("callqa.worker")
 
 
-
 def faust_broker_credentials(settings: Settings) -> Any:
     """SASL/SSL credentials for a real cluster; None for PLAINTEXT."""
     protocol = settings.kafka_security_protocol.upper()
