@@ -31,7 +31,7 @@ import msgspec
 from models.call_state import CallState
 from models.deadletter import oversized_result_reason
 from models.results import CallResult
-from models.wire import encode_event
+from models.wire import MAX_MESSAGE_BYTES, encode_event
 from streams.journal import segment_key
 from streams.live import DeadLetter, LiveScorer, Outbox, PartitionState
 
@@ -95,9 +95,8 @@ class Deliveries:
 
 # A result larger than this is dead-lettered instead of published: a record the producer or the broker
 # refuses would stop the worker, or hold its partition back for ever (Apache Kafka's default
-# `message.max.bytes` is 1 MiB). The worker passes the smaller of CALLQA_MAX_MESSAGE_BYTES and what
-# its producer may send.
-DEFAULT_MAX_RESULT_BYTES = 1_048_576
+# `message.max.bytes` is 1 MiB). The worker passes `Settings.max_result_bytes`.
+DEFAULT_MAX_RESULT_BYTES = MAX_MESSAGE_BYTES
 READY_WAIT_S = 30.0
 
 
@@ -189,8 +188,7 @@ class MessageFlow:
                 continue
             deliveries.add(partition, await sink.send_result(result.call_id.encode(), value))
         for letter in out.dead_letters:
-            deliveries.add(partition, await sink.send_dead_letter((letter.call_id or "").encode(),
-                                                                  _json.encode(letter.to_document())))
+            await self._send_dead_letter(partition, letter)
         for event in out.recorded_events:
             deliveries.add(partition, await sink.send_event(event.call_id.encode(), encode_event(event)))
         if out.forget and self.live.partitions.get(partition) is held:
@@ -207,10 +205,13 @@ class MessageFlow:
         against the message that produced it."""
         reason = oversized_result_reason(result.call_id, result.version, len(value), self.max_result_bytes)
         logger.error("%s", reason)
-        letter = DeadLetter(reason, message.topic, message.partition, message.offset, value, call_id=result.call_id)
         self.live.dead_lettered += 1
-        self.deliveries.add(message.partition, await self.sink.send_dead_letter(
-            result.call_id.encode(), _json.encode(letter.to_document())))
+        await self._send_dead_letter(message.partition, DeadLetter(reason, message.topic, message.partition, message.offset,
+                                                                   value, call_id=result.call_id))
+
+    async def _send_dead_letter(self, partition: int, letter: DeadLetter) -> None:
+        self.deliveries.add(partition, await self.sink.send_dead_letter((letter.call_id or "").encode(),
+                                                                        _json.encode(letter.to_document())))
 
     def _forget(self, call_ids: list[str]) -> None:
         """Forgetting's journal changes go out with each partition's next segment, after the sends
