@@ -14,9 +14,9 @@ accepted and writes it as one segment per partition once it holds `SEGMENT_BYTES
 sequence, "e": [[call_id, position, bytes], …]}` in the order the events were applied, as MessagePack
 compressed with Zstandard (segments written before were compressed with zlib, and still read).
 `bytes` is the original message when all its events belong to one call (nothing re-encoded), else
-one event. The Kafka messages of a segment are acknowledged only once the segment is written (Faust flushes the
-producer before it commits offsets), so a crash loses nothing the journal does not have: whatever
-was not journaled is delivered again. A segment is deleted once every call in it has been forgotten.
+one event. The Kafka messages of a segment are acknowledged only once the segment is written (Faust
+flushes the producer before it commits offsets), so a crash loses nothing the journal does not have:
+whatever was not journaled is delivered again. A segment is deleted once every call in it has been forgotten.
 
 Retirement. A forgotten call's entries can stay behind in a segment kept for its other calls; read
 back, they would bring back a fragment of the call (scored again as a call of its own). So such a

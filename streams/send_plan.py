@@ -13,10 +13,11 @@ ahead of events of theirs still held here. What cannot be read is sent as it is 
 alone, with its own bytes), after whatever its call has held, so that it reaches the dead-letter topic
 with its original bytes and in its place. A record larger than the worker accepts
 (`max_message_bytes`) is not sent at all (the producer may not even be able to): it is dead-lettered
-here, with the reason the worker and replay give it, its partition and offset -1 (never on the topic). An item refused only for what its batch says (another
-call_id than the batch's) would be accepted alone: it goes in a batch of its own under its batch's
-call_id, so that the worker refuses it as replay does. A recorded watermark goes to the partition it names, after
-every event held for that partition (it promises that nothing older follows there).
+here, with the reason the worker and replay give it, its partition and offset -1 (never on the
+topic). An item refused only for what its batch says (another call_id than the batch's) would be
+accepted alone: it goes in a batch of its own under its batch's call_id, so that the worker refuses
+it as replay does. A recorded watermark goes to the partition it names, after every event held for
+that partition (it promises that nothing older follows there).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class SendPlan:
             elif index in rejected:
                 if batch.call_id is not None and not decode_message(item).rejected:
                     # In the record's own encoding, the item's bytes as they are.
-                    encode = msgspec.json.encode if raw.lstrip()[:1] == b"{" else _msgpack.encode
+                    encode = msgspec.json.encode if _is_json(raw) else _msgpack.encode
                     item = encode({"v": CONTRACT_VERSION, "call_id": batch.call_id, "events": [msgspec.Raw(item)]})
                 self._pass_through(item, rejected[index].call_id, out)
         return out
@@ -170,8 +171,12 @@ class SendPlan:
         self.report.messages += 1
 
 
+def _is_json(raw: bytes) -> bool:
+    return raw.lstrip()[:1] == b"{"
+
+
 def _as_object(raw: bytes) -> Any:
-    return _json_decode(raw) if raw.lstrip()[:1] == b"{" else _msgpack_decode(raw)
+    return _json_decode(raw) if _is_json(raw) else _msgpack_decode(raw)
 
 
 class _Items(msgspec.Struct, forbid_unknown_fields=False):
@@ -188,7 +193,7 @@ class _BatchRecord:
 def _batch_items(raw: bytes) -> _BatchRecord | None:
     """A batch record's items and call_id (None when the record cannot be read so)."""
     try:
-        if raw.lstrip()[:1] == b"{":
+        if _is_json(raw):
             items = msgspec.json.decode(raw, type=_Items)
         else:
             items = msgspec.msgpack.decode(raw, type=_Items)

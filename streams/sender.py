@@ -64,9 +64,9 @@ def refused_document(message: Outgoing, events_topic: str) -> bytes:
     """The dead letter of a record too large to send, as the worker would have written it (offset -1:
     it never was on the events topic)."""
     refused = message.refused
-    assert refused is not None
-    letter = DeadLetter(refused.reason, events_topic, message.partition if message.partition is not None else -1, -1,
-                        message.value, refused.event_id, refused.call_id)
+    assert refused is not None and message.partition is not None  # (SendPlan gives a refusal its partition)
+    letter = DeadLetter(refused.reason, events_topic, message.partition, -1, message.value, refused.event_id,
+                        refused.call_id)
     return msgspec.json.encode(letter.to_document())
 
 
