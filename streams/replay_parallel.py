@@ -84,6 +84,7 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
     """A child's whole life: replay its partitions into its spool, then send its report (or its failure)."""
     # A job is stopped by its parent (SIGTERM) only when the replay is over for it: it goes quietly.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_WHILE_FORKING)  # (held by the parent: see `_start`)
     try:
         engine = job.new_engine()
         tune_gc()
@@ -160,7 +161,7 @@ def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[
                 receive, send = context.Pipe(duplex=False)
                 process = context.Process(target=run_job, args=(job, records_read, send),
                                           name=f"callqa-replay-{job.index}")
-                process.start()
+                _start(process)
                 # Only the child holds the sending end now: its exit, however it comes, reads as EOF here.
                 send.close()
                 processes.append(process)
@@ -175,6 +176,20 @@ def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[
                 receive.close()
         _merge([job.spool for job in plan], files)
     return _combined(reports, time.perf_counter() - started)
+
+
+# Ctrl-C and SIGTERM raise where the parent is (streams/cli.py). Arriving during a fork, their handler
+# ran inside a hook the fork calls (logging's), which ignores exceptions: the interruption was lost and
+# the replay went on to its end. Held while a job is forked, they arrive just after, in plain code.
+HELD_WHILE_FORKING = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+def _start(process: multiprocessing.process.BaseProcess) -> None:
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_WHILE_FORKING)
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _collect(reports_from: dict[Any, ReplayJob], processes: list[multiprocessing.process.BaseProcess],
