@@ -14,9 +14,9 @@ from typing import Callable, Collection, Iterable
 from models.deadletter import oversized_result_reason
 from models.events import Event, Watermark
 from models.results import CallResult
-from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message
+from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message, record_call
 from scorers.engine import CallEngine
-from streams.partitioning import partition_of
+from streams.partitioning import partition_for, partition_of
 from streams.replay_files import result_line
 
 ResultSink = Callable[[CallResult], None]
@@ -104,9 +104,11 @@ def replay_partitions(
     handed over with its `OutputKey`.
 
     All engine state is per partition, so replays of disjoint sets of partitions, their outputs merged
-    by key, give exactly the outputs of one replay of them all. Every such replay sees every record's
-    decode rejections; only one (`report_rejections`) should report them. The report counts what this
-    replay did: every record read, but only the events of its own partitions.
+    by key, give exactly the outputs of one replay of them all. A record of one call (`record_call`)
+    is decoded only by the replay that owns the call's partition, which reports its decode rejections;
+    every other record is decoded by all, and only one (`report_rejections`) reports its rejections.
+    The report counts what this replay did: every record read, but only the events of its own
+    partitions and the rejections it reported.
     """
     report = ReplayReport()
     started = time.perf_counter()
@@ -154,8 +156,22 @@ def replay_partitions(
 
     for index, raw in enumerate(records):
         report.records += 1
+        reports_rejections = report_rejections
+        if owned is not None:
+            # Decoding the other replays' records is wasted work (a fifth of a job's time in two jobs):
+            # a record of one call is left to the replay owning its partition, read at a sixth of the cost.
+            call_id = record_call(raw)
+            if call_id is not None:
+                partition = partition_of_call.get(call_id)
+                if partition is None:
+                    partition = partition_of_call[call_id] = partition_for(call_id, partitions)
+                if partition not in owned:
+                    if on_record is not None:
+                        on_record(len(raw))
+                    continue
+                reports_rejections = True
         decoded = decode_message(raw, max_message_bytes)
-        if decoded.rejected and report_rejections:
+        if decoded.rejected and reports_rejections:
             for position, rejected in enumerate(decoded.rejected):
                 report.rejected += 1
                 if on_dead_letter is not None:

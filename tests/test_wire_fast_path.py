@@ -9,12 +9,15 @@ import random
 import msgspec
 import pytest
 
-from models.wire import _codec_for, _decode_full, decode_message
+from models.events import Watermark
+from models.wire import _codec_for, _decode_full, decode_message, record_call
 from streams.bench.workload import Workload
 
 _pack = msgspec.msgpack.encode
 
 SAMPLE = Workload(calls=6, turns=6, seed=3).events  # every common event type
+WATERMARK = {"v": 1, "event_id": "wm-1", "call_id": "__watermark__", "ts_ms": SAMPLE[0]["ts_ms"],
+             "type": "watermark", "data": {"partition": 3}}
 
 
 def _variants() -> list[tuple[str, dict | list | str]]:
@@ -39,6 +42,8 @@ def _variants() -> list[tuple[str, dict | list | str]]:
         ("unknown type", {**one, "type": "no.such"}),
         ("invalid field", bad_role),
         ("not a map", [1, 2, 3]),
+        ("watermark", WATERMARK),
+        ("batch with a watermark", {"v": 1, "call_id": call, "events": same_call[:2] + [{**WATERMARK, "call_id": call}]}),
     ]
     return cases
 
@@ -56,3 +61,28 @@ CASES += [("printable text", b"this is not an event"), ("truncated msgpack", _pa
 @pytest.mark.parametrize("raw", [raw for _, raw in CASES], ids=[name for name, _ in CASES])
 def test_the_shortcut_decodes_exactly_as_the_full_path(raw):
     assert decode_message(raw) == _decode_full(_codec_for(raw), raw)
+
+
+@pytest.mark.parametrize("raw", [raw for _, raw in CASES], ids=[name for name, _ in CASES])
+def test_the_call_read_off_a_message_is_the_call_of_every_event_it_decodes_to(raw):
+    # A replay job skips a message whose call it does not own: nothing in it may belong to another
+    # partition. (A watermark names its partition itself, so a message holding one names no call.)
+    call_id = record_call(raw)
+    if call_id is not None:
+        decoded = decode_message(raw)
+        assert all(event.call_id == call_id and not isinstance(event, Watermark) for event in decoded.events)
+
+
+def test_a_message_of_one_call_names_it_and_any_other_names_none():
+    one = SAMPLE[1]
+    same_call = [e for e in SAMPLE if e["call_id"] == one["call_id"]][:5]
+    named = {name: record_call(raw) for name, raw in CASES}
+    for encoding in ("msgpack", "json", "json, leading space"):
+        assert named[f"batch of one call ({encoding})"] == one["call_id"]
+        assert named[f"invalid field ({encoding})"] == one["call_id"]  # refused by the job owning the call
+        for other in ("batch across calls", "empty batch", "map with type and events", "watermark",
+                      "batch with a watermark", "not a map", "batch item that is text"):
+            assert named[f"{other} ({encoding})"] is None, other
+    assert record_call(_pack(one)) == record_call(json.dumps(one).encode()) == one["call_id"]
+    assert record_call(_pack({"v": 1, "events": same_call})) == one["call_id"]  # all items of one call
+    assert record_call(b"") is None and named["printable text"] is None and named["truncated msgpack"] is None
