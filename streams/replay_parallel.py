@@ -1,8 +1,10 @@
 """`callqa replay --jobs N`: one log replayed by N processes, with exactly the outputs of one.
 
 All engine state (calls, the sweep's watermarks, retention) is per partition, so job w owns the
-partitions p with p % N == w and feeds its own engine only their events. Every job reads and decodes
-the whole log itself (decoding costs a tenth of scoring), so no event travels between processes. Each
+partitions p with p % N == w and feeds its own engine only their events. Every job reads the whole
+log itself, so no event travels between processes; it decodes the records of its own calls (and those
+whose call cannot be read off cheaply: watermarks, batches of several calls), and of the others reads
+only the call (`record_call`, a sixth of a decode; decoding every record took a fifth of a job). Each
 job spools its encoded lines behind their place in the sequential order (`OutputKey`); the parent
 merges the spools into the output files, and the alert engine sees the results in that same order.
 """
@@ -225,7 +227,8 @@ def _merge(spools: list[str], files: ReplayFiles) -> None:
 
 
 def _combined(reports: list[ReplayReport], seconds: float) -> ReplayReport:
-    """The jobs' reports as one: each job read every record, and counted only its own events."""
+    """The jobs' reports as one: each job read every record, and counted only its own events and the
+    rejections it reported."""
     return ReplayReport(
         records=reports[0].records,
         events=sum(r.events for r in reports),
