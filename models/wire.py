@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import msgspec
 
@@ -80,9 +80,10 @@ class Decoded(msgspec.Struct, gc=False):  # (one per message: see scorers.engine
 
 
 class _Codec:
-    def __init__(self, module: Any, events_key: bytes) -> None:
-        # How a batch's "events" key reads in this encoding: a message without it is no batch.
-        self.events_key = events_key
+    def __init__(self, module: Any, may_hold_events: Callable[[bytes], bool]) -> None:
+        # Whether a message may have a batch's "events" key (False: it certainly has none, so it is no
+        # batch), asked of every message: one search of its bytes for most of them.
+        self.may_hold_events = may_hold_events
         self.event = module.Decoder(AnyEvent)
         self.batch = module.Decoder(_RawBatch)
         self.typed_batch = module.Decoder(_TypedBatch)
@@ -90,8 +91,26 @@ class _Codec:
         self.head = module.Decoder(_RecordHead)
 
 
-_MSGPACK = _Codec(msgspec.msgpack, msgspec.msgpack.encode("events"))
-_JSON = _Codec(msgspec.json, b'"events"')
+# The key as MessagePack may write it: a fixstr mostly, but a str8, str16 or str32 reads the same
+# (and a message holding it in none of these forms cannot be a batch).
+_MSGPACK_EVENTS_KEYS = (b"\xa6events", b"\xd9\x06events", b"\xda\x00\x06events", b"\xdb\x00\x00\x00\x06events")
+
+
+def _msgpack_may_hold_events(raw: bytes) -> bool:
+    return b"events" in raw and any(key in raw for key in _MSGPACK_EVENTS_KEYS)
+
+
+# The key as JSON may write it: plainly, or with any of its letters as a \u escape (hex in any case).
+_JSON_ESCAPED_EVENTS = re.compile(rb'"(?:e|\\u0065)(?:v|\\u0076)(?:e|\\u0065)(?:n|\\u006e)(?:t|\\u0074)(?:s|\\u0073)"',
+                                  re.IGNORECASE)
+
+
+def _json_may_hold_events(raw: bytes) -> bool:
+    return b'"events"' in raw or (b"\\u" in raw and _JSON_ESCAPED_EVENTS.search(raw) is not None)
+
+
+_MSGPACK = _Codec(msgspec.msgpack, _msgpack_may_hold_events)
+_JSON = _Codec(msgspec.json, _json_may_hold_events)
 _encode_msgpack = msgspec.msgpack.Encoder().encode
 _encode_json = msgspec.json.Encoder().encode
 
@@ -200,9 +219,10 @@ def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> An
 def record_call(raw: bytes) -> str | None:
     """The one call that every event of the message names, read without decoding the events (a sixth
     of the cost of `decode_message`), or None where it cannot be told so cheaply: a watermark (which
-    names its partition itself), a batch of several calls, anything malformed. Where it is a call,
-    whatever `decode_message` makes of the message — events or rejected items — is that call's: a
-    replay job that does not own the call's partition may skip the message whole."""
+    names its partition itself), a batch of several calls, a message whose ids and type cannot be
+    read (no map, an id that is no string). Where it is a call, whatever `decode_message` makes of
+    the message — its events, or its refusal for a bad field — is that call's: a replay job that does
+    not own the call's partition may skip the message whole."""
     if not raw:
         return None
     try:
@@ -216,9 +236,12 @@ def record_call(raw: bytes) -> str | None:
     if head.type is not None:
         return None  # an event and a batch at once: refused whole, by whichever job reports such things
     for item in items:
-        if item.type == _WATERMARK or not isinstance(item.call_id, str) or item.call_id != (call_id or item.call_id):
+        if item.type == _WATERMARK or not isinstance(item.call_id, str):
             return None
-        call_id = item.call_id
+        if call_id is None:
+            call_id = item.call_id  # (a batch of no stated call: all its items must name the first's)
+        elif item.call_id != call_id:
+            return None
     return call_id if isinstance(call_id, str) else None
 
 
@@ -248,7 +271,7 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
     """Item by item, with a reason for everything that cannot be accepted."""
     single = _decode_one(codec, raw)
     if isinstance(single, Event):
-        if codec.events_key in raw and _holds_a_batch(codec, raw):
+        if codec.may_hold_events(raw) and _holds_a_batch(codec, raw):
             # Read as the one event, its batch's events would vanish without a word.
             return Decoded([], [_reject(codec, raw, "a record is one event (it has a `type`) or a batch of events "
                                                     "(`events`), not both")])
@@ -256,7 +279,7 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
     try:
         batch = codec.batch.decode(raw)
     except msgspec.ValidationError as exc:
-        if single.reason.endswith("missing required field `type`") and codec.events_key in raw:
+        if single.reason.endswith("missing required field `type`") and codec.may_hold_events(raw):
             # No event (no type) but an "events" key: a batch gone wrong, which is what to say.
             return Decoded([], [Rejected(f"batch: {_reason(exc)}", raw)])
         return Decoded([], [single])
@@ -292,7 +315,9 @@ def _decode_common(codec: _Codec, raw: bytes) -> Decoded | None:
     work as possible (a batch in one pass instead of item by item). None for anything else: the full
     path below then gives exactly the reasons it always gives. Whatever this returns, the full path
     returns too."""
-    if codec.events_key not in raw:  # cannot be a batch: only the single-event reading can succeed
+    # (Most messages are MessagePack events without the word: told apart inline, with no call.)
+    if (codec is _MSGPACK and b"events" not in raw) or not codec.may_hold_events(raw):
+        # Cannot be a batch: only the single-event reading can succeed.
         try:
             event = codec.event.decode(raw)
         except _NOT_COMMON:

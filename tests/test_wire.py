@@ -169,6 +169,24 @@ def test_a_record_that_is_both_one_event_and_a_batch_is_refused_not_read_as_the_
     assert [e.event_id for e in decode_message(json.dumps(quoted).encode()).events] == ["q:1"]
 
 
+def test_a_record_that_is_both_is_refused_however_its_events_key_is_written():
+    # MessagePack may write the key as a str8/16/32 and JSON with escaped letters: each reads as
+    # "events", and the record was taken for its one event, its batch dropped without a word.
+    item = {"v": 1, "event_id": "q:1", "call_id": "q", "ts_ms": 1_760_000_000_001, "type": "turn",
+            "data": {"role": "user", "text": "hello"}}
+    both = {**item, "event_id": "q:b", "events": [item]}
+    packed, written = msgpack.packb(both), json.dumps(both).encode()
+    forms = [packed.replace(b"\xa6events", key) for key in (b"\xd9\x06events", b"\xda\x00\x06events",
+                                                           b"\xdb\x00\x00\x00\x06events")]
+    forms += [written.replace(b'"events"', key) for key in (b'"\\u0065vents"', b'"even\\u0074s"', b'"\\u0065\\u0056ents"'.replace(b"\\u0056", b"\\u0076"))]
+    for raw in forms:
+        decoded = decode_message(raw)
+        assert decoded.events == [] and len(decoded.rejected) == 1, raw
+        assert "not both" in decoded.rejected[0].reason
+    batch = json.dumps({"v": 1, "events": [item]}).replace('"events"', '"\\u0065vents"').encode()
+    assert [e.event_id for e in decode_message(batch).events] == ["q:1"]
+
+
 def test_a_json_message_behind_a_byte_order_mark_is_refused_saying_so():
     body = json.dumps({"v": 1, "event_id": "m10:0", "call_id": "m10", "ts_ms": 1_760_000_000_000,
                        "type": "call.started", "data": {"agent_id": "a"}}).encode()

@@ -54,6 +54,15 @@ def _encodings(name: str, doc: object) -> list[tuple[str, bytes]]:
 
 
 CASES = [case for name, doc in _variants() for case in _encodings(name, doc)]
+_ONE = json.dumps(SAMPLE[1])[1:]  # (its members, to write the duplicated and escaped keys below)
+CASES += [
+    ("duplicated call_id (json)", b'{"call_id": "someone-else", ' + _ONE.encode()),
+    ("duplicated type (json)", b'{"type": "watermark", ' + _ONE.encode()),
+    ("escaped call_id key (json)", b'{"c\\u0061ll_id": "someone-else", ' + _ONE.encode()),
+    ("escaped type value (json)", json.dumps({**SAMPLE[1], "type": "watermar\u006b"}, ensure_ascii=True).encode()
+     .replace(b'"watermark"', b'"watermar\\u006b"')),
+    ("duplicated call_id (msgpack)", bytes([0x81 + len(SAMPLE[1])]) + b"\xa7call_id\xacsomeone-else" + _pack(SAMPLE[1])[1:]),
+]
 CASES += [("printable text", b"this is not an event"), ("truncated msgpack", _pack(SAMPLE[2])[:-3]),
           ("random bytes", bytes(random.Random(5).randrange(256) for _ in range(64))), ("a number", b"42")]
 
@@ -85,4 +94,7 @@ def test_a_message_of_one_call_names_it_and_any_other_names_none():
             assert named[f"{other} ({encoding})"] is None, other
     assert record_call(_pack(one)) == record_call(json.dumps(one).encode()) == one["call_id"]
     assert record_call(_pack({"v": 1, "events": same_call})) == one["call_id"]  # all items of one call
+    # An empty id is an id, not "no id": items of "" and of another call are two calls.
+    assert record_call(_pack({"v": 1, "events": [{**one, "call_id": ""}, one]})) is None
+    assert record_call(_pack({"v": 1, "call_id": "", "events": [one]})) is None
     assert record_call(b"") is None and named["printable text"] is None and named["truncated msgpack"] is None
