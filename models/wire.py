@@ -8,6 +8,7 @@ can dead-letter it and go on.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -409,6 +410,15 @@ _LOG_CHUNK_BYTES = 1 << 20
 
 
 def _msgpack_records(path: str) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        first = handle.read(_LOG_CHUNK_BYTES)
+        if first.lstrip(b" \t\r\n").startswith((b"{", _UTF8_BOM)):
+            raise ValueError(f"{path}: this is JSON, not MessagePack (it starts with '{{'): "
+                             "name a JSON Lines log anything but *.msgpack")
+        yield from _msgpack_values(itertools.chain([first], iter(lambda: handle.read(_LOG_CHUNK_BYTES), b"")))
+
+
+def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
     # The unpacker only finds where each value ends (skip + tell); the bytes are cut from the chunks
     # read, which is several times cheaper than unpacking and packing every record again. A value cut
     # short at the end of the file is yielded as it is: it does not decode, so it is dead-lettered and
@@ -416,67 +426,109 @@ def _msgpack_records(path: str) -> Iterator[bytes]:
     # value that is no map and so neither an event nor a batch (a damaged stretch of the file: zero
     # padding, pasted text, each of whose bytes MessagePack reads as a small number): they are yielded
     # as one record up to the next place where a whole event or batch starts, and reading goes on.
+    #
+    # A record cut short inside the log (a writer that died mid-record, and another that appended)
+    # reads on into the records after it: the value ends somewhere in a later record, and what is
+    # left of that one reads as damage, or the file ends first. So each record is held until the next
+    # one reads well: when damage or the end follows it, and it is no message that decodes, a whole
+    # event or batch starting inside it is where the next record really began. It is cut there, and
+    # the good records are read again instead of being dead-lettered with the broken one.
     import msgpack
 
-    with open(path, "rb") as handle:
-        pending = handle.read(_LOG_CHUNK_BYTES)  # read, not yet yielded
-        if pending.lstrip(b" \t\r\n").startswith((b"{", _UTF8_BOM)):
-            raise ValueError(f"{path}: this is JSON, not MessagePack (it starts with '{{'): "
-                             "name a JSON Lines log anything but *.msgpack")
-        unpacker = msgpack.Unpacker()
-        unpacker.feed(pending)
-        fed_from = 0  # where in `pending` the unpacker's first byte is
-        at_end = not pending
+    pending = next(chunks, b"")  # read, not yet yielded
+    unpacker = msgpack.Unpacker()
+    unpacker.feed(pending)
+    fed_from = 0  # where in `pending` the unpacker's first byte is
+    at_end = not pending
+    held: bytes | None = None  # the last record read, not yet yielded
+    while True:
+        cut = 0  # the end of the last record read, in `pending`
         while True:
-            cut = 0  # the end of the last record yielded, in `pending`
-            while True:
-                try:
-                    unpacker.skip()
-                    damaged = pending[cut] not in _MAP_HEADERS
-                except msgpack.OutOfData:
-                    break
-                except (msgpack.FormatError, msgpack.StackError):
-                    damaged = True
-                if damaged:
-                    resume = _next_record_start(pending, cut + 1)
-                    while resume is None and not at_end:  # (the next record may lie beyond this chunk)
-                        chunk = handle.read(_LOG_CHUNK_BYTES)
-                        at_end = not chunk
-                        pending += chunk
-                        resume = _next_record_start(pending, cut + 1)
-                    resume = len(pending) if resume is None else resume
-                    yield pending[cut:resume]
-                    pending, cut, fed_from = pending[resume:], 0, 0
+            try:
+                unpacker.skip()
+                damaged = pending[cut] not in _MAP_HEADERS
+            except msgpack.OutOfData:
+                break
+            except (msgpack.FormatError, msgpack.StackError):
+                damaged = True
+            if damaged and held is not None:
+                inner = _record_start_inside(held, pending[cut:])
+                if inner is not None:  # the held record ran on into the next: read from there again
+                    yield held[:inner]
+                    pending, cut, fed_from, held = held[inner:] + pending[cut:], 0, 0, None
                     unpacker = msgpack.Unpacker()
                     unpacker.feed(pending)
                     continue
-                end = unpacker.tell() + fed_from
-                yield pending[cut:end]
-                cut = end
-            pending = pending[cut:]
-            fed_from -= cut
-            if at_end:
-                break
-            chunk = handle.read(_LOG_CHUNK_BYTES)
-            at_end = not chunk
-            unpacker.feed(chunk)
-            pending += chunk
-    if pending:
+            if held is not None:
+                yield held
+                held = None
+            if damaged:
+                resume = _next_record_start(pending, cut + 1)
+                while resume is None and not at_end:  # (the next record may lie beyond this chunk)
+                    chunk = next(chunks, b"")
+                    at_end = not chunk
+                    pending += chunk
+                    resume = _next_record_start(pending, cut + 1)
+                resume = len(pending) if resume is None else resume
+                yield pending[cut:resume]
+                pending, cut, fed_from = pending[resume:], 0, 0
+                unpacker = msgpack.Unpacker()
+                unpacker.feed(pending)
+                continue
+            end = unpacker.tell() + fed_from
+            held = pending[cut:end]
+            cut = end
+        pending = pending[cut:]
+        fed_from -= cut
+        if at_end:
+            break
+        chunk = next(chunks, b"")
+        at_end = not chunk
+        unpacker.feed(chunk)
+        pending += chunk
+    if not pending:
+        if held is not None:
+            yield held
+        return
+    # A value cut short by the end of the file: the held record, or this one, may have run on into it.
+    if held is not None:
+        inner = _record_start_inside(held, pending)
+        if inner is not None:
+            yield held[:inner]
+            yield from _msgpack_values(iter([held[inner:] + pending]))
+            return
+        yield held
+    inner = _record_start_inside(pending, b"")
+    if inner is None:
         yield pending
+        return
+    yield pending[:inner]
+    yield from _msgpack_values(iter([pending[inner:]]))
+
+
+def _record_start_inside(held: bytes, after: bytes) -> int | None:
+    """Where, inside the record `held` (not at its start), a whole event or batch begins, reading on
+    into `after`; None when there is none, or when `held` decodes as a message of its own (a valid
+    record followed by damage may well hold a nested map that reads like an event)."""
+    if not decode_message(held).rejected:
+        return None
+    start = _next_record_start(held + after, 1, len(held))
+    return start
 
 
 _MAP_HEADERS = frozenset(range(0x80, 0x90)) | {0xDE, 0xDF}
 _STR_HEADERS = frozenset(range(0xA0, 0xC0)) | {0xD9, 0xDA, 0xDB}
 
 
-def _next_record_start(data: bytes, begin: int) -> int | None:
-    """The first place at or after `begin` where `data` holds a whole event or batch (a map with the
-    contract version `v`), or None. Only damaged logs come here, so it may try every map header; each
-    try reads a small window first and a larger one only while the value runs past it."""
+def _next_record_start(data: bytes, begin: int, end: int | None = None) -> int | None:
+    """The first place at or after `begin` (and before `end`) where `data` holds a whole event or
+    batch (a map with the contract version `v`), or None. Only damaged logs come here, so it may try
+    every map header; each try reads a small window first and a larger one only while the value runs
+    past it."""
     import msgpack
 
     view = memoryview(data)
-    for start in range(begin, len(data) - 1):
+    for start in range(begin, min(len(data) - 1, len(data) if end is None else end)):
         if data[start] not in _MAP_HEADERS or data[start + 1] not in _STR_HEADERS:  # (keys are strings)
             continue
         window = _RESYNC_WINDOW_BYTES

@@ -106,3 +106,41 @@ def test_anything_else_not_named_msgpack_is_read_as_json_lines(tmp_path, content
     log = tmp_path / "events.log"
     log.write_bytes(content)
     assert log_format(str(log)) == JSONL_LOG
+
+
+def _workload_records(count: int) -> list[bytes]:
+    from streams.bench.workload import Workload
+
+    return list(Workload(calls=3, turns=3, seed=1).records())[:count]
+
+
+@pytest.mark.parametrize("cut", [1, 40, 120])
+def test_a_record_cut_short_inside_the_log_loses_only_itself(tmp_path, cut):
+    # Cut short, the record read on into the records after it (at 1 byte, over all of them to the
+    # end of the file), which came back dead-lettered with it or as pieces of damage.
+    records = _workload_records(12)
+    broken = records[5][:cut]
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(b"".join(records[:5]) + broken + b"".join(records[6:]))
+    assert list(read_log(str(log))) == records[:5] + [broken] + records[6:]
+
+
+def test_a_record_cut_short_inside_the_log_is_found_again_past_the_reading_chunks(tmp_path):
+    records = [encode_event(turn("c1", "policy text " * 100_000))] + _workload_records(6)  # ~1.2 MB first
+    broken = records[3][:40]
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(b"".join(records[:3]) + broken + b"".join(records[4:]))
+    assert list(read_log(str(log))) == records[:3] + [broken] + records[4:]
+
+
+def test_a_whole_record_followed_by_damage_is_not_cut_at_an_event_nested_in_it(tmp_path):
+    # A tool's result may hold anything, an event's very shape included: the record decodes, so it is
+    # kept whole, and only the damage after it is dead-lettered.
+    nested = msgpack.unpackb(encode_event(started("c9")))
+    whole = encode_event(event("tool.call", {"name": "lookup", "arguments": "{}", "result": {"echo": nested}},
+                               call_id="c1"))
+    after = encode_event(started("c2"))
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(whole + b"\x00\x00\x00" + after)
+    assert not decode_message(whole).rejected
+    assert list(read_log(str(log))) == [whole, b"\x00\x00\x00", after]
