@@ -98,10 +98,15 @@ class SendPlan:
             if index in accepted:
                 self._event(accepted[index], item, out)
             elif index in rejected:
-                if batch.call_id is not None and not decode_message(item).rejected:
-                    # In the record's own encoding, the item's bytes as they are.
+                if not decode_message(item).rejected:
+                    # Refused as an item (another call's than the batch's; a batch, which an item may
+                    # not be) but accepted alone: sent as an item, in a batch of its own, so that the
+                    # worker refuses it as replay does. In the record's own encoding, its bytes as they are.
                     encode = msgspec.json.encode if _is_json(raw) else _msgpack.encode
-                    item = encode({"v": CONTRACT_VERSION, "call_id": batch.call_id, "events": [msgspec.Raw(item)]})
+                    body: dict[str, Any] = {"v": CONTRACT_VERSION, "events": [msgspec.Raw(item)]}
+                    if batch.call_id is not None:
+                        body["call_id"] = batch.call_id
+                    item = encode(body)
                 self._pass_through(item, rejected[index].call_id, out)
         return out
 
@@ -128,7 +133,14 @@ class SendPlan:
         call_id = event.call_id
         try:
             encoded = _msgpack.encode(_as_object(raw))
-        except (OverflowError, msgspec.EncodeError):  # e.g. a JSON integer beyond 64 bits: sent as it was
+        except (OverflowError, msgspec.EncodeError, msgspec.DecodeError):
+            # Sent as it was: a JSON integer beyond 64 bits, or bytes that are no UTF-8 in a field the
+            # contract ignores (the event decodes; the record read as a whole does not).
+            self._pass_through(raw, call_id, out, readable=True)
+            return
+        if len(encoded) + len(call_id.encode()) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes:
+            # Grown past what the worker accepts in MessagePack (a float takes 9 bytes, "0.5" in JSON 3),
+            # though the record itself is within it: sent as it was, which the worker accepts as replay does.
             self._pass_through(raw, call_id, out, readable=True)
             return
         batch = self._held.get(call_id)

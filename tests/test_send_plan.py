@@ -135,3 +135,38 @@ def test_a_record_too_large_for_the_worker_is_not_sent_but_dead_lettered_in_its_
 
     letter = msgspec.json.decode(refused_document(refusal, "p.events"), type=DeadLetterDocument)
     assert (letter.topic, letter.partition, letter.offset, letter.original_size) == ("p.events", refusal.partition, -1, len(huge))
+
+
+def test_an_event_with_bytes_that_are_no_utf8_in_a_field_the_contract_ignores_goes_as_it_was():
+    # The event decodes (the field is not read); read whole to be packed again, it did not, and the
+    # send stopped there with nothing sent.
+    good = json.dumps(doc("c", 1)).encode()
+    odd_json = good[:-1] + b', "note": "bad \xff byte"}'
+    odd_msgpack = pack({**doc("c", 2), "note": "PLACEHOLDER"}).replace(b"\xabPLACEHOLDER", b"\xa5bad\xff!")
+    for odd in (odd_json, odd_msgpack):
+        assert decode_message(odd).events and not decode_message(odd).rejected
+    plan = SendPlan(PARTITIONS)
+    sent = delivered(plan, [pack(doc("c", 0)), odd_json, odd_msgpack, pack(doc("c", 3))])
+    assert sent[partition_for("c", PARTITIONS)] == [("c:0", "c"), ("c:1", "c"), ("c:2", "c"), ("c:3", "c")]
+
+
+def test_a_json_event_that_grows_past_the_limit_in_messagepack_goes_as_it_was():
+    # 0.5 is 3 bytes of JSON and 9 of MessagePack: the record is within the worker's limit, its
+    # MessagePack form is not.
+    grown = json.dumps(doc("c", 1, "latency", {"kind": "llm", "latency_ms": 5, "pad": [0.5] * 2_000})).encode()
+    plan = SendPlan(PARTITIONS, max_message_bytes=12_000)
+    assert len(grown) < 12_000 and len(msgspec.msgpack.encode(json.loads(grown))) > 12_000
+    messages = [m for raw in (pack(doc("c", 0)), grown) for m in plan.add(raw)] + plan.finish()
+    assert all(len(m.value) <= 12_000 for m in messages) and messages[1].value == grown
+    assert [e.event_id for m in messages for e in decode_message(m.value, 12_000).events] == ["c:0", "c:1"]
+
+
+def test_a_batch_item_that_is_itself_a_batch_is_refused_by_the_worker_too():
+    # Alone, the item is a good batch: sent alone, the worker scored its events, replay refused it.
+    inner = {"v": 1, "call_id": "n1", "events": [doc("n1", 0), doc("n1", 1)]}
+    record = json.dumps({"v": 1, "events": [inner]}).encode()
+    (reason,) = [r.reason for r in decode_message(record).rejected]
+    plan = SendPlan(PARTITIONS)
+    sent = [m for m in plan.add(record)] + plan.finish()
+    assert [e for m in sent for e in decode_message(m.value).events] == []
+    assert [r.reason.split(": ", 1)[1] for m in sent for r in decode_message(m.value).rejected] == [reason.split(": ", 1)[1]]
