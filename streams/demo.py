@@ -119,10 +119,16 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
     print(totals_block(list(live.values())))
     same = sum(1 for call_id, doc in expected.items() if live.get(call_id) == doc)
     missing = [c for c in expected if c not in live]
+    extra = [c for c in live if c not in expected]  # (those read before the last expected result came)
+    # The worker's dead letters and those `send` wrote itself (records too large to send) against
+    # replay's. (Counted when the last result came: one after it may still be on its way.)
+    dead_live = health.get("dead_lettered")
+    dead_live = dead_live + send.refused if isinstance(dead_live, int) else None
     print(
         f"\nrecords: {send.records}, events: {send.events}, messages sent: {send.messages}; "
         f"worker: applied {health.get('applied', '?')}, duplicates ignored {health.get('duplicate', '?')}, "
-        f"dead-lettered {health.get('dead_lettered', '?')} (replay: {replay_report.rejected})"
+        f"dead-lettered {health.get('dead_lettered', '?')}"
+        + (f" (+ {send.refused} too large to send)" if send.refused else "") + f" (replay: {replay_report.rejected})"
     )
     print(f"calls scored live: {len(live)}/{len(expected)}; identical to replay: {same}/{len(expected)}")
     print(f"send → all results: {scored_in:.1f} s ({send.events / scored_in:,.0f} events/s end to end); "
@@ -133,4 +139,8 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
             print("  " + alert_line(alert))
     if missing:
         print(f"MISSING results for {len(missing)} calls, e.g. {missing[:5]}")
-    return 0 if not missing and same == len(expected) else 1
+    if extra:
+        print(f"EXTRA results, for {len(extra)} calls replay did not score, e.g. {extra[:5]}")
+    if dead_live is not None and dead_live != replay_report.rejected:
+        print(f"DIFFERENT dead letters: {dead_live} live, {replay_report.rejected} in replay")
+    return 0 if not missing and not extra and same == len(expected) else 1
