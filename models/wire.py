@@ -206,7 +206,11 @@ def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> An
             else:
                 reason = f"`v` must be the contract version, {CONTRACT_VERSION} ({problem})"
         elif reason.startswith("Invalid value") and reason.endswith("- at `type`"):
-            reason = f"unknown event type {reason[len('Invalid value '):-len(' - at `type`')]}; known types: {', '.join(EVENT_TYPES)}"
+            value = reason[len('Invalid value '):-len(' - at `type`')]
+            if value.strip("'") in EVENT_TYPES:  # (a known type refused: the message gives `type` twice)
+                reason = f"`type` is given twice, as {value} and as another type before it"
+            else:
+                reason = f"unknown event type {value}; known types: {', '.join(EVENT_TYPES)}"
         return _reject(codec, raw, reason, batch_index)
     except msgspec.DecodeError as exc:
         return _reject(codec, raw, _undecodable(codec, raw, exc), batch_index)

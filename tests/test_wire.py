@@ -193,3 +193,12 @@ def test_a_json_message_behind_a_byte_order_mark_is_refused_saying_so():
     (rejected,) = decode_message(b"\xef\xbb\xbf" + body).rejected
     assert rejected.reason == "a UTF-8 byte-order mark starts the message: send the JSON object alone"
     assert (rejected.event_id, rejected.call_id, rejected.raw[3:]) == ("m10:0", "m10", body)
+
+
+def test_a_type_given_twice_is_refused_saying_so_not_as_an_unknown_type():
+    body = json.dumps({"v": 1, "event_id": "e", "call_id": "c", "ts_ms": 1_760_000_000_000, "type": "latency",
+                       "data": {"kind": "llm", "latency_ms": 5}})
+    (rejected,) = decode_message(b'{"type": "turn", ' + body[1:].encode()).rejected
+    assert rejected.reason == "event 'e': `type` is given twice, as 'latency' and as another type before it"
+    (unknown,) = decode_message(body.replace('"latency"', '"nope"', 1).encode()).rejected
+    assert "unknown event type 'nope'; known types:" in unknown.reason
