@@ -35,6 +35,7 @@ _msgpack = msgspec.msgpack.Encoder()
 _msgpack_decode = msgspec.msgpack.decode
 _json_decode = msgspec.json.decode
 MALFORMED_KEY = "malformed"
+_SEVERAL_CALLS_KEY = b"batch"  # (sent to its partition explicitly: the key alone would choose one)
 # A batch message around its events: {"v": 1, "call_id": …, "events": [array header]}.
 _BATCH_OVERHEAD_BYTES = 64
 
@@ -94,20 +95,14 @@ class SendPlan:
             return out
         accepted = {decoded.batch_index_of(i): event for i, event in enumerate(decoded.events)}
         rejected = {r.batch_index: r for r in decoded.rejected}
+        if len({event.call_id for event in decoded.events}) > 1:
+            self._several_calls(raw, batch, accepted, rejected, out)
+            return out
         for index, item in enumerate(batch.events):
             if index in accepted:
                 self._event(accepted[index], item, out)
             elif index in rejected:
-                if not decode_message(item).rejected:
-                    # Refused as an item (another call's than the batch's; a batch, which an item may
-                    # not be) but accepted alone: sent as an item, in a batch of its own, so that the
-                    # worker refuses it as replay does. In the record's own encoding, its bytes as they are.
-                    encode = msgspec.json.encode if _is_json(raw) else _msgpack.encode
-                    body: dict[str, Any] = {"v": CONTRACT_VERSION, "events": [msgspec.Raw(item)]}
-                    if batch.call_id is not None:
-                        body["call_id"] = batch.call_id
-                    item = encode(body)
-                self._pass_through(item, rejected[index].call_id, out)
+                self._refused_item(raw, batch, item, rejected[index], out)
         return out
 
     def finish(self) -> list[Outgoing]:
@@ -153,8 +148,62 @@ class SendPlan:
         batch.size += len(encoded)
         if len(batch.events) >= self.batch_size:
             self._flush(call_id, out)
+        self._flush_stale(ts, out)
+
+    def _flush_stale(self, ts: int, out: list[Outgoing]) -> None:
         for stale in [c for c, b in self._held.items() if ts - b.first_ts_ms >= self.max_span_ms]:
             self._flush(stale, out)
+
+    def _refused_item(self, raw: bytes, batch: _BatchRecord, item: bytes, rejection: Rejected, out: list[Outgoing]) -> None:
+        if not decode_message(item).rejected:
+            # Refused as an item (another call's than the batch's; a batch, which an item may not be)
+            # but accepted alone: sent as an item, in a batch of its own, so that the worker refuses it
+            # as replay does. In the record's own encoding, its bytes as they are.
+            encode = msgspec.json.encode if _is_json(raw) else _msgpack.encode
+            body: dict[str, Any] = {"v": CONTRACT_VERSION, "events": [msgspec.Raw(item)]}
+            if batch.call_id is not None:
+                body["call_id"] = batch.call_id
+            item = encode(body)
+        self._pass_through(item, rejection.call_id, out)
+
+    def _several_calls(self, raw: bytes, batch: _BatchRecord, accepted: dict[int | None, AnyEvent],
+                       rejected: dict[int | None, Rejected], out: list[Outgoing]) -> None:
+        """A record of several calls' events: each partition's share goes as one message of its own,
+        after what its calls hold. The worker sweeps a partition after each message, as replay sweeps
+        it after each record: sent a message per call, a sweep could fall between two calls' events,
+        ending a call that the second event keeps alive in replay. Refused items go first, as both
+        report a record's refusals before its events."""
+        for index, item in enumerate(batch.events):
+            if index in rejected:
+                self._refused_item(raw, batch, item, rejected[index], out)
+        shares: dict[int, list[tuple[AnyEvent, bytes]]] = {}
+        for index, item in enumerate(batch.events):
+            if index in accepted:
+                event = accepted[index]
+                shares.setdefault(partition_of(event, self.partitions), []).append((event, item))
+        for partition, share in shares.items():
+            self._share(partition, share, out)
+
+    def _share(self, partition: int, share: list[tuple[AnyEvent, bytes]], out: list[Outgoing]) -> None:
+        try:
+            items = [msgspec.Raw(_msgpack.encode(_as_object(item))) for _, item in share]
+        except (OverflowError, msgspec.EncodeError, msgspec.DecodeError):
+            items = None
+        body = None if items is None else _msgpack.encode({"v": CONTRACT_VERSION, "events": items})
+        if body is None or len(body) > self.max_message_bytes:
+            for event, item in share:  # (not sendable as one message: event by event, as any record's)
+                self._event(event, item, out)
+            return
+        watermark = any(isinstance(event, Watermark) for event, _ in share)
+        calls = {event.call_id for event, _ in share}
+        for call_id in [c for c in self._held if (partition_for(c, self.partitions) == partition if watermark else c in calls)]:
+            self._flush(call_id, out)
+        report = self.report
+        for event, _ in share:
+            report.events += 1
+            report.max_ts_ms = event.ts_ms if report.max_ts_ms is None else max(report.max_ts_ms, event.ts_ms)
+        self._send(out, Outgoing(_SEVERAL_CALLS_KEY, body, partition))
+        self._flush_stale(max(event.ts_ms for event, _ in share), out)
 
     def _pass_through(self, raw: bytes, call_id: str | None, out: list[Outgoing], readable: bool = False) -> None:
         if call_id is not None and call_id in self._held:

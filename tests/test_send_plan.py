@@ -170,3 +170,22 @@ def test_a_batch_item_that_is_itself_a_batch_is_refused_by_the_worker_too():
     sent = [m for m in plan.add(record)] + plan.finish()
     assert [e for m in sent for e in decode_message(m.value).events] == []
     assert [r.reason.split(": ", 1)[1] for m in sent for r in decode_message(m.value).rejected] == [reason.split(": ", 1)[1]]
+
+
+def test_a_record_of_several_calls_goes_as_one_message_per_partition_after_what_its_calls_hold():
+    # The worker sweeps after each message and replay after each record: sent a message per call, a
+    # sweep fell between the two calls' events and ended a call that the second event kept alive.
+    names = [f"call-{i}" for i in range(60)]
+    a = names[0]
+    b = next(n for n in names[1:] if partition_for(n, PARTITIONS) == partition_for(a, PARTITIONS))
+    c = next(n for n in names if partition_for(n, PARTITIONS) != partition_for(a, PARTITIONS))
+    plan = SendPlan(PARTITIONS)
+    record = pack({"v": 1, "events": [doc(b, 2), doc(c, 3), doc(a, 4)]})
+    messages = [m for raw in (pack(doc(a, 0)), pack(doc(a, 1)), record, pack(doc(b, 5))) for m in plan.add(raw)]
+    messages += plan.finish()
+    shares = [[e.event_id for e in decode_message(m.value).events] for m in messages]
+    assert shares[0] == [f"{a}:0", f"{a}:1"]  # what a held, before a's share of the record
+    assert [f"{b}:2", f"{a}:4"] in shares and [f"{c}:3"] in shares
+    share_of_a = messages[shares.index([f"{b}:2", f"{a}:4"])]
+    assert share_of_a.partition == partition_for(a, PARTITIONS) and share_of_a.key == b"batch"
+    assert plan.report.events == 6 and shares[-1] == [f"{b}:5"]
