@@ -7,11 +7,12 @@ messages), or when the log's event time has moved `max_span_ms` past the batch's
 bounds how far batching reorders events between calls of one partition, well inside the worker's
 allowed lateness.
 
-Records the log holds as batches are taken apart into their events, which join their own calls'
-batches: a batch across calls would otherwise carry some calls' events to another call's partition,
-ahead of events of theirs still held here. What cannot be read is sent as it is (a batch's bad item
-alone, with its own bytes), after whatever its call has held, so that it reaches the dead-letter topic
-with its original bytes and in its place. A record larger than the worker accepts
+A record the log holds as a batch goes as one message, after what its calls hold: as it is when all
+its events go to one partition, else as one message per partition. The worker then sweeps after it,
+as replay sweeps after each record (a sweep between two of its events could end a call that the later
+one keeps alive), and reads it as replay does. What cannot be read is sent as it is (a bad item of a
+batch of several partitions alone, with its own bytes), after whatever its call has held, so that it
+reaches the dead-letter topic with its original bytes and in its place. A record larger than the worker accepts
 (`max_message_bytes`) is not sent at all (the producer may not even be able to): it is dead-lettered
 here, with the reason the worker and replay give it, its partition and offset -1 (never on the
 topic). An item refused only for what its batch says (another call_id than the batch's) would be
@@ -28,7 +29,7 @@ from typing import Any
 import msgspec
 
 from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, AnyEvent, Watermark
-from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message
+from models.wire import MAX_MESSAGE_BYTES, Decoded, Rejected, decode_message
 from streams.partitioning import partition_for, partition_of
 
 _msgpack = msgspec.msgpack.Encoder()
@@ -95,8 +96,12 @@ class SendPlan:
             return out
         accepted = {decoded.batch_index_of(i): event for i, event in enumerate(decoded.events)}
         rejected = {r.batch_index: r for r in decoded.rejected}
-        if len({event.call_id for event in decoded.events}) > 1:
-            self._several_calls(raw, batch, accepted, rejected, out)
+        partitions = {partition_of(event, self.partitions) for event in decoded.events}
+        if len(partitions) == 1:
+            self._whole(raw, decoded, partitions.pop(), out)
+            return out
+        if partitions:
+            self._several_partitions(raw, batch, accepted, rejected, out)
             return out
         for index, item in enumerate(batch.events):
             if index in accepted:
@@ -166,13 +171,26 @@ class SendPlan:
             item = encode(body)
         self._pass_through(item, rejection.call_id, out)
 
-    def _several_calls(self, raw: bytes, batch: _BatchRecord, accepted: dict[int | None, AnyEvent],
-                       rejected: dict[int | None, Rejected], out: list[Outgoing]) -> None:
-        """A record of several calls' events: each partition's share goes as one message of its own,
-        after what its calls hold. The worker sweeps a partition after each message, as replay sweeps
-        it after each record: sent a message per call, a sweep could fall between two calls' events,
-        ending a call that the second event keeps alive in replay. Refused items go first, as both
-        report a record's refusals before its events."""
+    def _whole(self, raw: bytes, decoded: Decoded, partition: int, out: list[Outgoing]) -> None:
+        """A batch record whose events all go to one partition: sent as it is, after what its calls
+        hold (all the partition holds, when it carries a watermark), so that the worker reads it as
+        replay does — its refused items with their places in it — and sweeps after it, where replay
+        sweeps. Split, a sweep between its events could end a call that a later one keeps alive."""
+        events = decoded.events
+        calls = {event.call_id for event in events} | {r.call_id for r in decoded.rejected if r.call_id}
+        watermark = any(isinstance(event, Watermark) for event in events)
+        self._flush_held(partition, calls, watermark, out)
+        self._count(events)
+        self.report.passed_through += len(decoded.rejected)
+        key = events[0].call_id.encode() if len(calls) == 1 and not watermark else _SEVERAL_CALLS_KEY
+        self._send(out, Outgoing(key, raw, partition))
+        self._flush_stale(max(event.ts_ms for event in events), out)
+
+    def _several_partitions(self, raw: bytes, batch: _BatchRecord, accepted: dict[int | None, AnyEvent],
+                            rejected: dict[int | None, Rejected], out: list[Outgoing]) -> None:
+        """A record of events of several partitions: each partition's share goes as one message of
+        its own, after what its calls hold, for the reason `_whole` gives. Refused items go first, as
+        both the worker and replay report a record's refusals before its events."""
         for index, item in enumerate(batch.events):
             if index in rejected:
                 self._refused_item(raw, batch, item, rejected[index], out)
@@ -194,16 +212,24 @@ class SendPlan:
             for event, item in share:  # (not sendable as one message: event by event, as any record's)
                 self._event(event, item, out)
             return
-        watermark = any(isinstance(event, Watermark) for event, _ in share)
-        calls = {event.call_id for event, _ in share}
+        events = [event for event, _ in share]
+        self._flush_held(partition, {event.call_id for event in events},
+                         any(isinstance(event, Watermark) for event in events), out)
+        self._count(events)
+        self._send(out, Outgoing(_SEVERAL_CALLS_KEY, body, partition))
+        self._flush_stale(max(event.ts_ms for event in events), out)
+
+    def _flush_held(self, partition: int, calls: set[str], watermark: bool, out: list[Outgoing]) -> None:
+        """What `calls` hold, or all that `partition` holds before a watermark (it promises that
+        nothing older follows there)."""
         for call_id in [c for c in self._held if (partition_for(c, self.partitions) == partition if watermark else c in calls)]:
             self._flush(call_id, out)
+
+    def _count(self, events: list[AnyEvent]) -> None:
         report = self.report
-        for event, _ in share:
-            report.events += 1
+        report.events += len(events)
+        for event in events:
             report.max_ts_ms = event.ts_ms if report.max_ts_ms is None else max(report.max_ts_ms, event.ts_ms)
-        self._send(out, Outgoing(_SEVERAL_CALLS_KEY, body, partition))
-        self._flush_stale(max(event.ts_ms for event, _ in share), out)
 
     def _pass_through(self, raw: bytes, call_id: str | None, out: list[Outgoing], readable: bool = False) -> None:
         if call_id is not None and call_id in self._held:

@@ -189,3 +189,18 @@ def test_a_record_of_several_calls_goes_as_one_message_per_partition_after_what_
     share_of_a = messages[shares.index([f"{b}:2", f"{a}:4"])]
     assert share_of_a.partition == partition_for(a, PARTITIONS) and share_of_a.key == b"batch"
     assert plan.report.events == 6 and shares[-1] == [f"{b}:5"]
+
+
+def test_a_batch_record_of_one_partition_goes_as_it_is_after_what_its_calls_hold_whatever_the_batch_size():
+    # Taken apart, the worker swept between its events where replay sweeps after the record, and
+    # named its bad item by another place in another message.
+    a, _ = two_calls_on_two_partitions()
+    bad = {**doc(a, 3), "data": {"role": "robot", "text": "x"}}
+    record = json.dumps({"v": 1, "call_id": a, "events": [doc(a, 2), bad, doc(a, 4)]}).encode()
+    for batch_size in (1, 50):
+        plan = SendPlan(PARTITIONS, batch_size=batch_size)
+        messages = [m for raw in (pack(doc(a, 0)), pack(doc(a, 1)), record) for m in plan.add(raw)] + plan.finish()
+        assert messages[-1].value == record and messages[-1].partition == partition_for(a, PARTITIONS)
+        assert [e.event_id for m in messages[:-1] for e in decode_message(m.value).events] == [f"{a}:0", f"{a}:1"]
+        assert decode_message(messages[-1].value).rejected == decode_message(record).rejected
+        assert plan.report.events == 4 and plan.report.passed_through == 1
