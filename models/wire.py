@@ -439,82 +439,92 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
     # the good records are read again instead of being dead-lettered with the broken one.
     import msgpack
 
-    pending = next(chunks, b"")  # read, not yet yielded
-    unpacker = msgpack.Unpacker()
-    unpacker.feed(pending)
-    fed_from = 0  # where in `pending` the unpacker's first byte is
-    at_end = not pending
-    held: bytes | None = None  # the last record read, not yet yielded
-    while True:
-        cut = 0  # the end of the last record read, in `pending`
+    while True:  # once, and again from a record found inside a value the end of the file cut short
+        pending = next(chunks, b"")  # read, not yet yielded
+        unpacker = msgpack.Unpacker()
+        unpacker.feed(pending)
+        fed_from = 0  # where in `pending` the unpacker's first byte is
+        at_end = not pending
+        held: bytes | None = None  # the last record read, not yet yielded
         while True:
-            try:
-                unpacker.skip()
-                damaged = pending[cut] not in _MAP_HEADERS
-            except msgpack.OutOfData:
-                break
-            except (msgpack.FormatError, msgpack.StackError):
-                damaged = True
-            if damaged and held is not None:
-                inner = _record_start_inside(held, pending[cut:])
-                if inner is not None:  # the held record ran on into the next: read from there again
-                    yield held[:inner]
-                    pending, cut, fed_from, held = held[inner:] + pending[cut:], 0, 0, None
+            cut = 0  # the end of the last record read, in `pending`
+            while True:
+                try:
+                    unpacker.skip()
+                    damaged = pending[cut] not in _MAP_HEADERS
+                except msgpack.OutOfData:
+                    break
+                except (msgpack.FormatError, msgpack.StackError):
+                    damaged = True
+                if damaged:
+                    # A whole record must be read to be found: what follows the damage is read up to
+                    # the largest message first (the unpacker is made anew below either way).
+                    while not at_end and len(pending) - cut < MAX_MESSAGE_BYTES:
+                        chunk = next(chunks, b"")
+                        at_end = not chunk
+                        pending += chunk
+                if damaged and held is not None:
+                    inner = _record_start_inside(held, pending[cut:])
+                    if inner is not None:  # the held record ran on into the next: read from there again
+                        yield held[:inner]
+                        pending, cut, fed_from, held = held[inner:] + pending[cut:], 0, 0, None
+                        unpacker = msgpack.Unpacker()
+                        unpacker.feed(pending)
+                        continue
+                if held is not None:
+                    yield held
+                    held = None
+                if damaged:
+                    resume = _next_record_start(pending, cut + 1)
+                    while resume is None and not at_end:  # (the next record may lie beyond this chunk)
+                        chunk = next(chunks, b"")
+                        at_end = not chunk
+                        pending += chunk
+                        resume = _next_record_start(pending, cut + 1)
+                    resume = len(pending) if resume is None else resume
+                    yield pending[cut:resume]
+                    pending, cut, fed_from = pending[resume:], 0, 0
                     unpacker = msgpack.Unpacker()
                     unpacker.feed(pending)
                     continue
+                end = unpacker.tell() + fed_from
+                held = pending[cut:end]
+                cut = end
+            pending = pending[cut:]
+            fed_from -= cut
+            if at_end:
+                break
+            chunk = next(chunks, b"")
+            at_end = not chunk
+            unpacker.feed(chunk)
+            pending += chunk
+        if not pending:
             if held is not None:
                 yield held
-                held = None
-            if damaged:
-                resume = _next_record_start(pending, cut + 1)
-                while resume is None and not at_end:  # (the next record may lie beyond this chunk)
-                    chunk = next(chunks, b"")
-                    at_end = not chunk
-                    pending += chunk
-                    resume = _next_record_start(pending, cut + 1)
-                resume = len(pending) if resume is None else resume
-                yield pending[cut:resume]
-                pending, cut, fed_from = pending[resume:], 0, 0
-                unpacker = msgpack.Unpacker()
-                unpacker.feed(pending)
-                continue
-            end = unpacker.tell() + fed_from
-            held = pending[cut:end]
-            cut = end
-        pending = pending[cut:]
-        fed_from -= cut
-        if at_end:
-            break
-        chunk = next(chunks, b"")
-        at_end = not chunk
-        unpacker.feed(chunk)
-        pending += chunk
-    if not pending:
-        if held is not None:
-            yield held
-        return
-    # A value cut short by the end of the file: the held record, or this one, may have run on into it.
-    if held is not None:
-        inner = _record_start_inside(held, pending)
-        if inner is not None:
-            yield held[:inner]
-            yield from _msgpack_values(iter([held[inner:] + pending]))
             return
-        yield held
-    inner = _record_start_inside(pending, b"")
-    if inner is None:
-        yield pending
-        return
-    yield pending[:inner]
-    yield from _msgpack_values(iter([pending[inner:]]))
+        # A value cut short by the end of the file: the held record, or this one, may have run on into
+        # it. Where a whole record starts inside, reading starts again there (in this loop: a file of
+        # many values each claiming more bytes than are left would nest as deep as they are many).
+        if held is not None:
+            inner = _record_start_inside(held, pending)
+            if inner is not None:
+                yield held[:inner]
+                chunks = iter([held[inner:] + pending])
+                continue
+            yield held
+        inner = _record_start_inside(pending, b"")
+        if inner is None:
+            yield pending
+            return
+        yield pending[:inner]
+        chunks = iter([pending[inner:]])
 
 
 def _record_start_inside(held: bytes, after: bytes) -> int | None:
     """Where, inside the record `held` (not at its start), a whole event or batch begins, reading on
     into `after`; None when there is none, or when `held` decodes as a message of its own (a valid
     record followed by damage may well hold a nested map that reads like an event)."""
-    if not decode_message(held).rejected:
+    if not decode_message(held, max_bytes=len(held)).rejected:  # (its size aside: that is not damage)
         return None
     start = _next_record_start(held + after, 1, len(held))
     return start

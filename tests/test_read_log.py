@@ -144,3 +144,36 @@ def test_a_whole_record_followed_by_damage_is_not_cut_at_an_event_nested_in_it(t
     log.write_bytes(whole + b"\x00\x00\x00" + after)
     assert not decode_message(whole).rejected
     assert list(read_log(str(log))) == [whole, b"\x00\x00\x00", after]
+
+
+def _turn_record(n: int, text: str) -> bytes:
+    return msgpack.packb({"v": 1, "event_id": f"e{n}", "call_id": "c1", "ts_ms": 1_760_000_000_000 + n,
+                          "type": "turn", "data": {"role": "user", "text": text}})
+
+
+def test_a_record_cut_short_where_a_read_of_the_file_ends_loses_only_itself(tmp_path):
+    # Found near the end of a 1 MiB read, the record after it was not yet read whole: it was lost too.
+    broken = _turn_record(1, "Your booking is not eligible for a refund, but it is eligible for credit")[:-20]
+    good = _turn_record(2, "thanks, bye")
+    filler = _turn_record(0, "x" * ((1 << 20) - len(broken) - 40 - 60))
+    filler = _turn_record(0, "x" * (len(msgpack.unpackb(filler)["data"]["text"]) + (1 << 20) - len(broken) - 40 - len(filler)))
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(filler + broken + good)
+    assert list(read_log(str(log))) == [filler, broken, good]
+
+
+def test_a_valid_batch_over_the_size_limit_is_not_cut_at_its_items(tmp_path):
+    # Refused for its size (and so dead-lettered whole), it is still no damage to look inside of.
+    batch = encode_batch([turn("c1", "a"), turn("c1", "x" * 1_100_000), turn("c1", "b")], "c1")
+    broken = encode_event(turn("c1", "bye"))[:-5]
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(batch + broken)
+    assert list(read_log(str(log))) == [batch, broken]
+
+
+def test_many_values_cut_short_by_the_end_of_the_file_read_without_end(tmp_path):
+    # Each header claims 4 GiB: each runs to the end of the file, and reading starts again inside it.
+    claim, good = b"\xdb\xff\xff\xff\xff", encode_event(started("c1"))
+    log = tmp_path / "log.msgpack"
+    log.write_bytes((claim + good) * 1000)
+    assert list(read_log(str(log))) == [claim, good] * 1000
