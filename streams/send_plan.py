@@ -5,20 +5,23 @@ that they land on the call's partition. A call's batch goes out when it holds `b
 one more event would make the message larger than `max_message_bytes` (the worker refuses larger
 messages), or when the log's event time has moved `max_span_ms` past the batch's first event: that
 bounds how far batching reorders events between calls of one partition, well inside the worker's
-allowed lateness.
+allowed lateness. That keeps live calls from being swept; a call silent for longer than its timeout
+and the lateness may still be swept or not by the order (README, "Event time"): `batch_size` 1 sends
+the log in its order.
 
 A record the log holds as a batch goes as one message, after what its calls hold: as it is when all
 its events go to one partition, else as one message per partition. The worker then sweeps after it,
-as replay sweeps after each record (a sweep between two of its events could end a call that the later
-one keeps alive), and reads it as replay does. What cannot be read is sent as it is (a bad item of a
-batch of several partitions alone, with its own bytes), after whatever its call has held, so that it
-reaches the dead-letter topic with its original bytes and in its place. A record larger than the worker accepts
-(`max_message_bytes`) is not sent at all (the producer may not even be able to): it is dead-lettered
-here, with the reason the worker and replay give it, its partition and offset -1 (never on the
-topic). An item refused only for what its batch says (another call_id than the batch's) would be
-accepted alone: it goes in a batch of its own under its batch's call_id, so that the worker refuses
-it as replay does. A recorded watermark goes to the partition it names, after every event held for
-that partition (it promises that nothing older follows there).
+as replay sweeps after each record (a sweep between two of its events could end a call that the
+later one keeps alive), and reads it as replay does. What cannot be read is sent as it is (a bad
+item of a batch of several partitions alone, with its own bytes), after whatever its call has held,
+so that it reaches the dead-letter topic with its original bytes and in its place. A record larger
+than the worker accepts (`max_message_bytes`) is not sent at all (the producer may not even be able
+to): it is dead-lettered here, with the reason the worker and replay give it, its partition and
+offset -1 (never on the topic). An item refused only for what its batch says (another call_id than
+the batch's) would be accepted alone: it goes as an item, in a batch of its own under its batch's
+call_id, so that the worker refuses it as replay does (so does an item that is itself a batch). A
+recorded watermark goes to the partition it names, after every event held for that partition (it
+promises that nothing older follows there).
 """
 
 from __future__ import annotations
