@@ -123,22 +123,16 @@ class SendPlan:
     # ------------------------------------------------------------------------------------------
 
     def _event(self, event: AnyEvent, raw: bytes, out: list[Outgoing]) -> None:
-        report = self.report
-        report.events += 1
+        self._count([event])
         ts = event.ts_ms
-        report.max_ts_ms = ts if report.max_ts_ms is None else max(report.max_ts_ms, ts)
         if isinstance(event, Watermark):
             partition = partition_of(event, self.partitions)
-            for call_id in [c for c in self._held if partition_for(c, self.partitions) == partition]:
-                self._flush(call_id, out)
+            self._flush_held(partition, set(), True, out)
             self._send(out, Outgoing(WATERMARK_CALL_ID.encode(), raw, partition))
             return
         call_id = event.call_id
-        try:
-            encoded = _msgpack.encode(_as_object(raw))
-        except (OverflowError, msgspec.EncodeError, msgspec.DecodeError):
-            # Sent as it was: a JSON integer beyond 64 bits, or bytes that are no UTF-8 in a field the
-            # contract ignores (the event decodes; the record read as a whole does not).
+        encoded = _repacked(raw)
+        if encoded is None:
             self._pass_through(raw, call_id, out, readable=True)
             return
         if len(encoded) + len(call_id.encode()) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes:
@@ -181,13 +175,10 @@ class SendPlan:
         sweeps. Split, a sweep between its events could end a call that a later one keeps alive."""
         events = decoded.events
         calls = {event.call_id for event in events} | {r.call_id for r in decoded.rejected if r.call_id}
-        watermark = any(isinstance(event, Watermark) for event in events)
-        self._flush_held(partition, calls, watermark, out)
-        self._count(events)
         self.report.passed_through += len(decoded.rejected)
-        key = events[0].call_id.encode() if len(calls) == 1 and not watermark else _SEVERAL_CALLS_KEY
-        self._send(out, Outgoing(key, raw, partition))
-        self._flush_stale(max(event.ts_ms for event in events), out)
+        one_call = len(calls) == 1 and not any(isinstance(event, Watermark) for event in events)
+        self._one_message(partition, events, calls, events[0].call_id.encode() if one_call else _SEVERAL_CALLS_KEY,
+                          raw, out)
 
     def _several_partitions(self, raw: bytes, batch: _BatchRecord, accepted: dict[int | None, AnyEvent],
                             rejected: dict[int | None, Rejected], out: list[Outgoing]) -> None:
@@ -206,20 +197,21 @@ class SendPlan:
             self._share(partition, share, out)
 
     def _share(self, partition: int, share: list[tuple[AnyEvent, bytes]], out: list[Outgoing]) -> None:
-        try:
-            items = [msgspec.Raw(_msgpack.encode(_as_object(item))) for _, item in share]
-        except (OverflowError, msgspec.EncodeError, msgspec.DecodeError):
-            items = None
-        body = None if items is None else _msgpack.encode({"v": CONTRACT_VERSION, "events": items})
+        packed = [_repacked(item) for _, item in share]
+        body = None if None in packed else _msgpack.encode({"v": CONTRACT_VERSION, "events": [msgspec.Raw(p) for p in packed]})
         if body is None or len(body) > self.max_message_bytes:
             for event, item in share:  # (not sendable as one message: event by event, as any record's)
                 self._event(event, item, out)
             return
         events = [event for event, _ in share]
-        self._flush_held(partition, {event.call_id for event in events},
-                         any(isinstance(event, Watermark) for event in events), out)
+        self._one_message(partition, events, {event.call_id for event in events}, _SEVERAL_CALLS_KEY, body, out)
+
+    def _one_message(self, partition: int, events: list[AnyEvent], calls: set[str], key: bytes, body: bytes,
+                     out: list[Outgoing]) -> None:
+        """`events` (of `calls`, all on `partition`) as the one message `body`, after what they hold."""
+        self._flush_held(partition, calls, any(isinstance(event, Watermark) for event in events), out)
         self._count(events)
-        self._send(out, Outgoing(_SEVERAL_CALLS_KEY, body, partition))
+        self._send(out, Outgoing(key, body, partition))
         self._flush_stale(max(event.ts_ms for event in events), out)
 
     def _flush_held(self, partition: int, calls: set[str], watermark: bool, out: list[Outgoing]) -> None:
@@ -267,6 +259,16 @@ def _is_json(raw: bytes) -> bool:
 
 def _as_object(raw: bytes) -> Any:
     return _json_decode(raw) if _is_json(raw) else _msgpack_decode(raw)
+
+
+def _repacked(raw: bytes) -> bytes | None:
+    """The record as MessagePack, or None where it must go as it was: a JSON integer beyond 64 bits,
+    or bytes that are no UTF-8 in a field the contract ignores (the event decodes; the record read as
+    a whole does not)."""
+    try:
+        return _msgpack.encode(_as_object(raw))
+    except (OverflowError, msgspec.EncodeError, msgspec.DecodeError):
+        return None
 
 
 class _Items(msgspec.Struct, forbid_unknown_fields=False):
