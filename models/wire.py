@@ -526,8 +526,7 @@ def _record_start_inside(held: bytes, after: bytes) -> int | None:
     record followed by damage may well hold a nested map that reads like an event)."""
     if not decode_message(held, max_bytes=len(held)).rejected:  # (its size aside: that is not damage)
         return None
-    start = _next_record_start(held + after, 1, len(held))
-    return start
+    return _next_record_start(held + after, 1, len(held))
 
 
 _MAP_HEADERS = frozenset(range(0x80, 0x90)) | {0xDE, 0xDF}

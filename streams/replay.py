@@ -146,13 +146,17 @@ def replay_partitions(
     # A call's partition never changes: hash its id once, not once per event.
     partition_of_call: dict[str, int] = {}
 
-    def partition_of_event(event: Event) -> int:
-        partition = partition_of_call.get(event.call_id)
-        if partition is None or isinstance(event, Watermark):
-            partition = partition_of(event, partitions)
-            if not isinstance(event, Watermark):
-                partition_of_call[event.call_id] = partition
+    def call_partition(call_id: str) -> int:
+        partition = partition_of_call.get(call_id)
+        if partition is None:
+            partition = partition_of_call[call_id] = partition_for(call_id, partitions)
         return partition
+
+    def partition_of_event(event: Event) -> int:
+        if isinstance(event, Watermark):  # (it names its own partition: `partition_of`)
+            return partition_of(event, partitions)
+        partition = partition_of_call.get(event.call_id)  # (`call_partition`'s hit, without its call)
+        return partition if partition is not None else call_partition(event.call_id)
 
     for index, raw in enumerate(records):
         report.records += 1
@@ -162,10 +166,7 @@ def replay_partitions(
             # a record of one call is left to the replay owning its partition, read at a sixth of the cost.
             call_id = record_call(raw)
             if call_id is not None:
-                partition = partition_of_call.get(call_id)
-                if partition is None:
-                    partition = partition_of_call[call_id] = partition_for(call_id, partitions)
-                if partition not in owned:
+                if call_partition(call_id) not in owned:
                     if on_record is not None:
                         on_record(len(raw))
                     continue
