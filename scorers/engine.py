@@ -204,8 +204,8 @@ class CallEngine:
 
     def anything_due(self, partition: int) -> bool:
         """Whether `sweep` or `forget_expired` can find anything on `partition` now. Callers ask
-        before running them after each message: nearly always neither can, and asking costs a third
-        of running both (which was some 7 % of a replay)."""
+        before running them after each event (a batch's events are swept as if sent one by one):
+        nearly always neither can, and asking costs a third of running both."""
         return (partition in self._end_of_input or self.sweeper.anything_due(partition)
                 or self._retained.anything_expired(partition))
 

@@ -104,6 +104,9 @@ _AT_LEAST: dict[str, float] = {
     "judge_backoff_s": 0, "judge_queue_size": 0,
 }
 
+# Upper bounds. A message of at most 16 MiB holds fewer events than the positions the worker has for
+# a message's events (streams/live.py, `MAX_EVENTS_PER_MESSAGE`, 2**19): an event takes 50 bytes at least.
+_AT_MOST: dict[str, float] = {"max_message_bytes": 16 * 1024 * 1024}
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -113,6 +116,10 @@ def _check_ranges(settings: Settings) -> None:
         value = getattr(settings, name)
         if value < low:
             raise ValueError(f"{name} must be at least {low:g}, got {value!r}")
+    for name, high in _AT_MOST.items():
+        value = getattr(settings, name)
+        if value > high:
+            raise ValueError(f"{name} must be at most {high:.0f}, got {value!r}")
     if not 0 <= settings.web_port <= 65_535:
         raise ValueError(f"web_port must be a port number (0 to 65535), got {settings.web_port!r}")
     if settings.judge_response_format not in ANSWER_FORMATS:

@@ -47,8 +47,10 @@ Every message's sends reach the broker before its segment is written (streams/me
 Call segments (the first format, still read): key `<call_id>\\x1f<segment>`, value `{"p": partition,
 "e": [[position, bytes], …]}`, one per call per message.
 
-An entry's events take the positions `position`, `position + 1`, … (a batch message's events share
-one Kafka offset; see streams/live.py).
+An entry's events take the positions `position`, `position + 2`, … (a batch message's events share
+one Kafka offset, and the odd positions between them belong to the sweep's ends; see streams/live.py).
+Journals written when they took `position + 1`, … restore the same calls: a message delivered again
+at the offset of their last entry finds its events' ids seen, and skips them as duplicates.
 """
 
 from __future__ import annotations

@@ -29,13 +29,27 @@ from streams.journal import (
 )
 from streams.partitioning import partition_for
 
-# A batch message's events share one offset: position = offset * 2**20 + index keeps them ordered.
+# A batch message's events share one offset: position = offset * 2**20 + 2 * index keeps them in
+# order, and leaves an odd position after each one for the ends its sweep makes (a batch is swept as
+# its events sent one by one), before the next event: a later event of a call swept there is refused
+# as replay refuses it, not skipped as one applied already.
 INDEX_BITS = 20
-SYNTHETIC_INDEX = (1 << INDEX_BITS) - 1
+SYNTHETIC_INDEX = (1 << INDEX_BITS) - 1  # after every event of the message
+MAX_EVENTS_PER_MESSAGE = 1 << (INDEX_BITS - 1)
 
 
 def position_of(offset: int, index: int) -> int:
     return (offset << INDEX_BITS) | index
+
+
+def event_position(offset: int, index: int) -> int:
+    """The position of the message's event `index`."""
+    return (offset << INDEX_BITS) | (index << 1)
+
+
+def sweep_position(offset: int, index: int) -> int:
+    """The position of what the sweep after the message's event `index` ends."""
+    return (offset << INDEX_BITS) | (index << 1 | 1)
 
 
 @dataclass(slots=True)
@@ -149,7 +163,8 @@ class LiveScorer:
         one_call = len(events) == 1 or (bool(events) and all(event.call_id == events[0].call_id for event in events))
         applied: list[tuple[int, Event]] = []  # (position, event) of one call's message, applied
         all_applied = True
-        process = self.engine.process
+        engine = self.engine
+        process, anything_due = engine.process, engine.anything_due
         # Delivered again after a restart, with its changes in the journal: its events of calls no
         # longer held belong to calls forgotten since (or were refused then), not to new calls.
         applied_before = offset <= state.journaled_through_offset
@@ -167,7 +182,7 @@ class LiveScorer:
                     "a call's events must all reach its partition (key its messages by call_id)",
                     topic, partition, offset, value, event.event_id, event.call_id, decoded.batch_index_of(index)))
                 continue
-            position = (offset << INDEX_BITS) | index
+            position = (offset << INDEX_BITS) | (index << 1)  # (`event_position`, inline)
             processed = process(event, partition, position)
             status = processed.status
             if status == "applied":
@@ -177,30 +192,53 @@ class LiveScorer:
                     applied.append((position, event))
                     if processed.result is not None:
                         out.results.append(processed.result)
-                continue
-            all_applied = False
-            if status != "redelivered":  # (redelivered: its lost outputs were published again above)
-                self._collect(processed, event, partition, position, topic, offset, out,
-                              (value, decoded.batch_index_of(index)))
+            else:
+                all_applied = False
+                if status != "redelivered":  # (redelivered: its lost outputs were published again above)
+                    self._collect(processed, event, partition, position, topic, offset, out,
+                                  (value, decoded.batch_index_of(index)))
+            if anything_due(partition):
+                forgotten = self._settle(partition, sweep_position(offset, index), topic, offset, out)
+                if applied and events[0].call_id in forgotten:
+                    # Journaled whole or event by event, what the message did to the call before it was
+                    # forgotten would bring it back on restore: what comes after is a new call of its id.
+                    applied.clear()
+                    all_applied = False
         if applied:
-            call_id = events[0].call_id
-            out.journal[call_id] = ([(position_of(offset, 0), value)] if all_applied
-                                    else [(position, encode_event(event)) for position, event in applied])
-            self.owned.setdefault(call_id, [partition, 0])
-        if self.engine.anything_due(partition):
-            for synthetic in self.engine.sweep(partition):
-                out.recorded_events.append(synthetic)
-                processed = self.engine.process(synthetic, partition, position_of(offset, SYNTHETIC_INDEX))
-                where = (encode_event(synthetic), None)
-                self._collect(processed, synthetic, partition, position_of(offset, SYNTHETIC_INDEX), topic, offset, out, where)
-            out.forget.extend(self.engine.forget_expired(partition))
-        for call_id in out.forget:
-            # What this very message changed in a call it also forgets is not journaled: a segment
-            # would otherwise hold a call that is never forgotten again.
-            out.journal.pop(call_id, None)
+            self._journal_one_call(events[0].call_id, applied, all_applied, value, offset, partition, out)
         self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
         self.dead_lettered += len(out.dead_letters)
         return out
+
+    def _settle(self, partition: int, position: int, topic: str, offset: int, out: Outbox) -> list[str]:
+        """After an event, as after a message of its own: end the partition's calls that are due (at
+        `position`), then forget its ended calls past their retention; returns those forgotten."""
+        for synthetic in self.engine.sweep(partition):
+            out.recorded_events.append(synthetic)
+            processed = self.engine.process(synthetic, partition, position)
+            self._collect(processed, synthetic, partition, position, topic, offset, out, (encode_event(synthetic), None))
+        forgotten = self.engine.forget_expired(partition)
+        for call_id in forgotten:
+            out.forget.append(call_id)
+            # What this message journaled of the call would bring it back on restore (and a segment
+            # holding it would never be deleted); what the message does with its id from here on is
+            # a new call's, and journaled.
+            out.journal.pop(call_id, None)
+        return forgotten
+
+    def _journal_one_call(self, call_id: str, applied: list[tuple[int, Event]], all_applied: bool, value: bytes,
+                          offset: int, partition: int, out: Outbox) -> None:
+        """Journal what a message of one call applied: the message itself when all its events were
+        applied and no sweep ended the call before its last event (a restore re-folds the message
+        whole, then the sweep's end), else each applied event; in the order of their positions,
+        with the ends the sweeps made of the call."""
+        swept = out.journal.pop(call_id, [])
+        if all_applied and all(position > applied[-1][0] for position, _ in swept):
+            out.journal[call_id] = [(position_of(offset, 0), value), *swept]
+        else:
+            out.journal[call_id] = sorted([(position, encode_event(event)) for position, event in applied] + swept,
+                                          key=lambda entry: entry[0])
+        self.owned.setdefault(call_id, [partition, 0])
 
     def _strays(self, events: list[Event], partition: int, one_call: bool) -> dict[str, int]:
         """The calls of `events` that belong to another partition than `partition`, with theirs: where
@@ -346,7 +384,7 @@ class LiveScorer:
     def _refold(self, partition: int, position: int, raw: bytes) -> None:
         # The journal holds only what was accepted once: it is read back whatever the size limit is now.
         for index, event in enumerate(decode_message(raw, max_bytes=max(len(raw), self.max_message_bytes)).events):
-            self.engine.process(event, partition, position + index)
+            self.engine.process(event, partition, position + (index << 1))
 
     def release_partitions(self, partitions: set[int]) -> None:
         """Forget what another worker may now change (on revoke): re-read it if it comes back."""
@@ -367,4 +405,6 @@ class LiveScorer:
             entry = self.owned.pop(call_id, None)
             if entry is not None:
                 owned[call_id] = (entry[0], entry[1])
+                if call_id in self.engine.calls:  # taken up again, as a new call, by the message that forgot it
+                    self.owned[call_id] = [entry[0], 0]
         return owned

@@ -44,13 +44,12 @@ class ReplayReport:
 
 
 # Where an output falls in the order a sequential replay emits it: (record index, phase, position).
-# Per record: its decode rejections (position: their order), then each event's outcome (position: the
-# event's place in the record), then the sweep of each partition the record touched (position: where
-# the partition's first event sits in it); after the last record (index: the record count) the
-# end-of-input sweep (position: the partition). Outputs sharing a key come from one partition's
-# sweep, in emission order.
+# Per record: its decode rejections (position: their order), then each event's outcome and the sweep
+# of its partition right after it (position: the event's place in the record); after the last record
+# (index: the record count) the end-of-input sweep (position: the partition). Outputs sharing a key
+# come from one partition, in emission order.
 OutputKey = tuple[int, int, int]
-DECODE_REJECTION, EVENT_OUTCOME, RECORD_SWEEP, END_OF_INPUT_SWEEP = 0, 1, 2, 3
+DECODE_REJECTION, EVENT_OUTCOME, END_OF_INPUT_SWEEP = 0, 1, 2
 
 # A result with its JSON line (encoded once, to be written as it is).
 KeyedResultSink = Callable[[OutputKey, CallResult, bytes], None]
@@ -131,6 +130,8 @@ def replay_partitions(
             report.results += 1
             on_result((index, phase, position), result, line)
 
+    # After every event, as if each came alone (DESIGN §2: a batch is its events sent one by one): a
+    # call whose deadline passes between two events of a batch is ended between them.
     def sweep(partition: int, index: int, phase: int, position: int, end_of_input: bool = False) -> None:
         if not end_of_input and not engine.anything_due(partition):
             return
@@ -183,20 +184,15 @@ def replay_partitions(
             if owned is None or partition in owned:
                 report.events += 1
                 feed(events[0], partition, index, EVENT_OUTCOME, 0)
-                sweep(partition, index, RECORD_SWEEP, 0)
+                sweep(partition, index, EVENT_OUTCOME, 0)
         else:
-            # The partitions the record touched, in the order it touched them, with their first positions.
-            touched: dict[int, int] = {}
             for position, event in enumerate(events):
                 partition = partition_of_event(event)
                 if owned is not None and partition not in owned:
                     continue
                 report.events += 1
                 feed(event, partition, index, EVENT_OUTCOME, position)
-                if partition not in touched:
-                    touched[partition] = position
-            for partition, position in touched.items():
-                sweep(partition, index, RECORD_SWEEP, position)
+                sweep(partition, index, EVENT_OUTCOME, position)
         if on_record is not None:
             on_record(len(raw))
     for partition in sorted(engine.partitions()):
