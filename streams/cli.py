@@ -358,11 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=9092)
     p.set_defaults(func=cmd_up)
 
-    p = sub.add_parser("send", help="publish a .jsonl or .msgpack event log, batching per call")
+    p = sub.add_parser("send", help="publish a .jsonl or .msgpack event log, batching per partition in its order")
     kafka_options(p)
     p.add_argument("log", help="a JSON Lines or MessagePack log (MessagePack when named *.msgpack or when it "
                    "starts with a MessagePack map); - reads standard input")
-    p.add_argument("--batch-size", type=int, default=50, help="events of one call a message holds at most (default 50)")
+    p.add_argument("--batch-size", type=int, default=50, help="events a message holds at most (the next events of one partition, in the log's order; default 50)")
     p.add_argument("--keep-open", action="store_true", help="do not send the end-of-input watermark")
     p.set_defaults(func=cmd_send)
 

@@ -1,22 +1,23 @@
 """What `callqa send` publishes for a recorded log, decided without Kafka (streams/sender.py sends it).
 
-Each call's events are kept in order and go out as batch messages (DESIGN §2), keyed by the call, so
-that they land on the call's partition. A call's batch goes out when it holds `batch_size` events, when
-one more event would make the message larger than `max_message_bytes` (the worker refuses larger
-messages), or when the log's event time has moved `max_span_ms` past the batch's first event: that
-bounds how far batching reorders events between calls of one partition, well inside the worker's
-allowed lateness. That keeps live calls from being swept; a call silent for longer than its timeout
-and the lateness may still be swept or not by the order (README, "Event time"): `batch_size` 1 sends
-the log in its order.
+Each partition's events go out as batch messages (DESIGN §2) in the order of the log: a batch holds
+the next events of one partition, of whichever calls (`{"v": 1, "events": […]}`, key "batch", sent to
+the partition; a batch that holds one call's events only is keyed by the call, with its `call_id`).
+The worker sweeps a batch as its events sent one by one, so a partition that receives the log's
+events in the log's order scores them exactly as replay does, its inactivity sweeps included. (Batches
+per call would reorder the events of a partition's calls among each other: a call silent for longer
+than its timeout and the lateness could then be swept live and kept alive by replay, or the reverse.)
+A partition's batch goes out when it holds `batch_size` events, when one more event would make the
+message larger than `max_message_bytes` (the worker refuses larger messages), or when the log's event
+time has moved `max_span_ms` past the batch's first event (a live feed's calls wait no longer).
 
-A record the log holds as a batch goes as one message, after what its calls hold: as it is when all
-its events go to one partition, else as one message per partition. The worker then sweeps after it,
-as replay sweeps after each record (a sweep between two of its events could end a call that the
-later one keeps alive), and reads it as replay does. What cannot be read is sent as it is (a bad
-item of a batch of several partitions alone, with its own bytes), after whatever its call has held,
-so that it reaches the dead-letter topic with its original bytes and in its place. A record larger
-than the worker accepts (`max_message_bytes`) is not sent at all (the producer may not even be able
-to): it is dead-lettered here, with the reason the worker and replay give it, its partition and
+A record the log holds as a batch goes as one message, after what its partition holds: as it is when
+all its events go to one partition, else as one message per partition. The worker reads it as replay
+does, its refused items with their places in it. What cannot be read is sent as it is (a bad item of
+a batch of several partitions alone, with its own bytes), after whatever its call's partition has
+held, so that it reaches the dead-letter topic with its original bytes and in its place. A record
+larger than the worker accepts (`max_message_bytes`) is not sent at all (the producer may not even be
+able to): it is dead-lettered here, with the reason the worker and replay give it, its partition and
 offset -1 (never on the topic). An item refused only for what its batch says (another call_id than
 the batch's) would be accepted alone: it goes as an item, in a batch of its own under its batch's
 call_id, so that the worker refuses it as replay does (so does an item that is itself a batch). A
@@ -66,6 +67,7 @@ class SendReport:
 class _Batch:
     first_ts_ms: int
     events: list[msgspec.Raw] = field(default_factory=list)
+    calls: set[str] = field(default_factory=set)
     size: int = 0
 
 
@@ -76,7 +78,7 @@ class SendPlan:
     max_span_ms: int = 10_000
     max_message_bytes: int = MAX_MESSAGE_BYTES
     report: SendReport = field(default_factory=SendReport)
-    _held: dict[str, _Batch] = field(default_factory=dict)
+    _held: dict[int, _Batch] = field(default_factory=dict)  # by partition
 
     def add(self, raw: bytes) -> list[Outgoing]:
         """The messages to send now for one record of the log, in order."""
@@ -116,8 +118,8 @@ class SendPlan:
     def finish(self) -> list[Outgoing]:
         """Everything still held."""
         out: list[Outgoing] = []
-        for call_id in list(self._held):
-            self._flush(call_id, out)
+        for partition in sorted(self._held):
+            self._flush(partition, out)
         return out
 
     # ------------------------------------------------------------------------------------------
@@ -127,7 +129,7 @@ class SendPlan:
         ts = event.ts_ms
         if isinstance(event, Watermark):
             partition = partition_of(event, self.partitions)
-            self._flush_held(partition, set(), True, out)
+            self._flush_partition(partition, out)
             self._send(out, Outgoing(WATERMARK_CALL_ID.encode(), raw, partition))
             return
         call_id = event.call_id
@@ -140,20 +142,22 @@ class SendPlan:
             # though the record itself is within it: sent as it was, which the worker accepts as replay does.
             self._pass_through(raw, call_id, out, readable=True)
             return
-        batch = self._held.get(call_id)
+        partition = partition_for(call_id, self.partitions)
+        batch = self._held.get(partition)
         if batch is not None and batch.size + len(encoded) + len(call_id.encode()) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes:
-            self._flush(call_id, out)
+            self._flush(partition, out)
             batch = None
         if batch is None:
-            batch = self._held[call_id] = _Batch(ts)
+            batch = self._held[partition] = _Batch(ts)
         batch.events.append(msgspec.Raw(encoded))
+        batch.calls.add(call_id)
         batch.size += len(encoded)
         if len(batch.events) >= self.batch_size:
-            self._flush(call_id, out)
+            self._flush(partition, out)
         self._flush_stale(ts, out)
 
     def _flush_stale(self, ts: int, out: list[Outgoing]) -> None:
-        for stale in [c for c, b in self._held.items() if ts - b.first_ts_ms >= self.max_span_ms]:
+        for stale in [p for p, b in self._held.items() if ts - b.first_ts_ms >= self.max_span_ms]:
             self._flush(stale, out)
 
     def _refused_item(self, raw: bytes, batch: _BatchRecord, item: bytes, rejection: Rejected, out: list[Outgoing]) -> None:
@@ -169,22 +173,20 @@ class SendPlan:
         self._pass_through(item, rejection.call_id, out)
 
     def _whole(self, raw: bytes, decoded: Decoded, partition: int, out: list[Outgoing]) -> None:
-        """A batch record whose events all go to one partition: sent as it is, after what its calls
-        hold (all the partition holds, when it carries a watermark), so that the worker reads it as
-        replay does — its refused items with their places in it — and sweeps after it, where replay
-        sweeps. Split, a sweep between its events could end a call that a later one keeps alive."""
+        """A batch record whose events all go to one partition: sent as it is, after what the
+        partition holds, so that the worker reads it as replay does, its refused items with their
+        places in it."""
         events = decoded.events
         calls = {event.call_id for event in events} | {r.call_id for r in decoded.rejected if r.call_id}
         self.report.passed_through += len(decoded.rejected)
         one_call = len(calls) == 1 and not any(isinstance(event, Watermark) for event in events)
-        self._one_message(partition, events, calls, events[0].call_id.encode() if one_call else _SEVERAL_CALLS_KEY,
-                          raw, out)
+        self._one_message(partition, events, events[0].call_id.encode() if one_call else _SEVERAL_CALLS_KEY, raw, out)
 
     def _several_partitions(self, raw: bytes, batch: _BatchRecord, accepted: dict[int | None, AnyEvent],
                             rejected: dict[int | None, Rejected], out: list[Outgoing]) -> None:
         """A record of events of several partitions: each partition's share goes as one message of
-        its own, after what its calls hold, for the reason `_whole` gives. Refused items go first, as
-        both the worker and replay report a record's refusals before its events."""
+        its own, after what the partition holds. Refused items go first, as both the worker and
+        replay report a record's refusals before its events."""
         for index, item in enumerate(batch.events):
             if index in rejected:
                 self._refused_item(raw, batch, item, rejected[index], out)
@@ -203,22 +205,24 @@ class SendPlan:
             for event, item in share:  # (not sendable as one message: event by event, as any record's)
                 self._event(event, item, out)
             return
-        events = [event for event, _ in share]
-        self._one_message(partition, events, {event.call_id for event in events}, _SEVERAL_CALLS_KEY, body, out)
+        self._one_message(partition, [event for event, _ in share], _SEVERAL_CALLS_KEY, body, out)
 
-    def _one_message(self, partition: int, events: list[AnyEvent], calls: set[str], key: bytes, body: bytes,
-                     out: list[Outgoing]) -> None:
-        """`events` (of `calls`, all on `partition`) as the one message `body`, after what they hold."""
-        self._flush_held(partition, calls, any(isinstance(event, Watermark) for event in events), out)
+    def _one_message(self, partition: int, events: list[AnyEvent], key: bytes, body: bytes, out: list[Outgoing]) -> None:
+        """`events` (all on `partition`) as the one message `body`, after what the partition holds."""
+        self._flush_partition(partition, out)
         self._count(events)
         self._send(out, Outgoing(key, body, partition))
         self._flush_stale(max(event.ts_ms for event in events), out)
 
-    def _flush_held(self, partition: int, calls: set[str], watermark: bool, out: list[Outgoing]) -> None:
-        """What `calls` hold, or all that `partition` holds before a watermark (it promises that
-        nothing older follows there)."""
-        for call_id in [c for c in self._held if (partition_for(c, self.partitions) == partition if watermark else c in calls)]:
-            self._flush(call_id, out)
+    def _flush_partition(self, partition: int, out: list[Outgoing]) -> None:
+        if partition in self._held:
+            self._flush(partition, out)
+
+    def _flush_partition_of(self, call_id: str | None, out: list[Outgoing]) -> None:
+        """What the partition of `call_id` holds (nothing when it names no call: a record keyed as
+        malformed changes no call)."""
+        if call_id is not None and self._held:
+            self._flush_partition(partition_for(call_id, self.partitions), out)
 
     def _count(self, events: list[AnyEvent]) -> None:
         report = self.report
@@ -227,26 +231,29 @@ class SendPlan:
             report.max_ts_ms = event.ts_ms if report.max_ts_ms is None else max(report.max_ts_ms, event.ts_ms)
 
     def _pass_through(self, raw: bytes, call_id: str | None, out: list[Outgoing], readable: bool = False) -> None:
-        if call_id is not None and call_id in self._held:
-            self._flush(call_id, out)
+        self._flush_partition_of(call_id, out)
         if not readable:
             self.report.passed_through += 1
         self._send(out, Outgoing((call_id or MALFORMED_KEY).encode(), raw))
 
     def _refuse(self, raw: bytes, rejected: Rejected, out: list[Outgoing]) -> None:
         """A record the worker would refuse for its size, dead-lettered in its place: after what its
-        call holds, on the partition its call's events go to (-1 when it names no call)."""
+        call's partition holds, on that partition (-1 when it names no call)."""
         call_id = rejected.call_id
-        if call_id is not None and call_id in self._held:
-            self._flush(call_id, out)
+        self._flush_partition_of(call_id, out)
         partition = partition_for(call_id, self.partitions) if call_id is not None else -1
         self.report.refused += 1
         out.append(Outgoing((call_id or MALFORMED_KEY).encode(), raw, partition, refused=rejected))
 
-    def _flush(self, call_id: str, out: list[Outgoing]) -> None:
-        batch = self._held.pop(call_id)
-        body = {"v": CONTRACT_VERSION, "call_id": call_id, "events": batch.events}
-        self._send(out, Outgoing(call_id.encode(), _msgpack.encode(body)))
+    def _flush(self, partition: int, out: list[Outgoing]) -> None:
+        batch = self._held.pop(partition)
+        if len(batch.calls) == 1:
+            (call_id,) = batch.calls
+            body = {"v": CONTRACT_VERSION, "call_id": call_id, "events": batch.events}
+            self._send(out, Outgoing(call_id.encode(), _msgpack.encode(body)))  # (its key chooses the partition)
+        else:
+            body = {"v": CONTRACT_VERSION, "events": batch.events}
+            self._send(out, Outgoing(_SEVERAL_CALLS_KEY, _msgpack.encode(body), partition))
 
     def _send(self, out: list[Outgoing], message: Outgoing) -> None:
         out.append(message)

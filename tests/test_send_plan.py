@@ -1,6 +1,6 @@
-"""What `callqa send` publishes for a log, decided without Kafka: every call's events in order and on
-the call's partition, batches within the worker's size limit, recorded watermarks on the partition
-they name, and what does not decode sent as it was, in its place."""
+"""What `callqa send` publishes for a log, decided without Kafka: every partition's events in the log's
+order and every call's on its partition, batches within the worker's size limit, recorded watermarks
+on the partition they name, and what does not decode sent as it was, in its place."""
 
 from __future__ import annotations
 
@@ -173,8 +173,7 @@ def test_a_batch_item_that_is_itself_a_batch_is_refused_by_the_worker_too():
 
 
 def test_a_record_of_several_calls_goes_as_one_message_per_partition_after_what_its_calls_hold():
-    # The worker sweeps after each message and replay after each record: sent a message per call, a
-    # sweep fell between the two calls' events and ended a call that the second event kept alive.
+    # A partition's share of the record keeps its events together and in the record's order.
     names = [f"call-{i}" for i in range(60)]
     a = names[0]
     b = next(n for n in names[1:] if partition_for(n, PARTITIONS) == partition_for(a, PARTITIONS))
@@ -192,8 +191,7 @@ def test_a_record_of_several_calls_goes_as_one_message_per_partition_after_what_
 
 
 def test_a_batch_record_of_one_partition_goes_as_it_is_after_what_its_calls_hold_whatever_the_batch_size():
-    # Taken apart, the worker swept between its events where replay sweeps after the record, and
-    # named its bad item by another place in another message.
+    # Taken apart, the worker would name its bad item by another place in another message.
     a, _ = two_calls_on_two_partitions()
     bad = {**doc(a, 3), "data": {"role": "robot", "text": "x"}}
     record = json.dumps({"v": 1, "call_id": a, "events": [doc(a, 2), bad, doc(a, 4)]}).encode()
@@ -204,3 +202,20 @@ def test_a_batch_record_of_one_partition_goes_as_it_is_after_what_its_calls_hold
         assert [e.event_id for m in messages[:-1] for e in decode_message(m.value).events] == [f"{a}:0", f"{a}:1"]
         assert decode_message(messages[-1].value).rejected == decode_message(record).rejected
         assert plan.report.events == 4 and plan.report.passed_through == 1
+
+
+def test_a_partitions_events_go_in_the_logs_order_in_batches_across_its_calls():
+    names = [f"call-{i}" for i in range(60)]
+    a = names[0]
+    b = next(n for n in names[1:] if partition_for(n, PARTITIONS) == partition_for(a, PARTITIONS))
+    c = next(n for n in names if partition_for(n, PARTITIONS) != partition_for(a, PARTITIONS))
+    log = [pack(doc(call, n)) for n, call in enumerate([a, b, c, a, c, b, a])]
+    plan = SendPlan(PARTITIONS, batch_size=3)
+    messages = [m for raw in log for m in plan.add(raw)] + plan.finish()
+    shared = partition_for(a, PARTITIONS)
+    assert [[e.event_id for e in decode_message(m.value).events] for m in messages] == [
+        [f"{a}:0", f"{b}:1", f"{a}:3"], [f"{c}:2", f"{c}:4"], [f"{b}:5", f"{a}:6"]]
+    # Several calls: keyed "batch" and sent to their partition; one call: keyed by it, as a call batch.
+    assert [(m.key, m.partition) for m in messages] == [(b"batch", shared), (c.encode(), None), (b"batch", shared)]
+    assert msgspec.msgpack.decode(messages[1].value)["call_id"] == c
+    assert "call_id" not in msgspec.msgpack.decode(messages[0].value)

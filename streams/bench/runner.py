@@ -5,8 +5,8 @@ Each pipeline runs in its own process on the same generated events (streams/benc
 after the other so that they never compete for the CPU:
 - single-event messages: the callqa worker, the same worker on Faust's stock transport, the naive
   Faust agent, bare aiokafka and Quix Streams;
-- the same events in per-call batch envelopes (as `callqa send` batches): the callqa worker, bare
-  aiokafka and Quix Streams;
+- the same events in per-call batch envelopes (as a producer serving one call, a Pipecat observer,
+  batches): the callqa worker, bare aiokafka and Quix Streams;
 - end of call → result latency at half the callqa worker's batched throughput;
 - in-process replay;
 - changelog (journal) bytes per event for calls of 10, 100 and 1,000 turns;
@@ -58,8 +58,8 @@ class Scale:
     events: int | None  # events of the throughput workload (None: all of `calls` calls)
     calls: int
     turns: int  # user/agent exchanges per call
-    batch_size: int  # events per batch envelope at most (`callqa send`'s default)
-    batch_span_ms: int  # …and at most this much event time (`callqa send`'s default)
+    batch_size: int  # events per batch envelope at most (as `callqa send`'s default)
+    batch_span_ms: int  # …and at most this much event time (as `callqa send`'s default)
     changelog_events: int  # events per changelog run (calls of 10, 100, 1,000 turns)
     memory_calls: int  # open calls measured for the per-call figure
     many_open_calls: int  # open calls held at once

@@ -78,9 +78,10 @@ class Workload:
 
     def messages(self, batch_size: int = 1, max_span_ms: int | None = None) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) per Kafka message, in event-time order; `batch_size` > 1 packs a call's
-        events into batch envelopes as `callqa send` does: a call's batch goes out when it holds
-        `batch_size` events or when event time has moved `max_span_ms` past its first event, and
-        at the call's end (and with each post-call event) at once."""
+        events into batch envelopes as a producer serving one call does (a Pipecat observer): a
+        call's batch goes out when it holds `batch_size` events or when event time has moved
+        `max_span_ms` past its first event, and at the call's end (and with each post-call event)
+        at once. (`callqa send` batches a partition's events in the log's order instead.)"""
         if batch_size <= 1:
             for event in self.events:
                 yield event["call_id"].encode(), _encode(event)
