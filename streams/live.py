@@ -1,8 +1,9 @@
 """What the live worker does with one Kafka message, without Faust in the way.
 
 `LiveScorer.handle()` decodes the message, feeds its events through the shared `CallEngine`, runs the
-inactivity sweep for the message's partition, and returns an `Outbox`: results to publish, dead
-letters, synthetic events to record in the event log, journal segments to write and calls to forget.
+inactivity sweep and the forgetting of expired calls for the message's partition after each event (a
+batch is its events sent one by one), and returns an `Outbox`: results to publish, dead letters,
+synthetic events to record in the event log, journal segments to write and calls to forget.
 The Faust agent (streams/app.py) only performs those sends. Tests drive this class directly too.
 """
 

@@ -22,17 +22,22 @@ async def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         await admin.close()
 
 
-async def produce(bootstrap: str, topic: str, messages: Iterable[tuple[bytes, bytes]]) -> int:
-    """Send every (key, value), keyed so Kafka's default partitioner places each call, and wait
-    until all are acknowledged; returns how many were sent."""
+# (key, value), placed by Kafka's default partitioner on the key, or (key, value, partition).
+Message = tuple[bytes, bytes] | tuple[bytes, bytes, int | None]
+
+
+async def produce(bootstrap: str, topic: str, messages: Iterable[Message]) -> int:
+    """Send every message, keyed so Kafka's default partitioner places each call (unless it names
+    its partition, as `callqa send` does for a batch of several calls), and wait until all are
+    acknowledged; returns how many were sent."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=20, max_batch_size=262_144,
                                 max_request_size=4_194_304)
     await producer.start()
     sent = 0
     try:
         pending = []
-        for key, value in messages:
-            pending.append(await producer.send(topic, value, key=key))
+        for key, value, *partition in messages:
+            pending.append(await producer.send(topic, value, key=key, partition=partition[0] if partition else None))
             sent += 1
             if len(pending) >= 5000:
                 await asyncio.gather(*pending)

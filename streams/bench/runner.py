@@ -6,7 +6,8 @@ after the other so that they never compete for the CPU:
 - single-event messages: the callqa worker, the same worker on Faust's stock transport, the naive
   Faust agent, bare aiokafka and Quix Streams;
 - the same events in per-call batch envelopes (as a producer serving one call, a Pipecat observer,
-  batches): the callqa worker, bare aiokafka and Quix Streams;
+  batches): the callqa worker, bare aiokafka and Quix Streams; and as `callqa send` sends them (the
+  next events of each partition, across calls): the callqa worker;
 - end of call → result latency at half the callqa worker's batched throughput;
 - in-process replay;
 - changelog (journal) bytes per event for calls of 10, 100 and 1,000 turns;
@@ -42,11 +43,12 @@ from typing import Any, Callable
 
 import msgspec
 
-from streams.bench.kafka import create_topic, produce, topic_bytes
+from streams.bench.kafka import Message, create_topic, produce, topic_bytes
 from streams.bench.workload import Workload
 from streams.broker import EmbeddedBroker
 from streams.broker_fixes import FETCH_MAX_WAIT_MS
 from streams.processes import WorkerProcess
+from streams.send_plan import SendPlan
 
 PARTITIONS = 4
 POLL_S = 0.05
@@ -167,7 +169,7 @@ class Bench:
         self.log = log
         self.broker: EmbeddedBroker | None = None
         self.runs = 0
-        self.messages: dict[str, list[tuple[bytes, bytes]]] = {}
+        self.messages: dict[str, list[Message]] = {}
         self._lock = threading.Lock()
         # Topic names unique to this run, so that a broker may serve several runs.
         self.tag = f"{os.getpid() % 10_000}{int(time.time()) % 100_000}"
@@ -196,7 +198,7 @@ class Bench:
         worker.wait_ready(timeout_s=90)
         return worker
 
-    def _load(self, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
+    def _load(self, topic: str, messages: list[Message]) -> None:
         asyncio.run(create_topic(self.bootstrap, topic, PARTITIONS))
         asyncio.run(produce(self.bootstrap, topic, messages))
 
@@ -280,7 +282,11 @@ class Bench:
         scale = self.scale
         single = list(workload.messages())
         batched = list(workload.messages(scale.batch_size, scale.batch_span_ms))
-        self.messages = {"single": single, "batched": batched}  # each callqa run loads its own copy
+        plan = SendPlan(PARTITIONS, scale.batch_size, scale.batch_span_ms)
+        sent = [m for raw in workload.records() for m in plan.add(raw)] + plan.finish()
+        send_batched: list[Message] = [(m.key, m.value, m.partition) for m in sent]
+        # Each callqa run loads its own copy.
+        self.messages = {"single": single, "batched": batched, "send_batched": send_batched}
         topics = {"single": self._prefix("single"), "batched": self._prefix("batched")}
         self.log(f"loading {len(single)} single-event and {len(batched)} batch messages")
         self._load(f"{topics['single']}.events", single)
@@ -293,6 +299,9 @@ class Bench:
             "batched": {"events": events, "messages": len(batched), "peers_topic": f"{topics['batched']}.events",
                         "average_events_per_message": events / len(batched),
                         "average_message_bytes": sum(len(v) for _, v in batched) / len(batched)},
+            "send_batched": {"events": events, "messages": len(send_batched),
+                             "average_events_per_message": events / len(send_batched),
+                             "average_message_bytes": sum(len(m[1]) for m in send_batched) / len(send_batched)},
         }
 
     def throughput_runs(self, loaded: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -311,6 +320,8 @@ class Bench:
                     "single-stock", "single", events, broker_url=f"aiokafka://{self.bootstrap}")
             for peer in ("bare_aiokafka", "quix_stateful"):
                 runs[f"{shape}.{peer}"] = lambda peer=peer, topic=topic, events=events: self._peer(peer, topic, events)
+        events = loaded["send_batched"]["events"]
+        runs["send_batched.callqa"] = lambda: self._callqa_throughput("send_batched", "send_batched", events)
         return runs
 
     def latency(self, workload: Workload, load_events_per_s: float) -> dict[str, Any]:
@@ -542,6 +553,13 @@ def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | N
                 section[f"{prefix}events_per_s"] = run["events_per_s"]
                 if "cpu_us_per_event" in run:
                     section[f"{prefix}cpu_us_per_event"] = run["cpu_us_per_event"]
+    # What `callqa send` sends (batches of a partition's calls): callqa's own figure, beside the goals'.
+    send_batched, run = loaded["send_batched"], measured.get("send_batched.callqa")
+    if run is not None:
+        send_batched.update(callqa=run, events_per_s=run["events_per_s"])
+        if "cpu_us_per_event" in run:
+            send_batched["cpu_us_per_event"] = run["cpu_us_per_event"]
+    batched["as_callqa_send_batches"] = send_batched
     report["single_event"], report["batched"] = single, batched
     report["end_to_result_ms"] = measured["latency"]
     report["replay"] = measured["replay"]
