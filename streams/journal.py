@@ -341,8 +341,13 @@ class JournalBook:
                 sequence_now = self.next_sequence.get(partition, 0)
                 records.setdefault(partition, []).append(
                     (retired_key(partition, call_id), encode_retired(partition, call_id, sequence_now)))
+        # A call forgotten again here can lose its earlier record to the delete of another call's last
+        # segment, which also held its old fragment: staged after its new record, that delete would
+        # erase it. The calls still retired at the end keep their records.
+        still_retired = {retired_key(self.retired[call_id][0], call_id) for call_id in call_ids if call_id in self.retired}
         for partition in sorted(records.keys() | deletes.keys()):
-            self.stage_changes(partition, records.get(partition, []) + deletes.get(partition, []))
+            kept = [(key, value) for key, value in deletes.get(partition, []) if key not in still_retired]
+            self.stage_changes(partition, records.get(partition, []) + kept)
 
     def stage_changes(self, partition: int, changes: list[tuple[bytes, bytes | None]]) -> None:
         """Table writes (value None: a delete) to go out with the partition's next segment."""
@@ -383,14 +388,15 @@ class JournalBook:
             self.superseded.pop(partition, None)
 
     def restore(self, partition: int, items: Iterable[tuple[bytes, bytes]]) -> RestoredSegments:
-        """The partition's journal entries in segment order, without the entries of retired calls,
+        """The partition's journal entries in the order they were applied (by position), without the
+        entries of retired calls,
         and its latest commit point (of its segments and its watermark record, written after them:
         a crash can leave the record behind the latest segment, never ahead of it); the book learns
         the partition's segments. What a crash cut short after a segment (retirement records,
         deletes) is staged again."""
         segments: list[PartitionSegment] = []
         retired_before: dict[str, int] = {}  # call → its entries in segments before this one are retired
-        recorded: set[str] = set()  # calls with a retirement record
+        recorded: dict[str, int] = {}  # call → the sequence its retirement record names
         # The key names the partition: only this partition's segments are decompressed and decoded.
         prefix, retired_at = partition_segment_prefix(partition), retired_prefix(partition)
         restored = RestoredSegments()
@@ -404,7 +410,7 @@ class JournalBook:
             elif key.startswith(retired_at):
                 record = msgpack.unpackb(value, raw=False)
                 retired_before[record["c"]] = max(int(record["s"]), retired_before.get(record["c"], -1))
-                recorded.add(record["c"])
+                recorded[record["c"]] = int(record["s"])
             elif key == watermark_key(partition):
                 restored.watermark_ms, restored.through_offset = decode_watermark(value)
         segments.sort(key=lambda segment: segment.sequence)
@@ -434,11 +440,19 @@ class JournalBook:
                 self.fragments.setdefault((partition, sequence), set()).add(call_id)
             still_needed |= left_behind
             restored.entries.extend(kept)
+        # A segment holds a message's entries call by call; re-folded so, a call's later events would
+        # move the partition's time past another call's first event, which the engine then refuses as
+        # too late for a new call. In position order the engine sees what it saw (a one-call message
+        # kept whole sits at its first event; only sweep ends of other calls fall inside it, and an end
+        # changes no other call).
+        restored.entries.sort(key=lambda entry: entry[1])
+        # Named by a segment's "f" and its record lost, or left at an earlier forgetting of the call
+        # (a crash cut the write that replaced it short): the segment naming it may go before long.
         records: list[tuple[bytes, bytes | None]] = [
             (retired_key(partition, call_id), encode_retired(partition, call_id, retired_before[call_id]))
-            for call_id in sorted(still_needed - recorded)]  # named by a segment, record lost
+            for call_id in sorted(still_needed) if recorded.get(call_id, -1) < retired_before[call_id]]
         gone: list[tuple[bytes, bytes | None]] = [(retired_key(partition, call_id), None)
-                for call_id in sorted(recorded - still_needed)]  # every segment it was in is gone
+                for call_id in sorted(recorded.keys() - still_needed)]  # every segment it was in is gone
         self.stage_changes(partition, records + deletes + gone)
         return restored
 
