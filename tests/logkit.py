@@ -6,7 +6,14 @@ from __future__ import annotations
 import json
 import random
 
+import msgspec
+
+from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID
+from streams.partitioning import partition_for
+from streams.send_plan import SendPlan
+
 T0 = 1_760_000_000_000
+SECOND = 1_000
 
 
 def build_log(path: str, calls: int = 120, turns: int = 6, seed: int = 3, inactivity_timeout_s: float | None = None) -> dict:
@@ -65,3 +72,51 @@ def build_log(path: str, calls: int = 120, turns: int = 6, seed: int = 3, inacti
         handle.write("\n".join(lines) + "\n")
     stats["records"] = len(lines)
     return stats
+
+
+def edge_log(rng: random.Random) -> list[bytes]:
+    """A few calls made to sit on the edges of event time: calls silent past their (short) timeout that
+    speak again, audio levels that hold no call open, annotations arriving as their call's retention
+    passes, events reordered within half a second. JSON Lines records, in the order of the log."""
+    events = []
+    for c in range(rng.randint(2, 7)):
+        call_id = f"call-{c}"
+        ts = T0 + rng.randint(0, 20 * SECOND)
+        n = 0
+
+        def add(type_: str, data: dict, at: int) -> None:
+            nonlocal n
+            n += 1
+            events.append({"v": 1, "type": type_, "event_id": f"{call_id}:{n}", "call_id": call_id, "ts_ms": at, "data": data})
+
+        add("call.started", {"agent_id": "a1", "inactivity_timeout_s": rng.choice([1, 2, 5])}, ts)
+        for _ in range(rng.randint(1, 8)):
+            ts += rng.choice([200, 900, 1_500, 3_000, 7_000, 12_000])  # now and then longer than the timeout
+            if rng.random() < 0.2:
+                add("rtvi", {"message": {"label": "rtvi-ai", "type": "user-audio-level", "data": {"value": 0.2}}}, ts)
+            else:
+                add("turn", {"role": rng.choice(["user", "assistant"]), "text": f"turn {n}"}, ts)
+        if rng.random() < 0.7:
+            ts += rng.choice([100, 2_000])
+            add("call.ended", {"stop_reason": "[EXIT]"}, ts)
+            if rng.random() < 0.6:
+                add("call.annotated", {"user_sentiment": "Positive"}, ts + rng.choice([500, 3_000, 9_000]))
+    # In event-time order, each event moved by up to half a second: the reordering a live feed has.
+    events.sort(key=lambda e: (e["ts_ms"] + rng.randint(-500, 500), e["event_id"]))
+    return [json.dumps(e).encode() for e in events]
+
+
+def sent(log: list[bytes], partitions: int, batch_size: int) -> dict[int, list[bytes]]:
+    """What `callqa send` puts on each partition for `log`, in order, its end-of-input watermarks last."""
+    plan = SendPlan(partitions, batch_size)
+    messages = [m for raw in log for m in plan.add(raw)] + plan.finish()
+    topic: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
+    for message in messages:
+        partition = message.partition if message.partition is not None else partition_for(message.key.decode(), partitions)
+        topic[partition].append(message.value)
+    ts = plan.report.max_ts_ms or 0
+    for partition in range(partitions):
+        topic[partition].append(msgspec.msgpack.encode({
+            "v": CONTRACT_VERSION, "type": "watermark", "event_id": f"{WATERMARK_CALL_ID}:{ts}:{partition}",
+            "call_id": WATERMARK_CALL_ID, "ts_ms": ts, "data": {"end_of_input": True, "partition": partition}}))
+    return topic
