@@ -389,11 +389,10 @@ class JournalBook:
 
     def restore(self, partition: int, items: Iterable[tuple[bytes, bytes]]) -> RestoredSegments:
         """The partition's journal entries in the order they were applied (by position), without the
-        entries of retired calls,
-        and its latest commit point (of its segments and its watermark record, written after them:
-        a crash can leave the record behind the latest segment, never ahead of it); the book learns
-        the partition's segments. What a crash cut short after a segment (retirement records,
-        deletes) is staged again."""
+        entries of retired calls, and its latest commit point (of its segments and its watermark
+        record, written after them: a crash can leave the record behind the latest segment, never
+        ahead of it); the book learns the partition's segments. What a crash cut short after a
+        segment (retirement records, deletes) is staged again."""
         segments: list[PartitionSegment] = []
         retired_before: dict[str, int] = {}  # call → its entries in segments before this one are retired
         recorded: dict[str, int] = {}  # call → the sequence its retirement record names
