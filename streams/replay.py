@@ -178,21 +178,13 @@ def replay_partitions(
                 report.rejected += 1
                 if on_dead_letter is not None:
                     on_dead_letter((index, DECODE_REJECTION, position), rejected, index)
-        events = decoded.events
-        if len(events) == 1:  # most records: the loop below without its bookkeeping
-            partition = partition_of_event(events[0])
-            if owned is None or partition in owned:
-                report.events += 1
-                feed(events[0], partition, index, EVENT_OUTCOME, 0)
-                sweep(partition, index, EVENT_OUTCOME, 0)
-        else:
-            for position, event in enumerate(events):
-                partition = partition_of_event(event)
-                if owned is not None and partition not in owned:
-                    continue
-                report.events += 1
-                feed(event, partition, index, EVENT_OUTCOME, position)
-                sweep(partition, index, EVENT_OUTCOME, position)
+        for position, event in enumerate(decoded.events):
+            partition = partition_of_event(event)
+            if owned is not None and partition not in owned:
+                continue
+            report.events += 1
+            feed(event, partition, index, EVENT_OUTCOME, position)
+            sweep(partition, index, EVENT_OUTCOME, position)
         if on_record is not None:
             on_record(len(raw))
     for partition in sorted(engine.partitions()):
