@@ -28,7 +28,7 @@ promises that nothing older follows there).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 
@@ -165,11 +165,7 @@ class SendPlan:
             # Refused as an item (another call's than the batch's; a batch, which an item may not be)
             # but accepted alone: sent as an item, in a batch of its own, so that the worker refuses it
             # as replay does. In the record's own encoding, its bytes as they are.
-            encode = msgspec.json.encode if _is_json(raw) else _msgpack.encode
-            body: dict[str, Any] = {"v": CONTRACT_VERSION, "events": [msgspec.Raw(item)]}
-            if batch.call_id is not None:
-                body["call_id"] = batch.call_id
-            item = encode(body)
+            item = _batch_body([msgspec.Raw(item)], batch.call_id, msgspec.json.encode if _is_json(raw) else _msgpack.encode)
         self._pass_through(item, rejection.call_id, out)
 
     def _whole(self, raw: bytes, decoded: Decoded, partition: int, out: list[Outgoing]) -> None:
@@ -200,7 +196,7 @@ class SendPlan:
 
     def _share(self, partition: int, share: list[tuple[AnyEvent, bytes]], out: list[Outgoing]) -> None:
         packed = [_repacked(item) for _, item in share]
-        body = None if None in packed else _msgpack.encode({"v": CONTRACT_VERSION, "events": [msgspec.Raw(p) for p in packed]})
+        body = None if None in packed else _batch_body([msgspec.Raw(p) for p in packed])
         if body is None or len(body) > self.max_message_bytes:
             for event, item in share:  # (not sendable as one message: event by event, as any record's)
                 self._event(event, item, out)
@@ -249,15 +245,31 @@ class SendPlan:
         batch = self._held.pop(partition)
         if len(batch.calls) == 1:
             (call_id,) = batch.calls
-            body = {"v": CONTRACT_VERSION, "call_id": call_id, "events": batch.events}
-            self._send(out, Outgoing(call_id.encode(), _msgpack.encode(body)))  # (its key chooses the partition)
+            self._send(out, Outgoing(call_id.encode(), _batch_body(batch.events, call_id)))  # (its key chooses the partition)
         else:
-            body = {"v": CONTRACT_VERSION, "events": batch.events}
-            self._send(out, Outgoing(_SEVERAL_CALLS_KEY, _msgpack.encode(body), partition))
+            self._send(out, Outgoing(_SEVERAL_CALLS_KEY, _batch_body(batch.events), partition))
 
     def _send(self, out: list[Outgoing], message: Outgoing) -> None:
         out.append(message)
         self.report.messages += 1
+
+
+def _batch_body(events: list[msgspec.Raw], call_id: str | None = None,
+                encode: Callable[[Any], bytes] = _msgpack.encode) -> bytes:
+    """A batch message (DESIGN §2) around `events`: of one call when `call_id` is given, else of
+    several calls of one partition."""
+    body: dict[str, Any] = {"v": CONTRACT_VERSION}
+    if call_id is not None:
+        body["call_id"] = call_id
+    body["events"] = events
+    return encode(body)
+
+
+def end_of_input_message(ts_ms: int, partition: int) -> bytes:
+    """The watermark `callqa send` ends a log with on `partition` (nothing follows there: its open
+    calls are swept at once, as replay sweeps them at the end of its input)."""
+    return _msgpack.encode({"v": CONTRACT_VERSION, "type": "watermark", "event_id": f"{WATERMARK_CALL_ID}:{ts_ms}:{partition}",
+                            "call_id": WATERMARK_CALL_ID, "ts_ms": ts_ms, "data": {"end_of_input": True, "partition": partition}})
 
 
 def _is_json(raw: bytes) -> bool:

@@ -1,7 +1,8 @@
 """`callqa send LOG`: publish a recorded event log to the events topic.
 
-What goes out, and in which order, is decided by `SendPlan` (streams/send_plan.py: per-call batches,
-the size and time bounds, batches and watermarks of the log); this module only sends it. At the end,
+What goes out, and in which order, is decided by `SendPlan` (streams/send_plan.py: each partition's
+batches in the log's order, the size and time bounds, batches and watermarks of the log); this module
+only sends it. At the end,
 unless the stream is to stay open, an end-of-input watermark goes to every partition so open calls
 are swept at once.
 """
@@ -12,14 +13,12 @@ from typing import Any, Callable, Iterable
 
 import msgspec
 
-from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID
+from models.events import WATERMARK_CALL_ID
 from streams.config import Settings
 from streams.kafka_clients import ensure_topics, producer
 from streams.live import DeadLetter
-from streams.send_plan import Outgoing, SendPlan, SendReport
+from streams.send_plan import Outgoing, SendPlan, SendReport, end_of_input_message
 from streams.topics import TopicNames
-
-_msgpack = msgspec.msgpack.Encoder()
 
 __all__ = ["SendReport", "send_end_of_input", "send_log"]
 
@@ -74,7 +73,5 @@ async def send_end_of_input(kafka: Any, topic: str, ts_ms: int) -> int:
     """An end-of-input watermark to every partition of `topic`; returns how many were sent."""
     partitions = sorted(await kafka.partitions_for(topic))
     for partition in partitions:
-        body = {"v": CONTRACT_VERSION, "type": "watermark", "event_id": f"{WATERMARK_CALL_ID}:{ts_ms}:{partition}",
-                "call_id": WATERMARK_CALL_ID, "ts_ms": ts_ms, "data": {"end_of_input": True, "partition": partition}}
-        await kafka.send(topic, _msgpack.encode(body), key=WATERMARK_CALL_ID.encode(), partition=partition)
+        await kafka.send(topic, end_of_input_message(ts_ms, partition), key=WATERMARK_CALL_ID.encode(), partition=partition)
     return len(partitions)

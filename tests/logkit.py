@@ -6,11 +6,8 @@ from __future__ import annotations
 import json
 import random
 
-import msgspec
-
-from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID
 from streams.partitioning import partition_for
-from streams.send_plan import SendPlan
+from streams.send_plan import SendPlan, end_of_input_message
 
 T0 = 1_760_000_000_000
 SECOND = 1_000
@@ -114,9 +111,6 @@ def sent(log: list[bytes], partitions: int, batch_size: int) -> dict[int, list[b
     for message in messages:
         partition = message.partition if message.partition is not None else partition_for(message.key.decode(), partitions)
         topic[partition].append(message.value)
-    ts = plan.report.max_ts_ms or 0
     for partition in range(partitions):
-        topic[partition].append(msgspec.msgpack.encode({
-            "v": CONTRACT_VERSION, "type": "watermark", "event_id": f"{WATERMARK_CALL_ID}:{ts}:{partition}",
-            "call_id": WATERMARK_CALL_ID, "ts_ms": ts, "data": {"end_of_input": True, "partition": partition}}))
+        topic[partition].append(end_of_input_message(plan.report.max_ts_ms or 0, partition))
     return topic
