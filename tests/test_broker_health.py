@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 import tempfile
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -89,7 +92,7 @@ def _wait_for_health(worker, predicate, timeout_s: float) -> dict:
 
 
 @pytest.mark.broker
-def test_a_worker_whose_broker_goes_away_answers_503_broker_unreachable(topic_prefix):
+def test_a_worker_whose_broker_goes_away_answers_503_broker_unreachable_and_still_stops_on_sigterm(topic_prefix):
     # A broker of its own, which the test stops (the session's serves every other test).
     own = EmbeddedBroker().start(log_path=tempfile.mkdtemp(prefix="callqa-broker-") + "/broker.log")
     worker = None
@@ -106,9 +109,14 @@ def test_a_worker_whose_broker_goes_away_answers_503_broker_unreachable(topic_pr
         with pytest.raises(urllib.error.HTTPError) as answer:
             urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}/health", timeout=2)
         assert answer.value.code == 503
+        # A supervisor stopping it (Kubernetes: SIGTERM, then SIGKILL after a 30 s grace period) finds
+        # it gone well within the grace period; it waited 60 s on a consumer thread that never ended.
+        os.killpg(worker.process.pid, signal.SIGTERM)
+        assert worker.process.wait(timeout=20) == 0
+        assert "closing its connections without it" in Path(worker.log_path).read_text()
     finally:
         if worker is not None:
-            worker.kill()  # (a clean stop would wait for the broker that is gone)
+            worker.kill()
         own.stop()
 
 
