@@ -8,6 +8,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def scratch_under_pytest_s_temporary_directory(tmp_path_factory):
+    """What the tests and their helpers make with `tempfile` (workers' data directories, brokers'
+    logs) goes under this session's pytest directory, which pytest removes after a few sessions,
+    instead of piling up in the system's temporary directory."""
+    scratch = tmp_path_factory.mktemp("scratch")
+    previous, tempfile.tempdir = tempfile.tempdir, str(scratch)
+    yield
+    tempfile.tempdir = previous
+
+
 @pytest.fixture(scope="session")
 def broker():
     """One embedded Kafka-compatible broker for the whole session, on a free port, over TCP."""
