@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import tempfile
 
 import pytest
 
@@ -46,9 +47,13 @@ def _at(report: dict, dotted: str):
     return node
 
 
-def test_a_quick_bench_writes_every_figure_of_the_report(broker, tmp_path):
+def test_a_quick_bench_writes_every_figure_of_the_report_and_leaves_nothing_else(broker, tmp_path, monkeypatch):
     out = tmp_path / "report.json"
+    scratch = tmp_path / "tmp"  # where its working directory, its workers' and its peers' state go
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     run_bench(str(out), quick=True, broker=broker, log=lambda line: None)
+    assert list(scratch.iterdir()) == []
     report = json.loads(out.read_text())
     for name in REQUIRED_NUMBERS:
         value = _at(report, name)

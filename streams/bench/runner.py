@@ -32,6 +32,7 @@ import asyncio
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -247,8 +248,10 @@ class Bench:
 
     def _peer(self, kind: str, topic: str, events: int) -> dict[str, float]:
         self.log(f"  {kind} on {topic}")
+        # (TMPDIR: the peers' state directories go into the run's working directory, removed with it.)
         done = subprocess.run([sys.executable, "-m", "streams.bench.peers", kind, self.bootstrap, topic, str(events)],
-                              capture_output=True, text=True, timeout=self.scale.timeout_s)
+                              capture_output=True, text=True, timeout=self.scale.timeout_s,
+                              env={**os.environ, "TMPDIR": self.workdir})
         # A Faust worker draws its spinner on stdout too: the report is the line's JSON object.
         lines = [line[line.index("{"):] for line in done.stdout.splitlines() if '{"events"' in line]
         if done.returncode != 0 or not lines:
@@ -539,9 +542,13 @@ def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | N
         runs["memory.per_call"] = lambda: bench.memory(scale.memory_calls)
         runs["memory.many"] = lambda: bench.memory(scale.many_open_calls)
         _run_all(runs, scale.parallel, measured)
+    except BaseException:
+        log(f"bench stopped: its logs and workers' data are kept in {workdir}")
+        raise
     finally:
         if own_broker:
             broker.stop()
+    shutil.rmtree(workdir, ignore_errors=True)  # (every figure is in the report)
 
     single, batched = loaded["single"], loaded["batched"]
     for shape, section in (("single", single), ("batched", batched)):
