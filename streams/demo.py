@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import tempfile
 import time
 import urllib.request
@@ -94,7 +95,7 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
     print(f"callqa demo: {log}\n  replay (in-process): {replay_report.events} events, {len(expected)} calls "
           f"in {replay_report.seconds:.2f} s ({replay_report.events_per_s:,.0f} events/s)")
     with EmbeddedBroker().start(log_path=f"{workdir}/broker.log") as broker:
-        print(f"  embedded broker at {broker.bootstrap}; logs in {workdir}")
+        print(f"  embedded broker at {broker.bootstrap}; logs in {workdir} (removed when the demo succeeds)")
         settings = configured.with_overrides(broker=broker.url, data_dir=f"{workdir}/data")
         worker_env = {"CALLQA_PARTITIONS": str(partitions)}
         if cohorts_file:
@@ -143,4 +144,8 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
         print(f"EXTRA results, for {len(extra)} calls replay did not score, e.g. {extra[:5]}")
     if dead_live is not None and dead_live != replay_report.rejected:
         print(f"DIFFERENT dead letters: {dead_live} live, {replay_report.rejected} in replay")
-    return 0 if not missing and not extra and same == len(expected) else 1
+    if missing or extra or same != len(expected):
+        print(f"the broker's and the worker's logs are kept in {workdir}")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
