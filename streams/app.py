@@ -26,6 +26,7 @@ from streams.config import PRODUCER_MAX_REQUEST_BYTES, Settings
 from streams.journal import SEGMENT_SECONDS
 from streams.live import LiveScorer
 from streams.message_flow import MessageFlow, ResultHook
+from streams.prompt_stop import PromptStopApp
 from streams.results_view import ResultsView
 from streams.topics import TopicNames
 from streams.wiring import build_engine
@@ -111,7 +112,7 @@ class CallqaApp:
 
 def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaApp:
     names = TopicNames(settings.topic_prefix)
-    app = faust.App(
+    app = PromptStopApp(
         settings.app_id,
         broker=faust_broker_url(settings.broker),
         broker_credentials=faust_broker_credentials(settings),

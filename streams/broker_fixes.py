@@ -5,7 +5,8 @@ every fix below. A `kafka://` URL (Apache Kafka, or any other cluster) is given 
 `callqa-kafka://` (`faust_broker_url`), whose transport (`DirectHandoffTransport`) has the fixes to
 Faust's hot path, which hold for any broker (3. to 5.), and none of the embedded broker's (1. and
 2.). `aiokafka://` keeps Faust's stock transport, with only the fixes installed through settings (6.
-and 7.).
+and 7.). Both of callqa's transports also stop promptly when their brokers are gone
+(streams/prompt_stop.py).
 
 The embedded broker's:
 
@@ -46,18 +47,6 @@ Faust's hot path, for any broker:
    `DirectHandoffConsumer.ack_all` does the same bookkeeping for the lot under one hold of the lock
    and wakes the waiter once (0.31 µs a message).
 
-And one for any broker, in the consumer's thread:
-
-8. **A stop that does not wait for a broker that is gone**: the consumer's thread stops by stopping
-   aiokafka's consumer. With the broker gone, a fetch is sleeping out its retry backoff; the
-   fetcher's close cancels it and awaits it, and the `CancelledError` escapes `AIOKafkaConsumer.stop`
-   (aiokafka#647), ends the thread's loop before it reports itself stopped, and the worker then
-   waited for mode's 60-second child timeout: 64 s from SIGTERM to exit, past a supervisor's grace
-   period (30 s on Kubernetes), which then kills it. `PromptStopConsumerThread` gives aiokafka's stop
-   `CONSUMER_STOP_TIMEOUT_S`; when it fails or runs out, it closes what is left itself
-   (`close_without_broker`). With no broker there is no group to leave nor offset to commit;
-   what was not committed is delivered again from the committed offset, as after a crash.
-
 And two installed through Faust's settings (`Monitor`, `ConsumerScheduler`), so on every transport,
 Faust's stock one included:
 
@@ -86,7 +75,6 @@ from contextlib import contextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, List, Mapping, cast
 from weakref import WeakKeyDictionary
 
-from aiokafka.consumer.group_coordinator import GroupCoordinator
 from aiokafka.protocol.fetch import FetchRequest
 from faust import streams as faust_streams
 from faust.sensors import Monitor
@@ -98,6 +86,8 @@ from faust.types.tuples import ack_lock
 from faust.utils.urls import urllist
 from mode import Service
 from mode.utils.futures import notify
+
+from streams.prompt_stop import PromptStopConsumer, PromptStopConsumerThread, PromptStopProducer
 
 logger = logging.getLogger("callqa.broker")
 
@@ -131,59 +121,6 @@ async def probe_high_watermarks(client: Any, offsets: Mapping[TP, int]) -> dict[
 FETCH_MAX_WAIT_MS = 10
 
 
-# Long enough for a reachable broker to answer a LeaveGroup (milliseconds), short enough that a worker
-# whose brokers are gone stops within a supervisor's grace period (see 8. above).
-CONSUMER_STOP_TIMEOUT_S = 5.0
-
-
-class PromptStopConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
-    """Faust's consumer thread whose stop does not wait for a broker that is gone (8. above)."""
-
-    async def on_thread_stop(self) -> None:
-        # Faust's own first step: the thread's method queue (QueueServiceThread.on_thread_stop).
-        await super(faust_aiokafka.AIOKafkaConsumerThread, self).on_thread_stop()
-        consumer = self._consumer
-        if consumer is None:
-            return
-        stopping = asyncio.ensure_future(consumer.stop())
-        await asyncio.wait([stopping], timeout=CONSUMER_STOP_TIMEOUT_S)
-        if not stopping.done():
-            stopping.cancel()
-            failure: str = f"did not stop within {CONSUMER_STOP_TIMEOUT_S:g} s"
-        elif stopping.cancelled():
-            failure = "stopped with CancelledError"
-        elif stopping.exception() is not None:
-            failure = f"stopped with {stopping.exception()!r}"
-        else:
-            return
-        await asyncio.gather(stopping, return_exceptions=True)
-        logger.warning("the Kafka consumer %s (no broker answers?): closing its connections without it", failure)
-        await close_without_broker(consumer)
-
-
-async def close_without_broker(consumer: Any) -> None:
-    """What `AIOKafkaConsumer.stop` does besides talking to the broker, for a stop that failed or was
-    cut short: the group coordinator's background tasks, the fetcher's tasks (their cancellation
-    swallowed, unlike `Fetcher.close`), its waiters, and the connections."""
-    coordinator = consumer._coordinator
-    if isinstance(coordinator, GroupCoordinator):  # (a consumer with no group has nothing running)
-        tasks = [coordinator._coordination_task]
-        await coordinator._stop_heartbeat_task()
-        await coordinator._stop_commit_offsets_refresh_task()
-    else:
-        tasks = []
-    fetcher = consumer._fetcher
-    if fetcher is not None:
-        tasks += [fetcher._fetch_task, *fetcher._pending_tasks]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    if fetcher is not None:
-        for waiter in list(fetcher._fetch_waiters):
-            fetcher._notify(waiter)
-    await consumer._client.close()
-
-
 class VerifiedHighwaterConsumerThread(PromptStopConsumerThread):
     def _create_worker_consumer(self, transport: Any) -> Any:
         consumer = super()._create_worker_consumer(transport)
@@ -207,12 +144,9 @@ class VerifiedHighwaterConsumerThread(PromptStopConsumerThread):
         return corrected
 
 
-class DirectHandoffConsumer(faust_aiokafka.Consumer):
-    """Faust's aiokafka consumer with the hot-path fixes (3., 4. and 5.) and the prompt stop (8.): for
-    any broker."""
-
-    def _new_consumer_thread(self) -> faust_aiokafka.AIOKafkaConsumerThread:
-        return PromptStopConsumerThread(self, loop=self.loop, beacon=self.beacon)
+class DirectHandoffConsumer(PromptStopConsumer):
+    """Faust's aiokafka consumer with the hot-path fixes (3., 4. and 5.) and a prompt stop
+    (streams/prompt_stop.py): for any broker."""
 
     def ack_all(self, messages: Iterable[Message]) -> None:
         """`message.ack(self)` for each message, under one hold of Faust's ack lock (see 5. above):
@@ -379,6 +313,7 @@ class DirectHandoffTransport(faust_aiokafka.Transport):
     `kafka://`, see `faust_broker_url`)."""
 
     Consumer = DirectHandoffConsumer
+    Producer = PromptStopProducer
 
 
 class EmbeddedBrokerTransport(DirectHandoffTransport):

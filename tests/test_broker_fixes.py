@@ -8,8 +8,6 @@ import inspect
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.consumer.fetcher import Fetcher
-from aiokafka.consumer.group_coordinator import GroupCoordinator
 from faust import streams as faust_streams
 from faust.app import base as faust_app
 from faust.sensors import Monitor
@@ -27,7 +25,6 @@ from streams.broker_fixes import (
     EmbeddedBrokerTransport,
     InterleavedScheduler,
     LeanMonitor,
-    PromptStopConsumerThread,
     current_event_for,
     faust_broker_url,
     probe_high_watermarks,
@@ -50,12 +47,6 @@ PINNED = {
     (faust_tuples.Message, "decref"): "f23396189d0e55922d5c9c627879af52e076aa2a14262b4ea72aee86534c729b",
     (faust_tuples.ConsumerMessage, "on_final_ack"): "45d670b6a8ac4bd07a3e5600c89358638415b7a2bf1d17c03c260cfc1b8a8e5a",
     (FaustConsumer, "ack"): "5fcf41cf45153475de3790dc56fec1b83335956dc8b3bf7ff6bbb2b57627f03f",
-    # The prompt stop: Faust's thread stop it replaces, and what aiokafka's stop does that
-    # `close_without_broker` does in its place when it fails.
-    (faust_aiokafka.AIOKafkaConsumerThread, "on_thread_stop"): "8dfc004e258b6c25edd2b0986531aea0fc75dd5cef0d0718c87848af33c6f757",
-    (AIOKafkaConsumer, "stop"): "bc5da9c98595299a3d968526cd9f4a344e672520892a917547d15151cd588d35",
-    (Fetcher, "close"): "1cd24bc1c442149e7d9a4ddef0770f4aa1272c60c4c7f2a89ab7a50e4444d44b",
-    (GroupCoordinator, "close"): "f30d831089456312e58c9790ef349046c99bbe73a7358a466eea2a5b1c3b1b58",
     # The record order the interleaved scheduler keeps.
     (DefaultSchedulingStrategy, "iterate"): "aa1147fa5c2101b8cd1f60055faaa7ce8b9799754c1fe61aa19a9450e13b7c67",
     (DefaultSchedulingStrategy, "records_iterator"): "b23981c4d98568a5c393eaefee08be7289aea8cb4f035fc7976260c0228e738f",
@@ -201,50 +192,6 @@ def test_a_worker_s_kafka_url_selects_the_hot_path_transport_without_the_embedde
     assert asyncio.run(build("tansu://10.0.0.1:9092")) == (EmbeddedBrokerTransport, EmbeddedBrokerConsumer,
                                                           FETCH_MAX_WAIT_MS)
     assert asyncio.run(build("aiokafka://10.0.0.1:9092"))[:2] == (faust_aiokafka.Transport, faust_aiokafka.Consumer)
-
-
-def test_both_of_callqa_s_transports_stop_their_consumer_promptly():
-    import faust
-
-    async def build(url: str) -> object:
-        return faust.App("t-stop", broker=faust_broker_url(url), autodiscover=False).consumer._thread
-
-    assert isinstance(asyncio.run(build("kafka://10.0.0.1:9092")), PromptStopConsumerThread)
-    assert isinstance(asyncio.run(build("tansu://10.0.0.1:9092")), PromptStopConsumerThread)
-
-
-def test_a_consumer_stop_that_does_not_end_is_cut_short_and_its_connections_closed(monkeypatch, caplog):
-    # (The stop that fails at once, on a broker that is gone, is tests/test_broker_health.py's.)
-    import faust
-
-    from streams import broker_fixes
-
-    monkeypatch.setattr(broker_fixes, "CONSUMER_STOP_TIMEOUT_S", 0.2)
-    seen: dict[str, bool] = {}
-
-    async def stop_the_thread() -> None:
-        thread = faust.App("t-stop-hangs", broker="tansu://127.0.0.1:9", autodiscover=False).consumer._thread
-        consumer = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:9")  # never started: no coordinator, no fetcher
-
-        async def leaves_a_group_that_never_answers() -> None:
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                seen["cut short"] = True
-                raise
-
-        async def client_closed() -> None:
-            seen["closed"] = True
-
-        consumer.stop = leaves_a_group_that_never_answers
-        consumer._client.close = client_closed
-        thread._consumer = consumer
-        await asyncio.wait_for(thread.on_thread_stop(), 5)
-
-    with caplog.at_level("WARNING", logger="callqa.broker"):
-        asyncio.run(stop_the_thread())
-    assert seen == {"cut short": True, "closed": True}
-    assert "did not stop within 0.2 s" in caplog.text
 
 
 def test_every_kafka_url_faust_would_read_as_kafka_goes_to_the_hot_path_transport_with_its_hosts():

@@ -1,0 +1,150 @@
+"""A worker stops within seconds of SIGTERM, its brokers gone or not.
+
+A supervisor stops a worker with SIGTERM and kills it after a grace period (30 s on Kubernetes).
+With every broker gone, Faust's stop waited on the broker at four places, each for a minute or for
+ever; the worker was then killed instead of stopping (no harm to what it scored: the journal is
+crash-safe, and what was not committed is delivered again, but the stop was not clean and took the
+whole grace period). Each place gets `STOP_STEP_TIMEOUT_S` and then goes on without the broker:
+
+1. **The consumer's last commit** (`PromptStopConsumer.on_stop`): Faust's consumer commits what was
+   acknowledged since its last commit; aiokafka looks for the group's coordinator until the
+   consumer is closed, which comes after. A commit cut short commits nothing, so what was read since
+   the previous commit comes again, and the journal skips what it applied.
+2. **The consumer's thread** (`PromptStopConsumerThread`): it stops by stopping aiokafka's consumer.
+   With the broker gone, a fetch is sleeping out its retry backoff; the fetcher's close cancels and
+   awaits it, the `CancelledError` escapes `AIOKafkaConsumer.stop` (aiokafka#647) and ends the
+   thread's loop before it reports itself stopped, and the worker waited for mode's 60-second child
+   timeout (64 s from SIGTERM to exit). When aiokafka's stop fails or runs out of time, the thread
+   closes what is left itself (`close_consumer_without_broker`): no group to leave, no offset to
+   commit.
+3. **The application's flush** (`PromptStopApp._producer_flush`) and 4. **the producer's stop**
+   (`PromptStopProducer.on_stop`): aiokafka retries a send to a broker that does not answer until
+   its request timeout (Faust sets 20 minutes). What is dropped there (results, dead letters, journal
+   segments) was made by messages that were not committed (the commit flushes first, and is
+   abandoned with it), so they are delivered again and make it again.
+
+The commit's own flush stays unbounded: a commit must never go on without what it covers.
+
+Each replaces or wraps a method of Faust or aiokafka; `tests/test_prompt_stop.py` pins their
+source.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import faust
+from aiokafka.consumer.group_coordinator import GroupCoordinator
+from faust.transport.drivers import aiokafka as faust_aiokafka
+
+logger = logging.getLogger("callqa.broker")
+
+# Long enough for a reachable broker to answer (a LeaveGroup, a commit, a flush take milliseconds),
+# short enough that the four steps together (and Faust's own two seconds of gathering its tasks) stay
+# well within a supervisor's grace period. A step cut short while the broker still answers only
+# costs work done again: what it dropped was not committed.
+STOP_STEP_TIMEOUT_S = 3.0
+
+
+async def within_stop_timeout(step: Any, what: str, consequence: str) -> bool:
+    """Run `step`; False (and a warning) when it did not end within `STOP_STEP_TIMEOUT_S` and was
+    cancelled. (Not `asyncio.wait_for`: Faust's commit swallows the cancellation, and `wait_for` then
+    reports a step that ran out of time as one that ended.)"""
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait([task], timeout=STOP_STEP_TIMEOUT_S)
+    if task in done:
+        task.result()
+        return True
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    logger.warning("%s did not end within %g s (no broker answers?): %s", what, STOP_STEP_TIMEOUT_S, consequence)
+    return False
+
+
+class PromptStopApp(faust.App):
+    """Faust's application whose stop does not wait on a producer that cannot deliver (3. above)."""
+
+    async def _producer_flush(self, logger: Any) -> None:
+        await within_stop_timeout(super()._producer_flush(logger), "the producer's flush at stop",
+                                  "what it holds is made again when its messages are delivered again")
+
+
+class PromptStopProducer(faust_aiokafka.Producer):
+    """Faust's aiokafka producer whose stop does not wait on a broker that is gone (4. above)."""
+
+    async def on_stop(self) -> None:
+        producer = self._producer
+        stopped = await within_stop_timeout(super().on_stop(), "the producer's stop",
+                                            "dropping what it holds; its messages were not committed")
+        if not stopped and producer is not None:
+            await close_producer_without_broker(producer)
+
+
+async def close_producer_without_broker(producer: Any) -> None:
+    """What `AIOKafkaProducer.stop` does after its flush: the sender's task and the connections."""
+    sender = producer._sender
+    if sender is not None and sender.sender_task is not None:
+        sender.sender_task.cancel()
+        await asyncio.gather(sender.sender_task, return_exceptions=True)
+    await producer.client.close()
+
+
+class PromptStopConsumer(faust_aiokafka.Consumer):
+    """Faust's aiokafka consumer whose last commit and thread do not wait on a broker that is gone
+    (1. and 2. above)."""
+
+    def _new_consumer_thread(self) -> faust_aiokafka.AIOKafkaConsumerThread:
+        return PromptStopConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    async def on_stop(self) -> None:
+        await within_stop_timeout(super().on_stop(), "the consumer's last commit",
+                                  "what was read since the previous one comes again (the journal skips it)")
+
+
+class PromptStopConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
+    """Faust's consumer thread whose stop does not wait on a broker that is gone (2. above)."""
+
+    async def on_thread_stop(self) -> None:
+        # Faust's own first step: the thread's method queue (QueueServiceThread.on_thread_stop).
+        await super(faust_aiokafka.AIOKafkaConsumerThread, self).on_thread_stop()
+        consumer = self._consumer
+        if consumer is None:
+            return
+        stopping = asyncio.ensure_future(consumer.stop())
+        await asyncio.wait([stopping], timeout=STOP_STEP_TIMEOUT_S)
+        if not stopping.done():
+            stopping.cancel()
+            failure = f"did not stop within {STOP_STEP_TIMEOUT_S:g} s"
+        elif stopping.cancelled():
+            failure = "stopped with CancelledError"
+        elif stopping.exception() is not None:
+            failure = f"stopped with {stopping.exception()!r}"
+        else:
+            return
+        await asyncio.gather(stopping, return_exceptions=True)
+        logger.warning("the Kafka consumer %s (no broker answers?): closing its connections without it", failure)
+        await close_consumer_without_broker(consumer)
+
+
+async def close_consumer_without_broker(consumer: Any) -> None:
+    """What `AIOKafkaConsumer.stop` does besides talking to the broker, for a stop that failed or was
+    cut short: the group coordinator's background tasks, the fetcher's tasks (their cancellation
+    swallowed, unlike `Fetcher.close`), its waiters, and the connections."""
+    coordinator = consumer._coordinator
+    tasks = []
+    if isinstance(coordinator, GroupCoordinator):  # (a consumer with no group has nothing running)
+        tasks.append(coordinator._coordination_task)
+        await coordinator._stop_heartbeat_task()
+        await coordinator._stop_commit_offsets_refresh_task()
+    fetcher = consumer._fetcher
+    if fetcher is not None:
+        tasks += [fetcher._fetch_task, *fetcher._pending_tasks]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    if fetcher is not None:
+        for waiter in list(fetcher._fetch_waiters):
+            fetcher._notify(waiter)
+    await consumer._client.close()
