@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import inspect
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -17,6 +15,7 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.transport.utils import DefaultSchedulingStrategy
 from faust.types import TP
 
+from pinning import each_pin, source_digest
 from streams.broker_fixes import (
     FETCH_MAX_WAIT_MS,
     DirectHandoffConsumer,
@@ -62,10 +61,9 @@ PINNED = {
 }
 
 
-@pytest.mark.parametrize("owner,name", list(PINNED), ids=[f"{o.__name__}.{n}" for o, n in PINNED])
+@each_pin(PINNED)
 def test_the_replaced_faust_method_is_unchanged(owner, name):
-    source = inspect.getsource(getattr(owner, name))
-    assert hashlib.sha256(source.encode()).hexdigest() == PINNED[(owner, name)]
+    assert source_digest(owner, name) == PINNED[(owner, name)]
 
 
 def test_the_worker_consumer_of_the_tansu_transport_waits_briefly_for_fetches():
@@ -154,8 +152,7 @@ def test_the_lean_monitor_still_counts_messages_and_events():
 
 def test_the_current_event_of_a_stream_is_read_as_the_fixes_set_it():
     # current_event_for sets faust.streams._current_event to a weak reference to an event.
-    source = inspect.getsource(faust_streams.current_event)
-    assert hashlib.sha256(source.encode()).hexdigest() == "3b821f1a78d86a58234dfe781fbf539775b00e66fdac9489c1c398a2d81d7e9d"
+    assert source_digest(faust_streams, "current_event") == "3b821f1a78d86a58234dfe781fbf539775b00e66fdac9489c1c398a2d81d7e9d"
 
 
 def test_a_directly_delivered_message_is_the_current_event_while_a_table_is_written():
