@@ -7,12 +7,13 @@ crash-safe, and what was not committed is delivered again, but the stop was not 
 whole grace period). Each place gets `STOP_STEP_TIMEOUT_S` and then goes on without the broker:
 
 1. **The consumer's last commit** (`PromptStopConsumer.on_stop`): Faust's consumer commits what was
-   acknowledged since its last commit; aiokafka looks for the group's coordinator until the
-   consumer is closed, which comes after. A commit cut short commits nothing, so what was read since
-   the previous commit comes again, and the journal skips what it applied.
+   acknowledged since its last commit, after flushing the producer; aiokafka looks for the group's
+   coordinator until the consumer is closed, which comes after. A commit cut short may not reach the
+   broker: what was read since the previous commit then comes again, and the journal skips what it
+   applied. (Cut short, it never commits without its flush: the flush comes first.)
 2. **The consumer's thread** (`PromptStopConsumerThread`): it stops by stopping aiokafka's consumer.
    With the broker gone, a fetch is sleeping out its retry backoff; the fetcher's close cancels and
-   awaits it, the `CancelledError` escapes `AIOKafkaConsumer.stop` (aiokafka#647) and ends the
+   awaits it, the `CancelledError` escapes `AIOKafkaConsumer.stop` (as in aiokafka#647) and ends the
    thread's loop before it reports itself stopped, and the worker waited for mode's 60-second child
    timeout (64 s from SIGTERM to exit). When aiokafka's stop fails or runs out of time, the thread
    closes what is left itself (`close_consumer_without_broker`): no group to leave, no offset to
@@ -83,7 +84,10 @@ class PromptStopProducer(faust_aiokafka.Producer):
 
 
 async def close_producer_without_broker(producer: Any) -> None:
-    """What `AIOKafkaProducer.stop` does after its flush: the sender's task and the connections."""
+    """What `AIOKafkaProducer.stop` does besides its flush: marks it closed (it may have been cut
+    short before it did), cancels the sender's task (which fails what is pending) and closes the
+    connections."""
+    producer._closed = True
     sender = producer._sender
     if sender is not None and sender.sender_task is not None:
         sender.sender_task.cancel()
