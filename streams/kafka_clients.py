@@ -52,6 +52,29 @@ def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
     return AIOKafkaProducer(acks="all", linger_ms=20, max_request_size=PRODUCER_MAX_REQUEST_BYTES, **connection_options(settings), **extra)
 
 
+async def close_producer_without_broker(producer: Any) -> None:
+    """What `AIOKafkaProducer.stop` does besides its flush: marks it closed (it may have been cut
+    short before it did), cancels the sender's task (which fails what is pending) and closes the
+    connections."""
+    producer._closed = True
+    sender = producer._sender
+    if sender is not None and sender.sender_task is not None:
+        sender.sender_task.cancel()
+        await asyncio.gather(sender.sender_task, return_exceptions=True)
+    await producer.client.close()
+
+
+
+async def stop_producer(producer: AIOKafkaProducer, timeout_s: float) -> bool:
+    """`producer.stop()` (which flushes what it holds), or, when that takes longer than `timeout_s`
+    (a broker gone: aiokafka would wait for ever), the same without the flush. False when cut short."""
+    try:
+        await asyncio.wait_for(producer.stop(), timeout_s)
+        return True
+    except asyncio.TimeoutError:
+        await close_producer_without_broker(producer)
+        return False
+
 def reader(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
     """A consumer outside any group: assign partitions and read from the beginning."""
     return AIOKafkaConsumer(enable_auto_commit=False, auto_offset_reset="earliest", **connection_options(settings), **extra)

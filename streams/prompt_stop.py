@@ -40,6 +40,8 @@ import faust
 from aiokafka.consumer.group_coordinator import GroupCoordinator
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
+from streams.kafka_clients import close_producer_without_broker
+
 logger = logging.getLogger("callqa.broker")
 
 # Long enough for a reachable broker to answer (a LeaveGroup, a commit, a flush take milliseconds),
@@ -81,18 +83,6 @@ class PromptStopProducer(faust_aiokafka.Producer):
                                             "dropping what it holds; its messages were not committed")
         if not stopped and producer is not None:
             await close_producer_without_broker(producer)
-
-
-async def close_producer_without_broker(producer: Any) -> None:
-    """What `AIOKafkaProducer.stop` does besides its flush: marks it closed (it may have been cut
-    short before it did), cancels the sender's task (which fails what is pending) and closes the
-    connections."""
-    producer._closed = True
-    sender = producer._sender
-    if sender is not None and sender.sender_task is not None:
-        sender.sender_task.cancel()
-        await asyncio.gather(sender.sender_task, return_exceptions=True)
-    await producer.client.close()
 
 
 class PromptStopConsumer(faust_aiokafka.Consumer):

@@ -2,9 +2,11 @@
 
 What goes out, and in which order, is decided by `SendPlan` (streams/send_plan.py: each partition's
 batches in the log's order, the size and time bounds, batches and watermarks of the log); this module
-only sends it. At the end,
-unless the stream is to stay open, an end-of-input watermark goes to every partition so open calls
-are swept at once.
+only sends it, and waits for the broker to acknowledge all of it (streams/acknowledgements.py: a
+message the broker refused, or a broker that acknowledges nothing for a while, ends the send with an
+error saying so, instead of a report of a log sent whole). At the end, unless the stream is to stay
+open, an end-of-input watermark goes to every partition, once everything before it was acknowledged,
+so open calls are swept at once.
 """
 
 from __future__ import annotations
@@ -12,15 +14,21 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 import msgspec
+from aiokafka.errors import KafkaTimeoutError
 
 from models.events import WATERMARK_CALL_ID
+from streams.acknowledgements import AGAIN, STALL_TIMEOUT_S, Acknowledgements, NotAcknowledged
 from streams.config import Settings
-from streams.kafka_clients import ensure_topics, producer
+from streams.kafka_clients import ensure_topics, producer, stop_producer
 from streams.live import DeadLetter
 from streams.send_plan import Outgoing, SendPlan, SendReport, end_of_input_message
 from streams.topics import TopicNames
 
 __all__ = ["SendReport", "send_end_of_input", "send_log"]
+
+# What the producer's stop may take once everything was acknowledged (at once), or after a failure,
+# when what it still holds will not be delivered anyway.
+PRODUCER_STOP_TIMEOUT_S = 5.0
 
 
 async def send_log(
@@ -30,10 +38,14 @@ async def send_log(
     max_span_ms: int = 10_000,
     end_of_input: bool = True,
     on_record: Callable[[int], None] | None = None,
+    stall_s: float = STALL_TIMEOUT_S,
 ) -> SendReport:
     topics = TopicNames(settings.topic_prefix)
     await ensure_topics(settings, {topics.events: settings.partitions, topics.deadletter: 1})
-    kafka = producer(settings)
+    acknowledgements = Acknowledgements(stall_s)
+    # (aiokafka's request timeout: how long a batch may wait for the broker, and a send for room in
+    # the producer's buffer, before they fail.)
+    kafka = producer(settings, request_timeout_ms=max(1, int(stall_s * 1000)))
     await kafka.start()
     try:
         partitions = len(await kafka.partitions_for(topics.events))
@@ -41,21 +53,29 @@ async def send_log(
 
         async def send(messages: list[Outgoing]) -> None:
             for message in messages:
-                if message.refused is not None:
-                    await kafka.send(topics.deadletter, refused_document(message, topics.events), key=message.key)
-                else:
-                    await kafka.send(topics.events, message.value, key=message.key, partition=message.partition)
+                try:
+                    if message.refused is not None:
+                        delivery = await kafka.send(topics.deadletter, refused_document(message, topics.events),
+                                                    key=message.key)
+                    else:
+                        delivery = await kafka.send(topics.events, message.value, key=message.key,
+                                                    partition=message.partition)
+                except KafkaTimeoutError as exc:  # (its buffer full, and the broker taking nothing)
+                    raise NotAcknowledged(f"the broker took no more messages ({exc!r}); {AGAIN}") from exc
+                acknowledgements.add(delivery)
 
         for raw in records:
             await send(plan.add(raw))
             if on_record is not None:
                 on_record(len(raw))
         await send(plan.finish())
+        await acknowledgements.wait_all()  # (before the end of input: it promises all came before it)
         if end_of_input:
-            plan.report.messages += await send_end_of_input(kafka, topics.events, plan.report.max_ts_ms or 0)
-        await kafka.flush()
+            plan.report.messages += await send_end_of_input(kafka, topics.events, plan.report.max_ts_ms or 0,
+                                                            acknowledgements)
+            await acknowledgements.wait_all()
     finally:
-        await kafka.stop()
+        await stop_producer(kafka, PRODUCER_STOP_TIMEOUT_S)
     return plan.report
 
 
@@ -69,9 +89,10 @@ def refused_document(message: Outgoing, events_topic: str) -> bytes:
     return msgspec.json.encode(letter.to_document())
 
 
-async def send_end_of_input(kafka: Any, topic: str, ts_ms: int) -> int:
+async def send_end_of_input(kafka: Any, topic: str, ts_ms: int, acknowledgements: Acknowledgements) -> int:
     """An end-of-input watermark to every partition of `topic`; returns how many were sent."""
     partitions = sorted(await kafka.partitions_for(topic))
     for partition in partitions:
-        await kafka.send(topic, end_of_input_message(ts_ms, partition), key=WATERMARK_CALL_ID.encode(), partition=partition)
+        acknowledgements.add(await kafka.send(topic, end_of_input_message(ts_ms, partition),
+                                              key=WATERMARK_CALL_ID.encode(), partition=partition))
     return len(partitions)

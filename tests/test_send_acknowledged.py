@@ -1,0 +1,104 @@
+"""`callqa send` reports a log sent only when the broker acknowledged all of it: a refused message or
+a broker that acknowledges nothing ends it with an error saying what to do, within a bounded time."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import tempfile
+import time
+
+import pytest
+
+from models.wire import read_log
+from streams.acknowledgements import Acknowledgements, NotAcknowledged
+from streams.bench.workload import Workload
+from streams.broker import EmbeddedBroker
+from streams.config import Settings
+from streams.sender import send_log
+
+
+async def _delivered(value: object = None) -> asyncio.Future:
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(value)
+    return future
+
+
+def test_deliveries_all_acknowledged_are_counted():
+    async def run() -> int:
+        acknowledgements = Acknowledgements(stall_s=1)
+        for _ in range(3000):  # (past a settling every 1,024)
+            acknowledgements.add(await _delivered())
+        await acknowledgements.wait_all()
+        return acknowledgements.confirmed
+
+    assert asyncio.run(run()) == 3000
+
+
+def test_a_refused_message_ends_the_send_saying_what_was_confirmed_and_what_to_do():
+    async def run() -> None:
+        acknowledgements = Acknowledgements(stall_s=1)
+        acknowledgements.add(await _delivered())
+        refused = asyncio.get_running_loop().create_future()
+        refused.set_exception(RuntimeError("record too large"))
+        acknowledgements.add(refused)
+        await acknowledgements.wait_all()
+
+    with pytest.raises(NotAcknowledged) as raised:
+        asyncio.run(run())
+    message = str(raised.value)
+    assert "did not take 1 message (the first: RuntimeError('record too large'))" in message
+    assert "1 message confirmed, 1 not" in message and "send the log again" in message
+
+
+def test_a_broker_that_acknowledges_nothing_ends_the_wait_after_the_stall_time():
+    async def run() -> float:
+        acknowledgements = Acknowledgements(stall_s=0.2)
+        acknowledgements.add(await _delivered())
+        acknowledgements.add(asyncio.get_running_loop().create_future())  # never acknowledged
+        started = time.monotonic()
+        with pytest.raises(NotAcknowledged, match="acknowledged nothing for 0.2 s; 1 message confirmed, 1 not"):
+            await acknowledgements.wait_all()
+        return time.monotonic() - started
+
+    assert 0.15 < asyncio.run(run()) < 5
+
+
+def test_the_stall_time_counts_from_the_first_send_waiting_not_from_an_idle_start():
+    async def run() -> int:
+        acknowledgements = Acknowledgements(stall_s=0.1)
+        await asyncio.sleep(0.3)  # (reading a slow input before the first record)
+        pending = asyncio.get_running_loop().create_future()
+        acknowledgements.add(pending)
+        asyncio.get_running_loop().call_later(0.02, pending.set_result, None)
+        await acknowledgements.wait_all()
+        return acknowledgements.confirmed
+
+    assert asyncio.run(run()) == 1
+
+
+@pytest.mark.broker
+def test_a_send_whose_broker_dies_midway_fails_within_its_stall_time(topic_prefix):
+    # Before, it went on for ever (still running three minutes after the broker was killed), and
+    # its futures' failures were never looked at.
+    own = EmbeddedBroker().start(log_path=tempfile.mkdtemp(prefix="callqa-broker-") + "/broker.log")
+    log = os.path.join(tempfile.mkdtemp(prefix="callqa-log-"), "calls.msgpack")
+    with open(log, "wb") as handle:
+        handle.write(b"".join(Workload(calls=300, turns=13).records()))
+    settings = Settings(broker=own.url, topic_prefix=topic_prefix, app_id=topic_prefix)
+    read = [0]
+
+    def kill_the_broker_midway(size: int) -> None:
+        read[0] += 1
+        if read[0] == 10_000:
+            os.killpg(own.process.pid, signal.SIGKILL)
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(NotAcknowledged, match="send the log again"):
+            asyncio.run(send_log(read_log(log), settings, on_record=kill_the_broker_midway, stall_s=3))
+    finally:
+        own.stop()
+    assert read[0] >= 10_000
+    assert time.monotonic() - started < 60
