@@ -2,9 +2,9 @@
 
 aiokafka's `send` hands back a future per message and fails it only later: a producer that never
 looks at them reports a log sent whole when the broker refused part of it or went away. And with the
-broker gone, aiokafka retries each batch until its request timeout, then waits for a topic's
-metadata and for its own stop for ever: `callqa send` hung (still running three minutes after its
-broker was killed), and would then have said it had sent everything. `Acknowledgements` keeps the
+broker gone, a send waits for room in the producer's buffer as each retry frees some, and the
+producer's stop waits for batches it cannot deliver: `callqa send` hung (still running three minutes
+after its broker was killed), and would then have said it had sent everything. `Acknowledgements` keeps the
 futures, raises at the first message the broker did not take, and gives up when the broker has
 acknowledged nothing for `stall_s` while messages wait for it. (The sender also gives its producer
 `stall_s` as aiokafka's request timeout, after which aiokafka fails a batch it could not deliver and
