@@ -102,6 +102,7 @@ def _run_worker(settings: Settings) -> int:
 
     from streams.app import create_app
     from streams.kafka_clients import ensure_topics
+    from streams.log_repeats import collapse_aiokafka_repeats
     from streams.topics import TopicNames
     from streams.tuning import tune_gc
 
@@ -110,6 +111,7 @@ def _run_worker(settings: Settings) -> int:
                               check_partitions=True))
     callqa = create_app(settings)
     tune_gc()
+    collapse_aiokafka_repeats()
     worker = faust.Worker(callqa.app, loglevel=settings.log_level, quiet=True)
     # At log levels from WARNING up Faust keeps a spinner that turns the root logger to DEBUG, and
     # the debug records of every send then cost ~15 % of a worker (BROKER.md).
@@ -135,9 +137,11 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
+    from streams.log_repeats import collapse_aiokafka_repeats
     from streams.progress import progress_bar
     from streams.sender import send_log
 
+    collapse_aiokafka_repeats()
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     settings = _settings(args)
