@@ -52,6 +52,19 @@ def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
     return AIOKafkaProducer(acks="all", linger_ms=20, max_request_size=PRODUCER_MAX_REQUEST_BYTES, **connection_options(settings), **extra)
 
 
+async def ended_within(step: Awaitable[Any], timeout_s: float) -> asyncio.Future[Any] | None:
+    """Run `step` for at most `timeout_s`: its task once it ended (its outcome left to the caller to
+    read), or None when it had not and was cancelled. (Not `asyncio.wait_for`, which reports a step
+    that swallowed its cancellation, as Faust's commit does, as one that ended in time.)"""
+    task = asyncio.ensure_future(step)
+    await asyncio.wait([task], timeout=timeout_s)
+    if task.done():
+        return task
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return None
+
+
 async def close_producer_without_broker(producer: Any) -> None:
     """What `AIOKafkaProducer.stop` does besides its flush: marks it closed (it may have been cut
     short before it did), cancels the sender's task (which fails what is pending) and closes the
@@ -64,16 +77,16 @@ async def close_producer_without_broker(producer: Any) -> None:
     await producer.client.close()
 
 
-
 async def stop_producer(producer: AIOKafkaProducer, timeout_s: float) -> bool:
     """`producer.stop()` (which flushes what it holds), or, when that takes longer than `timeout_s`
     (a broker gone: aiokafka would wait for ever), the same without the flush. False when cut short."""
-    try:
-        await asyncio.wait_for(producer.stop(), timeout_s)
-        return True
-    except asyncio.TimeoutError:
+    stopped = await ended_within(producer.stop(), timeout_s)
+    if stopped is None:
         await close_producer_without_broker(producer)
         return False
+    stopped.result()
+    return True
+
 
 def reader(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
     """A consumer outside any group: assign partitions and read from the beginning."""

@@ -40,7 +40,7 @@ import faust
 from aiokafka.consumer.group_coordinator import GroupCoordinator
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
-from streams.kafka_clients import close_producer_without_broker
+from streams.kafka_clients import close_producer_without_broker, ended_within
 
 logger = logging.getLogger("callqa.broker")
 
@@ -53,17 +53,13 @@ STOP_STEP_TIMEOUT_S = 3.0
 
 async def within_stop_timeout(step: Any, what: str, consequence: str) -> bool:
     """Run `step`; False (and a warning) when it did not end within `STOP_STEP_TIMEOUT_S` and was
-    cancelled. (Not `asyncio.wait_for`: Faust's commit swallows the cancellation, and `wait_for` then
-    reports a step that ran out of time as one that ended.)"""
-    task = asyncio.ensure_future(step)
-    done, _ = await asyncio.wait([task], timeout=STOP_STEP_TIMEOUT_S)
-    if task in done:
-        task.result()
-        return True
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    logger.warning("%s did not end within %g s (no broker answers?): %s", what, STOP_STEP_TIMEOUT_S, consequence)
-    return False
+    cancelled."""
+    ended = await ended_within(step, STOP_STEP_TIMEOUT_S)
+    if ended is None:
+        logger.warning("%s did not end within %g s (no broker answers?): %s", what, STOP_STEP_TIMEOUT_S, consequence)
+        return False
+    ended.result()
+    return True
 
 
 class PromptStopApp(faust.App):
@@ -106,18 +102,15 @@ class PromptStopConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         consumer = self._consumer
         if consumer is None:
             return
-        stopping = asyncio.ensure_future(consumer.stop())
-        await asyncio.wait([stopping], timeout=STOP_STEP_TIMEOUT_S)
-        if not stopping.done():
-            stopping.cancel()
+        stopped = await ended_within(consumer.stop(), STOP_STEP_TIMEOUT_S)
+        if stopped is None:
             failure = f"did not stop within {STOP_STEP_TIMEOUT_S:g} s"
-        elif stopping.cancelled():
+        elif stopped.cancelled():
             failure = "stopped with CancelledError"
-        elif stopping.exception() is not None:
-            failure = f"stopped with {stopping.exception()!r}"
+        elif stopped.exception() is not None:
+            failure = f"stopped with {stopped.exception()!r}"
         else:
             return
-        await asyncio.gather(stopping, return_exceptions=True)
         logger.warning("the Kafka consumer %s (no broker answers?): closing its connections without it", failure)
         await close_consumer_without_broker(consumer)
 
