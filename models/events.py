@@ -296,6 +296,25 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.__struct_config__.tag: cls for cls in
 # Events that may still change a call's result after it ended: each publishes version + 1.
 RESCORE_TYPES = frozenset({"call.annotated", "transcript.corrected", "judge.result"})
 
+# An event's signature: its type and its event time in one integer (the type's number above the 48
+# bits that every event time fits in). A call keeps it beside each event_id it applied, so that an
+# event sent again (the same signature) is told apart from another event under an id already used.
+# What the rest of an event says is not compared: that would mean encoding every event, and a second
+# event reusing an id (a restarted counter, an id made from a turn's index) has a time of its own.
+_SIGNATURE_TS_BITS = 48
+_TAG_NUMBERS: dict[type[Event], int] = {EVENT_TYPES[tag]: number for number, tag in enumerate(sorted(EVENT_TYPES))}
+_TAGS_BY_NUMBER = sorted(EVENT_TYPES)
+assert MAX_TS_MS < 1 << _SIGNATURE_TS_BITS
+
+
+def event_signature(event: Event) -> int:
+    return (_TAG_NUMBERS[type(event)] << _SIGNATURE_TS_BITS) | event.ts_ms
+
+
+def signature_parts(signature: int) -> tuple[str, int]:
+    """(type, ts_ms) of the event an `event_signature` was taken of."""
+    return _TAGS_BY_NUMBER[signature >> _SIGNATURE_TS_BITS], signature & ((1 << _SIGNATURE_TS_BITS) - 1)
+
 
 class Batch(Struct, forbid_unknown_fields=False, gc=False):
     """Several events in one Kafka message: of one call (`call_id` set) or of one partition's calls."""

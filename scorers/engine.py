@@ -18,7 +18,7 @@ import msgspec
 
 from models.call_state import CallState
 from models.events import (EVENT_TYPES, RESCORE_TYPES, CallEnded, CallStarted, Event, JudgeResult,
-                           TranscriptCorrected, Watermark)
+                           TranscriptCorrected, Watermark, event_signature, signature_parts)
 from models.results import CallResult
 from scorers.call_result import score_call
 from scorers.cohorts import CohortBook
@@ -123,9 +123,13 @@ class CallEngine:
                 return Processed("redelivered", call)
             call.applied_offset = position
         event_id = event.event_id
-        if not call.seen_event_ids.add(event_id):  # seen before; else recorded as seen from now on
-            self.counters.duplicate += 1
-            return Processed("duplicate", call)
+        signature = event_signature(event)
+        earlier = call.seen_event_ids.add(event_id, signature)  # (a new id is recorded as seen from now on)
+        if earlier is not None:
+            if earlier == signature or is_inactivity_end(event):
+                self.counters.duplicate += 1
+                return Processed("duplicate", call)
+            return self._reused_event_id(call, event, earlier)
 
         rescores = type(event) in RESCORE_CLASSES
         ended_before = call.ended is not None
@@ -186,6 +190,16 @@ class CallEngine:
             f"event {event.event_id!r}: a {tag!r} event of call {event.call_id!r}, which is not held, at event time "
             f"{event.ts_ms}, more than the retention ({self._forgetting_span_ms()} ms) behind its partition's "
             f"watermark ({watermark}): its call may have ended and been forgotten, so it is not taken up as a new call"))
+
+    def _reused_event_id(self, call: CallState, event: Event, earlier: int) -> Processed:
+        """An event under an event_id its call has already applied to another event (another type or
+        event time): dropping it as a duplicate would lose it without a word."""
+        self.counters.rejected += 1
+        tag, ts_ms = signature_parts(earlier)
+        return Processed("rejected", call, reason=(
+            f"event {event.event_id!r}: call {call.call_id!r} has already applied another event under this event_id "
+            f"(a {tag!r} event at event time {ts_ms}; this one is a {event.__struct_config__.tag!r} event at event time "
+            f"{event.ts_ms}): an event_id names one event of its call, so give this one an id of its own and send it again"))
 
     def _superseded_sweep_end(self, call: CallState | None) -> Processed:
         """A sweep's end, recorded to the log, coming back when it no longer applies: its call has

@@ -24,6 +24,35 @@ def test_an_event_id_seen_before_is_ignored():
     assert len(engine.calls["c1"].turns) == 1
 
 
+def test_the_same_event_sent_again_with_other_content_is_still_a_duplicate():
+    # A producer's retry: the same id, type and event time. What the rest says is not compared.
+    engine = CallEngine()
+    engine.process(started())
+    assert engine.process(event("turn", {"role": "user", "text": "hi"}, event_id="t1", ts_ms=T0 + 5)).status == "applied"
+    again = engine.process(event("turn", {"role": "user", "text": "hi there"}, event_id="t1", ts_ms=T0 + 5))
+    assert again.status == "duplicate" and [t.text for t in engine.calls["c1"].turns] == ["hi"]
+
+
+def test_another_event_under_an_id_already_applied_is_refused_with_what_each_was():
+    # A producer whose id counter started again: dropping the second event as a duplicate lost it unseen.
+    engine = CallEngine()
+    engine.process(started())
+    engine.process(event("turn", {"role": "user", "text": "hi"}, event_id="t1", ts_ms=T0 + 5))
+    for reused in (event("turn", {"role": "user", "text": "bye"}, event_id="t1", ts_ms=T0 + 9),
+                   event("tool.call", {"name": "lookup", "arguments": "{}"}, event_id="t1", ts_ms=T0 + 5)):
+        processed = engine.process(reused)
+        assert processed.status == "rejected" and processed.call is engine.calls["c1"]
+        tag = reused.__struct_config__.tag
+        assert processed.reason == (
+            f"event 't1': call 'c1' has already applied another event under this event_id (a 'turn' event at event "
+            f"time {T0 + 5}; this one is a {tag!r} event at event time {reused.ts_ms}): an event_id names one event "
+            "of its call, so give this one an id of its own and send it again")
+    assert [t.text for t in engine.calls["c1"].turns] == ["hi"]
+    assert engine.counters.rejected == 2 and engine.counters.duplicate == 0
+    # The id stays the first event's: sent again, that one is still a duplicate.
+    assert engine.process(event("turn", {"role": "user", "text": "hi"}, event_id="t1", ts_ms=T0 + 5)).status == "duplicate"
+
+
 def test_a_redelivered_position_is_skipped_even_with_a_new_event_id():
     engine = CallEngine()
     engine.process(started(), position=10)
@@ -283,6 +312,30 @@ def test_a_recorded_sweep_end_for_a_call_that_has_ended_otherwise_is_a_duplicate
                                event_id="a:inactivity-timeout")
     assert engine.process(earlier_owners_end).status == "duplicate"
     assert engine.process(event("call.ended", {"stop_reason": "[EXIT]"}, call_id="a")).status == "rejected"
+
+
+def test_a_sweeps_end_under_the_same_id_at_another_time_is_superseded_not_refused():
+    # Two workers that swept the call at different points (one had an event more) record ends that
+    # share the sweep's id but not its event time: the second is a sweep's end that no longer applies.
+    engine = CallEngine(allowed_lateness_ms=0)
+    engine.process(started("a", ts=T0, inactivity_timeout_s=60))
+    engine.process(started("b", ts=T0 + 100_000))
+    (swept,) = engine.sweep(0)
+    engine.process(swept)
+    other_workers_end = event("call.ended", {"stop_reason": INACTIVITY_STOP_REASON}, call_id="a",
+                              event_id=swept.event_id, ts_ms=swept.ts_ms + 1_000)
+    assert engine.process(other_workers_end).status == "duplicate"
+
+
+def test_a_judges_answer_recorded_twice_is_a_duplicate_whatever_it_says():
+    # Its id and event time are the call's own (`<call_id>:judge`, 1 ms after its end): the first wins.
+    engine = CallEngine()
+    engine.process(started())
+    engine.process(ended())
+    answers = [event("judge.result", {"model": "m", "evaluation": {"score": score, "reason": "ok"}},
+                     event_id="c1:judge", ts_ms=T0 + 10_001) for score in (0.9, 0.2)]
+    assert engine.process(answers[0]).result.version == 2
+    assert engine.process(answers[1]).status == "duplicate"
 
 
 def test_a_judges_answer_does_not_move_its_partitions_time():

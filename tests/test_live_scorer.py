@@ -203,6 +203,21 @@ def test_a_batch_item_refused_by_the_engine_names_its_place_in_the_batch_after_a
         assert [(letter.event_id, letter.batch_index) for letter in out.dead_letters] == [(f"bad-{tag}", 0), (f"late-{tag}", 1)]
 
 
+def test_an_event_reusing_an_applied_id_is_dead_lettered_and_the_same_event_again_is_not():
+    live = LiveScorer(CallEngine())
+    live.handle(message("call.started", {"agent_id": "a1"}, "s1", T0), "callqa.events", 0, 0)
+    live.handle(message("turn", {"role": "user", "text": "hi"}, "t1", T0 + 5), "callqa.events", 0, 1)
+    batch = {"v": 1, "call_id": "c1", "events": [
+        {"v": 1, "type": "turn", "event_id": "t1", "call_id": "c1", "ts_ms": T0 + 5, "data": {"role": "user", "text": "hi"}},
+        {"v": 1, "type": "turn", "event_id": "t1", "call_id": "c1", "ts_ms": T0 + 8, "data": {"role": "agent", "text": "yes?"}}]}
+    out = live.handle(msgspec.msgpack.encode(batch), "callqa.events", 0, 2)
+    (letter,) = out.dead_letters
+    assert (letter.event_id, letter.batch_index, letter.offset) == ("t1", 1, 2)
+    assert f"(a 'turn' event at event time {T0 + 5}; this one is a 'turn' event at event time {T0 + 8})" in letter.reason
+    assert [turn.text for turn in live.engine.calls["c1"].turns] == ["hi"]
+    assert live.engine.counters.duplicate == 1
+
+
 def test_results_a_redelivered_message_produced_for_other_calls_by_its_sweep_are_published_again():
     # Y is silent; a later event of X (or an idle tick) moves the partition's time past Y's deadline.
     prelude = [message("call.started", {"agent_id": "a1"}, "p1", T0, call_id="Y"),
