@@ -31,6 +31,7 @@ from scorers.inactivity import (
     is_inactivity_end,
 )
 from scorers.registry import ScorerRegistry, default_registry
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
 RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
@@ -75,13 +76,16 @@ class CallEngine:
     registry: ScorerRegistry = field(default_factory=default_registry)
     cohorts: CohortBook = field(default_factory=CohortBook)
     allowed_lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS
+    # How far past its partition's watermark one call's event may move it on its own (0: any
+    # distance); a longer leap waits to be borne out (scorers/watermarks.py).
+    max_watermark_leap_ms: int = DEFAULT_MAX_LEAP_MS
     # Ended calls are kept this long (event time) for late annotations, corrections and judge answers.
     retention_after_end_ms: int = 86_400_000
     calls: dict[str, CallState] = field(default_factory=dict)
     counters: EngineCounters = field(default_factory=EngineCounters)
 
     def __post_init__(self) -> None:
-        self.sweeper = InactivitySweeper(self.allowed_lateness_ms)
+        self.sweeper = InactivitySweeper(self.allowed_lateness_ms, max_leap_ms=self.max_watermark_leap_ms)
         # Kept at least the allowed lateness: an event of a call forgotten sooner, arriving within the
         # lateness, would be taken up as a new call and publish a second version 1 (retention 0 did).
         self._retained = RetentionClock(self.sweeper, self._forgetting_span_ms())
@@ -158,7 +162,7 @@ class CallEngine:
             # A judge's answer is stamped just after the call's end, by whoever asked: it tells of the
             # call, not of the partition's time. Moving the watermark, a log recorded with answers
             # (`--judge --record`) could sweep a call that the same log without them does not.
-            self.sweeper.observe(partition, event.ts_ms)
+            self.sweeper.observe(partition, event.ts_ms, call_id)
         if first_activity and call.last_activity_ts_ms is not None:
             self.sweeper.track(partition, call)
 

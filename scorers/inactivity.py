@@ -8,6 +8,10 @@ event in the event log, so that replaying the log reproduces the decision.
 
 The allowed lateness absorbs the bounded reordering a batching producer introduces between calls of
 one partition; within a call, order is always kept.
+
+One call's clock does not move everyone's time: an event more than `max_leap_ms` past its partition's
+watermark waits to be borne out (scorers/watermarks.py), or a producer whose clock is hours fast would
+sweep every open call of the partition at once.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 
 from models.call_state import CallState
 from models.events import CallEnded, CallEndedData, Event
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS, Ahead, next_watermark
 
 INACTIVITY_STOP_REASON = "[INACTIVITY_TIMEOUT]"
 INACTIVITY_ID_SUFFIX = ":inactivity-timeout"
@@ -50,6 +55,9 @@ def is_inactivity_end(event: Event) -> bool:
 @dataclass
 class PartitionClock:
     watermark_ms: int | None = None
+    # (event time, call_id) of the one call whose events leapt more than the limit past the
+    # watermark, not borne out yet; its highest event time.
+    ahead: Ahead | None = None
     # One (deadline, call_id) entry per open call, pushed when the call is first seen; an entry whose
     # call has moved on since is pushed back with the new deadline when it comes up.
     deadlines: list[tuple[int, str]] = field(default_factory=list)
@@ -59,6 +67,8 @@ class PartitionClock:
 class InactivitySweeper:
     allowed_lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS
     partitions: dict[int, PartitionClock] = field(default_factory=dict)
+    # How far past the watermark one call's event may move it on its own (0: any distance).
+    max_leap_ms: int = DEFAULT_MAX_LEAP_MS
 
     def clock(self, partition: int) -> PartitionClock:
         clock = self.partitions.get(partition)
@@ -70,11 +80,22 @@ class InactivitySweeper:
         clock = self.partitions.get(partition)
         return clock.watermark_ms if clock is not None else None
 
-    def observe(self, partition: int, ts_ms: int) -> None:
+    def ahead(self, partition: int) -> Ahead | None:
+        """(event time, call_id) of the leap the partition's watermark holds back, if any."""
+        clock = self.partitions.get(partition)
+        return clock.ahead if clock is not None else None
+
+    def observe(self, partition: int, ts_ms: int, call_id: str | None = None) -> None:
+        """An event of `call_id` at `ts_ms`; no call_id: a `watermark` event, which is believed."""
         clock = self.partitions.get(partition) or self.clock(partition)
         watermark = clock.watermark_ms
-        if watermark is None or ts_ms > watermark:
+        if watermark is not None and ts_ms <= watermark:
+            return
+        # Every event comes here: the usual step (within the limit, no leap held) is taken inline.
+        if clock.ahead is None and watermark is not None and ts_ms - watermark <= self.max_leap_ms and call_id is not None:
             clock.watermark_ms = ts_ms
+        else:
+            clock.watermark_ms, clock.ahead = next_watermark(watermark, clock.ahead, ts_ms, call_id, self.max_leap_ms)
 
     def track(self, partition: int, call: CallState) -> None:
         """Start watching a call; call once, when its first activity arrives."""

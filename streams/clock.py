@@ -6,10 +6,17 @@ call would wait for the next event. Every `idle_tick_s` the worker checks its pa
 open calls and has received nothing for that long gets a `watermark` event advanced by the wall-clock
 time that passed since its last message. The tick goes through `callqa.events` like any event, so the
 sweep it causes happens inside the agent (where state may be written) and is recorded for replay.
+
+The tick also bears out a leap the partition's watermark holds back (one call's events more than
+`max_watermark_leap_ms` ahead of it, scorers/watermarks.py) when this worker's own clock says the
+leap is real: a call after a quiet night, or after the worker was down, is then swept on time though
+no other call came to vouch for it. A leap further ahead of the worker's clock than a leap may be
+(a producer's clock hours fast) is not borne out, and is logged once.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -17,9 +24,12 @@ from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, Watermark, Waterm
 from models.wire import encode_event
 from streams.live import LiveScorer
 
+logger = logging.getLogger("callqa.worker")
 
-def idle_ticks(live: LiveScorer, now: float, idle_s: float) -> list[Watermark]:
-    """Watermark events for the partitions that have open calls and were idle for `idle_s` seconds."""
+
+def idle_ticks(live: LiveScorer, now: float, idle_s: float, wall_ms: int | None = None) -> list[Watermark]:
+    """Watermark events for the partitions that have open calls and were idle for `idle_s` seconds;
+    `wall_ms`, this worker's clock (Unix ms), bears out the leaps it finds plausible."""
     ticks = []
     calls = live.engine.calls
     for partition, state in sorted(live.partitions.items()):
@@ -32,19 +42,39 @@ def idle_ticks(live: LiveScorer, now: float, idle_s: float) -> list[Watermark]:
         if not any(call_id in calls and not calls[call_id].has_ended for _, call_id in clock.deadlines):
             continue
         ts_ms = watermark_ms + int((now - last_seen) * 1000)
+        ahead = clock.ahead
+        if ahead is not None and wall_ms is not None and ahead[0] <= wall_ms + live.engine.max_watermark_leap_ms:
+            ts_ms = max(ts_ms, ahead[0])
         ticks.append(Watermark(event_id=f"{WATERMARK_CALL_ID}:tick:{partition}:{ts_ms}", call_id=WATERMARK_CALL_ID,
                                ts_ms=ts_ms, data=WatermarkData(partition=partition), v=CONTRACT_VERSION))
     return ticks
+
+
+def implausible_leaps(live: LiveScorer, wall_ms: int) -> list[tuple[int, int, str]]:
+    """(partition, event time, call_id) of each leap held back that lies further ahead of `wall_ms`
+    than a leap may: a producer's clock that is wrong, not time that passed."""
+    limit = live.engine.max_watermark_leap_ms
+    return [(partition, clock.ahead[0], clock.ahead[1])
+            for partition, clock in sorted(live.engine.sweeper.partitions.items())
+            if clock.ahead is not None and clock.ahead[0] > wall_ms + limit]
 
 
 def install_idle_clock(callqa: Any) -> None:
     idle_s = callqa.settings.idle_tick_s
     if idle_s <= 0:
         return
+    reported: dict[int, str] = {}  # partition → the call whose implausible leap was logged last
 
     @callqa.app.timer(interval=idle_s)
     async def tick() -> None:
-        for watermark in idle_ticks(callqa.live, time.monotonic(), idle_s):
+        wall_ms = int(time.time() * 1000)
+        for partition, ts_ms, call_id in implausible_leaps(callqa.live, wall_ms):
+            if reported.get(partition) != call_id:
+                reported[partition] = call_id
+                logger.warning("call %r on partition %d has events %.0f s ahead of this worker's clock: they do not "
+                               "move the partition's event time (check the producer's clock)", call_id, partition,
+                               (ts_ms - wall_ms) / 1000)
+        for watermark in idle_ticks(callqa.live, time.monotonic(), idle_s, wall_ms):
             partition = watermark.data.partition
             await callqa.events_topic.send(key=WATERMARK_CALL_ID.encode(), value=encode_event(watermark), partition=partition)
             # Until the tick comes back, count the partition as busy so it is not ticked twice.

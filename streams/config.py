@@ -39,6 +39,10 @@ class Settings:
     # Event time: how far a partition's watermark must pass a call's inactivity deadline before the
     # call is swept, to absorb the reordering a batching producer introduces between calls.
     allowed_lateness_ms: int = 30_000
+    # How far past its partition's watermark one call's event may move it on its own (0: any
+    # distance): a longer leap (a producer's clock hours ahead) waits for another call, a watermark
+    # or the worker's own clock to bear it out, instead of sweeping every open call at once.
+    max_watermark_leap_ms: int = 600_000
     # A quiet partition with open calls gets a watermark tick after this many seconds (0: never).
     idle_tick_s: float = 5.0
     # How often the worker asks the brokers for their metadata, for /health (streams/broker_health.py).
@@ -99,7 +103,7 @@ class Settings:
 
 # Lower bounds of the numeric settings (a count of partitions, a duration, a size cannot be negative).
 _AT_LEAST: dict[str, float] = {
-    "partitions": 1, "allowed_lateness_ms": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0,
+    "partitions": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0,
     "max_message_bytes": 1, "judge_timeout_s": 0, "judge_concurrency": 1, "judge_retries": 0,
     "judge_backoff_s": 0, "judge_queue_size": 0,
 }

@@ -42,5 +42,6 @@ def build_engine(settings: Settings, cohorts_file: str | None = None) -> CallEng
     return CallEngine(
         cohorts=cohort_book(settings, cohorts_file),
         allowed_lateness_ms=settings.allowed_lateness_ms,
+        max_watermark_leap_ms=settings.max_watermark_leap_ms,
         retention_after_end_ms=int(settings.retention_after_end_s * 1000),
     )

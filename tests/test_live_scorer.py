@@ -92,7 +92,9 @@ def test_replay_forgets_ended_calls_after_their_retention_as_the_live_worker_doe
     log = [
         message("call.started", {"agent_id": "a1"}, "r1", T0, call_id="A"),
         message("call.ended", {"stop_reason": "[EXIT]"}, "r2", T0 + 1_000, call_id="A"),
-        message("call.started", {"agent_id": "a1"}, "r3", T0 + day + 2_000, call_id="B"),  # A's retention has passed
+        # A's retention has passed: two calls say so (one call's leap alone does not move the time).
+        message("call.started", {"agent_id": "a1"}, "r3", T0 + day + 2_000, call_id="B"),
+        message("call.started", {"agent_id": "a1"}, "r3c", T0 + day + 2_500, call_id="C"),
         message("call.annotated", {"user_sentiment": "Negative"}, "r4", T0 + day + 3_000, call_id="A"),
         message("watermark", {"end_of_input": True, "partition": 0}, "r5", T0 + day + 4_000, call_id="__watermark__"),
     ]
@@ -104,9 +106,9 @@ def test_replay_forgets_ended_calls_after_their_retention_as_the_live_worker_doe
     replayed, letters = [], []
     report = replay(log, CallEngine(), 1, lambda r: replayed.append((r.call_id, r.version)),
                     lambda rejected, index: letters.append(rejected.event_id))
-    assert replayed == live_results == [("A", 1), ("B", 1)]
+    assert replayed == live_results == [("A", 1), ("B", 1), ("C", 1)]
     assert letters == live_letters == ["r4"]
-    assert report.calls == 2  # the forgotten call still counts as replayed
+    assert report.calls == 3  # the forgotten call still counts as replayed
 
 
 def segments(table: dict[bytes, bytes]) -> dict[bytes, bytes]:

@@ -1,0 +1,147 @@
+"""One call's clock does not move its partition's time: a leap of the watermark waits to be borne out."""
+
+from __future__ import annotations
+
+from eventkit import T0
+from models.wire import encode_event
+from scorers.engine import CallEngine
+from scorers.inactivity import InactivitySweeper
+from streams.clock import idle_ticks, implausible_leaps
+from streams.live import LiveScorer
+from streams.replay import replay
+from workerkit import handle_as_the_worker_does, message
+
+LIMIT = 600_000
+YEAR = 365 * 86_400_000
+
+
+def test_a_lone_leap_is_held_and_the_same_calls_events_do_not_bear_it_out():
+    sweeper = InactivitySweeper(max_leap_ms=LIMIT)
+    sweeper.observe(0, T0, "a")
+    assert sweeper.watermark(0) == T0  # a partition's first event sets its time: nothing to compare with
+    sweeper.observe(0, T0 + LIMIT, "a")  # at the limit: an ordinary step
+    sweeper.observe(0, T0 + YEAR, "skewed")
+    sweeper.observe(0, T0 + YEAR + 5, "skewed")
+    assert sweeper.watermark(0) == T0 + LIMIT and sweeper.ahead(0) == (T0 + YEAR + 5, "skewed")
+    sweeper.observe(0, T0 + LIMIT + 9, "a")  # the others go on as before
+    assert sweeper.watermark(0) == T0 + LIMIT + 9 and sweeper.ahead(0) == (T0 + YEAR + 5, "skewed")
+
+
+def test_another_calls_leap_moves_the_time_to_where_both_have_got():
+    sweeper = InactivitySweeper(max_leap_ms=LIMIT)
+    sweeper.observe(0, T0, "a")
+    sweeper.observe(0, T0 + 3_600_000, "b")  # an hour later: after a quiet hour, or a clock an hour fast
+    sweeper.observe(0, T0 + 3_600_000 + 200, "c")  # a second call says the hour passed
+    assert sweeper.watermark(0) == T0 + 3_600_200 and sweeper.ahead(0) is None
+    sweeper.observe(0, T0 + YEAR, "skewed")
+    sweeper.observe(0, T0 + 7_200_000, "d")  # beyond the limit too, but far short of the skewed call
+    assert sweeper.watermark(0) == T0 + 7_200_000 and sweeper.ahead(0) == (T0 + YEAR, "skewed")
+
+
+def test_a_held_leap_the_time_comes_within_the_limit_of_moves_it():
+    sweeper = InactivitySweeper(max_leap_ms=LIMIT)
+    sweeper.observe(0, T0, "a")
+    sweeper.observe(0, T0 + 2 * LIMIT, "b")
+    sweeper.observe(0, T0 + LIMIT, "a")
+    assert sweeper.watermark(0) == T0 + 2 * LIMIT and sweeper.ahead(0) is None
+
+
+def test_a_watermark_event_is_believed_whatever_the_distance_and_catches_up_with_a_held_leap():
+    sweeper = InactivitySweeper(max_leap_ms=LIMIT)
+    sweeper.observe(0, T0, "a")
+    sweeper.observe(0, T0 + YEAR, "b")
+    sweeper.observe(0, T0 + YEAR - 1_000)  # no call: a producer's promise, or the worker's tick
+    assert sweeper.watermark(0) == T0 + YEAR and sweeper.ahead(0) is None
+
+
+def test_no_limit_lets_any_event_move_the_time():
+    sweeper = InactivitySweeper(max_leap_ms=0)
+    sweeper.observe(0, T0, "a")
+    sweeper.observe(0, T0 + YEAR, "b")
+    assert sweeper.watermark(0) == T0 + YEAR and sweeper.ahead(0) is None
+
+
+def _skewed_call_among_others() -> list[bytes]:
+    """Two calls talking, one call stamped a year ahead, then a new call and the first ones' ends."""
+    return [
+        message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 60}, "a1", T0, call_id="A"),
+        message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 60}, "b1", T0 + 10, call_id="B"),
+        message("call.started", {"agent_id": "a1"}, "s1", T0 + YEAR, call_id="S"),
+        message("turn", {"role": "user", "text": "hello"}, "s2", T0 + YEAR + 500, call_id="S"),
+        message("turn", {"role": "user", "text": "hi"}, "a2", T0 + 20_000, call_id="A"),
+        message("call.started", {"agent_id": "a1"}, "n1", T0 + 30_000, call_id="N"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "a3", T0 + 40_000, call_id="A"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "b2", T0 + 41_000, call_id="B"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "s3", T0 + YEAR + 900, call_id="S"),
+    ]
+
+
+def _live(log: list[bytes], engine: CallEngine) -> tuple[list[tuple[str, int, str]], list[str]]:
+    live, results, letters = LiveScorer(engine), [], []
+    for offset, raw in enumerate(log):
+        out = live.handle(raw, "callqa.events", 0, offset)
+        results += [(r.call_id, r.version, r.evaluation["stop_reason"]) for r in out.results]
+        letters += [letter.event_id for letter in out.dead_letters]
+    return results, letters
+
+
+def test_a_call_stamped_a_year_ahead_neither_sweeps_the_others_nor_makes_new_calls_too_late():
+    results, letters = _live(_skewed_call_among_others(), CallEngine(max_watermark_leap_ms=LIMIT))
+    assert letters == []
+    assert results == [("A", 1, "[EXIT]"), ("B", 1, "[EXIT]"), ("S", 1, "[EXIT]")]
+    # Without the limit the same log swept A and B at once, a year early, and refused the rest.
+    results, letters = _live(_skewed_call_among_others(), CallEngine(max_watermark_leap_ms=0))
+    assert ("A", 1, "[INACTIVITY_TIMEOUT]") in results and ("B", 1, "[INACTIVITY_TIMEOUT]") in results
+    assert {"a2", "n1", "a3", "b2"} <= set(letters)
+
+
+def test_replay_holds_the_leap_back_exactly_as_the_live_worker_does():
+    log = [*_skewed_call_among_others(),  # (replay ends every call still open at the end of its log)
+           message("watermark", {"end_of_input": True, "partition": 0}, "w", T0 + 50_000, call_id="__watermark__")]
+    live_results, _ = _live(log, CallEngine())
+    assert ("N", 1, "[INACTIVITY_TIMEOUT]") in live_results
+    replayed = []
+    replay(log, CallEngine(), 1, lambda r: replayed.append((r.call_id, r.version, r.evaluation["stop_reason"])),
+           lambda rejected, index: None)
+    assert replayed == live_results
+
+
+def test_a_restarted_worker_still_holds_the_leap_back():
+    table: dict[bytes, bytes] = {}
+    first = LiveScorer(CallEngine())
+    for offset, raw in enumerate(_skewed_call_among_others()[:5]):
+        handle_as_the_worker_does(first, raw, offset, table)
+    restarted = LiveScorer(CallEngine())
+    restarted.restore_partition(0, table.items())
+    for live in (first, restarted):
+        assert live.engine.sweeper.watermark(0) == T0 + 20_000
+        assert live.engine.sweeper.ahead(0) == (T0 + YEAR + 500, "S")
+
+
+def _quiet_partition_with_a_leap(ts_ms: int) -> LiveScorer:
+    """A call, then nothing for a while, then a call whose first event leaps past the limit."""
+    live = LiveScorer(CallEngine())
+    live.handle(message("call.started", {"agent_id": "a1"}, "a1", T0, call_id="A"), "callqa.events", 0, 0)
+    live.handle(message("call.ended", {"stop_reason": "[EXIT]"}, "a2", T0 + 1_000, call_id="A"), "callqa.events", 0, 1)
+    live.handle(message("call.started", {"agent_id": "a1"}, "b1", ts_ms, call_id="B"), "callqa.events", 0, 2)
+    live.mark_busy(0, now=100.0, watermark_ms=live.engine.sweeper.watermark(0))
+    return live
+
+
+def test_the_workers_tick_bears_out_a_leap_its_own_clock_agrees_with():
+    # The worker was down for a day; one call came back: no other call vouches for the day that passed.
+    day_later = T0 + 86_400_000
+    live = _quiet_partition_with_a_leap(day_later)
+    assert live.engine.sweeper.watermark(0) == T0 + 1_000
+    (tick,) = idle_ticks(live, now=106.0, idle_s=5, wall_ms=day_later + 6_000)
+    assert tick.ts_ms == day_later and implausible_leaps(live, wall_ms=day_later + 6_000) == []
+    live.handle(encode_event(tick), "callqa.events", 0, 3)
+    assert live.engine.sweeper.watermark(0) == day_later and live.engine.sweeper.ahead(0) is None
+
+
+def test_the_workers_tick_does_not_bear_out_a_leap_ahead_of_its_own_clock():
+    live = _quiet_partition_with_a_leap(T0 + YEAR)
+    wall_ms = T0 + 60_000
+    (tick,) = idle_ticks(live, now=106.0, idle_s=5, wall_ms=wall_ms)
+    assert tick.ts_ms == T0 + 1_000 + 6_000  # the watermark moved by the time that passed, as on any quiet partition
+    assert implausible_leaps(live, wall_ms) == [(0, T0 + YEAR, "B")]
