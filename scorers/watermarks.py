@@ -44,3 +44,13 @@ def _caught_up(watermark: int, ahead: Ahead | None, max_leap_ms: int) -> tuple[i
         return max(watermark, ahead[0]), None
     return watermark, ahead
 
+
+def watermark_of_times(times: list[Ahead], max_leap_ms: int) -> tuple[int | None, Ahead | None]:
+    """The watermark and the leap held back after the sources' times were seen in increasing order
+    (to rebuild them from what was kept): every leap but the last is borne out by the next source."""
+    if not times:
+        return None, None
+    ordered = sorted(times)
+    if len(ordered) >= 2 and max_leap_ms and ordered[-1][0] > ordered[-2][0] + max_leap_ms:
+        return ordered[-2][0], ordered[-1]
+    return ordered[-1][0], None

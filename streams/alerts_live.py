@@ -54,6 +54,7 @@ from scorers.alerting.ordering import EventTimeOrder, count_due, key_of
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
 from scorers.alerting.rulebook import RuleBook
 from scorers.registry import qa_metrics
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 from streams.alert_webhook import WebhookDelivery
 from streams.api import follow_topic
 from streams.kafka_clients import connection_options, ensure_topics, retrying
@@ -120,6 +121,7 @@ class AlertsRuntime:
     rules_changed: asyncio.Event = field(default_factory=asyncio.Event)
     lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS
     sources: int = 1  # the partitions of the results topic
+    max_leap_ms: int = DEFAULT_MAX_LEAP_MS  # of the windows' event time (scorers/watermarks.py)
     order: EventTimeOrder = field(init=False)
     last_input: float = 0.0  # (monotonic) when the evaluating agent last took a result
 
@@ -129,7 +131,7 @@ class AlertsRuntime:
     def reset(self) -> None:
         """Forget the evaluation (the input partition went to another worker): restore it again if
         it comes back, from what that worker left in the table."""
-        self.engine = AlertEngine()
+        self.engine = AlertEngine(max_leap_ms=self.max_leap_ms)
         self.order = EventTimeOrder(self.lateness_ms, self.sources)
         self.restored = False
         self.rules_revision = -1
@@ -154,7 +156,8 @@ class AlertsRuntime:
             self.order.restore([call for call in held if call is not None], latest or {})
             # Restored under the rules it last evaluated with; the current ones are handed over
             # below, so a change made meanwhile is evaluated as an uninterrupted engine would.
-            self.engine = AlertEngine(AlertEngine.rules_of_state(state) if state is not None else self.rulebook.rules())
+            self.engine = AlertEngine(AlertEngine.rules_of_state(state) if state is not None else self.rulebook.rules(),
+                                      self.max_leap_ms)
             self.rules_revision = -1 if state is not None else self.rulebook.revision
             alerts.extend(self.engine.restore(calls, episodes, state))
             self.restored = True
@@ -204,7 +207,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     known_metrics = [metric.name for metric in qa_metrics()]
     file_rules = load_rules(settings.alert_rules_file, known_metrics) if settings.alert_rules_file else []
     runtime = AlertsRuntime(RuleBook.from_file_rules(file_rules), lateness_ms=settings.allowed_lateness_ms,
-                            sources=settings.partitions)
+                            sources=settings.partitions, max_leap_ms=settings.max_watermark_leap_ms)
     if settings.alert_webhook_url:
         runtime.webhook = WebhookDelivery(settings.alert_webhook_url)
 

@@ -190,7 +190,8 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
         print_summary(record_log(log, args.record, settings, build_engine(settings, args.cohorts), args.judge), args.record)
         log = args.record
     total = _count_records(log)  # (reads the log: a missing one fails here, before any output exists)
-    alerts = alerts_file(args.rules, args.alerts_out, settings.allowed_lateness_ms, settings.partitions)
+    alerts = alerts_file(args.rules, args.alerts_out, settings.allowed_lateness_ms, settings.partitions,
+                         settings.max_watermark_leap_ms)
     files = ReplayFiles.open(args.out, args.deadletter, alerts)
     bar = progress_bar(total=total, desc="replay", unit="record")
     try:

@@ -18,6 +18,7 @@ from models.alert_rules import load_rules
 from scorers.alerting.engine import AlertEngine
 from scorers.alerting.ordering import EventTimeOrder, observe_in_order, release_in_order
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 from streams.output_files import AtomicOutput
 from streams.partitioning import partition_for
 
@@ -26,8 +27,8 @@ _json = msgspec.json.Encoder()
 
 class AlertsFile:
     def __init__(self, rules_path: str, out_path: str, lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS,
-                 partitions: int = 1) -> None:
-        self.engine = AlertEngine(load_rules(rules_path))
+                 partitions: int = 1, max_leap_ms: int = DEFAULT_MAX_LEAP_MS) -> None:
+        self.engine = AlertEngine(load_rules(rules_path), max_leap_ms)
         self.partitions = partitions
         self.order = EventTimeOrder(lateness_ms, sources=partitions)
         self.path = out_path
@@ -58,11 +59,11 @@ class AlertsFile:
         self.output.discard()
 
 
-def alerts_file(rules_path: str | None, out_path: str | None,
-                lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS, partitions: int = 1) -> AlertsFile | None:
+def alerts_file(rules_path: str | None, out_path: str | None, lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS,
+                partitions: int = 1, max_leap_ms: int = DEFAULT_MAX_LEAP_MS) -> AlertsFile | None:
     """The alerts sink of a replay, or None without `--rules`; raises ValueError on a bad rules file."""
     if rules_path is None and out_path is None:
         return None
     if rules_path is None or out_path is None:
         raise ValueError("--rules and --alerts-out go together: the rules to evaluate and where to write the alerts")
-    return AlertsFile(rules_path, out_path, lateness_ms, partitions)
+    return AlertsFile(rules_path, out_path, lateness_ms, partitions, max_leap_ms)

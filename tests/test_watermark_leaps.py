@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from alertkit import result as alert_result
 from eventkit import T0
+from models.alert_rules import AlertRule
 from models.wire import encode_event
+from scorers.alerting.engine import AlertEngine
 from scorers.engine import CallEngine
 from scorers.inactivity import InactivitySweeper
+from scorers.watermarks import watermark_of_times
 from streams.clock import idle_ticks, implausible_leaps
 from streams.live import LiveScorer
 from streams.replay import replay
@@ -13,6 +17,8 @@ from workerkit import handle_as_the_worker_does, message
 
 LIMIT = 600_000
 YEAR = 365 * 86_400_000
+ALERT_RULE = AlertRule(name="agent latency", scope="agent:*", metric="latency", window_s=300, fire_below=0.5,
+                       clear_above=0.8, min_calls=5, for_s=60, severity="critical")
 
 
 def test_a_lone_leap_is_held_and_the_same_calls_events_do_not_bear_it_out():
@@ -145,3 +151,39 @@ def test_the_workers_tick_does_not_bear_out_a_leap_ahead_of_its_own_clock():
     (tick,) = idle_ticks(live, now=106.0, idle_s=5, wall_ms=wall_ms)
     assert tick.ts_ms == T0 + 1_000 + 6_000  # the watermark moved by the time that passed, as on any quiet partition
     assert implausible_leaps(live, wall_ms) == [(0, T0 + YEAR, "B")]
+
+
+# ------------------------------------------------------------------------------ alert windows
+
+
+def test_rebuilding_from_kept_times_holds_back_a_last_lone_leap_only():
+    assert watermark_of_times([], LIMIT) == (None, None)
+    assert watermark_of_times([(T0, "a")], LIMIT) == (T0, None)
+    assert watermark_of_times([(T0 + YEAR, "s"), (T0, "a"), (T0 + 5, "b")], LIMIT) == (T0 + 5, (T0 + YEAR, "s"))
+    assert watermark_of_times([(T0, "a"), (T0 + YEAR, "s"), (T0 + YEAR + 5, "t")], LIMIT) == (T0 + YEAR + 5, None)
+    assert watermark_of_times([(T0, "a"), (T0 + YEAR, "s")], 0) == (T0 + YEAR, None)
+
+
+def _alerts_around_a_skewed_result(max_leap_ms: int) -> tuple[AlertEngine, list[dict]]:
+    """Agent a1's calls pass for a minute, one call stamped a year ahead comes, then a1's calls fail."""
+    engine = AlertEngine([ALERT_RULE], max_leap_ms)
+    stream = [alert_result(f"ok-{s}", "a1", T0 + s * 1000, True) for s in range(0, 60, 10)]
+    stream.append(alert_result("skewed", "a2", T0 + YEAR, True))
+    stream += [alert_result(f"bad-{s}", "a1", T0 + s * 1000, False) for s in range(60, 300, 10)]
+    return engine, [alert for r in stream for alert in engine.observe(r)]
+
+
+def test_a_result_stamped_a_year_ahead_leaves_the_alert_windows_counting():
+    engine, alerts = _alerts_around_a_skewed_result(LIMIT)
+    assert [(a["state"], a["scope"]) for a in alerts] == [("pending", "agent:a1"), ("firing", "agent:a1")]
+    assert engine.counters.stale == 0 and engine.windows.ahead == (T0 + YEAR, "skewed")
+    # Without the limit every window emptied and every later result was too late to count.
+    engine, alerts = _alerts_around_a_skewed_result(0)
+    assert alerts == [] and engine.counters.stale == 24
+
+
+def test_restored_alert_windows_hold_the_leap_back_as_before_the_restart():
+    engine, _ = _alerts_around_a_skewed_result(LIMIT)
+    restored = AlertEngine([ALERT_RULE], LIMIT)
+    restored.restore(list(engine.kept_calls()), engine.episodes_document(), engine.state_document())
+    assert (restored.windows.watermark, restored.windows.ahead) == (engine.windows.watermark, engine.windows.ahead)

@@ -26,6 +26,7 @@ from models.alerts import Alert, WindowReading
 from scorers.alerting.calls import ScoredCall, scored_call
 from scorers.alerting.episodes import Episode, dedupe_key, transitions, verdict
 from scorers.alerting.windows import EventTimeWindows, Needs, WindowTotals
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 SAMPLE_CALLS = 5
 
@@ -54,12 +55,12 @@ class StateChanges:
 
 
 class AlertEngine:
-    def __init__(self, rules: Iterable[AlertRule] = ()) -> None:
+    def __init__(self, rules: Iterable[AlertRule] = (), max_leap_ms: int = DEFAULT_MAX_LEAP_MS) -> None:
         self._rules: dict[str, AlertRule] = {}
         self._by_metric: dict[str, list[AlertRule]] = {}
         self._episodes: dict[tuple[str, str], Episode] = {}
         self._rule_changes = 0  # how many times the rule set changed: part of a rule change's dedupe key
-        self.windows = EventTimeWindows()
+        self.windows = EventTimeWindows(max_leap_ms=max_leap_ms)
         self.counters = AlertCounters()
         self._changes = StateChanges()
         self.set_rules(rules)

@@ -3,7 +3,10 @@
 The watermark is the latest call time seen (`ScoredCall.ts_ms`). A window of length L holds the calls
 with a time in (watermark - L, watermark]: when the watermark moves on, calls leave the windows they
 fell out of, whatever order the results arrived in. A call arriving late still counts if its time is
-inside the longest window; a call older than that is dropped (too late to matter to any rule).
+inside the longest window; a call older than that is dropped (too late to matter to any rule). One
+call's time more than `max_leap_ms` past the watermark does not move it until another call bears it
+out (scorers/watermarks.py): a call stamped by a clock a year fast would otherwise empty every window
+and leave every later call too late to count, for a year. That call itself counts as any other.
 
 A call counts once, with its newest version: a rescore takes back the earlier contribution wherever it
 counted and adds the new one. Calls are kept only as long as the longest window reaches back, so
@@ -23,6 +26,7 @@ from typing import Iterable, Iterator
 
 from scorers.alerting.calls import Outcome, ScoredCall
 from scorers.qa.base import round_score
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS, Ahead, next_watermark, watermark_of_times
 
 AFTER_ANY_CALL_ID = "\U0010ffff"  # sorts after every call_id: (t, AFTER_ANY_CALL_ID) > (t, call_id)
 
@@ -57,7 +61,9 @@ EMPTY = WindowTotals()
 @dataclass
 class EventTimeWindows:
     needs: Needs = field(default_factory=dict)
+    max_leap_ms: int = DEFAULT_MAX_LEAP_MS
     watermark: int | None = None
+    ahead: Ahead | None = None  # (time, call_id) of a leap past the watermark not borne out yet
     calls: dict[str, ScoredCall] = field(default_factory=dict)
     # (ts_ms, call_id) of every kept call, in time order.
     _order: list[tuple[int, str]] = field(default_factory=list)
@@ -86,7 +92,8 @@ class EventTimeWindows:
             return False, []  # a redelivered or older version: the newest already counts
         if self.watermark is not None and call.ts_ms <= self.watermark - self.retention_ms:
             return False, []  # too late for every window
-        dropped = self.advance(call.ts_ms)
+        watermark, self.ahead = next_watermark(self.watermark, self.ahead, call.ts_ms, call.call_id, self.max_leap_ms)
+        dropped = self.advance(watermark) if watermark is not None else []
         kept = self.calls.get(call.call_id)  # moving on may have dropped it
         if kept is not None:
             self._remove(kept)
@@ -131,13 +138,14 @@ class EventTimeWindows:
         return dropped
 
     def restore(self, calls: Iterable[ScoredCall]) -> None:
-        """Rebuild from kept calls (after a restart): the watermark is the latest of them."""
+        """Rebuild from kept calls (after a restart): the watermark is the latest of them, unless that
+        one alone leapt past the others (results are counted in the order of their time)."""
         self.calls = {}
         self._order = []
         for call in calls:
             self.calls[call.call_id] = call
         self._order = sorted((c.ts_ms, c.call_id) for c in self.calls.values())
-        self.watermark = self._order[-1][0] if self._order else None
+        self.watermark, self.ahead = watermark_of_times(self._order, self.max_leap_ms)
         self.configure(self.needs)
 
     def take_dirty(self) -> set[AggregateKey]:
