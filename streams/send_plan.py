@@ -32,8 +32,9 @@ from typing import Any, Callable
 
 import msgspec
 
-from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, AnyEvent, Watermark
+from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, AnyEvent, JudgeResult, Watermark
 from models.wire import MAX_MESSAGE_BYTES, Decoded, Rejected, decode_message
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS, Ahead, next_watermark
 from streams.partitioning import partition_for, partition_of
 
 _msgpack = msgspec.msgpack.Encoder()
@@ -60,7 +61,11 @@ class SendReport:
     events: int = 0
     passed_through: int = 0  # records or batch items sent as they were (they do not decode)
     refused: int = 0  # records too large for the worker, dead-lettered instead of sent
-    max_ts_ms: int | None = None
+    # The log's event time at its end, as a worker's watermark reads it (one call's leap past the
+    # rest held back, scorers/watermarks.py): the end-of-input watermarks carry it. The highest
+    # `ts_ms` would carry a producer's fast clock to every partition, and refuse the next log's calls.
+    end_ts_ms: int | None = None
+    leap_ahead: Ahead | None = None
 
 
 @dataclass
@@ -77,6 +82,7 @@ class SendPlan:
     batch_size: int = 50
     max_span_ms: int = 10_000
     max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_leap_ms: int = DEFAULT_MAX_LEAP_MS
     report: SendReport = field(default_factory=SendReport)
     _held: dict[int, _Batch] = field(default_factory=dict)  # by partition
 
@@ -224,7 +230,11 @@ class SendPlan:
         report = self.report
         report.events += len(events)
         for event in events:
-            report.max_ts_ms = event.ts_ms if report.max_ts_ms is None else max(report.max_ts_ms, event.ts_ms)
+            if type(event) is JudgeResult:
+                continue  # (stamped after its call by whoever asked: no say on the time, as in the worker)
+            source = None if isinstance(event, Watermark) else event.call_id
+            report.end_ts_ms, report.leap_ahead = next_watermark(report.end_ts_ms, report.leap_ahead, event.ts_ms,
+                                                                 source, self.max_leap_ms)
 
     def _pass_through(self, raw: bytes, call_id: str | None, out: list[Outgoing], readable: bool = False) -> None:
         self._flush_partition_of(call_id, out)

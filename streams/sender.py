@@ -49,7 +49,7 @@ async def send_log(
     await kafka.start()
     try:
         partitions = len(await kafka.partitions_for(topics.events))
-        plan = SendPlan(partitions, batch_size, max_span_ms, settings.max_message_bytes)
+        plan = SendPlan(partitions, batch_size, max_span_ms, settings.max_message_bytes, settings.max_watermark_leap_ms)
 
         async def send(messages: list[Outgoing]) -> None:
             for message in messages:
@@ -71,7 +71,7 @@ async def send_log(
         await send(plan.finish())
         await acknowledgements.wait_all()  # (before the end of input: it promises all came before it)
         if end_of_input:
-            plan.report.messages += await send_end_of_input(kafka, topics.events, plan.report.max_ts_ms or 0,
+            plan.report.messages += await send_end_of_input(kafka, topics.events, plan.report.end_ts_ms or 0,
                                                             acknowledgements)
             await acknowledgements.wait_all()
     finally:

@@ -219,3 +219,18 @@ def test_a_partitions_events_go_in_the_logs_order_in_batches_across_its_calls():
     assert [(m.key, m.partition) for m in messages] == [(b"batch", shared), (c.encode(), None), (b"batch", shared)]
     assert msgspec.msgpack.decode(messages[1].value)["call_id"] == c
     assert "call_id" not in msgspec.msgpack.decode(messages[0].value)
+
+
+def test_the_end_of_input_time_leaves_out_one_calls_leap_and_keeps_one_borne_out():
+    # The end-of-input watermarks go to every partition: the highest ts_ms of a log with one call a
+    # year fast would move every partition's time a year on, and the next log's calls would be too late.
+    year = 365 * 86_400_000
+    plan = SendPlan(PARTITIONS)
+    delivered(plan, [pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 5))])
+    assert plan.report.end_ts_ms == T0 + 5
+    plan = SendPlan(PARTITIONS)
+    delivered(plan, [pack(doc("a", 0)), pack(doc("b", 0, ts=T0 + 3_600_000)), pack(doc("c", 0, ts=T0 + 3_600_009))])
+    assert plan.report.end_ts_ms == T0 + 3_600_009  # two calls an hour on: time passed
+    plan = SendPlan(PARTITIONS, max_leap_ms=0)
+    delivered(plan, [pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year))])
+    assert plan.report.end_ts_ms == T0 + year
