@@ -93,10 +93,13 @@ class CallEngine:
 
     # ------------------------------------------------------------------------------------ events
 
-    def process(self, event: Event, partition: int = 0, position: int | None = None) -> Processed:
+    def process(self, event: Event, partition: int = 0, position: int | None = None, refold: bool = False) -> Processed:
         """Fold one event. `position` is its place in the source partition (monotone within it; for a
         batch message, offset and index combined): an event at or below the call's highest applied
-        position is a redelivery and is skipped. Replay passes None."""
+        position is a redelivery and is skipped. Replay passes None. `refold`: an event the journal
+        holds, applied once already, re-folded to restore its call: it leaves the partition's time
+        alone (the caller sets it from the journal afterwards, `InactivitySweeper.restore_time`), so
+        nothing is decided against a time it would only have half rebuilt."""
         # Runs for every event: locals instead of repeated attribute lookups.
         if isinstance(event, Watermark):
             self.counters.watermarks += 1
@@ -116,7 +119,7 @@ class CallEngine:
                 return Processed("rejected", reason=f"event {event.event_id!r}: a {tag!r} event names call {call_id!r}, "
                                                     "which is not held (it never started, or it ended and was forgotten "
                                                     "after its retention)")
-            watermark = self.sweeper.watermark(partition)
+            watermark = None if refold else self.sweeper.watermark(partition)
             if watermark is not None and event.ts_ms < watermark - self._forgetting_span_ms():
                 return self._too_late_for_a_new_call(event, watermark)
             call = self.calls[call_id] = new_call(call_id, self.registry)
@@ -158,7 +161,7 @@ class CallEngine:
         first_activity = call.last_activity_ts_ms is None
         apply_event(call, event, self.registry)
         self.counters.applied += 1
-        if type(event) is not JudgeResult:
+        if type(event) is not JudgeResult and not refold:
             # A judge's answer is stamped just after the call's end, by whoever asked: it tells of the
             # call, not of the partition's time. Moving the watermark, a log recorded with answers
             # (`--judge --record`) could sweep a call that the same log without them does not.

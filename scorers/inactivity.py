@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from models.call_state import CallState
 from models.events import CallEnded, CallEndedData, Event
-from scorers.watermarks import DEFAULT_MAX_LEAP_MS, Ahead, next_watermark
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS, Ahead, next_watermark, watermark_of_times
 
 INACTIVITY_STOP_REASON = "[INACTIVITY_TIMEOUT]"
 INACTIVITY_ID_SUFFIX = ":inactivity-timeout"
@@ -96,6 +96,21 @@ class InactivitySweeper:
             clock.watermark_ms = ts_ms
         else:
             clock.watermark_ms, clock.ahead = next_watermark(watermark, clock.ahead, ts_ms, call_id, self.max_leap_ms)
+
+    def restore_time(self, partition: int, watermark_ms: int | None, latest: dict[str, int]) -> None:
+        """Set a restored partition's time, its calls re-folded without moving it: the journaled
+        watermark and the leap it held back, which by the watermark's own rule is the one call with
+        events past it (`latest`: each re-folded call's latest event time). A journal that recorded no
+        watermark (one older than that record) has it rebuilt from the calls' times."""
+        clock = self.clock(partition)
+        times = [(ts_ms, call_id) for call_id, ts_ms in latest.items()]
+        if watermark_ms is None:
+            clock.watermark_ms, clock.ahead = watermark_of_times(times, self.max_leap_ms)
+            return
+        beyond = max((entry for entry in times if entry[0] > watermark_ms), default=None)
+        clock.watermark_ms, clock.ahead = watermark_ms, None
+        if beyond is not None:
+            clock.watermark_ms, clock.ahead = next_watermark(watermark_ms, None, beyond[0], beyond[1], self.max_leap_ms)
 
     def track(self, partition: int, call: CallState) -> None:
         """Start watching a call; call once, when its first activity arrives."""

@@ -18,7 +18,7 @@ from typing import Iterable
 import msgspec
 
 from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
-from models.events import Event, Watermark
+from models.events import Event, JudgeResult, Watermark
 from models.results import CallResult
 from models.wire import Rejected, decode_message, encode_event
 from scorers.engine import CallEngine, Processed
@@ -321,20 +321,21 @@ class LiveScorer:
         in order: a worker writes only one kind); returns how many calls were restored."""
         items = list(journal_items)
         calls: set[str] = set()
+        latest: dict[str, int] = {}  # each call's latest event time re-folded, that the watermark saw
         for call_id, segments, entries in calls_of_partition(items, partition):
             for position, raw in entries:
-                self._refold(partition, position, raw)
+                self._refold(partition, position, raw, latest)
             self.owned[call_id] = [partition, segments]
             calls.add(call_id)
         journal = self.book.restore(partition, items)
         for call_id, position, raw in journal.entries:
-            self._refold(partition, position, raw)
+            self._refold(partition, position, raw, latest)
             self.owned.setdefault(call_id, [partition, 0])
             calls.add(call_id)
         state = self._partition(partition)
         watermark, state.journaled_through_offset = journal.watermark_ms, journal.through_offset
+        self.engine.sweeper.restore_time(partition, watermark, latest)
         if watermark is not None:
-            self.engine.sweeper.observe(partition, watermark)
             state.journaled_watermark_ms = watermark
         by_offset: dict[int, list[str]] = {}
         for call_id in sorted(calls):
@@ -382,10 +383,15 @@ class LiveScorer:
         watermark = state.journaled_watermark_ms
         return (watermark if watermark >= 0 else None), state.journaled_through_offset
 
-    def _refold(self, partition: int, position: int, raw: bytes) -> None:
+    def _refold(self, partition: int, position: int, raw: bytes, latest: dict[str, int]) -> None:
         # The journal holds only what was accepted once: it is read back whatever the size limit is now.
+        # Re-folded in the order applied but not in step with the partition's time, which is set from
+        # the journal once all are in (`restore_time`): the call leaping ahead of it, if any, may come
+        # first (its entries outlive those of the calls forgotten before it).
         for index, event in enumerate(decode_message(raw, max_bytes=max(len(raw), self.max_message_bytes)).events):
-            self.engine.process(event, partition, position + (index << 1))
+            if self.engine.process(event, partition, position + (index << 1), refold=True).status == "applied" \
+                    and type(event) is not JudgeResult:
+                latest[event.call_id] = max(event.ts_ms, latest.get(event.call_id, event.ts_ms))
 
     def release_partitions(self, partitions: set[int]) -> None:
         """Forget what another worker may now change (on revoke): re-read it if it comes back."""

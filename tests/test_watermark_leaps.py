@@ -124,6 +124,29 @@ def test_a_restarted_worker_still_holds_the_leap_back():
         assert live.engine.sweeper.ahead(0) == (T0 + YEAR + 500, "S")
 
 
+def test_a_restored_worker_whose_journal_begins_with_the_leaping_calls_keeps_its_time_and_its_calls():
+    # Once the calls before it are forgotten, the leaping call's entries come first in the journal:
+    # re-folded in step with the partition's time, it was believed (the first event of a time not yet
+    # set), and every call after it was refused as too late and lost from the restored worker.
+    log = [message("call.started", {"agent_id": "a1"}, "a1", T0, call_id="A"),
+           message("call.ended", {"stop_reason": "[EXIT]"}, "a2", T0 + 1_000, call_id="A"),
+           message("call.started", {"agent_id": "a1"}, "x1", T0 + YEAR, call_id="X"),
+           message("call.started", {"agent_id": "a1"}, "b1", T0 + 100_000, call_id="B"),  # A is forgotten
+           message("turn", {"role": "user", "text": "hi"}, "b2", T0 + 110_000, call_id="B")]
+    table: dict[bytes, bytes] = {}
+    first = LiveScorer(CallEngine(retention_after_end_ms=0))
+    for offset, raw in enumerate(log):
+        handle_as_the_worker_does(first, raw, offset, table)
+    restarted = LiveScorer(CallEngine(retention_after_end_ms=0))
+    restarted.restore_partition(0, table.items())
+    for live in (first, restarted):
+        assert sorted(live.engine.calls) == ["B", "X"]
+        assert (live.engine.sweeper.watermark(0), live.engine.sweeper.ahead(0)) == (T0 + 110_000, (T0 + YEAR, "X"))
+    out = restarted.handle(message("call.ended", {"stop_reason": "[EXIT]"}, "b3", T0 + 120_000, call_id="B"),
+                           "callqa.events", 0, len(log))
+    assert out.dead_letters == [] and [r.call_id for r in out.results] == ["B"]
+
+
 def _quiet_partition_with_a_leap(ts_ms: int) -> LiveScorer:
     """A call, then nothing for a while, then a call whose first event leaps past the limit."""
     live = LiveScorer(CallEngine())
