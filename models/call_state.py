@@ -55,6 +55,15 @@ class EventIds:
         self._signatures.insert(index, signature)
         return None
 
+    def discard(self, event_id: str) -> None:
+        """Forget `event_id` (an event refused after its id was recorded)."""
+        key = hash(event_id)
+        hashes = self._hashes
+        index = bisect_left(hashes, key)
+        if index < len(hashes) and hashes[index] == key:
+            del hashes[index]
+            del self._signatures[index]
+
     def __len__(self) -> int:
         return len(self._hashes)
 

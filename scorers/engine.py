@@ -138,9 +138,13 @@ class CallEngine:
                 return Processed("duplicate", call)
             return self._reused_event_id(call, event, earlier)
 
+        # Below, an event refused takes its id back: only what is applied names an event of the call
+        # (the journal, which a restarted worker rebuilds the ids from, holds nothing else), so the
+        # same id sent again, mended, is taken as it would be after a restart.
         rescores = type(event) in RESCORE_CLASSES
         ended_before = call.ended is not None
         if ended_before and not rescores:
+            call.seen_event_ids.discard(event_id)
             if is_inactivity_end(event):
                 return self._superseded_sweep_end(call)
             self.counters.rejected += 1
@@ -149,11 +153,13 @@ class CallEngine:
         if rescores and type(event) is TranscriptCorrected:
             refusal = uncorrectable_turn(call, event)
             if refusal is not None:
+                call.seen_event_ids.discard(event_id)
                 self.counters.rejected += 1
                 return Processed("rejected", call, reason=f"event {event_id!r}: {refusal}")
         elif type(event) is CallStarted and call.started_ts_ms is not None:
             # A call starts once: a second start (another event_id) would silently replace the first's
             # agent, run, cohorts and scenario, moving the call out of the run it was started in.
+            call.seen_event_ids.discard(event_id)
             self.counters.rejected += 1
             return Processed("rejected", call, reason=f"event {event_id!r}: call {call_id!r} has already started "
                                                       f"(at event time {call.started_ts_ms}); a call starts once")

@@ -53,6 +53,20 @@ def test_another_event_under_an_id_already_applied_is_refused_with_what_each_was
     assert engine.process(event("turn", {"role": "user", "text": "hi"}, event_id="t1", ts_ms=T0 + 5)).status == "duplicate"
 
 
+def test_an_event_refused_takes_its_id_back_so_the_same_id_sent_again_mended_is_applied():
+    # As after a restart, whose ids come from the journal of applied events only.
+    engine = CallEngine()
+    engine.process(started())
+    engine.process(event("turn", {"role": "user", "text": "my bill is wrong"}))
+    engine.process(ended())
+    wrong = event("transcript.corrected", {"turn_index": 7, "text": "x"}, event_id="fix", ts_ms=T0 + 20_000)
+    assert engine.process(wrong).status == "rejected"
+    mended = event("transcript.corrected", {"turn_index": 0, "text": "my bill is right"}, event_id="fix", ts_ms=T0 + 20_000)
+    processed = engine.process(mended)
+    assert processed.status == "applied" and processed.result.version == 2
+    assert engine.process(mended).status == "duplicate"
+
+
 def test_a_redelivered_position_is_skipped_even_with_a_new_event_id():
     engine = CallEngine()
     engine.process(started(), position=10)

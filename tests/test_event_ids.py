@@ -40,3 +40,13 @@ def test_an_id_costs_sixteen_bytes_instead_of_a_string_and_a_set_slot():
     # 1,000 hashes and signatures: 16,000 bytes of arrays, against >80,000 bytes of strings plus the set's table.
     held = sys.getsizeof(ids._hashes) + sys.getsizeof(ids._signatures)
     assert held < 20_000 < sys.getsizeof(as_set) + sum(sys.getsizeof(n) for n in names) // 4
+
+
+def test_a_discarded_id_is_forgotten_with_its_signature_and_the_others_stay():
+    ids = EventIds()
+    for number, name in enumerate(["a", "b", "c"]):
+        ids.add(name, number)
+    ids.discard("b")
+    ids.discard("never added")
+    assert "b" not in ids and len(ids) == 2 and ids.add("a", 9) == 0 and ids.add("c", 9) == 2
+    assert ids.add("b", 5) is None and ids.add("b", 6) == 5
