@@ -37,13 +37,18 @@ def idle_ticks(live: LiveScorer, now: float, idle_s: float, wall_ms: int | None 
         clock = live.engine.sweeper.partitions.get(partition)
         if clock is None or last_seen is None or watermark_ms is None or now - last_seen < idle_s:
             continue
+        ahead = clock.ahead
+        plausible = ahead is not None and wall_ms is not None and ahead[0] <= wall_ms + live.engine.max_watermark_leap_ms
         # The deadline heap keeps entries of calls that ended until their deadline passes: only a
-        # call still open is a reason to move the partition's time.
-        if not any(call_id in calls and not calls[call_id].has_ended for _, call_id in clock.deadlines):
+        # call still open is a reason to move the partition's time, and not the one whose clock runs
+        # ahead of this worker's (its deadline lies as far ahead: ticks would go on until then).
+        held_back = ahead[1] if ahead is not None and wall_ms is not None and not plausible else None
+        if not any(call_id in calls and not calls[call_id].has_ended and call_id != held_back
+                   for _, call_id in clock.deadlines):
             continue
         ts_ms = watermark_ms + int((now - last_seen) * 1000)
-        ahead = clock.ahead
-        if ahead is not None and wall_ms is not None and ahead[0] <= wall_ms + live.engine.max_watermark_leap_ms:
+        if plausible:
+            assert ahead is not None
             ts_ms = max(ts_ms, ahead[0])
         ticks.append(Watermark(event_id=f"{WATERMARK_CALL_ID}:tick:{partition}:{ts_ms}", call_id=WATERMARK_CALL_ID,
                                ts_ms=ts_ms, data=WatermarkData(partition=partition), v=CONTRACT_VERSION))

@@ -171,9 +171,13 @@ def test_the_workers_tick_bears_out_a_leap_its_own_clock_agrees_with():
 def test_the_workers_tick_does_not_bear_out_a_leap_ahead_of_its_own_clock():
     live = _quiet_partition_with_a_leap(T0 + YEAR)
     wall_ms = T0 + 60_000
-    (tick,) = idle_ticks(live, now=106.0, idle_s=5, wall_ms=wall_ms)
-    assert tick.ts_ms == T0 + 1_000 + 6_000  # the watermark moved by the time that passed, as on any quiet partition
     assert implausible_leaps(live, wall_ms) == [(0, T0 + YEAR, "B")]
+    # Alone, the fast call is no reason to tick: its deadline lies a year ahead, and so would the ticks.
+    assert idle_ticks(live, now=106.0, idle_s=5, wall_ms=wall_ms) == []
+    live.handle(message("call.started", {"agent_id": "a1"}, "c1", T0 + 2_000, call_id="C"), "callqa.events", 0, 3)
+    live.mark_busy(0, now=100.0, watermark_ms=live.engine.sweeper.watermark(0))
+    (tick,) = idle_ticks(live, now=106.0, idle_s=5, wall_ms=wall_ms)
+    assert tick.ts_ms == T0 + 2_000 + 6_000  # the watermark moved by the time that passed, as on any quiet partition
 
 
 # ------------------------------------------------------------------------------ alert windows
