@@ -19,6 +19,8 @@ from event times only, so replay holds back exactly what the live worker did.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 DEFAULT_MAX_LEAP_MS = 600_000
 
 Ahead = tuple[int, str]  # (event time, source) of a leap held back
@@ -54,3 +56,25 @@ def watermark_of_times(times: list[Ahead], max_leap_ms: int) -> tuple[int | None
     if len(ordered) >= 2 and max_leap_ms and ordered[-1][0] > ordered[-2][0] + max_leap_ms:
         return ordered[-2][0], ordered[-1]
     return ordered[-1][0], None
+
+
+@dataclass(slots=True)
+class LatestTwo:
+    """The two sources that reached the latest times, all `watermark_of_times` reads, kept as events
+    pass (a log read once, with no room for every source)."""
+
+    first: Ahead | None = None  # the latest
+    second: Ahead | None = None  # the latest of the other sources
+
+    def note(self, ts_ms: int, source: str) -> None:
+        entry, first = (ts_ms, source), self.first
+        if first is None or source == first[1]:
+            if first is None or entry > first:
+                self.first = entry
+        elif entry > first:
+            self.first, self.second = entry, first
+        elif self.second is None or entry > self.second:
+            self.second = entry
+
+    def times(self) -> list[Ahead]:
+        return [entry for entry in (self.second, self.first) if entry is not None]

@@ -34,7 +34,7 @@ import msgspec
 
 from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, AnyEvent, JudgeResult, Watermark
 from models.wire import MAX_MESSAGE_BYTES, Decoded, Rejected, decode_message
-from scorers.watermarks import DEFAULT_MAX_LEAP_MS, Ahead, next_watermark
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS, LatestTwo, watermark_of_times
 from streams.partitioning import partition_for, partition_of
 
 _msgpack = msgspec.msgpack.Encoder()
@@ -61,11 +61,10 @@ class SendReport:
     events: int = 0
     passed_through: int = 0  # records or batch items sent as they were (they do not decode)
     refused: int = 0  # records too large for the worker, dead-lettered instead of sent
-    # The log's event time at its end, as a worker's watermark reads it (one call's leap past the
-    # rest held back, scorers/watermarks.py): the end-of-input watermarks carry it. The highest
-    # `ts_ms` would carry a producer's fast clock to every partition, and refuse the next log's calls.
-    end_ts_ms: int | None = None
-    leap_ahead: Ahead | None = None
+    # The two calls that reached the latest event times (time, call_id), and the latest watermark
+    # event's time: what `SendPlan.end_ts_ms` is read from.
+    latest_calls: LatestTwo = field(default_factory=LatestTwo)
+    latest_watermark_ms: int | None = None
 
 
 @dataclass
@@ -85,6 +84,16 @@ class SendPlan:
     max_leap_ms: int = DEFAULT_MAX_LEAP_MS
     report: SendReport = field(default_factory=SendReport)
     _held: dict[int, _Batch] = field(default_factory=dict)  # by partition
+
+    @property
+    def end_ts_ms(self) -> int | None:
+        """The log's event time at its end, which the end-of-input watermarks carry: its latest
+        call's, unless that call alone leapt past the others (scorers/watermarks.py), whatever the
+        order (a log may begin with it). The highest `ts_ms` would carry one producer's fast clock to
+        every partition, and the next log's calls would be refused as too late."""
+        calls_ms, _ = watermark_of_times(self.report.latest_calls.times(), self.max_leap_ms)
+        marks_ms = self.report.latest_watermark_ms
+        return calls_ms if marks_ms is None else marks_ms if calls_ms is None else max(calls_ms, marks_ms)
 
     def add(self, raw: bytes) -> list[Outgoing]:
         """The messages to send now for one record of the log, in order."""
@@ -232,9 +241,10 @@ class SendPlan:
         for event in events:
             if type(event) is JudgeResult:
                 continue  # (stamped after its call by whoever asked: no say on the time, as in the worker)
-            source = None if isinstance(event, Watermark) else event.call_id
-            report.end_ts_ms, report.leap_ahead = next_watermark(report.end_ts_ms, report.leap_ahead, event.ts_ms,
-                                                                 source, self.max_leap_ms)
+            if isinstance(event, Watermark):
+                report.latest_watermark_ms = max(event.ts_ms, report.latest_watermark_ms or event.ts_ms)
+            else:
+                report.latest_calls.note(event.ts_ms, event.call_id)
 
     def _pass_through(self, raw: bytes, call_id: str | None, out: list[Outgoing], readable: bool = False) -> None:
         self._flush_partition_of(call_id, out)

@@ -71,7 +71,7 @@ async def send_log(
         await send(plan.finish())
         await acknowledgements.wait_all()  # (before the end of input: it promises all came before it)
         if end_of_input:
-            plan.report.messages += await send_end_of_input(kafka, topics.events, plan.report.end_ts_ms or 0,
+            plan.report.messages += await send_end_of_input(kafka, topics.events, plan.end_ts_ms or 0,
                                                             acknowledgements)
             await acknowledgements.wait_all()
     finally:

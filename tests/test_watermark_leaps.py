@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from alertkit import result as alert_result
 from eventkit import T0
 from models.alert_rules import AlertRule
@@ -9,7 +11,7 @@ from models.wire import encode_event
 from scorers.alerting.engine import AlertEngine
 from scorers.engine import CallEngine
 from scorers.inactivity import InactivitySweeper
-from scorers.watermarks import watermark_of_times
+from scorers.watermarks import LatestTwo, watermark_of_times
 from streams.clock import idle_ticks, implausible_leaps
 from streams.live import LiveScorer
 from streams.replay import replay
@@ -189,6 +191,17 @@ def test_rebuilding_from_kept_times_holds_back_a_last_lone_leap_only():
     assert watermark_of_times([(T0 + YEAR, "s"), (T0, "a"), (T0 + 5, "b")], LIMIT) == (T0 + 5, (T0 + YEAR, "s"))
     assert watermark_of_times([(T0, "a"), (T0 + YEAR, "s"), (T0 + YEAR + 5, "t")], LIMIT) == (T0 + YEAR + 5, None)
     assert watermark_of_times([(T0, "a"), (T0 + YEAR, "s")], 0) == (T0 + YEAR, None)
+
+
+def test_the_latest_two_sources_kept_as_events_pass_are_those_of_all_their_times():
+    rng = random.Random(3)
+    for _ in range(2_000):
+        latest, highest = LatestTwo(), {}
+        for _ in range(rng.randint(1, 12)):
+            ts_ms, source = rng.randint(0, 20), rng.choice("abcde")
+            latest.note(ts_ms, source)
+            highest[source] = max(ts_ms, highest.get(source, ts_ms))
+        assert latest.times() == sorted((ts_ms, source) for source, ts_ms in highest.items())[-2:]
 
 
 def _alerts_around_a_skewed_result(max_leap_ms: int) -> tuple[AlertEngine, list[dict]]:
