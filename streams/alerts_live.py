@@ -132,7 +132,7 @@ class AlertsRuntime:
         """Forget the evaluation (the input partition went to another worker): restore it again if
         it comes back, from what that worker left in the table."""
         self.engine = AlertEngine(max_leap_ms=self.max_leap_ms)
-        self.order = EventTimeOrder(self.lateness_ms, self.sources)
+        self.order = EventTimeOrder(self.lateness_ms, self.sources, self.max_leap_ms)
         self.restored = False
         self.rules_revision = -1
 

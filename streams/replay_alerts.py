@@ -30,7 +30,7 @@ class AlertsFile:
                  partitions: int = 1, max_leap_ms: int = DEFAULT_MAX_LEAP_MS) -> None:
         self.engine = AlertEngine(load_rules(rules_path), max_leap_ms)
         self.partitions = partitions
-        self.order = EventTimeOrder(lateness_ms, sources=partitions)
+        self.order = EventTimeOrder(lateness_ms, sources=partitions, max_leap_ms=max_leap_ms)
         self.path = out_path
         self.count = 0
         self.output = AtomicOutput(out_path)

@@ -9,6 +9,7 @@ from eventkit import T0
 from models.alert_rules import AlertRule
 from models.wire import encode_event
 from scorers.alerting.engine import AlertEngine
+from scorers.alerting.ordering import EventTimeOrder
 from scorers.engine import CallEngine
 from scorers.inactivity import InactivitySweeper
 from scorers.watermarks import LatestTwo, watermark_of_times
@@ -227,3 +228,16 @@ def test_restored_alert_windows_hold_the_leap_back_as_before_the_restart():
     restored = AlertEngine([ALERT_RULE], LIMIT)
     restored.restore(list(engine.kept_calls()), engine.episodes_document(), engine.state_document())
     assert (restored.windows.watermark, restored.windows.ahead) == (engine.windows.watermark, engine.windows.ahead)
+
+
+def test_a_result_stamped_a_year_ahead_leaves_the_results_released_in_event_time_order():
+    def released(max_leap_ms: int) -> list[str]:
+        order, engine = EventTimeOrder(30_000, sources=1, max_leap_ms=max_leap_ms), AlertEngine([])
+        arrivals = [alert_result("a", "a1", T0, True), alert_result("skewed", "a2", T0 + YEAR, True),
+                    alert_result("c", "a1", T0 + 20_000, True), alert_result("b", "a1", T0 + 10_000, True),
+                    alert_result("d", "a1", T0 + 100_000, True)]
+        out = [call.call_id for r in arrivals for call in order.add(engine.read(r), 0)]
+        return out + [call.call_id for call in order.release_all()]  # (the quiet input, or the end of the log)
+
+    assert released(LIMIT) == ["a", "b", "c", "d", "skewed"]
+    assert released(0) == ["a", "c", "b", "d", "skewed"]  # before: everything after it in the order it came

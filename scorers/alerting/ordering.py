@@ -13,7 +13,10 @@ count the same sequence, and raise the same alerts, as long as no source deliver
 
 Nothing reads the clock: the live worker releases everything held when its input has been quiet for a
 while (`release_all`), as replay does at the end of its log; a source that has sent nothing yet holds
-everything back until then.
+everything back until then. One call's result more than `max_leap_ms` past what its source delivered
+does not move that source on its own (scorers/watermarks.py): a result stamped by a clock a year fast
+would release everything after it as it arrives, out of order. It stays held, to the quiet input or
+the end of the log.
 """
 
 from __future__ import annotations
@@ -24,14 +27,18 @@ from typing import Any, Callable
 
 from scorers.alerting.calls import ScoredCall
 from scorers.alerting.engine import AlertEngine
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS, Ahead, next_watermark
 
 
 @dataclass
 class EventTimeOrder:
     lateness_ms: int
     sources: int = 1  # the partitions of the results topic
+    max_leap_ms: int = DEFAULT_MAX_LEAP_MS
     # The latest event time each source delivered (kept across a restart with the held calls).
     latest_by_source: dict[int, int] = field(default_factory=dict)
+    # Each source's leap held back, (time, call_id) (not kept across a restart: its call stays held).
+    _ahead_by_source: dict[int, Ahead] = field(default_factory=dict)
     # (event time, call_id, version, arrival number, call): the arrival number orders a redelivered
     # version after the first, and keeps the call itself out of the comparison.
     _held: list[tuple[int, str, int, int, ScoredCall]] = field(default_factory=list)
@@ -73,11 +80,18 @@ class EventTimeOrder:
         self._arrivals += 1
         heapq.heappush(self._held, (call.event_ts_ms, call.call_id, call.version, self._arrivals, call))
         if source is not None:
-            self._advance(source, call.event_ts_ms)
+            self._advance(source, call.event_ts_ms, call.call_id)
 
-    def _advance(self, source: int, ts_ms: int) -> None:
-        if ts_ms > self.latest_by_source.get(source, ts_ms - 1):
-            self.latest_by_source[source] = ts_ms
+    def _advance(self, source: int, ts_ms: int, call_id: str | None = None) -> None:
+        """`call_id` None: a time believed whatever the distance (restored)."""
+        latest, ahead = next_watermark(self.latest_by_source.get(source), self._ahead_by_source.get(source), ts_ms,
+                                       call_id, self.max_leap_ms)
+        assert latest is not None
+        self.latest_by_source[source] = latest
+        if ahead is None:
+            self._ahead_by_source.pop(source, None)
+        else:
+            self._ahead_by_source[source] = ahead
 
 
 def key_of(call: ScoredCall) -> str:
