@@ -58,4 +58,4 @@ def test_a_fast_clock_sweeps_nobody_and_a_call_after_a_quiet_hour_is_swept_on_ti
     assert results[after_quiet_hour]["evaluation"]["stop_reason"] == "[INACTIVITY_TIMEOUT]"
     assert skewed not in results
     assert f"call {skewed!r} on partition 0 has events" in worker_log
-    assert "ahead of this worker's clock" in worker_log
+    assert worker_log.count("ahead of this worker's clock") == 1  # once, though the timer ran every 0.5 s
