@@ -248,6 +248,8 @@ class CallEngine:
         drops their stored state). A post-call event arriving later finds no call and is dead-lettered."""
         expired = self._retained.expired(partition, self.calls)
         self.forget(expired)
+        if expired:
+            self.sweeper.forget_leap(partition, expired)
         return expired
 
     def partitions(self) -> Iterable[int]:

@@ -112,6 +112,14 @@ class InactivitySweeper:
         if beyond is not None:
             clock.watermark_ms, clock.ahead = next_watermark(watermark_ms, None, beyond[0], beyond[1], self.max_leap_ms)
 
+    def forget_leap(self, partition: int, call_ids: list[str]) -> None:
+        """A leap held back goes with its call when the call is forgotten (a post-call event stamped
+        far ahead can leave it there): a restored worker, whose journal no longer holds the call,
+        could not know of it, and a call taken up again under that id would inherit it."""
+        clock = self.partitions.get(partition)
+        if clock is not None and clock.ahead is not None and clock.ahead[1] in call_ids:
+            clock.ahead = None
+
     def track(self, partition: int, call: CallState) -> None:
         """Start watching a call; call once, when its first activity arrives."""
         deadline = call.inactivity_deadline_ms()

@@ -150,6 +150,27 @@ def test_a_restored_worker_whose_journal_begins_with_the_leaping_calls_keeps_its
     assert out.dead_letters == [] and [r.call_id for r in out.results] == ["B"]
 
 
+def test_a_leap_goes_with_its_call_when_the_call_is_forgotten_as_a_restored_worker_would_know_it():
+    # A post-call annotation a year fast leaves the ended call X as the leap held; then X is forgotten.
+    log = [message("call.started", {"agent_id": "a1"}, "a1", T0, call_id="A"),
+           message("call.started", {"agent_id": "a1"}, "x1", T0, call_id="X"),
+           message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 1_000, call_id="X"),
+           message("call.annotated", {"user_sentiment": "Positive"}, "x3", T0 + YEAR, call_id="X"),
+           message("turn", {"role": "user", "text": "hi"}, "a2", T0 + 40_000, call_id="A")]
+    table: dict[bytes, bytes] = {}
+    first = LiveScorer(CallEngine(retention_after_end_ms=0))
+    for offset, raw in enumerate(log):
+        handle_as_the_worker_does(first, raw, offset, table)
+    restarted = LiveScorer(CallEngine(retention_after_end_ms=0))
+    restarted.restore_partition(0, table.items())
+    later_call = message("call.started", {"agent_id": "a1"}, "b1", T0 + 7_200_000, call_id="B")
+    for live in (first, restarted):
+        assert sorted(live.engine.calls) == ["A"] and live.engine.sweeper.ahead(0) is None
+        # B's leap is its own, not borne out by the forgotten X's: A is not swept.
+        out = handle_as_the_worker_does(live, later_call, len(log), dict(table))
+        assert out.results == [] and live.engine.sweeper.ahead(0) == (T0 + 7_200_000, "B")
+
+
 def _quiet_partition_with_a_leap(ts_ms: int) -> LiveScorer:
     """A call, then nothing for a while, then a call whose first event leaps past the limit."""
     live = LiveScorer(CallEngine())
