@@ -61,9 +61,9 @@ class SendReport:
     events: int = 0
     passed_through: int = 0  # records or batch items sent as they were (they do not decode)
     refused: int = 0  # records too large for the worker, dead-lettered instead of sent
-    # The two calls that reached the latest event times (time, call_id), and the latest watermark
-    # event's time: what `SendPlan.end_ts_ms` is read from.
-    latest_calls: LatestTwo = field(default_factory=LatestTwo)
+    # Per partition, the two calls that reached the latest event times (time, call_id), and the
+    # latest watermark event's time: what `SendPlan.end_ts_ms` is read from.
+    latest_calls: dict[int, LatestTwo] = field(default_factory=dict)
     latest_watermark_ms: int | None = None
 
 
@@ -87,12 +87,18 @@ class SendPlan:
 
     @property
     def end_ts_ms(self) -> int | None:
-        """The log's event time at its end, which the end-of-input watermarks carry: its latest
-        call's, unless that call alone leapt past the others (scorers/watermarks.py), whatever the
-        order (a log may begin with it). The highest `ts_ms` would carry one producer's fast clock to
-        every partition, and the next log's calls would be refused as too late."""
-        calls_ms, _ = watermark_of_times(self.report.latest_calls.times(), self.max_leap_ms)
-        marks_ms = self.report.latest_watermark_ms
+        """The log's event time at its end, which the end-of-input watermarks carry to every
+        partition. Each partition's time is its latest call's, unless that call alone leapt past the
+        others of the partition (scorers/watermarks.py: a worker corroborates within a partition);
+        the log's is the latest partition's, unless that partition alone leapt past the others (one
+        whose only call is fast), wherever in the log the fast calls came. The highest `ts_ms` would
+        carry one producer's fast clock to every partition, and the next log's calls would be
+        refused as too late."""
+        report = self.report
+        partition_times = [(watermark_of_times(latest.times(), self.max_leap_ms)[0], str(partition))
+                           for partition, latest in report.latest_calls.items()]
+        calls_ms, _ = watermark_of_times(partition_times, self.max_leap_ms)  # (partitions as the sources)
+        marks_ms = report.latest_watermark_ms
         return calls_ms if marks_ms is None else marks_ms if calls_ms is None else max(calls_ms, marks_ms)
 
     def add(self, raw: bytes) -> list[Outgoing]:
@@ -140,14 +146,16 @@ class SendPlan:
     # ------------------------------------------------------------------------------------------
 
     def _event(self, event: AnyEvent, raw: bytes, out: list[Outgoing]) -> None:
-        self._count([event])
         ts = event.ts_ms
         if isinstance(event, Watermark):
             partition = partition_of(event, self.partitions)
+            self._count([event], partition)
             self._flush_partition(partition, out)
             self._send(out, Outgoing(WATERMARK_CALL_ID.encode(), raw, partition))
             return
         call_id = event.call_id
+        partition = partition_for(call_id, self.partitions)
+        self._count([event], partition)
         encoded = _repacked(raw)
         if encoded is None:
             self._pass_through(raw, call_id, out, readable=True)
@@ -157,7 +165,6 @@ class SendPlan:
             # though the record itself is within it: sent as it was, which the worker accepts as replay does.
             self._pass_through(raw, call_id, out, readable=True)
             return
-        partition = partition_for(call_id, self.partitions)
         batch = self._held.get(partition)
         if batch is not None and batch.size + len(encoded) + len(call_id.encode()) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes:
             self._flush(partition, out)
@@ -221,7 +228,7 @@ class SendPlan:
     def _one_message(self, partition: int, events: list[AnyEvent], key: bytes, body: bytes, out: list[Outgoing]) -> None:
         """`events` (all on `partition`) as the one message `body`, after what the partition holds."""
         self._flush_partition(partition, out)
-        self._count(events)
+        self._count(events, partition)
         self._send(out, Outgoing(key, body, partition))
         self._flush_stale(max(event.ts_ms for event in events), out)
 
@@ -235,7 +242,8 @@ class SendPlan:
         if call_id is not None and self._held:
             self._flush_partition(partition_for(call_id, self.partitions), out)
 
-    def _count(self, events: list[AnyEvent]) -> None:
+    def _count(self, events: list[AnyEvent], partition: int) -> None:
+        """Count `events`, all sent to `partition`."""
         report = self.report
         report.events += len(events)
         for event in events:
@@ -244,7 +252,10 @@ class SendPlan:
             if isinstance(event, Watermark):
                 report.latest_watermark_ms = max(event.ts_ms, report.latest_watermark_ms or event.ts_ms)
             else:
-                report.latest_calls.note(event.ts_ms, event.call_id)
+                latest = report.latest_calls.get(partition)
+                if latest is None:
+                    latest = report.latest_calls[partition] = LatestTwo()
+                latest.note(event.ts_ms, event.call_id)
 
     def _pass_through(self, raw: bytes, call_id: str | None, out: list[Outgoing], readable: bool = False) -> None:
         self._flush_partition_of(call_id, out)

@@ -224,16 +224,22 @@ def test_a_partitions_events_go_in_the_logs_order_in_batches_across_its_calls():
 def test_the_end_of_input_time_leaves_out_one_calls_leap_and_keeps_one_borne_out():
     # The end-of-input watermarks go to every partition: the highest ts_ms of a log with one call a
     # year fast would move every partition's time a year on, and the next log's calls would be too late.
+    # (Partitions of 4: a, b, y, fast on 0; d on 1; c on 2; skewed on 3.)
     year = 365 * 86_400_000
-    plan = SendPlan(PARTITIONS)
-    delivered(plan, [pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 5))])
-    assert plan.end_ts_ms == T0 + 5
-    plan = SendPlan(PARTITIONS)
-    delivered(plan, [pack(doc("a", 0)), pack(doc("b", 0, ts=T0 + 3_600_000)), pack(doc("c", 0, ts=T0 + 3_600_009))])
-    assert plan.end_ts_ms == T0 + 3_600_009  # two calls an hour on: time passed
-    plan = SendPlan(PARTITIONS)  # whatever the order: a log may begin with the fast call
-    delivered(plan, [pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 0)), pack(doc("b", 3)), pack(doc("a", 5))])
-    assert plan.end_ts_ms == T0 + 5
-    plan = SendPlan(PARTITIONS, max_leap_ms=0)
-    delivered(plan, [pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year))])
-    assert plan.end_ts_ms == T0 + year
+
+    def end_of(records: list[bytes], **options) -> int | None:
+        plan = SendPlan(PARTITIONS, **options)
+        delivered(plan, records)
+        return plan.end_ts_ms
+
+    assert end_of([pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 5))]) == T0 + 5
+    # Wherever in the log the fast call comes, the first record included, and within a partition too.
+    assert end_of([pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 0)), pack(doc("d", 3)), pack(doc("a", 5))]) == T0 + 5
+    assert end_of([pack(doc("a", 0)), pack(doc("fast", 0, ts=T0 + year)), pack(doc("d", 7))]) == T0 + 7
+    # Fast calls on two partitions, each held back within its own, do not vouch for each other.
+    assert end_of([pack(doc("a", 0)), pack(doc("fast", 0, ts=T0 + year)), pack(doc("c", 0)),
+                   pack(doc("x", 0, ts=T0 + year + 5)), pack(doc("d", 9))]) == T0 + 9
+    # Two calls of one partition an hour on: time passed.
+    assert end_of([pack(doc("a", 0)), pack(doc("b", 0, ts=T0 + 3_600_000)), pack(doc("y", 0, ts=T0 + 3_600_009))]) \
+        == T0 + 3_600_009
+    assert end_of([pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year))], max_leap_ms=0) == T0 + year
