@@ -75,6 +75,7 @@ RELEASE_HELD = b"\x00release held"
 QUIET_RELEASE_S = 2.0
 HELD_PREFIX = b"held:"
 HELD_LATEST_KEY = b"held-latest"
+HELD_AHEAD_KEY = b"held-ahead"  # each source's leap held back: {source: [time, call_id]}
 # The field a relayed result carries its results-topic partition in.
 SOURCE_FIELD = "source_partition"
 
@@ -141,7 +142,7 @@ class AlertsRuntime:
         Returns the alerts this causes (episodes whose rule is gone)."""
         alerts: list[dict[str, Any]] = []
         if not self.restored:
-            calls, episodes, state, held, latest = [], [], None, [], None
+            calls, episodes, state, held, latest, ahead = [], [], None, [], None, {}
             for key, value in table.items():
                 if key == EPISODES_KEY:
                     episodes = msgspec.json.decode(value)
@@ -153,7 +154,9 @@ class AlertsRuntime:
                     held.append(scored_call(value))
                 elif key == HELD_LATEST_KEY:
                     latest = {int(source): ts for source, ts in msgspec.json.decode(value).items()}
-            self.order.restore([call for call in held if call is not None], latest or {})
+                elif key == HELD_AHEAD_KEY:
+                    ahead = {int(source): (int(ts), call_id) for source, (ts, call_id) in msgspec.json.decode(value).items()}
+            self.order.restore([call for call in held if call is not None], latest or {}, ahead)
             # Restored under the rules it last evaluated with; the current ones are handed over
             # below, so a change made meanwhile is evaluated as an uninterrupted engine would.
             self.engine = AlertEngine(AlertEngine.rules_of_state(state) if state is not None else self.rulebook.rules(),
@@ -178,10 +181,20 @@ class AlertsRuntime:
         table[HELD_PREFIX + key_of(call).encode()] = _json.encode(call.to_document())
         alerts = self._count(table, self.order.add(call, source))
         table[HELD_LATEST_KEY] = _json.encode({str(s): ts for s, ts in sorted(self.order.latest_by_source.items())})
+        self._keep_leaps(table)
         return alerts
 
     def release_held(self, table: Any) -> list[dict[str, Any]]:
-        return self._count(table, self.order.release_all())
+        alerts = self._count(table, self.order.release_all())
+        self._keep_leaps(table)
+        return alerts
+
+    def _keep_leaps(self, table: Any) -> None:
+        leaps = {str(s): list(ahead) for s, ahead in sorted(self.order.ahead_by_source.items())}
+        if leaps:
+            table[HELD_AHEAD_KEY] = _json.encode(leaps)
+        else:
+            table.pop(HELD_AHEAD_KEY, None)
 
     def _count(self, table: Any, due: list[ScoredCall]) -> list[dict[str, Any]]:
         """Count the released results, and stop keeping each in the table."""

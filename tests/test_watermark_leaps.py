@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import random
 
+import msgspec
+
 from alertkit import result as alert_result
 from eventkit import T0
 from models.alert_rules import AlertRule
 from models.wire import encode_event
+from scorers.alerting.calls import scored_call
 from scorers.alerting.engine import AlertEngine
 from scorers.alerting.ordering import EventTimeOrder
+from scorers.alerting.rulebook import RuleBook
 from scorers.engine import CallEngine
 from scorers.inactivity import InactivitySweeper
 from scorers.watermarks import LatestTwo, watermark_of_times
+from streams.alerts_live import AlertsRuntime
 from streams.clock import idle_ticks, implausible_leaps
 from streams.live import LiveScorer
 from streams.replay import replay
@@ -262,3 +267,30 @@ def test_a_result_stamped_a_year_ahead_leaves_the_results_released_in_event_time
 
     assert released(LIMIT) == ["a", "b", "c", "d", "skewed"]
     assert released(0) == ["a", "c", "b", "d", "skewed"]  # before: everything after it in the order it came
+
+
+def test_the_alert_ordering_keeps_its_leaps_across_a_take_over_and_drops_them_once_released():
+    def relayed(call_id: str, ts_ms: int) -> bytes:
+        return msgspec.json.encode({**scored_call(alert_result(call_id, "a1", ts_ms, True)).to_document(),
+                                    "source_partition": 0})
+
+    arrivals = [relayed("a", T0), relayed("s1", T0 + YEAR), relayed("s2", T0 + YEAR + 100),
+                relayed("c", T0 + 20_000), relayed("b", T0 + 10_000)]
+    uninterrupted, table = AlertsRuntime(RuleBook.from_file_rules([ALERT_RULE])), {}
+    taken_over: AlertsRuntime | None = None
+    for n, value in enumerate(arrivals):
+        uninterrupted.ensure_ready({})
+        uninterrupted.count_in_order({}, value)
+        runtime = taken_over = AlertsRuntime(RuleBook.from_file_rules([ALERT_RULE]))  # a new worker each time
+        runtime.ensure_ready(table)
+        runtime.count_in_order(table, value)
+        assert (runtime.order.latest_by_source, runtime.order.ahead_by_source, runtime.order.held) == \
+            (uninterrupted.order.latest_by_source, uninterrupted.order.ahead_by_source, uninterrupted.order.held), n
+    assert taken_over is not None and taken_over.order.ahead_by_source == {}  # s2 bore s1 out
+    lone = AlertsRuntime(RuleBook.from_file_rules([ALERT_RULE]))
+    lone.ensure_ready({})
+    lone.count_in_order({}, relayed("a", T0))
+    lone.count_in_order({}, relayed("s1", T0 + YEAR))
+    assert lone.order.ahead_by_source == {0: (T0 + YEAR, "s1")}
+    lone.release_held({})  # the quiet input: s1 is counted, and its leap goes with it
+    assert lone.order.ahead_by_source == {} and lone.order.held == []

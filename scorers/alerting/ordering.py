@@ -37,7 +37,7 @@ class EventTimeOrder:
     max_leap_ms: int = DEFAULT_MAX_LEAP_MS
     # The latest event time each source delivered (kept across a restart with the held calls).
     latest_by_source: dict[int, int] = field(default_factory=dict)
-    # Each source's leap held back, (time, call_id) (not kept across a restart: its call stays held).
+    # Each source's leap held back, (time, call_id).
     _ahead_by_source: dict[int, Ahead] = field(default_factory=dict)
     # (event time, call_id, version, arrival number, call): the arrival number orders a redelivered
     # version after the first, and keeps the call itself out of the comparison.
@@ -56,9 +56,11 @@ class EventTimeOrder:
         return due
 
     def release_all(self) -> list[ScoredCall]:
-        """Every held call, in order (end of input, or a quiet input live)."""
+        """Every held call, in order (end of input, or a quiet input live). The leaps held back go
+        with them: a leap's result, counted, no longer waits for its time to be borne out."""
         due = self.held
         self._held.clear()
+        self._ahead_by_source.clear()
         return due
 
     @property
@@ -66,12 +68,19 @@ class EventTimeOrder:
         """The calls held, in the order they will be released (to keep them across a restart)."""
         return [entry[4] for entry in sorted(self._held)]
 
-    def restore(self, held: list[ScoredCall], latest_by_source: dict[int, int]) -> None:
-        """Hold again what was held before a restart."""
+    def restore(self, held: list[ScoredCall], latest_by_source: dict[int, int],
+                ahead_by_source: dict[int, Ahead] | None = None) -> None:
+        """Hold again what was held before a restart, with each source's latest time and leap."""
         for call in held:
             self._hold(call, None)
         for source, latest in latest_by_source.items():
             self._advance(source, latest)
+        self._ahead_by_source.update(ahead_by_source or {})
+
+    @property
+    def ahead_by_source(self) -> dict[int, Ahead]:
+        """Each source's leap held back (to keep across a restart with `latest_by_source`)."""
+        return dict(self._ahead_by_source)
 
     def __len__(self) -> int:
         return len(self._held)
