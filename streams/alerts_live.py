@@ -76,6 +76,7 @@ QUIET_RELEASE_S = 2.0
 HELD_PREFIX = b"held:"
 HELD_LATEST_KEY = b"held-latest"
 HELD_AHEAD_KEY = b"held-ahead"  # each source's leap held back: {source: [time, call_id]}
+WINDOWS_TIME_KEY = b"windows-time"  # the windows' event time and leap held back (`time_document`)
 # The field a relayed result carries its results-topic partition in.
 SOURCE_FIELD = "source_partition"
 
@@ -142,7 +143,7 @@ class AlertsRuntime:
         Returns the alerts this causes (episodes whose rule is gone)."""
         alerts: list[dict[str, Any]] = []
         if not self.restored:
-            calls, episodes, state, held, latest, ahead = [], [], None, [], None, {}
+            calls, episodes, state, held, latest, ahead, time = [], [], None, [], None, {}, None
             for key, value in table.items():
                 if key == EPISODES_KEY:
                     episodes = msgspec.json.decode(value)
@@ -154,6 +155,8 @@ class AlertsRuntime:
                     held.append(scored_call(value))
                 elif key == HELD_LATEST_KEY:
                     latest = {int(source): ts for source, ts in msgspec.json.decode(value).items()}
+                elif key == WINDOWS_TIME_KEY:
+                    time = msgspec.json.decode(value)
                 elif key == HELD_AHEAD_KEY:
                     ahead = {int(source): (int(ts), call_id) for source, (ts, call_id) in msgspec.json.decode(value).items()}
             self.order.restore([call for call in held if call is not None], latest or {}, ahead)
@@ -162,7 +165,7 @@ class AlertsRuntime:
             self.engine = AlertEngine(AlertEngine.rules_of_state(state) if state is not None else self.rulebook.rules(),
                                       self.max_leap_ms)
             self.rules_revision = -1 if state is not None else self.rulebook.revision
-            alerts.extend(self.engine.restore(calls, episodes, state))
+            alerts.extend(self.engine.restore(calls, episodes, state, time))
             self.restored = True
             if calls or episodes:
                 logger.info("alerts: restored %s calls and %s open episodes", len(calls), len(episodes))
@@ -206,6 +209,8 @@ class AlertsRuntime:
             table[EPISODES_KEY] = _json.encode(self.engine.episodes_document())
         if changes.rules:
             table[ENGINE_STATE_KEY] = _json.encode(self.engine.state_document())
+        if changes.time:
+            table[WINDOWS_TIME_KEY] = _json.encode(self.engine.time_document())
         for call_id, call in changes.calls.items():
             table[CALL_KEY_PREFIX + call_id.encode()] = _json.encode(call.to_document())
         for call_id in changes.dropped:

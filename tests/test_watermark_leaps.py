@@ -294,3 +294,31 @@ def test_the_alert_ordering_keeps_its_leaps_across_a_take_over_and_drops_them_on
     assert lone.order.ahead_by_source == {0: (T0 + YEAR, "s1")}
     lone.release_held({})  # the quiet input: s1 is counted, and its leap goes with it
     assert lone.order.ahead_by_source == {} and lone.order.held == []
+
+
+def test_alert_windows_taken_over_keep_the_time_they_had_whatever_order_their_calls_were_counted_in():
+    # The very first result sets the windows' time; results of a lagging producer, counted later,
+    # are older by more than the limit. Rebuilt from the kept calls, the time went back 20 minutes.
+    minute = 60_000
+    hour_rule = msgspec.structs.replace(ALERT_RULE, window_s=3_600)
+    engine = AlertEngine([hour_rule], LIMIT)
+    for call_id, ts_ms in (("c0", T0), ("c1", T0 - 30 * minute), ("c2", T0 - 20 * minute)):
+        engine.count(scored_call(alert_result(call_id, "a1", ts_ms, True)))
+    assert (engine.windows.watermark, engine.windows.ahead) == (T0, None) and engine.take_changes().time
+    for time in (engine.time_document(), msgspec.json.decode(msgspec.json.encode(engine.time_document()))):
+        taken_over = AlertEngine([hour_rule], LIMIT)
+        taken_over.restore(engine.kept_calls(), engine.episodes_document(), engine.state_document(), time)
+        assert (taken_over.windows.watermark, taken_over.windows.ahead) == (T0, None)
+    rebuilt = AlertEngine([hour_rule], LIMIT)  # (a table written before the time was kept)
+    rebuilt.restore(engine.kept_calls(), engine.episodes_document(), engine.state_document())
+    assert (rebuilt.windows.watermark, rebuilt.windows.ahead) == (T0 - 20 * minute, (T0, "c0"))
+    # The worker keeps the time in its alert table, and the worker taking over reads it back.
+    table: dict[bytes, bytes] = {}
+    first = AlertsRuntime(RuleBook.from_file_rules([hour_rule]))
+    first.ensure_ready(table)
+    for call_id, ts_ms in (("c0", T0), ("c1", T0 - 30 * minute), ("c2", T0 - 20 * minute)):
+        first.engine.count(scored_call(alert_result(call_id, "a1", ts_ms, True)))
+    first.persist(table)
+    second = AlertsRuntime(RuleBook.from_file_rules([hour_rule]))
+    second.ensure_ready(table)
+    assert (second.engine.windows.watermark, second.engine.windows.ahead) == (T0, None)

@@ -49,9 +49,10 @@ class StateChanges:
     dropped: set[str] = field(default_factory=set)  # no longer kept
     episodes: bool = False  # the open episodes changed
     rules: bool = False  # the rules in force changed (`state_document`)
+    time: bool = False  # the windows' event time or the leap they hold back moved (`time_document`)
 
     def __bool__(self) -> bool:
-        return bool(self.calls or self.dropped or self.episodes or self.rules)
+        return bool(self.calls or self.dropped or self.episodes or self.rules or self.time)
 
 
 class AlertEngine:
@@ -134,7 +135,10 @@ class AlertEngine:
 
     def count(self, call: ScoredCall) -> list[dict[str, Any]]:
         """Count a result read with `read` and return the alert events it causes, in order."""
+        time_before = (self.windows.watermark, self.windows.ahead)
         taken, dropped = self.windows.put(call)
+        if (self.windows.watermark, self.windows.ahead) != time_before:
+            self._changes.time = True
         self._record_dropped(dropped)
         if not self._rules:
             # The windows still move with event time (a rule added later starts from there), but the
@@ -257,25 +261,36 @@ class AlertEngine:
         current rules afterwards, an engine evaluates a change made meanwhile as this one would have."""
         return {"rules": [msgspec.to_builtins(rule) for rule in self._rules.values()], "rule_changes": self._rule_changes}
 
+    def time_document(self) -> dict[str, Any]:
+        """The windows' event time and the leap they hold back. Kept as they are: rebuilt from the
+        kept calls, they would assume the calls were counted in order of their time, which a result
+        later than the lateness (counted where it arrives) or the very first result belies."""
+        return {"watermark": self.windows.watermark, "ahead": self.windows.ahead}
+
     @staticmethod
     def rules_of_state(state: dict[str, Any]) -> list[AlertRule]:
         return msgspec.convert(state.get("rules", []), list[AlertRule])
 
     def restore(self, calls: Iterable[Any], episodes: Iterable[dict[str, Any]],
-                state: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                state: dict[str, Any] | None = None, time: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Start again from persisted state: kept calls (`ScoredCall`s or their documents), the open
-        episodes, and `state_document()` (the engine should be built with `rules_of_state(state)`).
-        Returns the resolved events of episodes whose rule is gone meanwhile."""
+        episodes, `state_document()` (the engine should be built with `rules_of_state(state)`) and
+        `time_document()` (None: rebuilt from the kept calls, as tables written before it was kept
+        are). Returns the resolved events of episodes whose rule is gone meanwhile."""
         if state is not None:
             self._rule_changes = int(state.get("rule_changes", 0))
         kept = [c for c in (c if isinstance(c, ScoredCall) else scored_call(c) for c in calls) if c is not None]
-        self.windows.restore(kept)
+        if time is None:
+            self.windows.restore(kept)
+        else:
+            ahead = time.get("ahead")
+            self.windows.restore(kept, (time.get("watermark"), None if ahead is None else (int(ahead[0]), str(ahead[1]))))
         self.windows.take_dirty()
         self._episodes = {}
         for document in episodes:
             episode = msgspec.convert(document, Episode)
             self._episodes[(episode.rule.name, episode.scope)] = episode
-        self._changes = StateChanges(rules=True)  # (stored with the next changes, as restored)
+        self._changes = StateChanges(rules=True, time=True)  # (stored with the next changes, as restored)
         # Kept calls no rule reads any more are not restored: their stored copies go too.
         self._record_dropped(sorted({c.call_id for c in kept} - set(self.windows.calls)))
         return self._close_orphaned_episodes()

@@ -137,15 +137,16 @@ class EventTimeWindows:
                 del self.calls[call_id]
         return dropped
 
-    def restore(self, calls: Iterable[ScoredCall]) -> None:
-        """Rebuild from kept calls (after a restart): the watermark is the latest of them, unless that
-        one alone leapt past the others (results are counted in the order of their time)."""
+    def restore(self, calls: Iterable[ScoredCall], time: tuple[int | None, Ahead | None] | None = None) -> None:
+        """Rebuild from kept calls (after a restart), at `time` (the watermark and the leap held back,
+        as they were). None: from the calls themselves, the latest of them unless that one alone
+        leapt past the others (which assumes they were counted in the order of their time)."""
         self.calls = {}
         self._order = []
         for call in calls:
             self.calls[call.call_id] = call
         self._order = sorted((c.ts_ms, c.call_id) for c in self.calls.values())
-        self.watermark, self.ahead = watermark_of_times(self._order, self.max_leap_ms)
+        self.watermark, self.ahead = watermark_of_times(self._order, self.max_leap_ms) if time is None else time
         self.configure(self.needs)
 
     def take_dirty(self) -> set[AggregateKey]:
