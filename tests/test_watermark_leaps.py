@@ -322,3 +322,22 @@ def test_alert_windows_taken_over_keep_the_time_they_had_whatever_order_their_ca
     second = AlertsRuntime(RuleBook.from_file_rules([hour_rule]))
     second.ensure_ready(table)
     assert (second.engine.windows.watermark, second.engine.windows.ahead) == (T0, None)
+
+
+def test_a_result_whose_own_arrival_bears_out_a_leap_past_every_window_is_not_kept_by_either_worker():
+    # c1 is as far ahead as the held "fast" result: the windows' time moves to fast's, 500 s past c1,
+    # beyond the 30 s window. Kept anyway, only the uninterrupted worker counted it in a longer window
+    # added later (a restore drops what lies behind every window).
+    second = 1_000
+
+    def rule(window_s: int) -> AlertRule:
+        return msgspec.structs.replace(ALERT_RULE, window_s=window_s, min_calls=1, for_s=0)
+
+    engine = AlertEngine([rule(30)], LIMIT)
+    for call_id, agent, ts_ms, passed in (("c0", "a1", T0, True), ("fast", "a2", T0 + 700 * second, True),
+                                          ("c1", "a1", T0 + 200 * second, False)):
+        engine.count(scored_call(alert_result(call_id, agent, ts_ms, passed)))
+    taken_over = AlertEngine([rule(30)], LIMIT)
+    taken_over.restore(engine.kept_calls(), engine.episodes_document(), engine.state_document(), engine.time_document())
+    assert sorted(engine.windows.calls) == sorted(taken_over.windows.calls) == ["fast"]
+    assert engine.set_rules([rule(900)]) == taken_over.set_rules([rule(900)]) == []

@@ -150,8 +150,9 @@ class AlertEngine:
             self.counters.stale += 1
         if not taken:
             return []
-        self._changes.calls[call.call_id] = call
-        self._changes.dropped.discard(call.call_id)
+        if call.call_id in self.windows.calls:  # (else left behind every window at once: not kept)
+            self._changes.calls[call.call_id] = call
+            self._changes.dropped.discard(call.call_id)
         candidates = {key for key in self._episodes}
         for length, scope, metric in self.windows.take_dirty():
             for rule in self._by_metric.get(metric, ()):

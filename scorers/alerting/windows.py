@@ -97,6 +97,13 @@ class EventTimeWindows:
         kept = self.calls.get(call.call_id)  # moving on may have dropped it
         if kept is not None:
             self._remove(kept)
+        if watermark is not None and call.ts_ms <= watermark - self.retention_ms:
+            # Moving on left the call behind every window (a leap it let catch up, or no window at
+            # all): it counts for nothing and is not kept, as a restore would not keep it.
+            if kept is not None:
+                del self.calls[call.call_id]
+                dropped.append(call.call_id)
+            return True, dropped
         self.calls[call.call_id] = call
         insort(self._order, (call.ts_ms, call.call_id))
         self._count(call, +1)
