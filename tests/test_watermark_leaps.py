@@ -120,13 +120,20 @@ def test_replay_holds_the_leap_back_exactly_as_the_live_worker_does():
     assert replayed == live_results
 
 
-def test_a_restarted_worker_still_holds_the_leap_back():
+def _worker_and_its_restart(log: list[bytes], **engine_options) -> tuple[LiveScorer, LiveScorer, dict[bytes, bytes]]:
+    """A worker that handled `log` (its segments written after each message), one restored from its
+    journal, and the journal."""
     table: dict[bytes, bytes] = {}
-    first = LiveScorer(CallEngine())
-    for offset, raw in enumerate(_skewed_call_among_others()[:5]):
+    first = LiveScorer(CallEngine(**engine_options))
+    for offset, raw in enumerate(log):
         handle_as_the_worker_does(first, raw, offset, table)
-    restarted = LiveScorer(CallEngine())
+    restarted = LiveScorer(CallEngine(**engine_options))
     restarted.restore_partition(0, table.items())
+    return first, restarted, table
+
+
+def test_a_restarted_worker_still_holds_the_leap_back():
+    first, restarted, _ = _worker_and_its_restart(_skewed_call_among_others()[:5])
     for live in (first, restarted):
         assert live.engine.sweeper.watermark(0) == T0 + 20_000
         assert live.engine.sweeper.ahead(0) == (T0 + YEAR + 500, "S")
@@ -141,12 +148,7 @@ def test_a_restored_worker_whose_journal_begins_with_the_leaping_calls_keeps_its
            message("call.started", {"agent_id": "a1"}, "x1", T0 + YEAR, call_id="X"),
            message("call.started", {"agent_id": "a1"}, "b1", T0 + 100_000, call_id="B"),  # A is forgotten
            message("turn", {"role": "user", "text": "hi"}, "b2", T0 + 110_000, call_id="B")]
-    table: dict[bytes, bytes] = {}
-    first = LiveScorer(CallEngine(retention_after_end_ms=0))
-    for offset, raw in enumerate(log):
-        handle_as_the_worker_does(first, raw, offset, table)
-    restarted = LiveScorer(CallEngine(retention_after_end_ms=0))
-    restarted.restore_partition(0, table.items())
+    first, restarted, table = _worker_and_its_restart(log, retention_after_end_ms=0)
     for live in (first, restarted):
         assert sorted(live.engine.calls) == ["B", "X"]
         assert (live.engine.sweeper.watermark(0), live.engine.sweeper.ahead(0)) == (T0 + 110_000, (T0 + YEAR, "X"))
@@ -162,12 +164,7 @@ def test_a_leap_goes_with_its_call_when_the_call_is_forgotten_as_a_restored_work
            message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 1_000, call_id="X"),
            message("call.annotated", {"user_sentiment": "Positive"}, "x3", T0 + YEAR, call_id="X"),
            message("turn", {"role": "user", "text": "hi"}, "a2", T0 + 40_000, call_id="A")]
-    table: dict[bytes, bytes] = {}
-    first = LiveScorer(CallEngine(retention_after_end_ms=0))
-    for offset, raw in enumerate(log):
-        handle_as_the_worker_does(first, raw, offset, table)
-    restarted = LiveScorer(CallEngine(retention_after_end_ms=0))
-    restarted.restore_partition(0, table.items())
+    first, restarted, table = _worker_and_its_restart(log, retention_after_end_ms=0)
     later_call = message("call.started", {"agent_id": "a1"}, "b1", T0 + 7_200_000, call_id="B")
     for live in (first, restarted):
         assert sorted(live.engine.calls) == ["A"] and live.engine.sweeper.ahead(0) is None
