@@ -2,9 +2,10 @@
 
 A watermark is the highest event time seen, and everything that waits on time reads it: the
 inactivity sweep and the forgetting of ended calls (scorers/inactivity.py), the alert windows
-(scorers/alerting/windows.py). Taken from any one event, a single producer whose clock is hours fast
-would end every open call at once, forget the ended ones, refuse every new call as too late and
-empty every alert window, until real time caught up.
+(scorers/alerting/windows.py) and the order results are counted in (scorers/alerting/ordering.py),
+the end-of-input time `callqa send` gives every partition (streams/send_plan.py). Taken from any one
+event, a single producer whose clock is hours fast would end every open call at once, forget the
+ended ones, refuse every new call as too late and empty every alert window, until real time caught up.
 
 So an event time more than `max_leap_ms` past the watermark does not move it on its own. It is held
 as the leap `ahead` (its source, a call_id, and the highest time that source reached), and the
