@@ -138,31 +138,23 @@ class CallEngine:
                 return Processed("duplicate", call)
             return self._reused_event_id(call, event, earlier)
 
-        # Below, an event refused takes its id back: only what is applied names an event of the call
-        # (the journal, which a restarted worker rebuilds the ids from, holds nothing else), so the
-        # same id sent again, mended, is taken as it would be after a restart.
         rescores = type(event) in RESCORE_CLASSES
         ended_before = call.ended is not None
         if ended_before and not rescores:
-            call.seen_event_ids.discard(event_id)
             if is_inactivity_end(event):
+                call.seen_event_ids.discard(event_id)  # (not applied: see `_refused`)
                 return self._superseded_sweep_end(call)
-            self.counters.rejected += 1
             tag = event.__struct_config__.tag
-            return Processed("rejected", call, reason=f"event {event_id!r}: a {tag!r} event cannot change call {call_id!r}, which has already ended")
+            return self._refused(call, event_id, f"a {tag!r} event cannot change call {call_id!r}, which has already ended")
         if rescores and type(event) is TranscriptCorrected:
             refusal = uncorrectable_turn(call, event)
             if refusal is not None:
-                call.seen_event_ids.discard(event_id)
-                self.counters.rejected += 1
-                return Processed("rejected", call, reason=f"event {event_id!r}: {refusal}")
+                return self._refused(call, event_id, refusal)
         elif type(event) is CallStarted and call.started_ts_ms is not None:
             # A call starts once: a second start (another event_id) would silently replace the first's
             # agent, run, cohorts and scenario, moving the call out of the run it was started in.
-            call.seen_event_ids.discard(event_id)
-            self.counters.rejected += 1
-            return Processed("rejected", call, reason=f"event {event_id!r}: call {call_id!r} has already started "
-                                                      f"(at event time {call.started_ts_ms}); a call starts once")
+            return self._refused(call, event_id, f"call {call_id!r} has already started (at event time "
+                                                 f"{call.started_ts_ms}); a call starts once")
 
         first_activity = call.last_activity_ts_ms is None
         apply_event(call, event, self.registry)
@@ -203,6 +195,14 @@ class CallEngine:
             f"event {event.event_id!r}: a {tag!r} event of call {event.call_id!r}, which is not held, at event time "
             f"{event.ts_ms}, more than the retention ({self._forgetting_span_ms()} ms) behind its partition's "
             f"watermark ({watermark}): its call may have ended and been forgotten, so it is not taken up as a new call"))
+
+    def _refused(self, call: CallState, event_id: str, reason: str) -> Processed:
+        """An event of a held call refused after its id was recorded: the id is taken back. Only what
+        is applied names an event of the call (the journal, which a restarted worker rebuilds the ids
+        from, holds nothing else), so the same id sent again, mended, is taken as after a restart."""
+        call.seen_event_ids.discard(event_id)
+        self.counters.rejected += 1
+        return Processed("rejected", call, reason=f"event {event_id!r}: {reason}")
 
     def _reused_event_id(self, call: CallState, event: Event, earlier: int) -> Processed:
         """An event under an event_id its call has already applied to another event (another type or
