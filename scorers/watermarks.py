@@ -27,6 +27,11 @@ DEFAULT_MAX_LEAP_MS = 600_000
 Ahead = tuple[int, str]  # (event time, source) of a leap held back
 
 
+def later(first: int | None, second: int | None) -> int | None:
+    """The later of two watermarks, either of which may be missing (None)."""
+    return second if first is None else first if second is None else max(first, second)
+
+
 def next_watermark(watermark: int | None, ahead: Ahead | None, ts_ms: int, source: str | None,
                    max_leap_ms: int) -> tuple[int | None, Ahead | None]:
     """The watermark and the leap held back after an event of `source` at `ts_ms` (source None: a

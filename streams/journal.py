@@ -64,6 +64,8 @@ from typing import Any, Iterable, Iterator
 import msgpack
 import zstandard
 
+from scorers.watermarks import later
+
 SEPARATOR = b"\x1f"
 # Keys of the worker's own records start with \x1e, which no call_id of a call segment does.
 RESERVED_PREFIX = b"\x1e"
@@ -140,11 +142,6 @@ def decode_watermark(value: bytes) -> tuple[int, int]:
     journal (-1: unknown, as in records written before it was kept)."""
     record = msgpack.unpackb(value)
     return int(record["w"]), int(record.get("o", -1))
-
-
-def later(first: int | None, second: int | None) -> int | None:
-    """The later of two watermarks, either of which may be missing (None)."""
-    return second if first is None else first if second is None else max(first, second)
 
 
 # ------------------------------------------------------------------------------ partition segments

@@ -34,7 +34,7 @@ import msgspec
 
 from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, AnyEvent, JudgeResult, Watermark
 from models.wire import MAX_MESSAGE_BYTES, Decoded, Rejected, decode_message
-from scorers.watermarks import DEFAULT_MAX_LEAP_MS, LatestTwo, watermark_of_times
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS, LatestTwo, later, watermark_of_times
 from streams.partitioning import partition_for, partition_of
 
 _msgpack = msgspec.msgpack.Encoder()
@@ -98,8 +98,7 @@ class SendPlan:
         partition_times = [(watermark_of_times(latest.times(), self.max_leap_ms)[0], str(partition))
                            for partition, latest in report.latest_calls.items()]
         calls_ms, _ = watermark_of_times(partition_times, self.max_leap_ms)  # (partitions as the sources)
-        marks_ms = report.latest_watermark_ms
-        return calls_ms if marks_ms is None else marks_ms if calls_ms is None else max(calls_ms, marks_ms)
+        return later(calls_ms, report.latest_watermark_ms)
 
     def add(self, raw: bytes) -> list[Outgoing]:
         """The messages to send now for one record of the log, in order."""
@@ -250,7 +249,7 @@ class SendPlan:
             if type(event) is JudgeResult:
                 continue  # (stamped after its call by whoever asked: no say on the time, as in the worker)
             if isinstance(event, Watermark):
-                report.latest_watermark_ms = max(event.ts_ms, report.latest_watermark_ms or event.ts_ms)
+                report.latest_watermark_ms = later(report.latest_watermark_ms, event.ts_ms)
             else:
                 latest = report.latest_calls.get(partition)
                 if latest is None:
