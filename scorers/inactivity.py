@@ -108,8 +108,9 @@ class InactivitySweeper:
             clock.watermark_ms, clock.ahead = watermark_of_times(times, self.max_leap_ms)
             return
         beyond = max((entry for entry in times if entry[0] > watermark_ms), default=None)
-        clock.watermark_ms, clock.ahead = watermark_ms, None
-        if beyond is not None:
+        if beyond is None:
+            clock.watermark_ms, clock.ahead = watermark_ms, None
+        else:
             clock.watermark_ms, clock.ahead = next_watermark(watermark_ms, None, beyond[0], beyond[1], self.max_leap_ms)
 
     def forget_leap(self, partition: int, call_ids: list[str]) -> None:
