@@ -22,6 +22,7 @@ from typing import Any
 
 from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, Watermark, WatermarkData
 from models.wire import encode_event
+from scorers.watermarks import Ahead
 from streams.live import LiveScorer
 
 logger = logging.getLogger("callqa.worker")
@@ -37,19 +38,19 @@ def idle_ticks(live: LiveScorer, now: float, idle_s: float, wall_ms: int | None 
         clock = live.engine.sweeper.partitions.get(partition)
         if clock is None or last_seen is None or watermark_ms is None or now - last_seen < idle_s:
             continue
-        ahead = clock.ahead
-        plausible = ahead is not None and wall_ms is not None and ahead[0] <= wall_ms + live.engine.max_watermark_leap_ms
+        # A leap held back, checked against this worker's clock (none given: left as it is).
+        leap = clock.ahead if wall_ms is not None else None
+        wrong_clock = leap is not None and wall_ms is not None and _ahead_of(wall_ms, leap, live)
         # The deadline heap keeps entries of calls that ended until their deadline passes: only a
         # call still open is a reason to move the partition's time, and not the one whose clock runs
         # ahead of this worker's (its deadline lies as far ahead: ticks would go on until then).
-        held_back = ahead[1] if ahead is not None and wall_ms is not None and not plausible else None
+        held_back = leap[1] if leap is not None and wrong_clock else None
         if not any(call_id in calls and not calls[call_id].has_ended and call_id != held_back
                    for _, call_id in clock.deadlines):
             continue
         ts_ms = watermark_ms + int((now - last_seen) * 1000)
-        if plausible:
-            assert ahead is not None
-            ts_ms = max(ts_ms, ahead[0])
+        if leap is not None and not wrong_clock:
+            ts_ms = max(ts_ms, leap[0])
         ticks.append(Watermark(event_id=f"{WATERMARK_CALL_ID}:tick:{partition}:{ts_ms}", call_id=WATERMARK_CALL_ID,
                                ts_ms=ts_ms, data=WatermarkData(partition=partition), v=CONTRACT_VERSION))
     return ticks
@@ -58,10 +59,15 @@ def idle_ticks(live: LiveScorer, now: float, idle_s: float, wall_ms: int | None 
 def implausible_leaps(live: LiveScorer, wall_ms: int) -> list[tuple[int, int, str]]:
     """(partition, event time, call_id) of each leap held back that lies further ahead of `wall_ms`
     than a leap may: a producer's clock that is wrong, not time that passed."""
-    limit = live.engine.max_watermark_leap_ms
     return [(partition, clock.ahead[0], clock.ahead[1])
             for partition, clock in sorted(live.engine.sweeper.partitions.items())
-            if clock.ahead is not None and clock.ahead[0] > wall_ms + limit]
+            if clock.ahead is not None and _ahead_of(wall_ms, clock.ahead, live)]
+
+
+def _ahead_of(wall_ms: int, leap: Ahead, live: LiveScorer) -> bool:
+    """Whether a leap lies further ahead of this worker's clock than a leap may (a producer's clock
+    that is wrong, not time that passed)."""
+    return leap[0] > wall_ms + live.engine.max_watermark_leap_ms
 
 
 def install_idle_clock(callqa: Any) -> None:
@@ -73,12 +79,12 @@ def install_idle_clock(callqa: Any) -> None:
     @callqa.app.timer(interval=idle_s)
     async def tick() -> None:
         wall_ms = int(time.time() * 1000)
-        for partition, ts_ms, call_id in implausible_leaps(callqa.live, wall_ms):
-            if reported.get(partition) != call_id:
-                reported[partition] = call_id
+        for held_on, leap_ms, leap_call in implausible_leaps(callqa.live, wall_ms):
+            if reported.get(held_on) != leap_call:
+                reported[held_on] = leap_call
                 logger.warning("call %r on partition %d has events %.0f s ahead of this worker's clock: they do not "
-                               "move the partition's event time (check the producer's clock)", call_id, partition,
-                               (ts_ms - wall_ms) / 1000)
+                               "move the partition's event time (check the producer's clock)", leap_call, held_on,
+                               (leap_ms - wall_ms) / 1000)
         for watermark in idle_ticks(callqa.live, time.monotonic(), idle_s, wall_ms):
             partition = watermark.data.partition
             await callqa.events_topic.send(key=WATERMARK_CALL_ID.encode(), value=encode_event(watermark), partition=partition)
