@@ -37,15 +37,20 @@ class EventIds:
         self._hashes = array("q")
         self._signatures = array("q")
 
-    def __contains__(self, event_id: object) -> bool:
+    def _find(self, event_id: object) -> int | None:
+        """Where `event_id` is kept (None: it is not)."""
         key = hash(event_id)
         hashes = self._hashes
         index = bisect_left(hashes, key)
-        return index < len(hashes) and hashes[index] == key
+        return index if index < len(hashes) and hashes[index] == key else None
+
+    def __contains__(self, event_id: object) -> bool:
+        return self._find(event_id) is not None
 
     def add(self, event_id: str, signature: int = 0) -> int | None:
         """Record `event_id` with its event's signature and return None; when the id was recorded
         already, record nothing and return the signature it was recorded with."""
+        # (Every event comes here: the lookup is written out, not `_find`, to insert where it ends.)
         key = hash(event_id)
         hashes = self._hashes
         index = bisect_left(hashes, key)
@@ -57,11 +62,9 @@ class EventIds:
 
     def discard(self, event_id: str) -> None:
         """Forget `event_id` (an event refused after its id was recorded)."""
-        key = hash(event_id)
-        hashes = self._hashes
-        index = bisect_left(hashes, key)
-        if index < len(hashes) and hashes[index] == key:
-            del hashes[index]
+        index = self._find(event_id)
+        if index is not None:
+            del self._hashes[index]
             del self._signatures[index]
 
     def __len__(self) -> int:
