@@ -144,6 +144,34 @@ def test_a_run_written_to_disk_and_read_back_summarizes_the_same(tmp_path):
     assert render_all_summary(reloaded).encode() == on_disk["all_summary.txt"]
 
 
+class _CutShort(dict):
+    """An export whose writing is interrupted (Ctrl-C, a full disk) after its first file."""
+
+    def items(self):
+        first = next(iter(super().items()))
+        yield first
+        raise KeyboardInterrupt
+
+
+def test_an_export_cut_short_leaves_nothing_behind_and_the_same_command_then_succeeds(tmp_path):
+    files = export_run(live_run())
+    target = tmp_path / "exports" / "run"
+    with pytest.raises(KeyboardInterrupt):
+        write_export(_CutShort(files), target)
+    assert list((tmp_path / "exports").iterdir()) == []  # no half-written run, nothing hidden
+    write_export(files, target)
+    assert read_export(target) == files
+    assert list((tmp_path / "exports").iterdir()) == [target]
+
+
+def test_an_export_into_an_empty_directory_keeps_that_directorys_mode(tmp_path):
+    target = tmp_path / "run"
+    target.mkdir(mode=0o750)
+    target.chmod(0o750)
+    write_export(export_run(live_run()), target)
+    assert target.stat().st_mode & 0o777 == 0o750 and (target / "all_summary.txt").is_file()
+
+
 def test_writing_refuses_a_path_outside_the_export_directory(tmp_path):
     with pytest.raises(ValueError):
         write_export({"../escape.txt": b"x"}, tmp_path / "run")
