@@ -399,7 +399,7 @@ def log_format(path: str) -> str:
     a JSON Lines one, so that a JSON Lines log under any name reads as it always did."""
     with open(path, "rb") as handle:
         first = handle.read(2)
-    if first == _GZIP_MAGIC:  # read as records, every byte would be dead-lettered and nothing scored
+    if first == GZIP_MAGIC:  # read as records, every byte would be dead-lettered and nothing scored
         raise ValueError(f"{path} is gzip-compressed: decompress it first (`zcat {path} | callqa … -`)")
     if path.lower().endswith(".msgpack"):
         return MSGPACK_LOG
@@ -407,7 +407,7 @@ def log_format(path: str) -> str:
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
-_GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 _LOG_CHUNK_BYTES = 1 << 20

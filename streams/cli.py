@@ -18,7 +18,7 @@ import msgspec
 
 from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.results import CallResult
-from models.wire import MSGPACK_LOG, log_format, read_log
+from models.wire import GZIP_MAGIC, MSGPACK_LOG, log_format, read_log
 from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
 from streams.output_files import STANDARD_INPUT
@@ -57,6 +57,10 @@ def _log_as_file(path: str) -> Iterator[str]:
             else:
                 with open(path, "rb") as source:
                     shutil.copyfileobj(source, out, 1 << 20)
+        with open(copy, "rb") as handle:
+            if handle.read(len(GZIP_MAGIC)) == GZIP_MAGIC:  # (said here: the copy's name would mean nothing)
+                name = "standard input" if path == STANDARD_INPUT else path
+                raise ValueError(f"{name} is gzip-compressed: decompress it on its way in (`zcat LOG.gz | callqa … -`)")
         yield copy
 
 
@@ -69,7 +73,10 @@ def _is_stream(path: str) -> bool:
 
 
 def _non_negative_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:  # (argparse would name this function in its message)
+        raise argparse.ArgumentTypeError(f"must be a whole number, 0 or more, got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value

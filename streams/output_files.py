@@ -55,7 +55,11 @@ class AtomicOutput:
         self.commit() if kind is None else self.discard()
 
     def commit(self) -> None:
-        self.file.close()
+        try:
+            self.file.close()  # (writes out the last buffered bytes, which a full disk refuses here)
+        except BaseException:
+            self.discard()
+            raise
         if self._temporary is not None:
             os.replace(self._temporary, self._target)
 

@@ -358,6 +358,47 @@ def test_a_gzip_compressed_log_is_named_as_such_instead_of_dead_lettering_every_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.jsonl.gz"]
 
 
+def test_a_gzip_compressed_log_on_standard_input_is_named_as_standard_input(tmp_path, capsys, monkeypatch):
+    import gzip
+
+    compressed = tmp_path / "calls.jsonl.gz"
+    compressed.write_bytes(gzip.compress(SAMPLE_LOG.read_bytes()))
+    with open(compressed) as stdin:  # (text, as sys.stdin is: the log is read from its buffer)
+        monkeypatch.setattr("sys.stdin", stdin)
+        code, err = run(capsys, "replay", "-", "--out", str(tmp_path / "o.jsonl"))
+    # (not the name of the temporary copy a stream is read into, which is gone by the time it is read)
+    assert code == 2 and err == ("callqa: standard input is gzip-compressed: decompress it on its way in "
+                                 "(`zcat LOG.gz | callqa … -`)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.jsonl.gz"]
+
+
+def test_a_count_option_that_is_no_number_says_what_it_needs(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["summary", "run-1", "--results", str(tmp_path / "r.jsonl"), "--min-agent-turns", "abc"])
+    err = capsys.readouterr().err
+    assert "--min-agent-turns: must be a whole number, 0 or more, got 'abc'" in err and "_non_negative_int" not in err
+
+
+def test_an_output_whose_last_bytes_cannot_be_written_leaves_no_temporary_file(tmp_path):
+    from streams.output_files import AtomicOutput
+
+    class DiskFullAtClose:  # what a full disk does to the last buffered bytes of a file being closed
+        def __init__(self, file):
+            self.file = file
+
+        def close(self):
+            self.file.close()
+            raise OSError(28, "No space left on device")
+
+    target = tmp_path / "log2.jsonl"
+    output = AtomicOutput(str(target))
+    output.file.write(b"{}\n")
+    output.file = DiskFullAtClose(output.file)
+    with pytest.raises(OSError, match="No space left"):
+        output.commit()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_summary_reads_results_from_standard_input(tmp_path, capsys, monkeypatch):
     results = tmp_path / "r.jsonl"
     assert main(["replay", str(SAMPLE_LOG), "--out", str(results), "--jobs", "1"]) == 0
