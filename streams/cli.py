@@ -189,26 +189,32 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
     from streams.replay_parallel import replay_log
     from streams.wiring import build_engine
 
-    if args.judge or args.record:  # write LOG2 (sweeps and judge answers recorded), then replay it
-        from streams.judge_offline import NEEDS_RECORD, print_summary, record_log
+    if args.judge and not args.record:
+        from streams.judge_offline import NEEDS_RECORD
 
-        if not args.record:
-            raise ValueError(NEEDS_RECORD)
-        print_summary(record_log(log, args.record, settings, build_engine(settings, args.cohorts), args.judge), args.record)
-        log = args.record
-    total = _count_records(log)  # (reads the log: a missing one fails here, before any output exists)
+        raise ValueError(NEEDS_RECORD)
+    # Every output opened and the rules read before any work: a path that cannot be written, or a bad
+    # rules file, must fail before a recording's first pass and before any judge is paid.
     alerts = alerts_file(args.rules, args.alerts_out, settings.allowed_lateness_ms, settings.partitions,
                          settings.max_watermark_leap_ms)
     files = ReplayFiles.open(args.out, args.deadletter, alerts)
-    bar = progress_bar(total=total, desc="replay", unit="record")
-    try:
-        with files:  # no partial output: on a failure whatever was there before stays
+    with files:  # no partial output: on a failure whatever was there before stays
+        if args.record:  # write LOG2 (sweeps and judge answers recorded), then replay it
+            log = _record(args, settings, log)
+        total = _count_records(log)  # (reads the log: a missing one fails here, before any output is kept)
+        bar = progress_bar(total=total, desc="replay", unit="record")
+        try:
             report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts), files,
                                 on_progress=lambda records: bar.update(records - bar.n),
                                 max_message_bytes=settings.max_message_bytes,
                                 max_result_bytes=settings.max_result_bytes)
-    finally:
-        bar.close()
+        except Exception:
+            if args.record:  # (what the recording cost, the judge above all, need not be paid again)
+                print(f"callqa: {args.record} is complete: `callqa replay {args.record} --out …` scores it "
+                      "without recording it again", file=sys.stderr)
+            raise
+        finally:
+            bar.close()
     print(
         f"replayed {report.records} records: {report.events} events, {report.applied} applied, "
         f"{report.duplicates} duplicates ignored, {report.rejected} dead-lettered, "
@@ -220,6 +226,32 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
     if alerts is not None:
         print(f"{alerts.count} alert events -> {alerts.path}", file=sys.stderr)
     return 0
+
+
+def _record(args: argparse.Namespace, settings: Settings, log: str) -> str:
+    """Write LOG2 (`--record`) from `log`, judging its calls with `--judge`, with a bar for each step;
+    returns LOG2's path."""
+    from streams.judge_offline import RecordProgress, print_summary, record_log
+    from streams.progress import progress_bar
+    from streams.replay_parallel import every_so_many_records
+    from streams.wiring import build_engine
+
+    bars = [progress_bar(total=_count_records(log), desc="record", unit="record")]
+
+    def judging(calls: int) -> None:
+        bars[0].close()
+        bars.append(progress_bar(total=calls, desc="judge", unit="call"))
+
+    reading = bars[0]
+    progress = RecordProgress(on_record=every_so_many_records(lambda records: reading.update(records - reading.n)),
+                              on_judging=judging, on_judged=lambda: bars[-1].update(1))
+    try:
+        report = record_log(log, args.record, settings, build_engine(settings, args.cohorts), args.judge, progress)
+    finally:
+        for bar in bars:
+            bar.close()
+    print_summary(report, args.record)
+    return args.record
 
 
 def cmd_tail(args: argparse.Namespace) -> int:

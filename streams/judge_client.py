@@ -175,10 +175,20 @@ def retryable(exc: BaseException) -> bool:
     return True
 
 
-async def judge_all(settings: Settings, requests: list[JudgeRequests]) -> list[JudgeResult]:
-    """Judge many calls with one client (offline use); results in the order of `requests`."""
+async def judge_all(settings: Settings, requests: list[JudgeRequests],
+                    on_judged: Callable[[], None] | None = None) -> list[JudgeResult]:
+    """Judge many calls with one client (offline use); results in the order of `requests`.
+    `on_judged` is told each time a call's answer (or its failure) is in: judging thousands of calls
+    takes minutes, and the caller shows how far it has got."""
     client = JudgeClient(settings)
+
+    async def judged(request: JudgeRequests) -> JudgeResult:
+        result = await client.judge(request)
+        if on_judged is not None:
+            on_judged()
+        return result
+
     try:
-        return list(await asyncio.gather(*(client.judge(r) for r in requests)))
+        return list(await asyncio.gather(*(judged(r) for r in requests)))
     finally:
         await client.aclose()

@@ -24,6 +24,7 @@ from typing import BinaryIO, Callable, Iterable
 
 import msgspec
 
+from models.call_state import CallState
 from models.events import Event
 from models.results import CallResult
 from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, encode_event, is_cut_short, log_format, read_log
@@ -34,8 +35,11 @@ from streams.config import Settings
 from streams.output_files import AtomicOutput
 from streams.replay import replay
 
-# Where a judge answer goes in LOG2: right after record N of LOG, or right after a sweep event.
-Anchor = tuple[str, int | str]
+# Where a judge answer goes in LOG2: (N, -1) right after record N of LOG, (N, K) right after the K-th
+# sweep event decided there. By place, not by event_id: a call_id taken up again after its call was
+# forgotten is swept again under the same event_id, and each answer must follow its own call's end.
+Anchor = tuple[int, int]
+AFTER_THE_RECORD = -1
 
 NEEDS_KEY = "--judge needs OPENAI_API_KEY (and OPENAI_BASE_URL for a server other than OpenAI's)"
 NEEDS_RECORD = "--judge needs --record LOG2: the judge's answers must be kept to reproduce the results"
@@ -62,18 +66,22 @@ class _Pass:
     judge: bool
     answer_format: str
     position: int = 0
-    anchor: Anchor = ("record", 0)
+    anchor: Anchor = (0, AFTER_THE_RECORD)
     sweeps: dict[int, list[Event]] = field(default_factory=dict)
-    pending: dict[str, tuple[Anchor, JudgeRequests]] = field(default_factory=dict)
+    # Each ended call to judge, in the order they ended. The call's own state, not its id: a call_id
+    # taken up again after its call was forgotten names another call, whose answer is not this one's;
+    # and an answer LOG records later for the call (`call.judge`) settles it.
+    pending: list[tuple[CallState, Anchor, JudgeRequests]] = field(default_factory=list)
     recorded: set[str] = field(default_factory=set)
 
     def on_recorded(self, event: Event) -> None:
-        self.sweeps.setdefault(self.position, []).append(event)
-        self.anchor = ("sweep", event.event_id)
+        decided = self.sweeps.setdefault(self.position, [])
+        decided.append(event)
+        self.anchor = (self.position, len(decided) - 1)
 
     def on_record(self, size: int) -> None:
         self.position += 1
-        self.anchor = ("record", self.position)
+        self.anchor = (self.position, AFTER_THE_RECORD)
 
     def on_result(self, result: CallResult) -> None:
         call = self.engine.calls.get(result.call_id)
@@ -84,7 +92,7 @@ class _Pass:
         elif self.judge and result.version == 1 and result.final:
             requests = build_requests(call, self.engine.cohorts, self.answer_format)
             if requests is not None:
-                self.pending[call.call_id] = (self.anchor, requests)
+                self.pending.append((call, self.anchor, requests))
 
 
 def output_format(path: str) -> str:
@@ -92,8 +100,18 @@ def output_format(path: str) -> str:
     return MSGPACK_LOG if path.lower().endswith(".msgpack") else JSONL_LOG
 
 
+@dataclass
+class RecordProgress:
+    """What `record_log` tells as it goes (each None: not told). The first pass reads every record of
+    LOG, and judging thousands of calls takes minutes: the caller shows both."""
+
+    on_record: Callable[[int], None] | None = None  # a record of LOG read (its size)
+    on_judging: Callable[[int], None] | None = None  # judging starts, for this many calls
+    on_judged: Callable[[], None] | None = None  # one more call's answer (or failure) is in
+
+
 def record_log(log: str, record: str, settings: Settings, engine: CallEngine, judge: bool = False,
-               on_record: Callable[[int], None] | None = None) -> RecordReport:
+               progress: RecordProgress | None = None) -> RecordReport:
     """Write `record` (LOG2) from `log`, judging the calls that need it when `judge` is set.
     `engine` is a fresh engine built like the one that will replay LOG2 (same cohorts and clocks)."""
     if judge and not settings.judge_enabled:
@@ -102,12 +120,13 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
         raise ValueError(SAME_FORMAT)
     # Opened now: a path that cannot be written must fail before any judge is paid.
     with AtomicOutput(record) as output:
-        return _record(log, output, settings, engine, judge, on_record)
+        return _record(log, output, settings, engine, judge, progress or RecordProgress())
 
 
 def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngine, judge: bool,
-            on_record: Callable[[int], None] | None) -> RecordReport:
+            progress: RecordProgress) -> RecordReport:
     first = _Pass(engine, judge, settings.judge_response_format)
+    on_record = progress.on_record
 
     def counted(size: int) -> None:
         first.on_record(size)
@@ -117,15 +136,16 @@ def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngi
     replayed = replay(read_log(log), engine, settings.partitions, first.on_result,
                       on_recorded=first.on_recorded, on_record=counted, max_message_bytes=settings.max_message_bytes)
     report = RecordReport(records=replayed.records, swept=replayed.swept)
-    to_judge = [(anchor, requests) for call_id, (anchor, requests) in first.pending.items()
-                if call_id not in first.recorded]
+    to_judge = [(anchor, requests) for call, anchor, requests in first.pending if call.judge is None]
     report.already_judged = len(first.recorded)
 
     answers: dict[Anchor, list[Event]] = {}
     if to_judge:
         from streams.judge_client import judge_all
 
-        events = asyncio.run(judge_all(settings, [requests for _, requests in to_judge]))
+        if progress.on_judging is not None:
+            progress.on_judging(len(to_judge))
+        events = asyncio.run(judge_all(settings, [requests for _, requests in to_judge], progress.on_judged))
         for (anchor, _), event in zip(to_judge, events):
             answers.setdefault(anchor, []).append(event)
             report.judged += 1
@@ -148,13 +168,13 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
     logged = _sweeps_in(log)
 
     def after(out: BinaryIO, position: int) -> None:
-        emit(out, answers.get(("record", position), ()))
-        for event in sweeps.get(position, ()):
+        emit(out, answers.get((position, AFTER_THE_RECORD), ()))
+        for index, event in enumerate(sweeps.get(position, ())):
             # A sweep LOG already records (LOG is itself a LOG2) is decided again at the same place
             # on replay: written once more, each recording would add a copy.
-            if event.event_id not in logged:
+            if _sweep_key(event) not in logged:
                 emit(out, [event])
-            emit(out, answers.get(("sweep", event.event_id), ()))
+            emit(out, answers.get((position, index), ()))
 
     out = output.file
     cut_short = b""
@@ -169,16 +189,22 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
         after(out, index)
     after(out, records)
     out.write(cut_short)
-    return sum(1 for decided in sweeps.values() for event in decided if event.event_id not in logged)
+    return sum(1 for decided in sweeps.values() for event in decided if _sweep_key(event) not in logged)
 
 
-def _sweeps_in(log: str) -> set[str]:
-    """The event_ids of the sweeps' ends that `log` records."""
-    found: set[str] = set()
+def _sweep_key(event: Event) -> tuple[str, int]:
+    """A sweep's end by its event_id and its time: a call_id taken up again after its call was
+    forgotten is swept under the same event_id again, at another time, and that sweep is LOG's own."""
+    return event.event_id, event.ts_ms
+
+
+def _sweeps_in(log: str) -> set[tuple[str, int]]:
+    """The sweeps' ends that `log` records (`_sweep_key`)."""
+    found: set[tuple[str, int]] = set()
     marker = INACTIVITY_ID_SUFFIX.encode()
     for raw in read_log(log):
         if marker in raw:  # (a sweep's event_id says so: most records are skipped undecoded)
-            found.update(e.event_id for e in decode_message(raw, max(len(raw), 1)).events if is_inactivity_end(e))
+            found.update(_sweep_key(e) for e in decode_message(raw, max(len(raw), 1)).events if is_inactivity_end(e))
     return found
 
 

@@ -163,3 +163,115 @@ def test_record_keeps_the_logs_format(tmp_path, capsys):
     write_log(log)
     assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--record", str(tmp_path / "l2.msgpack")]) == 2
     assert "--record must have the format of the log" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", ["out", "rules"])
+def test_an_output_that_cannot_be_written_or_bad_rules_fail_before_the_judge_is_paid(tmp_path, judge_env, capsys, bad):
+    log, log2 = tmp_path / "calls.jsonl", tmp_path / "judged.jsonl"
+    write_log(log)
+    rules = tmp_path / "rules.toml"
+    rules.write_text("not toml at all" if bad == "rules" else "")
+    out = tmp_path / "missing-dir" / "r.jsonl" if bad == "out" else tmp_path / "r.jsonl"
+    alerts = ["--rules", str(rules), "--alerts-out", str(tmp_path / "alerts.jsonl")] if bad == "rules" else []
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        code = main(["replay", str(log), "--out", str(out), "--judge", "--record", str(log2), *alerts])
+    assert code == 2 and fake.requests == []
+    assert ("cannot write" if bad == "out" else "not valid TOML") in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.jsonl", "rules.toml"]
+
+
+def test_recording_tells_how_far_it_has_read_and_judged(tmp_path, judge_env):
+    from streams.config import load_settings
+    from streams.judge_offline import RecordProgress, record_log
+    from streams.wiring import build_engine
+
+    log = tmp_path / "calls.jsonl"
+    write_log(log)
+    told: list[tuple[str, int]] = []
+    progress = RecordProgress(on_record=lambda size: told.append(("record", size)),
+                              on_judging=lambda calls: told.append(("judging", calls)),
+                              on_judged=lambda: told.append(("judged", 1)))
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        settings = load_settings()
+        record_log(str(log), str(tmp_path / "l2.jsonl"), settings, build_engine(settings), judge=True, progress=progress)
+    records = len(log.read_text().splitlines())
+    assert [kind for kind, _ in told] == ["record"] * records + ["judging"] + ["judged"] * 3
+    assert told[records] == ("judging", 3)  # c-eval, c-prod and c-open: c-pre has its answer
+
+
+def test_a_replay_failing_after_the_recording_says_the_recorded_log_is_complete(tmp_path, judge_env, capsys, monkeypatch):
+    log, log2 = tmp_path / "calls.jsonl", tmp_path / "judged.jsonl"
+    write_log(log)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("streams.replay_parallel.replay_log", disk_full)
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        code = main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(log2)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{log2} is complete: `callqa replay {log2} --out …` scores it without recording it again" in err
+    assert log2.is_file() and not (tmp_path / "r.jsonl").exists()
+
+
+DAY_MS = 86_400_000
+# (All on one partition: the second day's calls move the time of `x`'s partition, and `x` is forgotten.)
+ONE_PARTITION = ("--partitions", "1")
+
+
+def a_call_id_taken_up_again(path: Path) -> None:
+    """Call `x` swept on day one; a day later (two calls say so), after `x` was forgotten, `x` is
+    taken up again as a new call and is still open, beside `y`, when the log ends."""
+    day2 = T0 + DAY_MS + 3_600_000
+    events = [
+        event("call.started", {"agent_id": "a1"}, call_id="x", ts_ms=T0, event_id="x:1"),
+        event("turn", {"role": "agent", "text": "Hello, this is the first call."}, call_id="x", ts_ms=T0 + 1_000),
+        event("call.started", {"agent_id": "a1"}, call_id="z", ts_ms=T0 + 200_000),
+        event("call.ended", {"stop_reason": "[EXIT]"}, call_id="z", ts_ms=T0 + 200_001),
+        event("call.started", {"agent_id": "a1"}, call_id="w", ts_ms=day2),
+        event("call.ended", {"stop_reason": "[EXIT]"}, call_id="w", ts_ms=day2 + 1),
+        event("call.started", {"agent_id": "a1"}, call_id="v", ts_ms=day2 + 2),
+        event("call.ended", {"stop_reason": "[EXIT]"}, call_id="v", ts_ms=day2 + 3),
+        event("call.started", {"agent_id": "a1"}, call_id="x", ts_ms=day2 + 100, event_id="x:b1"),
+        event("turn", {"role": "agent", "text": "A second call, other words."}, call_id="x", ts_ms=day2 + 1_000),
+        event("call.started", {"agent_id": "a1"}, call_id="y", ts_ms=day2 + 1_001),
+    ]
+    path.write_text("".join(msgspec.json.encode(e).decode() + "\n" for e in events))
+
+
+def test_a_call_id_taken_up_again_is_swept_in_the_recorded_log_like_any_call(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    day_one, log, log2 = tmp_path / "day1.jsonl", tmp_path / "calls.jsonl", tmp_path / "log2.jsonl"
+    a_call_id_taken_up_again(log)
+    lines = log.read_text().splitlines(keepends=True)
+    # Day one recorded first (its sweep of `x` in it), then the next day's traffic appended.
+    day_one.write_text("".join(lines[:4]))
+    assert main(["replay", str(day_one), *ONE_PARTITION, "--out", str(tmp_path / "d1.jsonl"), "--record", str(tmp_path / "d1r.jsonl")]) == 0
+    log.write_text((tmp_path / "d1r.jsonl").read_text() + "".join(lines[4:]))
+
+    assert main(["replay", str(log), *ONE_PARTITION, "--out", str(tmp_path / "a.jsonl")]) == 0
+    assert main(["replay", str(log), *ONE_PARTITION, "--out", str(tmp_path / "b.jsonl"), "--record", str(log2)]) == 0
+    assert main(["replay", str(log2), *ONE_PARTITION, "--out", str(tmp_path / "c.jsonl")]) == 0
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "c.jsonl").read_bytes()
+    sweeps = [json.loads(line) for line in log2.read_text().splitlines() if "x:inactivity-timeout" in line]
+    assert len(sweeps) == 2 and sweeps[0]["ts_ms"] < T0 + DAY_MS < sweeps[1]["ts_ms"]  # each `x` its own
+
+
+def test_each_call_under_a_call_id_taken_up_again_is_judged_on_its_own_transcript(tmp_path, judge_env):
+    log, log2 = tmp_path / "calls.jsonl", tmp_path / "judged.jsonl"
+    a_call_id_taken_up_again(log)
+    with FakeLlm({**QA_ANSWER, "criteria": []}) as fake:
+        judge_env(fake.base_url)
+        assert main(["replay", str(log), *ONE_PARTITION, "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(log2)]) == 0
+    asked = [r["messages"][1]["content"] for r in fake.received(QA_SCHEMA_NAME)]
+    assert len(asked) == 6  # x, z, w, v, x again and y
+    assert sum("first call" in text for text in asked) == 1 and sum("second call" in text for text in asked) == 1
+    recorded = [json.loads(line) for line in log2.read_text().splitlines()]
+    answers = [(i, e) for i, e in enumerate(recorded) if e["type"] == "judge.result" and e["call_id"] == "x"]
+    assert len(answers) == 2
+    for i, answer in answers:  # each right after the end of its own call
+        ended = recorded[i - 1]
+        assert (ended["type"], ended["call_id"], ended["ts_ms"] + 1) == ("call.ended", "x", answer["ts_ms"])
