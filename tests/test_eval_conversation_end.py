@@ -210,6 +210,16 @@ def test_stop_reason_exit_is_the_agents_end_and_simulator_exit_the_simulators():
     assert (simulator["simulator_end_reported"], simulator["conversation_end_reason"]) == (True, "simulator_reported_end")
 
 
+def test_a_false_flag_on_call_ended_stands_over_what_its_stop_reason_implies():
+    # A harness that forwards its own flags: the simulated user sent <exit>, and the agent never
+    # called EndConversationTool, whatever the stop reason reads.
+    doc = evaluation(started(), ended("[EXIT]", end_conversation_tool_called=False, simulator_end_reported=True))
+    assert (doc["end_conversation_tool_called"], doc["simulator_end_reported"]) == (False, True)
+    assert end_fields(doc) == (False, "agent_end_conversation_tool_missing") and doc["is_successful"] is False
+    simulator = evaluation(started("valid-terminal-state"), turn("agent"), ended("[SIMULATOR_EXIT]", simulator_end_reported=False))
+    assert end_fields(simulator) == (False, "no_valid_terminal_evidence")
+
+
 def test_the_inactivity_sweep_end_passes_valid_terminal_state_after_the_user():
     from scorers.engine import CallEngine
 

@@ -4,12 +4,14 @@ Evidence, gathered while the call runs (and from its `call.ended`):
 - `end_conversation_tool_called` — the agent ended the conversation: a `tool.call` named
   EndConversationTool on the agent side, an agent-side RTVI `llm-function-call-in-progress` naming it,
   an agent-side RTVI server-message whose text holds `<exit>…</exit>`, `call.ended` with
-  `end_conversation_tool_called: true`, or stop_reason "[EXIT]" (the harness records it only when the
-  agent's exit arrived).
+  `end_conversation_tool_called: true`, or, when `call.ended` does not say, stop_reason "[EXIT]" (the
+  harness records it only when the agent's exit arrived).
 - `simulator_end_reported` — the simulated user reported its end: a user-side RTVI server-message
-  holding `<exit>…</exit>`, `call.ended` with `simulator_end_reported: true`, or stop_reason
-  "[SIMULATOR_EXIT]".
-A `false` flag on `call.ended` never erases evidence seen in the call's own events.
+  holding `<exit>…</exit>`, `call.ended` with `simulator_end_reported: true`, or, when `call.ended`
+  does not say, stop_reason "[SIMULATOR_EXIT]".
+A stop reason is read as evidence only where the producer gives no flag: a `false` flag is its own
+answer to the question, which the stop reason only guesses at. A `false` flag never erases evidence
+seen in the call's own events.
 
 Policies (`scenario.conversation_end_policy`, "tool-only" when the call has no scenario):
 - tool-only: only the agent's EndConversationTool passes.
@@ -106,15 +108,18 @@ def conversation_end_verdict(
     return False, NO_VALID_TERMINAL_EVIDENCE
 
 
+def _said_or_read(flag: bool | None, stop_reason_says: bool) -> bool:
+    """What `call.ended`'s flag says, or, when it says nothing, what its stop reason implies."""
+    return flag if flag is not None else stop_reason_says
+
+
 def conversation_end_fields(acc: ConversationEndAcc, call: CallState) -> dict[str, Any]:
     ended = call.ended
     stop_reason = ended.stop_reason if ended is not None else None
-    tool_called = acc.agent_ended or stop_reason == AGENT_EXIT_STOP_REASON or (
-        ended is not None and ended.end_conversation_tool_called is True
-    )
-    simulator_end = acc.simulator_ended or stop_reason == SIMULATOR_EXIT_STOP_REASON or (
-        ended is not None and ended.simulator_end_reported is True
-    )
+    tool_called = acc.agent_ended or _said_or_read(
+        ended.end_conversation_tool_called if ended is not None else None, stop_reason == AGENT_EXIT_STOP_REASON)
+    simulator_end = acc.simulator_ended or _said_or_read(
+        ended.simulator_end_reported if ended is not None else None, stop_reason == SIMULATOR_EXIT_STOP_REASON)
     policy = call.scenario.conversation_end_policy if call.scenario is not None else DEFAULT_POLICY
     last_speaker = call.turns[-1].role if call.turns else None
     clean_exit, reason = conversation_end_verdict(policy, tool_called, simulator_end, stop_reason, last_speaker)
