@@ -89,9 +89,8 @@ class Persona:
     voice_config: dict[str, Any] | None = None
 
     def to_prompt_section(self) -> str:
-        lines = [f"You are a {self.role}."]
-        if self.name:
-            lines.append(f"Your name is {self.name}.")
+        # The name and role make one sentence, as the harness's scenario classes render them.
+        lines = [f"You are a {self.role} named {self.name}." if self.name else f"You are a {self.role}."]
         if self.background:
             lines.append(self.background)
         if self.personality:

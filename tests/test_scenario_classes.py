@@ -32,7 +32,7 @@ def test_persona_renders_role_name_background_personality_and_speech():
     section = Persona(role="human user", name="Bob", background="A student.", personality="Impatient.",
                       language="English", accent="British", voice_config={"voice": "x"}).to_prompt_section()
     lines = section.split("\n")
-    assert lines[:6] == ["You are a human user.", "Your name is Bob.", "A student.", "Impatient.",
+    assert lines[:5] == ["You are a human user named Bob.", "A student.", "Impatient.",
                          "You speak English.", "Your accent is British."]
     assert "voice" not in section  # voice and behaviour configs are not prompt material
 
@@ -116,7 +116,7 @@ def test_the_agent_prompt_joins_its_sections_in_order():
 
 def test_the_user_prompt_skips_what_the_scenario_does_not_give():
     prompt = pizza_scenario().get_user_prompt()
-    assert prompt.startswith("You are a human user.\nYour name is Lisa.")
+    assert prompt.startswith("You are a human user named Lisa.\n")
     assert prompt.endswith("# Task\n\nYour goal is to: Order a pepperoni pizza")
 
 
