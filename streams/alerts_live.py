@@ -17,7 +17,8 @@ Exactly one place evaluates: the windows and episodes must see every result of t
 The relays of several workers append to the input topic in no particular event-time order, so the
 evaluating agent holds each result until the end times seen are the allowed lateness past it and
 counts the held results in event-time order (scorers/alerting/ordering.py; held results are kept in
-the table until counted, and counted anyway once the input has been quiet for QUIET_RELEASE_S).
+the table until counted, and counted anyway once the input has been quiet for the setting
+`alert_quiet_release_s`, counted from the last result taken or from the evaluation's take-over).
 `callqa replay --rules` feeds the engine through the same stage, so live and replay raise the same
 alerts when results arrive less than the allowed lateness out of order.
 
@@ -71,8 +72,6 @@ CALL_KEY_PREFIX = b"call:"
 RULES_CHANGED = b"\x00rules changed"
 # Another: "the input has been quiet: count what is held for event-time order" (scorers/alerting/ordering.py).
 RELEASE_HELD = b"\x00release held"
-# How long the input stays quiet before the held results are counted without waiting for later ones.
-QUIET_RELEASE_S = 2.0
 HELD_PREFIX = b"held:"
 HELD_LATEST_KEY = b"held-latest"
 HELD_AHEAD_KEY = b"held-ahead"  # each source's leap held back: {source: [time, call_id]}
@@ -125,7 +124,10 @@ class AlertsRuntime:
     sources: int = 1  # the partitions of the results topic
     max_leap_ms: int = DEFAULT_MAX_LEAP_MS  # of the windows' event time (scorers/watermarks.py)
     order: EventTimeOrder = field(init=False)
-    last_input: float = 0.0  # (monotonic) when the evaluating agent last took a result
+    # (monotonic) when the evaluating agent last took a result, or restored the evaluation: the quiet
+    # input that releases the held results is measured from it.
+    last_input: float = 0.0
+    quiet_release_s: float = 2.0
 
     def __post_init__(self) -> None:
         self.reset()
@@ -143,7 +145,7 @@ class AlertsRuntime:
         Returns the alerts this causes (episodes whose rule is gone)."""
         alerts: list[dict[str, Any]] = []
         if not self.restored:
-            calls, episodes, state, held, latest, ahead, time = [], [], None, [], None, {}, None
+            calls, episodes, state, held, latest, ahead, windows_time = [], [], None, [], None, {}, None
             for key, value in table.items():
                 if key == EPISODES_KEY:
                     episodes = msgspec.json.decode(value)
@@ -156,7 +158,7 @@ class AlertsRuntime:
                 elif key == HELD_LATEST_KEY:
                     latest = {int(source): ts for source, ts in msgspec.json.decode(value).items()}
                 elif key == WINDOWS_TIME_KEY:
-                    time = msgspec.json.decode(value)
+                    windows_time = msgspec.json.decode(value)
                 elif key == HELD_AHEAD_KEY:
                     ahead = {int(source): (int(ts), call_id) for source, (ts, call_id) in msgspec.json.decode(value).items()}
             self.order.restore([call for call in held if call is not None], latest or {}, ahead)
@@ -165,14 +167,23 @@ class AlertsRuntime:
             self.engine = AlertEngine(AlertEngine.rules_of_state(state) if state is not None else self.rulebook.rules(),
                                       self.max_leap_ms)
             self.rules_revision = -1 if state is not None else self.rulebook.revision
-            alerts.extend(self.engine.restore(calls, episodes, state, time))
+            alerts.extend(self.engine.restore(calls, episodes, state, windows_time))
             self.restored = True
+            # A worker taking the evaluation over has taken no input yet: the quiet spell starts now,
+            # not at its last result long ago (or never), which released the restored held results at
+            # once, before the partitions handed over with it had delivered anything.
+            self.last_input = time.monotonic()
             if calls or episodes:
                 logger.info("alerts: restored %s calls and %s open episodes", len(calls), len(episodes))
         if self.rules_revision != self.rulebook.revision:
             self.rules_revision = self.rulebook.revision
             alerts.extend(self.engine.set_rules(self.rulebook.rules()))
         return alerts
+
+    def quiet_long_enough(self, now: float) -> bool:
+        """Whether the held results are to be counted without waiting for later ones: the evaluation
+        is restored, holds something, and its input has been quiet for `quiet_release_s`."""
+        return self.restored and len(self.order) > 0 and now - self.last_input >= self.quiet_release_s
 
     def count_in_order(self, table: Any, value: bytes) -> list[dict[str, Any]]:
         """Hold one result for event-time order (kept in the table until counted) and count what that
@@ -225,7 +236,8 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     known_metrics = [metric.name for metric in qa_metrics()]
     file_rules = load_rules(settings.alert_rules_file, known_metrics) if settings.alert_rules_file else []
     runtime = AlertsRuntime(RuleBook.from_file_rules(file_rules), lateness_ms=settings.allowed_lateness_ms,
-                            sources=settings.partitions, max_leap_ms=settings.max_watermark_leap_ms)
+                            sources=settings.partitions, max_leap_ms=settings.max_watermark_leap_ms,
+                            quiet_release_s=settings.alert_quiet_release_s)
     if settings.alert_webhook_url:
         runtime.webhook = WebhookDelivery(settings.alert_webhook_url)
 
@@ -274,11 +286,11 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
             await publish(alerts)
             runtime.persist(table)
 
-    @app.timer(QUIET_RELEASE_S / 2)
+    @app.timer(min(1.0, settings.alert_quiet_release_s / 2))
     async def release_when_quiet() -> None:
-        """Live, no end of input comes: once the input has been quiet for QUIET_RELEASE_S, what is held
-        for event-time order is counted (only the evaluating worker holds anything)."""
-        if runtime.restored and len(runtime.order) and time.monotonic() - runtime.last_input >= QUIET_RELEASE_S:
+        """Live, no end of input comes: once the input has been quiet long enough, what is held for
+        event-time order is counted (only the evaluating worker holds anything)."""
+        if runtime.quiet_long_enough(time.monotonic()):
             runtime.last_input = time.monotonic()  # (one request per quiet spell)
             await input_topic.send(key=b"release", value=RELEASE_HELD)
 

@@ -68,6 +68,9 @@ class Settings:
     kafka_sasl_password: str | None = field(default=None, repr=False)
     kafka_ssl_cafile: str | None = None
     alert_webhook_url: str | None = None
+    # How long the alert input stays quiet before the results held for event-time order are counted
+    # without waiting for the other results partitions (streams/alerts_live.py).
+    alert_quiet_release_s: float = 2.0
     # Alert rules (TOML or JSON, see models/alert_rules.py); the `callqa.alert-rules` topic overrides them.
     alert_rules_file: str | None = None
     # Cohort definitions loaded at start (JSON or TOML); the `callqa.cohorts` topic updates them.
@@ -105,7 +108,7 @@ class Settings:
 _AT_LEAST: dict[str, float] = {
     "partitions": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0,
     "max_message_bytes": 1, "judge_timeout_s": 0, "judge_concurrency": 1, "judge_retries": 0,
-    "judge_backoff_s": 0, "judge_queue_size": 0,
+    "judge_backoff_s": 0, "judge_queue_size": 0, "alert_quiet_release_s": 0.1,
 }
 
 # Upper bounds. A message of at most 16 MiB holds fewer events than the positions the worker has for

@@ -115,3 +115,26 @@ def test_a_rule_added_while_no_worker_evaluated_is_evaluated_when_one_takes_over
     alerts += AlertsRuntime(book).ensure_ready(table)  # the worker taking over, before any result
     assert alerts == expected and [(a["rule"], a["state"]) for a in alerts[-2:]] == [
         ("new latency", "pending"), ("new latency", "firing")]
+
+
+def test_a_worker_taking_the_evaluation_over_counts_what_is_held_only_after_a_quiet_spell_of_its_own():
+    # After a hard failover the partitions handed over are restored and resume seconds later: the
+    # results held for event-time order must wait for them, not be counted the moment they are restored.
+    import time
+
+    from alertkit import result as alert_result
+    from eventkit import T0
+
+    def relayed(call_id: str, ts_ms: int, partition: int) -> bytes:
+        return msgspec.json.encode({**scored_call(alert_result(call_id, "a1", ts_ms, True)).to_document(),
+                                    "source_partition": partition})
+
+    table: dict[bytes, bytes] = {}
+    first = AlertsRuntime(RuleBook.from_file_rules([RULE]), sources=2, quiet_release_s=2.0)
+    first.ensure_ready(table)
+    first.count_in_order(table, relayed("a", T0, 0))  # held: results partition 1 has said nothing yet
+    second = AlertsRuntime(RuleBook.from_file_rules([RULE]), sources=2, quiet_release_s=2.0)  # never took input
+    second.ensure_ready(table)
+    assert len(second.order) == 1
+    assert not second.quiet_long_enough(time.monotonic())
+    assert second.quiet_long_enough(second.last_input + 2.0)
