@@ -23,6 +23,8 @@ def finite_number(value: Any) -> float | None:
 
 
 def count(value: Any) -> int:
-    """`value` as a whole count (truncated toward zero), 0 when it is not a finite JSON number."""
+    """`value` as a whole count (truncated toward zero), 0 when it is not a finite, non-negative JSON
+    number: a negative count counts nothing (as a negative TTFB measures nothing), rather than taking
+    tokens off the call's and its run's totals."""
     number = finite_number(value)
-    return int(number) if number is not None else 0
+    return int(number) if number is not None and number >= 0 else 0

@@ -1,7 +1,8 @@
 """LLM token usage per side, from RTVI `metrics` messages.
 
 Each entry of a `metrics` message's `data.tokens` list is one LLM call on that side: n_calls + 1,
-prompt += prompt_tokens, completion += completion_tokens.
+prompt += prompt_tokens, completion += completion_tokens. A count that is not a finite, non-negative
+number adds nothing (the call itself still counts).
 """
 
 from __future__ import annotations

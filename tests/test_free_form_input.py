@@ -70,6 +70,10 @@ def test_token_metrics_of_any_shape_count_only_the_numbers_they_hold():
     nan = score([started(), metrics_message({"tokens": [{"prompt_tokens": float("nan"), "completion_tokens": float("inf")}]}),
                  ended()], as_msgpack=True)
     assert nan.evaluation["token_usage"]["agent"] == {"n_calls": 1, "prompt": 0, "completion": 0}
+    # A negative count counts nothing: it took tokens off the call's total, and its run's.
+    negative = score([started(), metrics_message({"tokens": [{"prompt_tokens": -5, "completion_tokens": 3}]}),
+                      metrics_message({"tokens": [{"prompt_tokens": 4, "completion_tokens": -0.5}]}), ended()])
+    assert negative.evaluation["token_usage"]["agent"] == {"n_calls": 2, "prompt": 4, "completion": 3}
 
 
 def test_tool_results_with_huge_statuses_and_arguments_nested_too_deep_are_judged_not_crashed_on():
