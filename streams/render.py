@@ -6,6 +6,16 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 
+# Control characters (C0, DEL, C1) shown escaped: a call_id, agent_id or stop reason comes from the
+# producer, and raw it could clear the terminal, recolour it or forge lines of its own.
+_CONTROL_CHARACTERS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def shown(text: str) -> str:
+    """`text` safe to print on a terminal: its control characters escaped (`\\x1b`, `\\x0a`)."""
+    return text.translate(_CONTROL_CHARACTERS)
+
+
 def _fmt(value: Any, digits: int = 1) -> str:
     if value is None:
         return "-"
@@ -24,7 +34,7 @@ def metrics_passed(result: dict[str, Any]) -> tuple[int, int]:
 def result_line(result: dict[str, Any]) -> str:
     ev = result.get("evaluation", {})
     passed, applicable = metrics_passed(result)
-    return (
+    return shown(
         f"{result['call_id']} v{result['version']} agent={result.get('agent_id') or '-'} "
         f"turns={ev.get('total_turns', '-')} dur={_fmt(ev.get('duration_seconds'))}s "
         f"p50={_fmt(ev.get('latency_stats', {}).get('p50_ms'), 0)}ms stop={ev.get('stop_reason')} "
@@ -33,13 +43,13 @@ def result_line(result: dict[str, Any]) -> str:
 
 
 def dead_letter_line(document: dict[str, Any]) -> str:
-    return f"{document.get('topic')}[{document.get('partition')}]@{document.get('offset')}: {document.get('reason')}"
+    return shown(f"{document.get('topic')}[{document.get('partition')}]@{document.get('offset')}: {document.get('reason')}")
 
 
 def alert_line(alert: dict[str, Any]) -> str:
     """Windows hold the calls that ended in (start, end]; the end is the event time of the transition."""
     samples = ",".join(alert.get("sample_call_ids") or []) or "-"
-    return (
+    return shown(
         f"[{str(alert.get('state', '')).upper():8}] {alert.get('severity', '')} {alert.get('rule')} "
         f"scope={alert.get('scope')} metric={alert.get('metric')} pass_rate={_fmt(alert.get('pass_rate'), 3)} "
         f"({alert.get('passed')}/{alert.get('total')}) fire<{_fmt(alert.get('fire_below'), 2)} "
@@ -75,7 +85,7 @@ def results_table(results: Iterable[dict[str, Any]]) -> str:
     header = "  ".join(name.ljust(width) for name, width in COLUMNS)
     lines = [header, "-" * len(header)]
     for row in rows:
-        lines.append("  ".join(cell[:width].ljust(width) for cell, (_, width) in zip(row, COLUMNS)))
+        lines.append("  ".join(shown(cell)[:width].ljust(width) for cell, (_, width) in zip(row, COLUMNS)))
     return "\n".join(lines)
 
 
