@@ -104,7 +104,18 @@ def test_results_seen_with_no_rule_in_force_are_unwatched_neither_counted_nor_st
     engine.set_rules([rule()])
     engine.observe(result("c3", "a1", at(3), True))
     engine.observe(result("c3", "a1", at(3), True))  # the version already counted
-    assert (engine.counters.unwatched, engine.counters.counted, engine.counters.stale) == (4, 1, 1)
+    assert (engine.counters.unwatched, engine.counters.counted, engine.counters.stale) == (4, 1, 0)
+    assert engine.counters.repeated == 1
+
+
+def test_a_redelivered_version_is_repeated_and_a_result_behind_every_window_is_stale():
+    engine = AlertEngine([rule()])
+    engine.observe(result("c0", "a1", at(0), True))
+    engine.observe(result("c0", "a1", at(0), True))  # redelivered after a restart: harmless
+    engine.observe(result("c8", "a1", at(100_000), True))  # time moves far on (two calls bear it out)
+    engine.observe(result("c9", "a1", at(100_001), True))
+    engine.observe(result("c1", "a1", at(1), True))  # behind every window: alerting lost it
+    assert (engine.counters.counted, engine.counters.repeated, engine.counters.stale) == (3, 1, 1)
 
 
 def test_a_late_call_inside_the_window_counts_and_one_older_than_the_longest_window_is_dropped():

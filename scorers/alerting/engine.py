@@ -35,7 +35,10 @@ SAMPLE_CALLS = 5
 class AlertCounters:
     observed: int = 0
     counted: int = 0
-    stale: int = 0  # a version at or below the one already counted, or too late for every window
+    stale: int = 0  # too late for every window: a result alerting lost
+    # A version at or below the one already counted (a redelivery after a restart or a take-over):
+    # harmless, and kept apart from `stale` so that `stale` stays a signal that alerting lost input.
+    repeated: int = 0
     unwatched: int = 0  # arrived while no rule was in force (neither counted nor stale)
     untimed: int = 0  # no event time at all
     alerts: int = 0
@@ -136,6 +139,8 @@ class AlertEngine:
     def count(self, call: ScoredCall) -> list[dict[str, Any]]:
         """Count a result read with `read` and return the alert events it causes, in order."""
         time_before = (self.windows.watermark, self.windows.ahead)
+        counted_before = self.windows.calls.get(call.call_id)
+        repeated = counted_before is not None and call.version <= counted_before.version
         taken, dropped = self.windows.put(call)
         if (self.windows.watermark, self.windows.ahead) != time_before:
             self._changes.time = True
@@ -146,6 +151,8 @@ class AlertEngine:
             self.counters.unwatched += 1
         elif taken:
             self.counters.counted += 1
+        elif repeated:
+            self.counters.repeated += 1
         else:
             self.counters.stale += 1
         if not taken:
