@@ -92,6 +92,15 @@ def test_values_that_are_no_map_are_a_damaged_stretch_and_one_record(tmp_path, s
     assert len(decode_message(stretch).rejected) == 1
 
 
+def test_a_newline_written_after_each_record_is_a_damaged_stretch_of_its_own_across_the_reading_chunks(tmp_path):
+    # The unpacker goes on past each newline as it is (made anew for each, reading took ten times as
+    # long): the records and the newlines must still come back one by one, past the 1 MiB chunks too.
+    records = ([encode_event(turn("c1", "policy text " * 100_000))] + _workload_records(12)) * 4  # ~4.8 MB
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(b"".join(record + b"\n" for record in records))
+    assert list(read_log(str(log))) == [part for record in records for part in (record, b"\n")]
+
+
 @pytest.mark.parametrize("name", ["log.MSGPACK", "log.bin", "log"])
 def test_a_msgpack_log_is_read_as_one_whatever_its_name(tmp_path, name):
     records = [encode_event(started("c1")), encode_event(turn("c1", "hello"))]
