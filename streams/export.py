@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import stat
 from pathlib import Path
 from typing import Mapping
 
@@ -16,9 +15,10 @@ def write_export(files: Mapping[str, bytes], out_dir: str | Path) -> list[Path]:
     `out_dir` must be new or empty: a run's scenario folders written among another's would be read
     back as one run.
 
-    Complete or not there at all: the files are written into a directory beside `out_dir`, which takes
-    its place once every file is written. A failure (a full disk, Ctrl-C) removes it and leaves
-    `out_dir` as it was, so the same command can simply be run again."""
+    Complete or not there at all, so that the same command can simply be run again after a failure
+    (a full disk, Ctrl-C): a new `out_dir` is written beside its place and moved there once every file
+    is written; an empty one (`.`, a mount point, a directory whose owner or mode was set for it) is
+    filled where it is, and emptied again if the export is cut short."""
     root = Path(out_dir).resolve()
     if root.is_dir() and any(root.iterdir()):
         raise ValueError(f"{out_dir} is not empty: export a run into a new or empty directory "
@@ -26,24 +26,38 @@ def write_export(files: Mapping[str, bytes], out_dir: str | Path) -> list[Path]:
     for relative in files:
         if not (root / relative).resolve().is_relative_to(root):
             raise ValueError(f"export path {relative!r} leaves {root}")
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = root.parent / f".{root.name}.{secrets.token_hex(6)}.partial"
-    staging.mkdir()  # (as `out_dir` itself would have been made: the umask applies)
+    if root.is_dir():
+        target = root
+    else:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        target = root.parent / f".{root.name}.{secrets.token_hex(6)}.partial"
+        target.mkdir()  # (as `out_dir` itself would have been made: the umask applies)
     try:
         for relative, content in files.items():
-            path = staging / relative
+            path = target / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
-        if root.is_dir():
-            staging.chmod(stat.S_IMODE(root.stat().st_mode))  # (it takes an empty directory's place)
-        try:
-            os.replace(staging, root)  # (onto an empty directory too; one filled meanwhile is refused)
-        except OSError as exc:
-            raise OSError(exc.errno, f"cannot put the export in place at {out_dir}: {exc.strerror}") from None
+        if target != root:
+            try:
+                os.replace(target, root)  # (a directory made there meanwhile, and filled, is refused)
+            except OSError as exc:
+                raise OSError(exc.errno, f"cannot put the export in place at {out_dir}: {exc.strerror}") from None
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if target != root:
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            _empty(root)
         raise
     return [root / relative for relative in files]
+
+
+def _empty(directory: Path) -> None:
+    """Remove everything in `directory` (an export cut short in a directory that was empty)."""
+    for entry in directory.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def read_export(out_dir: str | Path) -> dict[str, bytes]:

@@ -164,12 +164,20 @@ def test_an_export_cut_short_leaves_nothing_behind_and_the_same_command_then_suc
     assert list((tmp_path / "exports").iterdir()) == [target]
 
 
-def test_an_export_into_an_empty_directory_keeps_that_directorys_mode(tmp_path):
+def test_an_export_into_an_empty_directory_fills_it_where_it_is_and_empties_it_again_if_cut_short(tmp_path, monkeypatch):
+    # `.`, a mount point, or a directory whose mode was set for the run: it stays the same directory.
+    files = export_run(live_run())
     target = tmp_path / "run"
     target.mkdir(mode=0o750)
     target.chmod(0o750)
-    write_export(export_run(live_run()), target)
-    assert target.stat().st_mode & 0o777 == 0o750 and (target / "all_summary.txt").is_file()
+    inode = target.stat().st_ino
+    with pytest.raises(KeyboardInterrupt):
+        write_export(_CutShort(files), target)
+    assert list(target.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    monkeypatch.chdir(target)
+    write_export(files, ".")
+    assert read_export(target) == files
+    assert (target.stat().st_ino, target.stat().st_mode & 0o777) == (inode, 0o750)
 
 
 def test_writing_refuses_a_path_outside_the_export_directory(tmp_path):
