@@ -198,23 +198,26 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
     alerts = alerts_file(args.rules, args.alerts_out, settings.allowed_lateness_ms, settings.partitions,
                          settings.max_watermark_leap_ms)
     files = ReplayFiles.open(args.out, args.deadletter, alerts)
-    with files:  # no partial output: on a failure whatever was there before stays
-        if args.record:  # write LOG2 (sweeps and judge answers recorded), then replay it
-            log = _record(args, settings, log)
-        total = _count_records(log)  # (reads the log: a missing one fails here, before any output is kept)
-        bar = progress_bar(total=total, desc="replay", unit="record")
-        try:
-            report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts), files,
-                                on_progress=lambda records: bar.update(records - bar.n),
-                                max_message_bytes=settings.max_message_bytes,
-                                max_result_bytes=settings.max_result_bytes)
-        except Exception:
-            if args.record:  # (what the recording cost, the judge above all, need not be paid again)
-                print(f"callqa: {args.record} is complete: `callqa replay {args.record} --out …` scores it "
-                      "without recording it again", file=sys.stderr)
-            raise
-        finally:
-            bar.close()
+    recorded = False
+    try:
+        with files:  # no partial output: on a failure whatever was there before stays
+            if args.record:  # write LOG2 (sweeps and judge answers recorded), then replay it
+                log = _record(args, settings, log)
+                recorded = True
+            total = _count_records(log)  # (reads the log: a missing one fails here, before any output is kept)
+            bar = progress_bar(total=total, desc="replay", unit="record")
+            try:
+                report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts),
+                                    files, on_progress=lambda records: bar.update(records - bar.n),
+                                    max_message_bytes=settings.max_message_bytes,
+                                    max_result_bytes=settings.max_result_bytes)
+            finally:
+                bar.close()
+    except BaseException:  # (the outputs' last bytes too, and Ctrl-C: what the recording cost need not be paid again)
+        if recorded:
+            print(f"callqa: {args.record} is complete: `callqa replay {args.record} --out …` scores it "
+                  "without recording it again", file=sys.stderr)
+        raise
     print(
         f"replayed {report.records} records: {report.events} events, {report.applied} applied, "
         f"{report.duplicates} duplicates ignored, {report.rejected} dead-lettered, "

@@ -24,7 +24,6 @@ from typing import BinaryIO, Callable, Iterable
 
 import msgspec
 
-from models.call_state import CallState
 from models.events import Event
 from models.results import CallResult
 from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, encode_event, is_cut_short, log_format, read_log
@@ -59,6 +58,15 @@ class RecordReport:
 
 
 @dataclass
+class _Pending:
+    """An ended call to judge: its requests, where its answer goes, and whether LOG answered it later."""
+
+    anchor: Anchor
+    requests: JudgeRequests
+    answered: bool = False
+
+
+@dataclass
 class _Pass:
     """What the first replay decides, and where."""
 
@@ -68,11 +76,14 @@ class _Pass:
     position: int = 0
     anchor: Anchor = (0, AFTER_THE_RECORD)
     sweeps: dict[int, list[Event]] = field(default_factory=dict)
-    # Each ended call to judge, in the order they ended. The call's own state, not its id: a call_id
-    # taken up again after its call was forgotten names another call, whose answer is not this one's;
-    # and an answer LOG records later for the call (`call.judge`) settles it.
-    pending: list[tuple[CallState, Anchor, JudgeRequests]] = field(default_factory=list)
-    recorded: set[str] = field(default_factory=set)
+    # Each ended call to judge, in the order they ended.
+    pending: list[_Pending] = field(default_factory=list)
+    # By call_id, what concerns the call it names now: its pending entry (None: it has none) and
+    # whether it has an answer. A call_id taken up again after its call was forgotten names another
+    # call, whose first result starts both afresh: one call's answer is never another's.
+    current: dict[str, _Pending | None] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+    already_judged: int = 0  # calls with an answer in LOG
 
     def on_recorded(self, event: Event) -> None:
         decided = self.sweeps.setdefault(self.position, [])
@@ -87,12 +98,22 @@ class _Pass:
         call = self.engine.calls.get(result.call_id)
         if call is None:
             return
+        call_id = call.call_id
+        if result.version == 1:  # the first result of the call the call_id now names
+            self.current[call_id] = None
+            self.answered.discard(call_id)
         if call.judge is not None:
-            self.recorded.add(call.call_id)
+            if call_id not in self.answered:
+                self.answered.add(call_id)
+                self.already_judged += 1
+            entry = self.current.get(call_id)
+            if entry is not None:
+                entry.answered = True  # LOG answered it after its first result: not asked again
         elif self.judge and result.version == 1 and result.final:
             requests = build_requests(call, self.engine.cohorts, self.answer_format)
             if requests is not None:
-                self.pending.append((call, self.anchor, requests))
+                entry = self.current[call_id] = _Pending(self.anchor, requests)
+                self.pending.append(entry)
 
 
 def output_format(path: str) -> str:
@@ -136,8 +157,8 @@ def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngi
     replayed = replay(read_log(log), engine, settings.partitions, first.on_result,
                       on_recorded=first.on_recorded, on_record=counted, max_message_bytes=settings.max_message_bytes)
     report = RecordReport(records=replayed.records, swept=replayed.swept)
-    to_judge = [(anchor, requests) for call, anchor, requests in first.pending if call.judge is None]
-    report.already_judged = len(first.recorded)
+    to_judge = [(entry.anchor, entry.requests) for entry in first.pending if not entry.answered]
+    report.already_judged = first.already_judged
 
     answers: dict[Anchor, list[Event]] = {}
     if to_judge:

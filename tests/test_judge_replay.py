@@ -217,6 +217,16 @@ def test_a_replay_failing_after_the_recording_says_the_recorded_log_is_complete(
     assert log2.is_file() and not (tmp_path / "r.jsonl").exists()
 
 
+def test_outputs_failing_as_they_are_finished_after_the_recording_say_the_recorded_log_is_complete(tmp_path, capsys):
+    # A full disk refuses the dead letters' last bytes when the outputs are put in place.
+    log, log2 = tmp_path / "calls.jsonl", tmp_path / "log2.jsonl"
+    write_log(log)
+    code = main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--deadletter", "/dev/full", "--record", str(log2)])
+    err = capsys.readouterr().err
+    assert code == 2 and "No space left on device" in err and f"{log2} is complete" in err
+    assert log2.is_file() and not (tmp_path / "r.jsonl").exists()
+
+
 DAY_MS = 86_400_000
 # (All on one partition: the second day's calls move the time of `x`'s partition, and `x` is forgotten.)
 ONE_PARTITION = ("--partitions", "1")
@@ -275,3 +285,26 @@ def test_each_call_under_a_call_id_taken_up_again_is_judged_on_its_own_transcrip
     for i, answer in answers:  # each right after the end of its own call
         ended = recorded[i - 1]
         assert (ended["type"], ended["call_id"], ended["ts_ms"] + 1) == ("call.ended", "x", answer["ts_ms"])
+
+
+def test_calls_already_judged_are_counted_one_by_one_under_a_call_id_taken_up_again(tmp_path, monkeypatch):
+    from streams.config import load_settings
+    from streams.judge_offline import record_log
+    from streams.wiring import build_engine
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("CALLQA_PARTITIONS", "1")
+    day2 = T0 + DAY_MS + 3_600_000
+    answer = {"model": "earlier", "qa": {"kb_recall": {"score": 12, "reason": "old"}}}
+    events = []
+    for start in (T0, day2 + 100):  # `x`, then `x` again a day later, each ended and judged in the log
+        events += [event("call.started", {"agent_id": "a1"}, call_id="x", ts_ms=start),
+                   event("call.ended", {"stop_reason": "[EXIT]"}, call_id="x", ts_ms=start + 10),
+                   event("judge.result", answer, call_id="x", ts_ms=start + 11, event_id="x:judge")]
+        if start == T0:  # two calls a day later bear the day out, and `x` is forgotten
+            events += [event("call.started", {"agent_id": "a1"}, call_id=c, ts_ms=day2 + n) for n, c in enumerate("wv")]
+    log = tmp_path / "calls.jsonl"
+    log.write_text("".join(msgspec.json.encode(e).decode() + "\n" for e in events))
+    settings = load_settings()
+    report = record_log(str(log), str(tmp_path / "l2.jsonl"), settings, build_engine(settings))
+    assert report.already_judged == 2
