@@ -128,6 +128,8 @@ class AlertsRuntime:
     # input that releases the held results is measured from it.
     last_input: float = 0.0
     quiet_release_s: float = 2.0
+    # A release was asked for in this quiet spell and not read back yet (one request a spell).
+    release_requested: bool = False
 
     def __post_init__(self) -> None:
         self.reset()
@@ -139,6 +141,7 @@ class AlertsRuntime:
         self.order = EventTimeOrder(self.lateness_ms, self.sources, self.max_leap_ms)
         self.restored = False
         self.rules_revision = -1
+        self.release_requested = False
 
     def ensure_ready(self, table: Any) -> list[dict[str, Any]]:
         """Restore from the table once, and hand the engine the current rules when they changed.
@@ -173,6 +176,7 @@ class AlertsRuntime:
             # not at its last result long ago (or never), which released the restored held results at
             # once, before the partitions handed over with it had delivered anything.
             self.last_input = time.monotonic()
+            self.release_requested = False
             if calls or episodes:
                 logger.info("alerts: restored %s calls and %s open episodes", len(calls), len(episodes))
         if self.rules_revision != self.rulebook.revision:
@@ -184,6 +188,13 @@ class AlertsRuntime:
         """Whether the held results are to be counted without waiting for later ones: the evaluation
         is restored, holds something, and its input has been quiet for `quiet_release_s`."""
         return self.restored and len(self.order) > 0 and now - self.last_input >= self.quiet_release_s
+
+    def release_if_quiet(self, table: Any, now: float) -> list[dict[str, Any]]:
+        """A release request read back: count what is held if the input is still quiet as this worker
+        sees it. A request another worker sent before it died, or one sent before a result that came
+        since, is read after a take-over or that result and counts nothing (the timer asks again)."""
+        self.release_requested = False
+        return self.release_held(table) if self.quiet_long_enough(now) else []
 
     def count_in_order(self, table: Any, value: bytes) -> list[dict[str, Any]]:
         """Hold one result for event-time order (kept in the table until counted) and count what that
@@ -279,7 +290,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
         async for value in stream:
             alerts = runtime.ensure_ready(table)
             if value == RELEASE_HELD:
-                alerts.extend(runtime.release_held(table))
+                alerts.extend(runtime.release_if_quiet(table, time.monotonic()))
             elif value != RULES_CHANGED:
                 runtime.last_input = time.monotonic()
                 alerts.extend(runtime.count_in_order(table, value))
@@ -290,8 +301,8 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     async def release_when_quiet() -> None:
         """Live, no end of input comes: once the input has been quiet long enough, what is held for
         event-time order is counted (only the evaluating worker holds anything)."""
-        if runtime.quiet_long_enough(time.monotonic()):
-            runtime.last_input = time.monotonic()  # (one request per quiet spell)
+        if runtime.quiet_long_enough(time.monotonic()) and not runtime.release_requested:
+            runtime.release_requested = True
             await input_topic.send(key=b"release", value=RELEASE_HELD)
 
     @app.task

@@ -138,3 +138,8 @@ def test_a_worker_taking_the_evaluation_over_counts_what_is_held_only_after_a_qu
     assert len(second.order) == 1
     assert not second.quiet_long_enough(time.monotonic())
     assert second.quiet_long_enough(second.last_input + 2.0)
+    # A release request the first worker sent before it died, read back at once, counts nothing...
+    assert second.release_if_quiet(table, second.last_input + 0.5) == [] and len(second.order) == 1
+    # ...one read after a quiet spell of the second worker's own counts what is held.
+    second.release_if_quiet(table, second.last_input + 2.0)
+    assert len(second.order) == 0
