@@ -531,7 +531,7 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
         chunks = iter([pending[inner:]])
 
 
-def _record_start_inside(held: bytes, after: bytes) -> int | None:
+def _record_start_inside(held: bytes, after: bytes | memoryview) -> int | None:
     """Where, inside the record `held` (not at its start), a whole event or batch begins, reading on
     into `after`; None when there is none, or when `held` decodes as a message of its own (a valid
     record followed by damage may well hold a nested map that reads like an event)."""
