@@ -128,8 +128,9 @@ class AlertsRuntime:
     # input that releases the held results is measured from it.
     last_input: float = 0.0
     quiet_release_s: float = 2.0
-    # A release was asked for in this quiet spell and not read back yet (one request a spell).
-    release_requested: bool = False
+    # (monotonic) when a release was last asked for and not read back yet: asked again only a whole
+    # quiet spell later, should the request have been lost on its way.
+    release_requested_at: float | None = None
 
     def __post_init__(self) -> None:
         self.reset()
@@ -141,7 +142,7 @@ class AlertsRuntime:
         self.order = EventTimeOrder(self.lateness_ms, self.sources, self.max_leap_ms)
         self.restored = False
         self.rules_revision = -1
-        self.release_requested = False
+        self.release_requested_at = None
 
     def ensure_ready(self, table: Any) -> list[dict[str, Any]]:
         """Restore from the table once, and hand the engine the current rules when they changed.
@@ -176,7 +177,7 @@ class AlertsRuntime:
             # not at its last result long ago (or never), which released the restored held results at
             # once, before the partitions handed over with it had delivered anything.
             self.last_input = time.monotonic()
-            self.release_requested = False
+            self.release_requested_at = None
             if calls or episodes:
                 logger.info("alerts: restored %s calls and %s open episodes", len(calls), len(episodes))
         if self.rules_revision != self.rulebook.revision:
@@ -189,11 +190,17 @@ class AlertsRuntime:
         is restored, holds something, and its input has been quiet for `quiet_release_s`."""
         return self.restored and len(self.order) > 0 and now - self.last_input >= self.quiet_release_s
 
+    def should_ask_for_release(self, now: float) -> bool:
+        """Whether to ask the evaluating agent to count what is held: the input is quiet, and no
+        request is on its way (or the last one went unanswered for a whole quiet spell)."""
+        asked = self.release_requested_at
+        return self.quiet_long_enough(now) and (asked is None or now - asked >= self.quiet_release_s)
+
     def release_if_quiet(self, table: Any, now: float) -> list[dict[str, Any]]:
         """A release request read back: count what is held if the input is still quiet as this worker
         sees it. A request another worker sent before it died, or one sent before a result that came
         since, is read after a take-over or that result and counts nothing (the timer asks again)."""
-        self.release_requested = False
+        self.release_requested_at = None
         return self.release_held(table) if self.quiet_long_enough(now) else []
 
     def count_in_order(self, table: Any, value: bytes) -> list[dict[str, Any]]:
@@ -301,8 +308,9 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     async def release_when_quiet() -> None:
         """Live, no end of input comes: once the input has been quiet long enough, what is held for
         event-time order is counted (only the evaluating worker holds anything)."""
-        if runtime.quiet_long_enough(time.monotonic()) and not runtime.release_requested:
-            runtime.release_requested = True
+        now = time.monotonic()
+        if runtime.should_ask_for_release(now):
+            runtime.release_requested_at = now
             await input_topic.send(key=b"release", value=RELEASE_HELD)
 
     @app.task

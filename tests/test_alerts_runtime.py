@@ -143,3 +143,24 @@ def test_a_worker_taking_the_evaluation_over_counts_what_is_held_only_after_a_qu
     # ...one read after a quiet spell of the second worker's own counts what is held.
     second.release_if_quiet(table, second.last_input + 2.0)
     assert len(second.order) == 0
+
+
+def test_a_release_is_asked_for_once_a_quiet_spell_and_again_if_the_request_goes_unanswered():
+    import time
+
+    from alertkit import result as alert_result
+    from eventkit import T0
+
+    runtime = AlertsRuntime(RuleBook.from_file_rules([RULE]), sources=2, quiet_release_s=2.0)
+    table: dict[bytes, bytes] = {}
+    runtime.ensure_ready(table)
+    runtime.count_in_order(table, msgspec.json.encode({**scored_call(alert_result("a", "a1", T0, True)).to_document(),
+                                                       "source_partition": 0}))
+    quiet = runtime.last_input = time.monotonic() - 2.0
+    assert runtime.should_ask_for_release(quiet + 2.0)
+    runtime.release_requested_at = quiet + 2.0  # asked (as the timer does)
+    assert not runtime.should_ask_for_release(quiet + 3.0)  # on its way: not asked twice
+    assert runtime.should_ask_for_release(quiet + 4.0)  # lost on its way: asked again a spell later
+    runtime.release_if_quiet(table, quiet + 4.1)
+    assert runtime.release_requested_at is None and len(runtime.order) == 0
+    assert not runtime.should_ask_for_release(quiet + 10.0)  # nothing held
