@@ -480,19 +480,24 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
                     held = None
                 if damaged:
                     resume = _next_record_start(pending, cut + 1)
-                    while resume is None and not at_end:  # (the next record may lie beyond this chunk)
+                    # (The next record may lie beyond what is read. Not fed to the unpacker, which
+                    # holds 100 MiB at most: a damaged stretch can be longer, and it is made anew below.)
+                    searched_on = False
+                    while resume is None and not at_end:
                         chunk = next(chunks, b"")
                         at_end = not chunk
                         pending += chunk
-                        unpacker.feed(chunk)
+                        searched_on = True
                         resume = _next_record_start(pending, cut + 1)
                     resume = len(pending) if resume is None else resume
                     yield pending[cut:resume]
-                    if not unreadable and unpacker.tell() + fed_from == resume:
+                    if not unreadable and not searched_on and unpacker.tell() + fed_from == resume:
                         # The damage was one whole value, no map, that the unpacker has read past (a
                         # newline written after each record): it goes on from there, as it is. Made
                         # anew from what is left, for each such value, reading took ten times as long.
                         cut = resume
+                        if cut > _LOG_CHUNK_BYTES:  # (what is read is let go of now and then, as below)
+                            pending, fed_from, cut = pending[cut:], fed_from - cut, 0
                         continue
                     pending, cut, fed_from = pending[resume:], 0, 0
                     unpacker = msgpack.Unpacker()
