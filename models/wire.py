@@ -479,7 +479,7 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
                     yield held
                     held = None
                 if damaged:
-                    resume = _next_record_start(pending, cut + 1)
+                    resume, look_from = _look_for_record(pending, cut + 1)
                     # (The next record may lie beyond what is read. Not fed to the unpacker, which
                     # holds 100 MiB at most: a damaged stretch can be longer, and it is made anew below.)
                     searched_on = False
@@ -488,7 +488,7 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
                         at_end = not chunk
                         pending += chunk
                         searched_on = True
-                        resume = _next_record_start(pending, cut + 1)
+                        resume, look_from = _look_for_record(pending, look_from)
                     resume = len(pending) if resume is None else resume
                     yield pending[cut:resume]
                     if not unreadable and not searched_on and unpacker.tell() + fed_from == resume:
@@ -551,15 +551,27 @@ _STR_HEADERS = frozenset(range(0xA0, 0xC0)) | {0xD9, 0xDA, 0xDB}
 
 def _next_record_start(data: bytes, begin: int, end: int | None = None) -> int | None:
     """The first place at or after `begin` (and before `end`) where `data` holds a whole event or
-    batch (a map with the contract version `v`), or None. Only damaged logs come here, so it may try
-    every map header; each try reads a small window first and a larger one only while the value runs
-    past it."""
+    batch (a map with the contract version `v`), or None."""
+    return _look_for_record(data, begin, end)[0]
+
+
+def _look_for_record(data: bytes, begin: int, end: int | None = None) -> tuple[int | None, int]:
+    """`_next_record_start`, and the first place where more data could still show a record: every
+    place before it has been looked at for good, so a search going on after more is read starts there
+    (from the damage again each time, 101 MiB of zero padding took minutes).
+
+    Only damaged logs come here, so it may try every map header: they are found by a regular
+    expression (a map header followed by a string header, as an event's first key), and each try
+    reads a small window first and a larger one only while the value runs past it."""
     import msgpack
 
+    limit = min(len(data) - 1, len(data) if end is None else end)
+    undecided = max(begin, limit)  # (from here on, nothing has been looked at)
     view = memoryview(data)
-    for start in range(begin, min(len(data) - 1, len(data) if end is None else end)):
-        if data[start] not in _MAP_HEADERS or data[start + 1] not in _STR_HEADERS:  # (keys are strings)
-            continue
+    for candidate in _RECORD_CANDIDATE.finditer(data, begin, limit + 1):
+        start = candidate.start()
+        if start >= limit:
+            break
         window = _RESYNC_WINDOW_BYTES
         while True:
             unpacker = msgpack.Unpacker()
@@ -568,17 +580,21 @@ def _next_record_start(data: bytes, begin: int, end: int | None = None) -> int |
                 value = unpacker.unpack()
             except msgpack.OutOfData:
                 if start + window >= len(data):
-                    break  # runs past the end of what has been read: no whole record here
+                    undecided = min(undecided, start)
+                    break  # runs past the end of what has been read: no whole record here, yet
                 window *= 4
                 continue
             except Exception:  # noqa: BLE001 - anything that does not decode is not where a record starts
                 break
             if isinstance(value, dict) and "v" in value and ("type" in value or "events" in value):
-                return start
+                return start, start
             break
-    return None
+    return None, undecided
 
 
+# A map header (`_MAP_HEADERS`) followed by a string header (`_STR_HEADERS`): where an event or a batch
+# may start (its keys are strings).
+_RECORD_CANDIDATE = re.compile(rb"[\x80-\x8f\xde\xdf](?=[\xa0-\xbf\xd9\xda\xdb])")
 _RESYNC_WINDOW_BYTES = 256  # (an event is a few hundred bytes; damage mostly fails within a few)
 
 

@@ -101,6 +101,17 @@ def test_a_newline_written_after_each_record_is_a_damaged_stretch_of_its_own_acr
     assert list(read_log(str(log))) == [part for record in records for part in (record, b"\n")]
 
 
+def test_a_record_straddling_a_reading_chunk_after_a_long_damaged_stretch_is_found(tmp_path):
+    # The search for the next record goes on from where the bytes read so far left it undecided (not
+    # from the damage again, which took minutes for 100 MiB of padding): a record that starts before
+    # the end of a chunk and ends in the next one must still be found where it starts.
+    first, second, third = (encode_event(started(f"c{n}")) for n in (1, 2, 3))
+    padding = b"\0" * ((2 << 20) - len(first) - 50)  # `second` starts 50 bytes before the second chunk ends
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(first + padding + second + b"\0" * 100 + third)
+    assert list(read_log(str(log))) == [first, padding, second, b"\0" * 100, third]
+
+
 @pytest.mark.parametrize("name", ["log.MSGPACK", "log.bin", "log"])
 def test_a_msgpack_log_is_read_as_one_whatever_its_name(tmp_path, name):
     records = [encode_event(started("c1")), encode_event(turn("c1", "hello"))]
