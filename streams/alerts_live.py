@@ -176,8 +176,7 @@ class AlertsRuntime:
             # A worker taking the evaluation over has taken no input yet: the quiet spell starts now,
             # not at its last result long ago (or never), which released the restored held results at
             # once, before the partitions handed over with it had delivered anything.
-            self.last_input = time.monotonic()
-            self.release_requested_at = None
+            self.last_input = time.monotonic()  # (no request can be on its way: `reset` cleared it)
             if calls or episodes:
                 logger.info("alerts: restored %s calls and %s open episodes", len(calls), len(episodes))
         if self.rules_revision != self.rulebook.revision:

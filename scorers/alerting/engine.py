@@ -139,8 +139,7 @@ class AlertEngine:
     def count(self, call: ScoredCall) -> list[dict[str, Any]]:
         """Count a result read with `read` and return the alert events it causes, in order."""
         time_before = (self.windows.watermark, self.windows.ahead)
-        counted_before = self.windows.calls.get(call.call_id)
-        repeated = counted_before is not None and call.version <= counted_before.version
+        repeated = self.windows.has_counted(call)
         taken, dropped = self.windows.put(call)
         if (self.windows.watermark, self.windows.ahead) != time_before:
             self._changes.time = True

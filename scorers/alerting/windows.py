@@ -84,11 +84,15 @@ class EventTimeWindows:
 
     # ---------------------------------------------------------------------------------- changes
 
+    def has_counted(self, call: ScoredCall) -> bool:
+        """Whether this version of the call, or a newer one, already counts (a redelivery)."""
+        kept = self.calls.get(call.call_id)
+        return kept is not None and call.version <= kept.version
+
     def put(self, call: ScoredCall) -> tuple[bool, list[str]]:
         """Count `call` (replacing an earlier version). Returns whether it was taken, and the call_ids
         no longer kept because the watermark moved past the longest window."""
-        kept = self.calls.get(call.call_id)
-        if kept is not None and call.version <= kept.version:
+        if self.has_counted(call):
             return False, []  # a redelivered or older version: the newest already counts
         if self.watermark is not None and call.ts_ms <= self.watermark - self.retention_ms:
             return False, []  # too late for every window
