@@ -44,8 +44,6 @@ from typing import Any
 
 import faust
 import msgspec
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
 from faust.exceptions import SameNode
 
 from models.alert_rules import AlertRuleError, decode_rule, load_rules
@@ -58,7 +56,7 @@ from scorers.registry import qa_metrics
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 from streams.alert_webhook import WebhookDelivery
 from streams.api import follow_topic
-from streams.kafka_clients import connection_options, ensure_topics, retrying
+from streams.kafka_clients import ensure_topics, retrying
 
 logger = logging.getLogger("callqa.alerts")
 _json = msgspec.json.Encoder()
@@ -88,20 +86,6 @@ _source = msgspec.json.Decoder(_Source)
 # How long the evaluation waits, at its start, for the rules topic to be read to its end: restoring
 # with only some of the rules would resolve the episodes and drop the kept calls of the others.
 RULES_READ_WAIT_S = 30.0
-
-
-async def ensure_compacted_topic(settings: Any, topic: str) -> None:
-    """Create the one-partition compacted topic (the newest document per key) if it is missing."""
-    admin = AIOKafkaAdminClient(**connection_options(settings))
-    await admin.start()
-    try:
-        if topic not in set(await admin.list_topics()):
-            try:
-                await admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "compact"})])
-            except TopicAlreadyExistsError:
-                pass
-    finally:
-        await admin.close()
 
 
 @dataclass
@@ -286,7 +270,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
 
     @app.agent(input_topic, name="evaluate-alerts", concurrency=1)
     async def evaluate_alerts(stream: faust.StreamT) -> None:
-        await retrying(f"creating {names.alerts}", lambda: ensure_topics(settings, {names.alerts: 1}), logger)
+        await retrying(f"creating {names.alerts}", lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)
         try:
             await asyncio.wait_for(runtime.rules_read.wait(), RULES_READ_WAIT_S)
         except asyncio.TimeoutError:
@@ -317,7 +301,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
         """Tell the evaluating worker, wherever it is, that the rules changed (and once at the start,
         so that it restores and evaluates the rules it finds without waiting for a result)."""
         await runtime.rules_read.wait()
-        await retrying(f"creating {names.alerts_input}", lambda: ensure_topics(settings, {names.alerts_input: 1}), logger)
+        await retrying(f"creating {names.alerts_input}", lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts_input)), logger)
         while True:
             runtime.rules_changed.clear()
             await input_topic.send(key=b"rules", value=RULES_CHANGED)
@@ -345,7 +329,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     @app.task
     async def follow_rules() -> None:
         async def follow() -> None:
-            await ensure_compacted_topic(settings, names.alert_rules)
+            await ensure_topics(settings, names.only(settings.partitions, names.alert_rules))
             await follow_topic(callqa, names.alert_rules, apply_rule, on_caught_up=runtime.rules_read.set)
 
         # A lost connection must not end the task: the compacted topic is read again.

@@ -114,7 +114,7 @@ def _run_worker(settings: Settings) -> int:
     from streams.tuning import tune_gc
 
     # Create every topic with its partition count before Faust subscribes (see ensure_topics).
-    asyncio.run(ensure_topics(settings, TopicNames(settings.topic_prefix).partition_counts(settings.partitions),
+    asyncio.run(ensure_topics(settings, TopicNames(settings.topic_prefix).specs(settings.partitions),
                               check_partitions=True))
     callqa = create_app(settings)
     tune_gc()
@@ -352,7 +352,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         topic = names.alert_rules
 
     async def publish() -> None:
-        await ensure_topics(settings, {topic: 1})
+        await ensure_topics(settings, names.only(settings.partitions, topic))
         kafka = producer(settings)
         await kafka.start()
         try:

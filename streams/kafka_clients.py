@@ -9,11 +9,14 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 
 from streams.config import PRODUCER_MAX_REQUEST_BYTES, Settings
+from streams.topics import TopicSpec
 
 T = TypeVar("T")
+logger = logging.getLogger("callqa.kafka")
 # How long a worker's own background task waits before it asks a broker that failed it again.
 BROKER_RETRY_S = 5.0
 
@@ -93,16 +96,19 @@ def reader(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
     return AIOKafkaConsumer(enable_auto_commit=False, auto_offset_reset="earliest", **connection_options(settings), **extra)
 
 
-async def ensure_topics(settings: Settings, topics: dict[str, int], check_partitions: bool = False) -> None:
-    """Create the topics that do not exist yet (name -> partitions). With `check_partitions`, an
+async def ensure_topics(settings: Settings, topics: dict[str, TopicSpec], check_partitions: bool = False) -> None:
+    """Create the topics that do not exist yet, as their specs say. With `check_partitions`, an
     existing topic with another partition count is an error: the journal and the inactivity sweep
     depend on the events topic's partitioning, and a broker that auto-creates topics on first read may
-    have made one with its own default."""
+    have made one with its own default. An existing topic that should be compacted and is not (made
+    by hand, or by a version before compaction) is reported with the command that fixes it: the
+    worker runs on, but that topic's documents would be deleted with its retention."""
     admin = AIOKafkaAdminClient(**connection_options(settings))
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        missing = [NewTopic(name, partitions, 1) for name, partitions in topics.items() if name not in existing]
+        missing = [NewTopic(name, spec.partitions, 1, topic_configs=spec.configs)
+                   for name, spec in topics.items() if name not in existing]
         if missing:
             try:
                 await admin.create_topics(missing)
@@ -112,8 +118,28 @@ async def ensure_topics(settings: Settings, topics: dict[str, int], check_partit
             described = await admin.describe_topics([name for name in topics if name in existing])
             for topic in described:
                 name, count = topic["topic"], len(topic["partitions"])
-                if name in topics and count != topics[name]:  # the broker may describe more than asked
-                    raise ValueError(f"topic {name!r} has {count} partitions, this deployment expects {topics[name]} "
-                                     f"(CALLQA_PARTITIONS); recreate it or set CALLQA_PARTITIONS={count}")
+                if name in topics and count != topics[name].partitions:  # the broker may describe more than asked
+                    raise ValueError(f"topic {name!r} has {count} partitions, this deployment expects "
+                                     f"{topics[name].partitions} (CALLQA_PARTITIONS); recreate it or set "
+                                     f"CALLQA_PARTITIONS={count}")
+        for name in await _not_compacted(admin, [n for n, spec in topics.items() if spec.compacted and n in existing]):
+            logger.warning("topic %s is not compacted: its documents will be deleted with its retention; "
+                           "fix it with: kafka-configs.sh --bootstrap-server %s --alter --entity-type topics "
+                           "--entity-name %s --add-config cleanup.policy=compact", name, settings.bootstrap, name)
     finally:
         await admin.close()
+
+
+async def _not_compacted(admin: AIOKafkaAdminClient, topics: list[str]) -> list[str]:
+    """Those of `topics` whose cleanup policy does not compact."""
+    if not topics:
+        return []
+    # (Every config of each topic: the embedded broker drops the connection when asked for some by name.)
+    resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in topics]
+    policies = {name: "delete" for name in topics}  # Kafka's default, when a broker reports none
+    for response in await admin.describe_configs(resources):
+        for _error, _message, _type, name, entries in response.resources:
+            for entry in entries:
+                if entry[0] == "cleanup.policy" and name in policies:
+                    policies[name] = entry[1] or ""
+    return [name for name, policy in policies.items() if "compact" not in policy.split(",")]

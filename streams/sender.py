@@ -41,7 +41,7 @@ async def send_log(
     stall_s: float = STALL_TIMEOUT_S,
 ) -> SendReport:
     topics = TopicNames(settings.topic_prefix)
-    await ensure_topics(settings, {topics.events: settings.partitions, topics.deadletter: 1})
+    await ensure_topics(settings, topics.only(settings.partitions, topics.events, topics.deadletter))
     acknowledgements = Acknowledgements(stall_s)
     # (aiokafka's request timeout: how long a batch may wait for the broker, and a send for room in
     # the producer's buffer, before they fail.)

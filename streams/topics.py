@@ -3,6 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
+
+# What a compacted topic is given: Kafka keeps the newest document of each key for as long as the
+# topic lives. Cohort definitions and alert rules are state, not history: under the default
+# retention (a week) a worker started later would read none of them.
+COMPACTED: Mapping[str, str] = {"cleanup.policy": "compact"}
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """How a topic must be created: its partitions, and whether it is compacted."""
+
+    partitions: int
+    compacted: bool = False
+
+    @property
+    def configs(self) -> dict[str, str]:
+        return dict(COMPACTED) if self.compacted else {}
 
 
 @dataclass(frozen=True)
@@ -38,7 +56,14 @@ class TopicNames:
         """Results reduced to what alerting reads, on one partition: one evaluator per deployment."""
         return f"{self.prefix}.alerts-input"
 
-    def partition_counts(self, partitions: int) -> dict[str, int]:
-        """Every topic a worker uses, with the partitions it must have."""
-        return {self.events: partitions, self.results: partitions, self.deadletter: 1, self.cohorts: 1,
-                self.alerts: 1, self.alert_rules: 1, self.alerts_input: 1}
+    def specs(self, partitions: int) -> dict[str, TopicSpec]:
+        """Every topic a worker uses, as it must be created (`partitions`: CALLQA_PARTITIONS)."""
+        return {self.events: TopicSpec(partitions), self.results: TopicSpec(partitions),
+                self.deadletter: TopicSpec(1), self.cohorts: TopicSpec(1, compacted=True),
+                self.alerts: TopicSpec(1), self.alert_rules: TopicSpec(1, compacted=True),
+                self.alerts_input: TopicSpec(1)}
+
+    def only(self, partitions: int, *topics: str) -> dict[str, TopicSpec]:
+        """The specs of some of the topics."""
+        specs = self.specs(partitions)
+        return {topic: specs[topic] for topic in topics}
