@@ -45,6 +45,7 @@ from typing import Any
 import faust
 import msgspec
 from faust.exceptions import SameNode
+from faust.web.exceptions import ServiceUnavailable
 
 from models.alert_rules import AlertRuleError, decode_rule, load_rules
 from scorers.alerting.calls import ScoredCall, scored_call
@@ -348,8 +349,12 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
             return await app.router.route_req(table.name, EPISODES_KEY, web, request)
         except SameNode:
             pass
-        except Exception:  # noqa: BLE001 - no assignment yet (faust raises KeyError or TypeError then)
+        except (ServiceUnavailable, KeyError, TypeError):  # (what Faust raises while nothing is assigned)
             return web.error(503, "alert evaluation is not assigned to a worker yet")
+        except Exception as exc:  # noqa: BLE001 - the owner named, but not reached (CALLQA_WEB_HOST)
+            owner = app.router.key_store(table.name, EPISODES_KEY)
+            return web.error(502, f"the worker evaluating alerts, {owner}, did not answer "
+                                  f"({type(exc).__name__}: {exc}); it is reached by its CALLQA_WEB_HOST")
         if not runtime.rules_read.is_set():
             return web.error(503, "the alert rules are still being read")
         if not runtime.restored:

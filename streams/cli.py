@@ -23,6 +23,9 @@ from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
 from streams.output_files import STANDARD_INPUT
 
+# Addresses that listen everywhere and name no host (CALLQA_WEB_HOST must name one).
+WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
+
 
 def _settings(args: argparse.Namespace) -> Settings:
     settings = load_settings()
@@ -116,6 +119,10 @@ def _run_worker(settings: Settings) -> int:
     # Create every topic with its partition count before Faust subscribes (see ensure_topics).
     asyncio.run(ensure_topics(settings, TopicNames(settings.topic_prefix).specs(settings.partitions),
                               check_partitions=True))
+    if settings.web_host in WILDCARD_ADDRESSES:
+        print(f"callqa: CALLQA_WEB_HOST={settings.web_host} names no worker: another worker asked for "
+              f"GET /alerts cannot pass it on to this one; set CALLQA_WEB_HOST to this worker's host name "
+              f"and CALLQA_WEB_BIND={settings.web_host}", file=sys.stderr, flush=True)
     callqa = create_app(settings)
     tune_gc()
     collapse_aiokafka_repeats()

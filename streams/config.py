@@ -35,7 +35,11 @@ class Settings:
     store: str = "memory://"  # rocksdb:// in production (pip install callqa[rocksdb])
     data_dir: str = "callqa-data"
     web_port: int = 6066
+    # The name other workers reach this one's API by (they pass GET /alerts on to the worker that
+    # evaluates alerts), and the address it listens on: the same unless web_bind is set. In a container
+    # the API listens on 0.0.0.0, which names no worker: there web_host is the container's host name.
     web_host: str = "127.0.0.1"
+    web_bind: str | None = None
     # Event time: how far a partition's watermark must pass a call's inactivity deadline before the
     # call is swept, to absorb the reordering a batching producer introduces between calls.
     allowed_lateness_ms: int = 30_000

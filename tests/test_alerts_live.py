@@ -8,6 +8,7 @@ import json
 import tempfile
 import time
 import tomllib
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -69,7 +70,7 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
         "CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix, "CALLQA_PARTITIONS": "1",
         "CALLQA_ALERT_RULES_FILE": str(rules_file)})
     # The broker would create the worker's topics with its own default of 4 partitions.
-    asyncio.run(ensure_topics(settings, {names.events: 1, names.results: 1}))
+    asyncio.run(ensure_topics(settings, names.only(1, names.events, names.results)))
     worker.start()
     try:
         worker.wait_ready()
@@ -98,7 +99,7 @@ def test_removing_a_rule_resolves_its_firing_episode_at_once_and_once(broker, to
     data_dir = tempfile.mkdtemp(prefix="callqa-worker-")
     worker = WorkerProcess(broker.url, data_dir, log_path=f"{data_dir}/worker.log", env={
         "CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix, "CALLQA_PARTITIONS": "1"})
-    asyncio.run(ensure_topics(settings, {names.events: 1, names.results: 1}))
+    asyncio.run(ensure_topics(settings, names.only(1, names.events, names.results)))
     worker.start()
     try:
         worker.wait_ready()
@@ -140,3 +141,43 @@ def test_results_reordered_by_partitions_and_batches_raise_the_alerts_replay_wri
     finally:
         worker.stop()
     assert live == expected
+
+
+def _alerts_answer(worker: WorkerProcess) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}/alerts", timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.parametrize("first", ["misnamed", "reachable"])
+def test_alerts_asked_of_either_worker_come_from_the_one_evaluating_them(broker, topic_prefix, first):
+    """GET /alerts is passed on to the worker that evaluates alerts, reached by its CALLQA_WEB_HOST.
+    One worker here names itself by an address it does not listen on (as 0.0.0.0 would in a
+    container): asked through the other worker, its alerts are a 502 that says so, not a 503 that
+    blames the assignment; and the other worker's alerts, asked through it, arrive. (The worker
+    started first keeps the evaluation: each order sees one of the two cases.)"""
+    from livekit import start_worker
+
+    env = {"misnamed": {"CALLQA_WEB_HOST": "127.0.0.3", "CALLQA_WEB_BIND": "127.0.0.1"}, "reachable": {}}
+    workers: dict[str, WorkerProcess] = {}
+    try:
+        for name in (first, "reachable" if first == "misnamed" else "misnamed"):
+            workers[name] = start_worker(broker, topic_prefix, partitions=1, env=env[name])
+        deadline = time.monotonic() + 60
+        answers = {}
+        while time.monotonic() < deadline:
+            answers = {name: _alerts_answer(worker) for name, worker in workers.items()}
+            if all(status in (200, 502) for status, _ in answers.values()):
+                break
+            time.sleep(0.5)
+        if answers["misnamed"][0] == 200 and answers["reachable"][0] == 502:  # the misnamed one evaluates
+            assert "127.0.0.3" in answers["reachable"][1]["error"]
+            assert "CALLQA_WEB_HOST" in answers["reachable"][1]["error"]
+        else:  # the reachable one evaluates: the misnamed one passes the request on to it
+            assert answers["misnamed"] == answers["reachable"]
+            assert answers["reachable"][0] == 200 and answers["reachable"][1]["rules"] == []
+    finally:
+        for worker in workers.values():
+            worker.stop()
