@@ -17,8 +17,19 @@ GC_THRESHOLDS = (50_000, 20, 100)
 
 
 def tune_gc() -> None:
-    thresholds = os.environ.get("CALLQA_GC_THRESHOLDS")
-    values = tuple(int(part) for part in thresholds.split(",")) if thresholds else GC_THRESHOLDS
+    values = gc_thresholds(os.environ.get("CALLQA_GC_THRESHOLDS"))
     gc.collect()
     gc.freeze()
     gc.set_threshold(*values)
+
+
+def gc_thresholds(text: str | None) -> tuple[int, int, int]:
+    """CALLQA_GC_THRESHOLDS as the three thresholds (unset or empty: the scorer's own)."""
+    if not text:
+        return GC_THRESHOLDS
+    parts = text.split(",")
+    if len(parts) != 3 or not all(part.strip().isdecimal() for part in parts):
+        raise ValueError(f"CALLQA_GC_THRESHOLDS must be three whole numbers, young,middle,old "
+                         f"(700,10,10: CPython's defaults), got {text!r}")
+    young, middle, old = (int(part) for part in parts)
+    return young, middle, old
