@@ -22,7 +22,7 @@ from models.events import (EVENT_TYPES, RESCORE_TYPES, CallEnded, CallStarted, E
 from models.results import CallResult
 from scorers.call_result import score_call
 from scorers.cohorts import CohortBook
-from scorers.fold import apply_event, new_call
+from scorers.fold import MAX_SCORER_ERROR_CHARS, apply_event, new_call
 from scorers.inactivity import (
     DEFAULT_ALLOWED_LATENESS_MS,
     InactivitySweeper,
@@ -35,6 +35,13 @@ from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
 RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
+
+
+def unscored_reason(event: Event, version: int, exc: Exception) -> str:
+    failure = f"{type(exc).__name__}: {exc}"[:MAX_SCORER_ERROR_CHARS]
+    return (f"event {event.event_id!r}: applied to call {event.call_id!r}, but its result (version {version}) "
+            f"could not be assembled ({failure}): the event is kept in the call's state, that version is "
+            f"not published")
 
 
 def uncorrectable_turn(call: CallState, event: TranscriptCorrected) -> str | None:
@@ -67,6 +74,7 @@ class EngineCounters:
     redelivered: int = 0
     rejected: int = 0
     results: int = 0
+    unscored: int = 0  # results that could not be assembled (a bug): their events are dead-lettered
     calls: int = 0  # calls taken up, forgotten ones included
     watermarks: int = 0  # event-time marks, which belong to no call
 
@@ -176,8 +184,16 @@ class CallEngine:
         call.version += 1
         call.result_position = -1 if position is None else position
         call.result_event_ts_ms = event.ts_ms
+        try:
+            result = score_call(call, self.registry, self.cohorts, call.version, event.ts_ms)
+        except Exception as exc:  # noqa: BLE001 - a bug in assembling one result must not stop the stream
+            # The event stays applied (the call's state, and the journal, keep it); the reason goes
+            # with it to the dead letters, where the missing version is found. Every metric's own
+            # failure is already contained in the result (`scorers.call_result`): this is the rest.
+            self.counters.unscored += 1
+            return Processed("applied", call, reason=unscored_reason(event, call.version, exc))
         self.counters.results += 1
-        return Processed("applied", call, score_call(call, self.registry, self.cohorts, call.version, event.ts_ms))
+        return Processed("applied", call, result)
 
     def _forgetting_span_ms(self) -> int:
         """How far behind its partition's watermark an event's call may have ended and been forgotten.
@@ -222,10 +238,14 @@ class CallEngine:
         return Processed("duplicate", call)
 
     def latest_result(self, call: CallState) -> CallResult | None:
-        """The call's latest published version, scored again (the same document, as scoring is pure)."""
+        """The call's latest published version, scored again (the same document, as scoring is pure;
+        None when there is none, or when it could not be assembled and so was never published)."""
         if call.version == 0 or call.result_event_ts_ms is None:
             return None
-        return score_call(call, self.registry, self.cohorts, call.version, call.result_event_ts_ms)
+        try:
+            return score_call(call, self.registry, self.cohorts, call.version, call.result_event_ts_ms)
+        except Exception:  # noqa: BLE001 - dead-lettered when it first failed (see `process`)
+            return None
 
     # ---------------------------------------------------------------------------------- sweeping
 

@@ -187,12 +187,19 @@ class LiveScorer:
             processed = process(event, partition, position)
             status = processed.status
             if status == "applied":
-                if not one_call:  # (applied: never dead-lettered, so no batch index to look up)
-                    self._collect(processed, event, partition, position, topic, offset, out, (value, None))
+                # (An applied event is dead-lettered only when its result could not be assembled: only
+                # then is its batch index looked up.)
+                if not one_call:
+                    where = (value, None if processed.reason is None else decoded.batch_index_of(index))
+                    self._collect(processed, event, partition, position, topic, offset, out, where)
                 else:
                     applied.append((position, event))
                     if processed.result is not None:
                         out.results.append(processed.result)
+                    elif processed.reason is not None:
+                        out.dead_letters.append(DeadLetter(processed.reason, topic, partition, offset, value,
+                                                           event.event_id, event.call_id,
+                                                           decoded.batch_index_of(index)))
             else:
                 all_applied = False
                 if status != "redelivered":  # (redelivered: its lost outputs were published again above)
@@ -267,7 +274,7 @@ class LiveScorer:
         if processed.status == "applied":
             out.journal.setdefault(event.call_id, []).append((position, encode_event(event)))
             self.owned.setdefault(event.call_id, [partition, 0])
-        elif processed.status == "rejected":
+        if processed.reason is not None:  # refused, or applied with a result that could not be built
             original, batch_index = where
             out.dead_letters.append(
                 DeadLetter(processed.reason or "rejected", topic, partition, offset, original,

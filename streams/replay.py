@@ -114,7 +114,7 @@ def replay_partitions(
 
     def feed(event: Event, partition: int, index: int, phase: int, position: int) -> None:
         processed = engine.process(event, partition)
-        if processed.status == "rejected" and on_dead_letter is not None:
+        if processed.reason is not None and on_dead_letter is not None:  # refused, or left unscored
             on_dead_letter((index, phase, position),
                            Rejected(processed.reason or "rejected", b"", event.event_id, event.call_id), index)
         result = processed.result
@@ -193,7 +193,7 @@ def replay_partitions(
     counters = engine.counters
     report.applied = counters.applied
     report.duplicates = counters.duplicate
-    report.rejected += counters.rejected
+    report.rejected += counters.rejected + counters.unscored
     report.calls = counters.calls  # forgotten calls included
     report.watermarks = counters.watermarks
     report.seconds = time.perf_counter() - started
