@@ -57,6 +57,21 @@ def uncorrectable_turn(call: CallState, event: TranscriptCorrected) -> str | Non
     return None
 
 
+def foreign_judgement(call: CallState, event: JudgeResult) -> str | None:
+    """Why a judge's answer does not belong to `call` (None: it does). An answer is stamped with the
+    end of the call it judged plus 1 ms (scorers/judge/requests.py), and its event_id names only the
+    call_id. A judge that fell behind by more than the retention can answer a call forgotten since,
+    whose call_id a new call has taken up: applied, the new call would carry the old one's judgement,
+    and its own answer, under the same event_id, would be refused as a reuse. Such an answer judges
+    an end that comes before every event of the call held now."""
+    first = call.first_ts_ms
+    if first is None or event.ts_ms > first:
+        return None
+    return (f"the judge's answer for call {call.call_id!r} judges a call that ended at event time "
+            f"{event.ts_ms - 1}, before the call of that id held now began (at event time {first}): "
+            f"an earlier call of the id, forgotten since")
+
+
 # What `process` says about each event. A msgspec Struct out of the cyclic GC rather than a
 # dataclass: one is made for every event and dropped at once, and a Struct costs less than half as
 # much to make (the same holds for the decoder's `Decoded` and the live worker's `Outbox`).
@@ -156,6 +171,10 @@ class CallEngine:
             return self._refused(call, event_id, f"a {tag!r} event cannot change call {call_id!r}, which has already ended")
         if rescores and type(event) is TranscriptCorrected:
             refusal = uncorrectable_turn(call, event)
+            if refusal is not None:
+                return self._refused(call, event_id, refusal)
+        elif rescores and type(event) is JudgeResult:
+            refusal = foreign_judgement(call, event)
             if refusal is not None:
                 return self._refused(call, event_id, refusal)
         elif type(event) is CallStarted and call.started_ts_ms is not None:
