@@ -376,7 +376,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from streams.demo import run_demo
 
-    return run_demo(args.log, partitions=4 if args.partitions is None else args.partitions)
+    partitions = 4 if args.partitions is None else args.partitions
+    if args.log is None:
+        return run_demo(None, partitions=partitions)
+    with _log_as_file(args.log) as log:  # (read twice: by the replay, then by the sender)
+        return run_demo(log, partitions=partitions)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -111,13 +111,16 @@ class Settings:
 # Lower bounds of the numeric settings (a count of partitions, a duration, a size cannot be negative).
 _AT_LEAST: dict[str, float] = {
     "partitions": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0,
-    "max_message_bytes": 1, "judge_timeout_s": 0, "judge_concurrency": 1, "judge_retries": 0,
+    "max_message_bytes": 1, "judge_timeout_s": 0.1, "judge_concurrency": 1, "judge_retries": 0,
     "judge_backoff_s": 0, "judge_queue_size": 0, "alert_quiet_release_s": 0.1,
 }
 
 # Upper bounds. A message of at most 16 MiB holds fewer events than the positions the worker has for
 # a message's events (streams/live.py, `MAX_EVENTS_PER_MESSAGE`, 2**19): an event takes 50 bytes at least.
-_AT_MOST: dict[str, float] = {"max_message_bytes": 16 * 1024 * 1024}
+# The judge's: a request that waits longer than an hour, or is tried more than 10 times, is a setting
+# mistyped (each try is paid for); a retry's wait is capped at 60 s anyway (streams/judge_client.py).
+_AT_MOST: dict[str, float] = {"max_message_bytes": 16 * 1024 * 1024, "judge_timeout_s": 3600, "judge_retries": 10,
+                              "judge_backoff_s": 60, "judge_concurrency": 256}
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -166,8 +169,9 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
     kind = str({f.name: f.type for f in fields(Settings)}[name])
     if raw is None:
         return None
+    shown = "(a value, not shown: a secret)" if name in SECRET_FIELDS else repr(raw)
     if isinstance(raw, (bool, list, dict)):
-        raise ValueError(f"{source}: expected {'text' if 'str' in kind else 'a number'}, got {raw!r}")
+        raise ValueError(f"{source}: expected {'text' if 'str' in kind else 'a number'}, got {shown}")
     if kind == "int":
         try:
             value = float(raw) if isinstance(raw, float) else int(str(raw).strip())
@@ -185,7 +189,7 @@ def _coerce(name: str, raw: Any, source: str) -> Any:
             raise ValueError(f"{source}: expected a finite number, got {raw!r}")
         return value
     if not isinstance(raw, str):
-        raise ValueError(f"{source}: expected text, got {raw!r}")
+        raise ValueError(f"{source}: expected text, got {shown}")
     return raw
 
 
@@ -208,15 +212,17 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             raise ValueError(f"{config_path}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
         values.update(document)
         sources.update((name, f"{config_path}: {name}") for name in document)
+    # The environment wins over the file, the standard OPENAI_* variables included (CALLQA_OPENAI_*
+    # over those).
+    for standard, name in (("OPENAI_API_KEY", "openai_api_key"), ("OPENAI_BASE_URL", "openai_base_url")):
+        if standard in environ:
+            values[name] = environ[standard]
+            sources[name] = standard
     for f in fields(Settings):
         key = f"CALLQA_{f.name.upper()}"
         if key in environ:
             values[f.name] = environ[key]
             sources[f.name] = key
-    if "OPENAI_API_KEY" in environ and "openai_api_key" not in values:
-        values["openai_api_key"] = environ["OPENAI_API_KEY"]
-    if "OPENAI_BASE_URL" in environ and "openai_base_url" not in values:
-        values["openai_base_url"] = environ["OPENAI_BASE_URL"]
     coerced = {name: _coerce(name, raw, sources.get(name, name)) for name, raw in values.items()}
     try:
         return Settings(**coerced)

@@ -97,7 +97,12 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
     with EmbeddedBroker().start(log_path=f"{workdir}/broker.log") as broker:
         print(f"  embedded broker at {broker.bootstrap}; logs in {workdir} (removed when the demo succeeds)")
         settings = configured.with_overrides(broker=broker.url, data_dir=f"{workdir}/data")
-        worker_env = {"CALLQA_PARTITIONS": str(partitions)}
+        # No LLM judge: its answers would rescore the calls live that the replay, which asks none,
+        # scores once, and the demo would compare versions that were never meant to agree.
+        worker_env = {"CALLQA_PARTITIONS": str(partitions), "CALLQA_OPENAI_API_KEY": ""}
+        if configured.judge_enabled:
+            print("  the LLM judge configured here is not asked in the demo (so that live and replay compare); "
+                  "`callqa up` and `callqa replay --judge --record` use it")
         if cohorts_file:
             worker_env["CALLQA_COHORTS_FILE"] = cohorts_file
         if SAMPLE_RULES.exists():

@@ -71,7 +71,8 @@ class JudgeClient:
         asked_to_wait_s = 0.0
         for attempt in range(attempts):
             if attempt:
-                backoff_s = self.settings.judge_backoff_s * 2 ** (attempt - 1)
+                # (Doubling, up to what a server may ask for: many retries must not overflow or stall.)
+                backoff_s = min(self.settings.judge_backoff_s * 2.0 ** min(attempt - 1, 64), MAX_RETRY_AFTER_S)
                 await asyncio.sleep(max(backoff_s, asked_to_wait_s))
             try:
                 async with self._slots:

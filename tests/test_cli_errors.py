@@ -177,6 +177,33 @@ def test_every_numeric_setting_below_its_bound_is_refused_by_name():
         assert f"{name} must be at least {low:g}, got {int(low) - 1}" in str(info.value), name
 
 
+def test_every_numeric_setting_above_its_bound_is_refused_by_name():
+    from streams.config import _AT_MOST
+
+    for name, high in _AT_MOST.items():
+        with pytest.raises(ValueError) as info:
+            load_settings({f"CALLQA_{name.upper()}": str(int(high) + 1)})
+        assert f"{name} must be at most {high:.0f}, got {int(high) + 1}" in str(info.value), name
+
+
+def test_a_secret_of_the_wrong_type_in_the_config_file_is_named_but_not_shown(tmp_path):
+    config = tmp_path / "callqa.toml"
+    config.write_text('kafka_sasl_password = 123456789\nopenai_api_key = ["sk-live-SECRET"]\n')
+    with pytest.raises(ValueError) as info:
+        load_settings({"CALLQA_CONFIG": str(config)})
+    assert "not shown: a secret" in str(info.value)
+    assert "123456789" not in str(info.value) and "SECRET" not in str(info.value)
+
+
+def test_the_environment_wins_over_the_config_file_for_the_standard_openai_variables(tmp_path):
+    config = tmp_path / "callqa.toml"
+    config.write_text('openai_api_key = "sk-from-file"\nopenai_base_url = "http://file/v1"\n')
+    environ = {"CALLQA_CONFIG": str(config), "OPENAI_API_KEY": "sk-from-env"}
+    settings = load_settings(environ)
+    assert (settings.openai_api_key, settings.openai_base_url) == ("sk-from-env", "http://file/v1")
+    assert load_settings({**environ, "CALLQA_OPENAI_API_KEY": "sk-callqa"}).openai_api_key == "sk-callqa"
+
+
 def test_the_edges_of_the_port_range_and_a_log_level_in_capitals_are_accepted():
     assert load_settings({"CALLQA_WEB_PORT": "65535", "CALLQA_LOG_LEVEL": "DEBUG"}).web_port == 65_535
 
