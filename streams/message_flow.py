@@ -34,6 +34,7 @@ from models.results import CallResult
 from models.wire import MAX_MESSAGE_BYTES, encode_event
 from streams.journal import segment_key
 from streams.live import DeadLetter, LiveScorer, Outbox, PartitionState
+from streams.result_size import fitted
 
 _json = msgspec.json.Encoder()
 logger = logging.getLogger("callqa.worker")
@@ -181,12 +182,13 @@ class MessageFlow:
 
     async def _send(self, out: Outbox, message: Any, held: PartitionState) -> None:
         sink, deliveries, partition = self.sink, self.deliveries, message.partition
-        for result in out.results:
-            value = _json.encode(result)
-            if len(value) > self.max_result_bytes:
-                await self._send_oversized(result, value, message)
+        for index, result in enumerate(out.results):
+            fit = fitted(result, self.max_result_bytes)
+            if fit.value is None:
+                await self._send_oversized(result, _json.encode(result), message)
                 continue
-            deliveries.add(partition, await sink.send_result(result.call_id.encode(), value))
+            out.results[index] = fit.result  # (what the hooks below see is what was published)
+            deliveries.add(partition, await sink.send_result(result.call_id.encode(), fit.value))
         for letter in out.dead_letters:
             await self._send_dead_letter(partition, letter)
         for event in out.recorded_events:

@@ -17,7 +17,7 @@ from models.results import CallResult
 from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message, record_call
 from scorers.engine import CallEngine
 from streams.partitioning import partition_for, partition_of
-from streams.replay_files import result_line
+from streams.result_size import fitted
 
 ResultSink = Callable[[CallResult], None]
 DeadLetterSink = Callable[[Rejected, int], None]
@@ -117,14 +117,14 @@ def replay_partitions(
         if processed.reason is not None and on_dead_letter is not None:  # refused, or left unscored
             on_dead_letter((index, phase, position),
                            Rejected(processed.reason or "rejected", b"", event.event_id, event.call_id), index)
-        result = processed.result
-        if result is not None:
-            line = result_line(result)
-            if max_result_bytes is not None and len(line) > max_result_bytes:
+        if processed.result is not None:
+            fit = fitted(processed.result, max_result_bytes)
+            result, line = fit.result, fit.value
+            if line is None:
                 # Too large to publish: the live worker dead-letters it in its place.
                 report.rejected += 1
                 if on_dead_letter is not None:
-                    reason = oversized_result_reason(result.call_id, result.version, len(line), max_result_bytes)
+                    reason = oversized_result_reason(result.call_id, result.version, fit.full_size, max_result_bytes)
                     on_dead_letter((index, phase, position), Rejected(reason, b"", call_id=result.call_id), index)
                 return
             report.results += 1

@@ -13,16 +13,11 @@ from typing import BinaryIO
 
 import msgspec
 
-from models.results import CallResult
 from models.wire import Rejected
 from streams.output_files import AtomicOutput
 from streams.replay_alerts import AlertsFile
 
 _json = msgspec.json.Encoder()
-
-
-def result_line(result: CallResult) -> bytes:
-    return _json.encode(result)
 
 
 def dead_letter_line(rejected: Rejected, index: int) -> bytes:

@@ -1,0 +1,93 @@
+"""Results too large for a message because of their cohort verdicts are published with the verdicts'
+details cut to what overviews and alerts read; the worker and replay write the same bytes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from eventkit import T0
+from scorers.cohort_overview import contribution
+from scorers.cohorts import CohortBook
+from scorers.engine import CallEngine
+from streams.live import LiveScorer
+from streams.message_flow import MessageFlow
+from streams.replay import replay_partitions
+from streams.result_size import CUT_KEY, fitted
+from workerkit import DictSink, KafkaMessage, message
+
+MINUTE = 60_000
+
+
+def large_cohort(index: int) -> dict:
+    return {"cohort_id": f"big{index:02d}", "name": "n" * 200, "agents": ["*"],
+            "metrics": [{"metric": "wer"}, {"metric": "latency", "weight": 2}],
+            "criteria": [{"name": f"{j:03d}" + "c" * 197, "field": "evaluation.stop_reason", "op": "exists"}
+                         for j in range(50)]}
+
+
+def book(cohorts: int) -> CohortBook:
+    return CohortBook(cohorts=[large_cohort(i) for i in range(cohorts)])
+
+
+def one_call(call_id: str, start: int) -> list[bytes]:
+    return [
+        message("call.started", {"agent_id": "a1"}, f"{call_id}-1", start, call_id),
+        message("turn", {"role": "user", "text": "my order 48213 is late"}, f"{call_id}-2", start + 1000, call_id),
+        message("call.ended", {"stop_reason": "[EXIT]"}, f"{call_id}-3", start + 2000, call_id),
+    ]
+
+
+def scored(cohorts: int):
+    engine = CallEngine(cohorts=book(cohorts))
+    results = []
+    replay_partitions(one_call("c1", T0), engine, 1, lambda key, result, line: results.append(result))
+    return results[-1]
+
+
+def test_a_result_that_fits_is_published_whole():
+    result = scored(2)
+    fit = fitted(result, 1_048_576)
+    assert fit.result is result and len(fit.value) == fit.full_size
+    assert fitted(result, None).value == fit.value
+
+
+def test_too_large_the_verdicts_keep_what_overviews_and_alerts_read_and_say_why():
+    result = scored(4)
+    whole = fitted(result, None)
+    limit = whole.full_size - 1
+    fit = fitted(result, limit)
+    assert fit.value is not None and len(fit.value) <= limit and fit.full_size == whole.full_size
+    published = json.loads(fit.value)
+    for before, after, raw in zip(result.cohorts, fit.result.cohorts, published["cohorts"]):
+        assert (after.cohort_id, after.weighted_score, after.passed, after.metrics_counted) == \
+            (before.cohort_id, before.weighted_score, before.passed, before.metrics_counted)
+        assert contribution(after, fit.result) == contribution(before, result)
+        assert set(raw["details"]) == {"metrics", CUT_KEY}
+        assert f"the whole result was {whole.full_size} bytes, above the {limit}-byte limit" in raw["details"][CUT_KEY]
+    assert published["metrics"] == json.loads(whole.value)["metrics"]  # the call's own metrics stay whole
+
+
+def test_too_large_even_cut_it_is_not_published():
+    result = scored(1)
+    assert fitted(result, 2_000).value is None
+
+
+def test_the_worker_publishes_the_cut_result_replay_writes_it_the_same_and_the_rest_fits_whole():
+    limit = fitted(scored(4), None).full_size - 1
+    messages = one_call("c1", T0) + one_call("c2", T0 + MINUTE)
+    sink = DictSink({})
+    flow = MessageFlow(LiveScorer(CallEngine(cohorts=book(4))), sink)
+    flow.max_result_bytes = limit
+
+    async def run() -> None:
+        for offset, raw in enumerate(messages):
+            await flow.score(KafkaMessage(raw, offset))
+
+    asyncio.run(run())
+    live = [value for topic, _, value in sink.sent if topic == "results"]
+    replayed: list[bytes] = []
+    replay_partitions(messages, CallEngine(cohorts=book(4)), 1, lambda key, result, line: replayed.append(line),
+                      max_result_bytes=limit)
+    assert len(live) == 2 and live == replayed
+    assert all(CUT_KEY in json.loads(value)["cohorts"][0]["details"] for value in live)
