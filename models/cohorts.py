@@ -176,7 +176,10 @@ def validate_cohort(definition: CohortDefinition, known_metrics: Iterable[str]) 
     problems = _problems(definition, list(known_metrics))
     if problems:
         subject = f" {definition.cohort_id!r}" if definition.cohort_id else ""
-        raise CohortError(f"invalid cohort{subject}: " + "; ".join(problems))
+        listed = problems[:MAX_PROBLEMS_LISTED]
+        more = len(problems) - len(listed)
+        raise CohortError(f"invalid cohort{subject}: " + "; ".join(listed)
+                          + (f"; and {more} more problem{'s' if more > 1 else ''}" if more else ""))
 
 
 def _problems(definition: CohortDefinition, known_metrics: list[str]) -> list[str]:
@@ -223,6 +226,8 @@ def _problems(definition: CohortDefinition, known_metrics: list[str]) -> list[st
 MAX_NAME_CHARS = 200  # cohort_id, name, an agent pattern, a criterion's name and field
 MAX_QUESTION_CHARS = 2_000
 MAX_AGENT_PATTERNS = 100
+MAX_METRICS = 100  # (each QA metric once: more can only be repeats)
+MAX_PROBLEMS_LISTED = 20  # an error names this many problems, then counts the rest
 MAX_CRITERIA = 50
 MAX_VALUE_DEPTH = 8
 MAX_VALUE_ITEMS = 1_000  # strings, numbers, lists and objects in a rule's value, all levels
@@ -242,6 +247,8 @@ def _size_problems(definition: CohortDefinition) -> list[str]:
         problems.append(f"`agents` lists {len(definition.agents)} patterns, more than {MAX_AGENT_PATTERNS}")
     for i, pattern in enumerate(definition.agents[:MAX_AGENT_PATTERNS]):
         check(f"`agents[{i}]`", pattern)
+    if len(definition.metrics) > MAX_METRICS:
+        problems.append(f"`metrics` lists {len(definition.metrics)} metrics, more than {MAX_METRICS}")
     if len(definition.criteria) > MAX_CRITERIA:
         problems.append(f"`criteria` lists {len(definition.criteria)} criteria, more than {MAX_CRITERIA}")
     for i, criterion in enumerate(definition.criteria[:MAX_CRITERIA]):

@@ -39,6 +39,8 @@ COHORT_WRITE_TIMEOUT_S = 5.0
 # in the seconds after a start, until Faust has started the tasks that read the topics, longer.
 READ_BACK_TIMEOUT_S = 10.0
 READ_BACK_POLL_S = 0.01
+# The most cohorts a new one may join through the API: each is a verdict in every result it matches.
+MAX_COHORTS = 1_000
 
 
 @aiohttp.web.middleware
@@ -115,6 +117,11 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
     names = callqa.topics
     registry = callqa.live.engine.registry
     cohorts_topic = app.topic(names.cohorts, key_type=bytes, value_type=bytes, partitions=1)
+    # This worker's cohort writes, one at a time from the check to the read-back: two requests for one
+    # cohort_id would both pass the POST's check for an existing cohort and both be answered 201, and
+    # each would wait out its read-back for a value the other had replaced. (Writes through different
+    # workers can still cross: the later one is answered 409.)
+    writes = asyncio.Lock()
 
     def apply_cohort(key: bytes | None, value: bytes | None) -> None:
         if value is None:
@@ -164,9 +171,10 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
         if cohort_id is not None and not _decodes(request):
             return web.error(400, "the URL's cohort id is not valid percent-encoded UTF-8")
         if cohort_id is not None:
-            body.setdefault("cohort_id", cohort_id)
+            if body.get("cohort_id") is None:
+                body["cohort_id"] = cohort_id
             if body["cohort_id"] != cohort_id:
-                return web.error(400, f"cohort_id {body['cohort_id']!r} differs from the URL's {cohort_id!r}")
+                return web.error(400, f"the body's cohort_id differs from the URL's {cohort_id!r}")
         try:
             definition = book.decode(body)
             key, value = definition.cohort_id.encode(), encode_cohort(definition)
@@ -174,20 +182,32 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             return web.error(422, str(exc))
         except (OverflowError, UnicodeEncodeError, msgspec.EncodeError) as exc:  # e.g. an integer beyond 64 bits
             return web.error(422, f"the cohort cannot be stored: {exc}")
-        if cohort_id is None and book.get(definition.cohort_id) is not None:
-            return web.error(409, f"cohort {definition.cohort_id!r} exists: PUT /cohorts/{{cohort_id}} replaces it")
-        failure = await write_cohort(key, value)
-        if failure is not None:
-            return web.error(503, failure)
-        await read_back(definition.cohort_id, definition)
+        async with writes:  # (checked and written as one step: see `writes`)
+            before = book.get(definition.cohort_id)
+            if cohort_id is None and before is not None:
+                return web.error(409, f"cohort {definition.cohort_id!r} exists: PUT /cohorts/{{cohort_id}} replaces it")
+            if before is None and len(book) >= MAX_COHORTS:
+                return web.error(422, f"there are {len(book)} cohorts, the most a deployment holds: delete one first")
+            failure = await write_cohort(key, value)
+            if failure is not None:
+                return web.error(503, failure)
+            overtaken = await read_back(definition.cohort_id, before, definition)
+        if overtaken:
+            return web.error(409, f"cohort {definition.cohort_id!r} was written again, through another worker, "
+                                  "before this write was read back: GET it to see which stands")
         return web.json(cohort_to_builtins(definition), status=201 if cohort_id is None else 200)
 
-    async def read_back(cohort_id: str, expected: CohortDefinition | None) -> None:
+    async def read_back(cohort_id: str, before: CohortDefinition | None, expected: CohortDefinition | None) -> bool:
         """Wait (a little) until this worker has read its own write back from the topic, so that the
-        client's next request sees it: a cohort just created can be read and deleted at once."""
+        client's next request sees it: a cohort just created can be read and deleted at once. True
+        when another write, not this one, came back instead (this worker's writes are one at a
+        time, so it came through another worker): the client must not be told its write stands."""
         deadline = time.monotonic() + READ_BACK_TIMEOUT_S
-        while book.get(cohort_id) != expected and time.monotonic() < deadline:
+        while (now := book.get(cohort_id)) != expected and time.monotonic() < deadline:
+            if now != before:
+                return True
             await asyncio.sleep(READ_BACK_POLL_S)
+        return False
 
     async def write_cohort(key: bytes, value: bytes) -> str | None:
         """Send a cohort document and wait until the broker has it: a write that was only buffered
@@ -228,13 +248,18 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             return await publish_cohort(self, request, cohort_id)
 
         async def delete(self, request: Any, cohort_id: str) -> Any:
-            if book.get(cohort_id) is None:
-                return self.notfound(f"no cohort {cohort_id!r}")
-            tombstone = CohortDefinition(cohort_id=cohort_id, deleted=True)
-            failure = await write_cohort(cohort_id.encode(), encode_cohort(tombstone))
-            if failure is not None:
-                return self.error(503, failure)
-            await read_back(cohort_id, None)
+            async with writes:
+                before = book.get(cohort_id)
+                if before is None:
+                    return self.notfound(f"no cohort {cohort_id!r}")
+                tombstone = CohortDefinition(cohort_id=cohort_id, deleted=True)
+                failure = await write_cohort(cohort_id.encode(), encode_cohort(tombstone))
+                if failure is not None:
+                    return self.error(503, failure)
+                overtaken = await read_back(cohort_id, before, None)
+            if overtaken:
+                return self.error(409, f"cohort {cohort_id!r} was written again, through another worker, before "
+                                       "this delete was read back: GET it to see which stands")
             return self.json({"cohort_id": cohort_id, "deleted": True})
 
     @app.page("/cohorts/{cohort_id}/overview")

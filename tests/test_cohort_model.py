@@ -202,6 +202,7 @@ RULE = {"name": "r", "field": "evaluation.stop_reason", "op": "eq"}
     ({"name": "N" * 201}, "`name` is 201 characters long, more than 200"),
     ({"cohort_id": "c" * 201}, "`cohort_id` is 201 characters long, more than 200"),
     ({"agents": ["a"] * 101}, "`agents` lists 101 patterns, more than 100"),
+    ({"metrics": [{"metric": "wer"}] * 101}, "`metrics` lists 101 metrics, more than 100"),
     ({"agents": ["a" * 201]}, "`agents[0]` is 201 characters long, more than 200"),
     ({"criteria": [{**RULE, "name": f"r{i}"} for i in range(51)]}, "`criteria` lists 51 criteria, more than 50"),
     ({"criteria": [{"kind": "llm", "name": "q", "question": "?" * 2001}]}, "`criteria[0].question` is 2001 characters"),
@@ -211,6 +212,11 @@ RULE = {"name": "r", "field": "evaluation.stop_reason", "op": "eq"}
 ])
 def test_a_cohort_too_large_for_the_results_that_carry_it_is_refused_naming_the_field(changes, problem):
     assert problem in error_of(doc(**changes))
+
+
+def test_an_error_names_twenty_problems_and_counts_the_rest():
+    message = error_of(doc(metrics=[{"metric": "wer"}] * 30))  # 29 repeats
+    assert message.count("is listed twice") == 20 and message.endswith("; and 9 more problems")
 
 
 def test_a_cohort_at_every_bound_is_taken():

@@ -8,6 +8,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -113,6 +114,15 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert http(worker, "PUT", "/cohorts/brief", {"name": "Brief"})[0] == 200
         assert http(worker, "DELETE", "/cohorts/brief")[0] == 200  # at once: no 404 for a write just made
         assert http(worker, "GET", "/cohorts/brief")[0] == 404
+        # Eight clients create one cohort at once: one is told it did, the others that it exists.
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda i: http(worker, "POST", "/cohorts", {**COHORT, "cohort_id": "race",
+                                                                                "name": f"writer {i}"}), range(8)))
+        assert sorted(status for status, _ in answers) == [201] + [409] * 7
+        [winner] = [body["name"] for status, body in answers if status == 201]
+        assert http(worker, "GET", "/cohorts/race")[1]["name"] == winner
+        assert http(worker, "PUT", "/cohorts/race", {"cohort_id": None, "name": "null id"})[1]["cohort_id"] == "race"
+        assert http(worker, "DELETE", "/cohorts/race")[0] == 200
 
         settings = settings_for(broker, topic_prefix)
         send(log, settings)
