@@ -123,7 +123,8 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         web_port=settings.web_port,
         web_application_options={"middlewares": [json_errors]},
         topic_partitions=settings.partitions,
-        # A 10 s session timeout makes the group join take ~5 s instead of ~30 s (BROKER.md).
+        # A 10 s session timeout makes the group join take ~5 s instead of ~30 s (the embedded broker
+        # holds a join for half of it; README).
         broker_session_timeout=10.0,
         broker_heartbeat_interval=3.0,
         consumer_auto_offset_reset="earliest",
@@ -186,6 +187,17 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         flow.assign({tp.partition for tp in assigned if tp.topic == names.events})
 
     brokers = install_broker_probe(callqa)
+    judge = None
+    if settings.judge_enabled:
+        from streams.judge_runner import install_judge
+
+        judge = install_judge(callqa)
+
+        @app.on_before_shutdown.connect
+        async def stop_judging(sender: Any, **kwargs: Any) -> None:
+            # (Before Faust stops its producer: a request finishing later could no longer publish
+            # its answer and would log a traceback for each.)
+            await judge.stop()
 
     @app.page("/health")
     async def health(web: Any, request: Any) -> Any:
@@ -199,6 +211,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
                          "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer),
                          # Whether the cohorts topic has been read to its end: scoring waits for it.
                          "cohorts_read": callqa.cohorts_read.is_set(),
+                         "judge": None if judge is None else judge.counters(),
                          "broker": brokers.document(time.monotonic())},
                         status=503 if unreachable else 200)
 
@@ -220,14 +233,4 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     install_api(callqa, engine.cohorts, ResultsView())
     install_idle_clock(callqa)
     install_alerts(callqa)
-    if settings.judge_enabled:
-        from streams.judge_runner import install_judge
-
-        runner = install_judge(callqa)
-
-        @app.on_before_shutdown.connect
-        async def stop_judging(sender: Any, **kwargs: Any) -> None:
-            # (Before Faust stops its producer: a request finishing later could no longer publish
-            # its answer and would log a traceback for each.)
-            await runner.stop()
     return callqa

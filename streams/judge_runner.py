@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from streams.app import CallqaApp
 
 logger = logging.getLogger("callqa.judge")
+# A full queue is said once per this many calls it turns away.
+DROPS_PER_WARNING = 100
 
 
 class JudgeRunner:
@@ -54,8 +56,15 @@ class JudgeRunner:
             self.queue.put_nowait(requests)
         except asyncio.QueueFull:
             self.dropped += 1
-            logger.warning("judge queue full (%s calls): call %s keeps its heuristic result",
-                           self.queue.maxsize, call.call_id)
+            if self.dropped % DROPS_PER_WARNING == 1 or DROPS_PER_WARNING == 1:  # (a backlog drops thousands)
+                logger.warning("judge queue full (%s calls): call %s keeps its heuristic result (%s calls so far; "
+                               "/health counts them)", self.queue.maxsize, call.call_id, self.dropped)
+
+    def counters(self) -> dict[str, int]:
+        """For /health: calls waiting for the judge, being judged, answered (published), and left to
+        their heuristics because the queue was full."""
+        return {"queued": 0 if self.queue is None else self.queue.qsize(), "in_flight": self.in_flight,
+                "published": self.published, "dropped": self.dropped}
 
     def _start(self) -> None:
         """Start the queue and the background tasks in the running loop, on first use."""

@@ -32,8 +32,10 @@ def test_the_worker_judges_each_ended_call_and_the_events_topic_replays_to_the_s
             send(str(log), settings)
             live = collect(settings, TopicNames(topic_prefix).results,
                            lambda rows: all(latest_by_call(rows).get(c, {}).get("version", 0) >= 2 for c in CALLS), 25)
+            judge_counters = worker.health()["judge"]
         finally:
             worker.stop()
+    assert judge_counters == {"queued": 0, "in_flight": 0, "published": len(CALLS), "dropped": 0}
     latest = latest_by_call(live)
     assert {c: latest[c]["version"] for c in CALLS} == {c: 2 for c in CALLS}
     assert {m["details"]["judge"] for c in CALLS for m in latest[c]["metrics"]
