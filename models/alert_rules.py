@@ -152,10 +152,6 @@ def encode_rule(rule: AlertRule) -> bytes:
     return msgspec.json.encode(rule)
 
 
-def rule_to_builtins(rule: AlertRule) -> dict[str, Any]:
-    return msgspec.to_builtins(rule)
-
-
 def load_rules(path: str | Path, known_metrics: Iterable[str] | None = None) -> list[AlertRule]:
     """The rules of a TOML (`[[rules]]`) or JSON (`{"rules": [...]}` or a list) file, validated.
 

@@ -12,7 +12,7 @@ import itertools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 import msgspec
 
@@ -113,7 +113,6 @@ def _json_may_hold_events(raw: bytes) -> bool:
 _MSGPACK = _Codec(msgspec.msgpack, _msgpack_may_hold_events)
 _JSON = _Codec(msgspec.json, _json_may_hold_events)
 _encode_msgpack = msgspec.msgpack.Encoder().encode
-_encode_json = msgspec.json.Encoder().encode
 
 
 _OPEN_BRACE = ord("{")
@@ -364,10 +363,6 @@ def encode_batch(events: list[Event], call_id: str | None) -> bytes:
     return _encode_msgpack(body)
 
 
-def event_to_builtins(event: Event) -> dict[str, Any]:
-    return msgspec.to_builtins(event)
-
-
 # ------------------------------------------------------------------------------------------ log files
 
 
@@ -612,17 +607,3 @@ def is_cut_short(record: bytes) -> bool:
     except (msgpack.FormatError, msgpack.StackError):
         return False
     return False
-
-
-def write_jsonl(path: str, documents: Iterable[Any]) -> int:
-    count = 0
-    with open(path, "wb") as handle:
-        for document in documents:
-            handle.write(_encode_json(document))
-            handle.write(b"\n")
-            count += 1
-    return count
-
-
-def to_json_line(document: Any) -> bytes:
-    return _encode_json(document)

@@ -1,9 +1,11 @@
-"""The interface every scorer shares: fold events into an accumulator, then finalize.
+"""The interface every scorer shares: fold events into an accumulator.
 
 A scorer is configuration only (no state of its own); the per-call accumulator it creates in `start()`
 lives in the call's state. `update()` runs once per event of a type listed in `handles`, so that a
-call's result never needs its history re-read. `finalize()` may run several times on the same
-accumulator (a rescore publishes a new version), so it must not change it.
+call's result never needs its history re-read. A signal scorer's accumulator is read as it is by the
+evaluation document and the QA metrics; a QA metric (scorers/qa/base.py) also finalizes its own into
+a metric result, which may run several times on the same accumulator (a rescore publishes a new
+version), so finalizing must not change it.
 """
 
 from __future__ import annotations

@@ -72,7 +72,6 @@ Updates = tuple[tuple[str, Callable[[Any, Event, CallState], None]], ...]
 class ScorerRegistry:
     scorers: tuple[Scorer, ...]
     qa: tuple[QaMetric, ...]
-    by_event_type: dict[str, tuple[Scorer, ...]] = field(default_factory=dict)
     # The fold's routing table, built once: by event class, and for RTVI by message type as well, so
     # that an RTVI message reaches only the scorers that read its type (`Scorer.rtvi_messages`).
     routes: dict[type, Updates] = field(default_factory=dict)
@@ -101,7 +100,7 @@ class ScorerRegistry:
             kind: updates(s for s in rtvi if s.rtvi_messages is None or kind in s.rtvi_messages) for kind in listed
         }
         rtvi_unlisted = updates(s for s in rtvi if s.rtvi_messages is None)
-        return cls(scorers, tuple(metrics), {k: tuple(v) for k, v in by_type.items()}, routes, rtvi_routes, rtvi_unlisted)
+        return cls(scorers, tuple(metrics), routes, rtvi_routes, rtvi_unlisted)
 
     def updates_for(self, event: Event) -> Updates:
         """The scorers that fold `event`: those whose `handles` name its type (and, for an RTVI

@@ -52,7 +52,7 @@ Faust's stock one included:
 
 6. **A lean monitor**: Faust's default Monitor sensor does bookkeeping for every message and every
    stream event (timings, per-topic and per-stream counters, `str(stream)` lookups), about a fifth of
-   a worker's time per message (BROKER.md). `LeanMonitor` keeps the counters and skips the
+   a worker's time per message (py-spy). `LeanMonitor` keeps the counters and skips the
    per-message timings.
 7. **Record order**: Faust's default scheduler hands out a fetch's records round-robin over topics,
    then over partitions, through a generator per topic and one per partition (0.29 µs a record).

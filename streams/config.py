@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
+from models.wire import MAX_MESSAGE_BYTES
 from scorers.judge.requests import ANSWER_FORMATS
 
 SECRET_FIELDS = frozenset({"openai_api_key", "kafka_sasl_password"})
@@ -54,7 +55,7 @@ class Settings:
     # Ended calls stay in state this long in event time for late annotations and corrections (and
     # never less than the allowed lateness).
     retention_after_end_s: float = 86_400.0
-    max_message_bytes: int = 1_048_576
+    max_message_bytes: int = MAX_MESSAGE_BYTES
     # LLM judge (any OpenAI-compatible server).
     openai_api_key: str | None = field(default=None, repr=False)
     openai_base_url: str | None = None
@@ -97,12 +98,6 @@ class Settings:
     def bootstrap(self) -> str:
         """host:port list for plain Kafka clients (no scheme)."""
         return ",".join(part.split("://", 1)[-1] for part in self.broker.split(";"))
-
-    def redacted(self) -> dict[str, Any]:
-        return {
-            f.name: ("***" if f.name in SECRET_FIELDS and getattr(self, f.name) else getattr(self, f.name))
-            for f in fields(self)
-        }
 
     def with_overrides(self, **changes: Any) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

@@ -20,7 +20,7 @@ import msgspec
 from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
 from models.events import Event, JudgeResult, Watermark
 from models.results import CallResult
-from models.wire import Rejected, decode_message, encode_event
+from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message, encode_event
 from scorers.engine import CallEngine, Processed
 from streams.journal import (
     JournalBook,
@@ -118,7 +118,7 @@ class PartitionState:
 @dataclass
 class LiveScorer:
     engine: CallEngine
-    max_message_bytes: int = 1_048_576
+    max_message_bytes: int = MAX_MESSAGE_BYTES
     # The events topic's partition count: an event that comes on another partition than its call's
     # (Kafka's default partitioner on its call_id) is dead-lettered. None: not checked.
     topic_partitions: int | None = None

@@ -8,7 +8,7 @@ log every call still open is swept, as a producer's end-of-input watermark does 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Collection, Iterable
 
 from models.deadletter import oversized_result_reason
@@ -36,7 +36,6 @@ class ReplayReport:
     calls: int = 0
     watermarks: int = 0
     seconds: float = 0.0
-    sweep_events: list[Event] = field(default_factory=list, repr=False)
 
     @property
     def events_per_s(self) -> float:

@@ -4,7 +4,6 @@ cohort overviews, kept up to date one result at a time (a newer version replaces
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from models.results import CallResult
 from scorers.cohort_overview import CohortOverview
@@ -27,7 +26,3 @@ class ResultsView:
                 summary = self.runs[run_id] = RunSummary(run_id=run_id)
             summary.add(result)
 
-    def add_all(self, results: Iterable[CallResult]) -> "ResultsView":
-        for result in results:
-            self.add(result)
-        return self

@@ -8,12 +8,14 @@ accumulator must stay exactly as it was.
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 
 from eventkit import event
 from models.call_state import CallState
 from models.events import Rtvi
+from scorers.fold import apply_event, new_call
 from scorers.registry import default_registry
 
 REGISTRY = default_registry()
@@ -73,3 +75,28 @@ def test_other_events_reach_the_scorers_that_handle_their_type_in_registry_order
     turn = event("turn", {"role": "user", "text": "hi"})
     expected = [s.name for s in REGISTRY.scorers if "turn" in s.handles]
     assert [name for name, _ in REGISTRY.updates_for(turn)] == expected
+
+
+def test_the_fold_calls_exactly_the_updates_the_registry_routes_each_event_to():
+    """The fold (scorers/fold.py) reads the routing tables inline, for speed: it must reach the very
+    scorers `updates_for` names, in its order, for every kind of event."""
+    called: list[str] = []
+
+    def recording(updates):
+        return tuple((name, lambda acc, ev, call, name=name: called.append(name)) for name, _ in updates)
+
+    registry = dataclasses.replace(
+        REGISTRY, routes={cls: recording(updates) for cls, updates in REGISTRY.routes.items()},
+        rtvi_routes={kind: recording(updates) for kind, updates in REGISTRY.rtvi_routes.items()},
+        rtvi_unlisted=recording(REGISTRY.rtvi_unlisted))
+    events = [event("call.started", {"agent_id": "a"}), event("turn", {"role": "agent", "text": "hi"}),
+              event("kb.retrieval", {"query": "q", "passages": ["p"]}),
+              event("tool.call", {"name": "f", "arguments": "{}", "result": {"ok": True}}),
+              *(_rtvi(kind, "agent", None) for kind in MESSAGE_TYPES)]
+    reached = 0
+    for ev in events:
+        called.clear()
+        apply_event(new_call("c1", registry), ev, registry)
+        assert called == [name for name, _ in registry.updates_for(ev)], ev
+        reached += len(called)
+    assert reached > len(events)  # (the recorders were called: the check compared something)
