@@ -40,6 +40,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Iterable, Literal, Union
 
+import re
+
 import msgspec
 from msgspec import Meta, Struct
 
@@ -159,6 +161,9 @@ def _subject(data: Any) -> str:
 def _explain(exc: msgspec.ValidationError) -> str:
     """msgspec's "Expected `int` <= 100 - at `$.metrics[0].weight`" as "`metrics[0].weight`: Expected …"."""
     problem, path = split_validation_error(exc)
+    # A weight or threshold is a whole number or a decimal (ZeroToHundred): msgspec names the first
+    # type of the union it tried, which would read as if 1.5 were refused.
+    problem = re.sub(r"Expected `(?:int|float)` ([<>]=) (\d+)(?:\.0)?\b", r"Expected a number \1 \2", problem)
     if not path:
         return problem
     if path.endswith(".op"):

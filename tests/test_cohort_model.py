@@ -116,7 +116,8 @@ def test_a_metric_listed_twice_is_refused():
     ],
 )
 def test_weights_and_thresholds_outside_0_to_100_name_the_field(changes, field):
-    assert field in error_of(doc(**changes))
+    message = error_of(doc(**changes))
+    assert field in message and "Expected a number" in message and "`int`" not in message
 
 
 def test_weight_and_threshold_at_0_and_100_are_accepted():
