@@ -261,6 +261,11 @@ def _record(args: argparse.Namespace, settings: Settings, log: str) -> str:
         for bar in bars:
             bar.close()
     print_summary(report, args.record)
+    if report.interrupted:
+        print(f"callqa: interrupted while judging: {args.record} holds the {report.judged} answers that came; "
+              f"`callqa replay {args.record} --judge --record LOG3 --out …` asks only for the other "
+              f"{report.interrupted} calls", file=sys.stderr)
+        raise KeyboardInterrupt
     return args.record
 
 

@@ -177,19 +177,22 @@ def retryable(exc: BaseException) -> bool:
 
 
 async def judge_all(settings: Settings, requests: list[JudgeRequests],
-                    on_judged: Callable[[], None] | None = None) -> list[JudgeResult]:
+                    on_judged: Callable[[], None] | None = None,
+                    answered: dict[int, JudgeResult] | None = None) -> list[JudgeResult]:
     """Judge many calls with one client (offline use); results in the order of `requests`.
     `on_judged` is told each time a call's answer (or its failure) is in: judging thousands of calls
-    takes minutes, and the caller shows how far it has got."""
+    takes minutes, and the caller shows how far it has got. `answered` (index in `requests` ->
+    answer) is filled as answers come, so that a caller interrupted keeps what it has paid for."""
     client = JudgeClient(settings)
+    answered = {} if answered is None else answered
 
-    async def judged(request: JudgeRequests) -> JudgeResult:
-        result = await client.judge(request)
+    async def judged(index: int, request: JudgeRequests) -> JudgeResult:
+        result = answered[index] = await client.judge(request)
         if on_judged is not None:
             on_judged()
         return result
 
     try:
-        return list(await asyncio.gather(*(judged(r) for r in requests)))
+        return list(await asyncio.gather(*(judged(i, r) for i, r in enumerate(requests))))
     finally:
         await client.aclose()

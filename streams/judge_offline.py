@@ -55,6 +55,9 @@ class RecordReport:
     judged: int = 0
     judge_errors: int = 0
     already_judged: int = 0
+    # Calls left unjudged because the judging was interrupted (Ctrl-C): LOG2 holds the answers that
+    # came, and recording LOG2 again with the judge asks only for these.
+    interrupted: int = 0
 
 
 @dataclass
@@ -166,8 +169,13 @@ def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngi
 
         if progress.on_judging is not None:
             progress.on_judging(len(to_judge))
-        events = asyncio.run(judge_all(settings, [requests for _, requests in to_judge], progress.on_judged))
-        for (anchor, _), event in zip(to_judge, events):
+        answered: dict[int, Event] = {}
+        try:
+            asyncio.run(judge_all(settings, [requests for _, requests in to_judge], progress.on_judged, answered))
+        except KeyboardInterrupt:
+            report.interrupted = len(to_judge) - len(answered)
+        for index, event in sorted(answered.items()):
+            anchor = to_judge[index][0]
             answers.setdefault(anchor, []).append(event)
             report.judged += 1
             failed = event.data.error is not None or (event.data.qa or {}).get("error") is not None

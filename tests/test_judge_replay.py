@@ -3,7 +3,9 @@ replaying LOG2 without judge or network gives the same results byte for byte."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import time
 from pathlib import Path
 
 import msgspec
@@ -308,3 +310,39 @@ def test_calls_already_judged_are_counted_one_by_one_under_a_call_id_taken_up_ag
     settings = load_settings()
     report = record_log(str(log), str(tmp_path / "l2.jsonl"), settings, build_engine(settings))
     assert report.already_judged == 2
+
+
+def test_judging_interrupted_keeps_the_answers_that_came_and_a_second_recording_asks_only_for_the_rest(
+        tmp_path, judge_env, capsys):
+    import _thread
+
+    log, partial, complete = tmp_path / "calls.jsonl", tmp_path / "partial.jsonl", tmp_path / "complete.jsonl"
+    write_log(log)
+
+    asked = itertools.count(1)
+
+    def answer(body: dict) -> dict:
+        if next(asked) == 3:  # the last call's question: Ctrl-C comes while it is asked
+            time.sleep(0.5)
+            _thread.interrupt_main()
+            time.sleep(2)
+        return QA_ANSWER
+
+    with FakeLlm(answer, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(partial)]) == 130
+    err = capsys.readouterr().err
+    assert "2 judge answers" in err and "asks only for the other 1 calls" in err
+    answered = [json.loads(line)["call_id"] for line in partial.read_text().splitlines()
+                if line.startswith("{") and json.loads(line).get("type") == "judge.result"]
+    assert len(answered) == 3 and "c-pre" in answered  # two of the three asked, and c-pre's, in the log already
+    assert not (tmp_path / "r.jsonl").exists()
+
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        assert main(["replay", str(partial), "--out", str(tmp_path / "resumed.jsonl"), "--judge",
+                     "--record", str(complete)]) == 0
+        assert len(fake.received(QA_SCHEMA_NAME)) == 1
+        assert main(["replay", str(log), "--out", str(tmp_path / "once.jsonl"), "--judge",
+                     "--record", str(tmp_path / "once-log.jsonl")]) == 0
+    assert (tmp_path / "resumed.jsonl").read_bytes() == (tmp_path / "once.jsonl").read_bytes()
