@@ -95,8 +95,14 @@ class JudgeClient:
             response_format=request.response_format(),
         )
         choices = getattr(response, "choices", None)
-        if choices is None:  # (the client hands over a body it cannot read as JSON as it came: a str)
-            raise JudgeAnswerError(f"the judge's answer is not a chat completion: {str(response)[:120]!r}")
+        if choices is None:
+            if isinstance(response, str):  # (the client hands over a body it cannot read as JSON as it came)
+                raise JudgeAnswerError(f"the judge's answer is not a chat completion: {response[:120]!r}")
+            error = getattr(response, "error", None)  # (a 200 carrying an error document, as some proxies send)
+            if error is not None:
+                said = error.get("message", error) if isinstance(error, dict) else error
+                raise JudgeAnswerError(f"the judge answered with an error: {str(said)[:300]}")
+            raise JudgeAnswerError("the judge's answer is not a chat completion: it has no choices")
         if not choices:
             raise JudgeAnswerError("the judge returned no choices")
         message = choices[0].message
@@ -110,7 +116,13 @@ class JudgeClient:
         elif isinstance(exc, openai.APIStatusError):
             text = f"HTTP {exc.status_code} from the judge: {exc.message}"
         elif isinstance(exc, openai.APIConnectionError):
-            text = f"cannot reach the judge: {exc}"
+            # (The client's own message is only "Connection error.": what failed is in its cause, a
+            # refused connection, an unknown host, a connection cut in the middle of an answer.)
+            cause = exc.__cause__
+            why = f"{type(cause).__name__}: {cause}" if cause is not None and str(cause) else str(exc)
+            text = f"no answer from the judge at {self._openai.base_url}: {why}"
+        elif isinstance(exc, json.JSONDecodeError):
+            text = f"the judge's HTTP body is not JSON: {exc}"
         elif isinstance(exc, JudgeAnswerError):
             text = str(exc)
         else:

@@ -1,7 +1,9 @@
 """A chat-completions server on localhost for the judge's tests: a real HTTP server, no patching.
 
 Modes: "correct" answers with the configured answers, "slow" answers correctly but only after
-`delay_s`, "error" answers HTTP 500, "garbage" answers 200 with a message that is not JSON. The QA
+`delay_s`, "error" answers HTTP 500, "garbage" answers 200 with a message that is not JSON,
+"not-json-body" an HTML page, "json-body-not-json" the same labelled JSON, "error-document" a 200
+carrying an error document, "busy" 429s with Retry-After before it answers. The QA
 and evaluation requests are told apart by the JSON Schema name they send. Every request body received
 is kept in `requests`.
 """
@@ -108,6 +110,10 @@ class FakeLlm:
                     time.sleep(fake.delay_s)
                 if fake.mode == "not-json-body":  # a proxy's error page, say, with a 200
                     return self._send(200, None, raw=b"<html>upstream error</html>")
+                if fake.mode == "json-body-not-json":  # an error page, labelled JSON
+                    return self._send(200, None, raw=b"<html>upstream error</html>", content_type="application/json")
+                if fake.mode == "error-document":  # a 200 carrying an error, as some proxies send
+                    return self._send(200, {"error": {"message": "upstream overloaded", "type": "server_error"}})
                 if fake.mode == "garbage":
                     return self._send(200, completion(body["model"], "I think the agent did fine!! 10/10"))
                 answer = fake.answer_for(body)
@@ -115,13 +121,13 @@ class FakeLlm:
                 self._send(200, completion(body["model"], content))
 
             def _send(self, status: int, document: dict[str, Any] | None, headers: dict[str, str] | None = None,
-                      raw: bytes | None = None) -> None:
+                      raw: bytes | None = None, content_type: str | None = None) -> None:
                 payload = json.dumps(document).encode() if raw is None else raw
                 try:
                     self.send_response(status)
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)
-                    self.send_header("Content-Type", "application/json" if raw is None else "text/html")
+                    self.send_header("Content-Type", content_type or ("application/json" if raw is None else "text/html"))
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)

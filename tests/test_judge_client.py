@@ -146,6 +146,8 @@ def test_an_answer_spelling_the_api_key_with_json_escapes_is_recorded_without_it
     ("error", "HTTP 500 from the judge"),
     ("garbage", "answer is not JSON"),
     ("not-json-body", "the judge's answer is not a chat completion: '<html>upstream error</html>'"),
+    ("json-body-not-json", "the judge's HTTP body is not JSON: Expecting value"),
+    ("error-document", "the judge answered with an error: upstream overloaded"),
 ])
 def test_a_failing_judge_leaves_the_heuristics_and_an_error_in_time(fake, mode, error):
     fake.mode, fake.delay_s = mode, 3.0
@@ -214,3 +216,14 @@ def test_a_transcript_that_instructs_the_judge_stays_data_and_changes_no_parsing
     # The parsed answer is the server's, not the one the caller dictated.
     assert judge_event.data.qa["kb_recall"] == {"score": 64.5, "reason": "Used the price passage."}
     assert (metric(second, "kb_recall").score, metric(second, "hallucination").score) == (64.5, 30.0)
+
+
+def test_a_judge_that_cannot_be_reached_is_named_with_its_address_and_the_cause(fake):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    _, judge_event, _ = judge_call(fake, openai_base_url=f"http://127.0.0.1:{port}/v1")
+    error = judge_event.data.qa["error"]
+    assert error.startswith(f"no answer from the judge at http://127.0.0.1:{port}/v1/: ConnectError"), error

@@ -65,7 +65,7 @@ def decode_answer(content: str | None) -> Any:
     except JudgeAnswerError:
         raise
     except (ValueError, RecursionError) as exc:  # (nested deeper than the parser or the walk goes)
-        raise JudgeAnswerError(f"answer is not JSON: {exc}") from None
+        raise JudgeAnswerError(f"answer is not JSON: {exc} (it begins {content.strip()[:80]!r})") from None
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
