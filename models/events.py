@@ -158,10 +158,14 @@ class CallAnnotatedData(Struct, forbid_unknown_fields=False, gc=False):
 
 class TranscriptCorrectedData(Struct, forbid_unknown_fields=False, gc=False):
     """A human correction of what the user said in one turn; `turn_index` is 0-based over all of the
-    call's turns, in arrival order, and must name a user turn (else the event is dead-lettered)."""
+    call's turns, in arrival order, and must name a user turn (else the event is dead-lettered).
+    `original`, when given, is the text the correction replaces, as the producer sent it: a turn the
+    worker refused (dead-lettered) moves the turns after it, and the correction is then refused
+    rather than applied to the wrong turn."""
 
     turn_index: Annotated[int, msgspec.Meta(ge=0)]
     text: str
+    original: str | None = None
 
 
 class JudgeResultData(Struct, forbid_unknown_fields=False, gc=False):
@@ -190,13 +194,16 @@ WATERMARK_CALL_ID = "__watermark__"
 class WatermarkData(Struct, forbid_unknown_fields=False, gc=False):
     """A producer's promise: nothing older than the envelope's `ts_ms` follows on this partition.
 
-    `end_of_input` promises that nothing at all follows: every open call may be swept now.
+    `end_of_input` promises that nothing at all follows: every open call may be swept now, or with
+    `covers_ms` (the latest event time the input held) only the open calls whose last activity is at
+    or before it, so that one producer's end does not end another's calls on a shared deployment.
     `partition` names the partition it was sent to, so that a replay applies it to the same calls
     (its key does not choose its partition).
     """
 
     end_of_input: bool = False
     partition: int | None = None
+    covers_ms: int | None = None
 
 
 # ---------------------------------------------------------------------------------------- envelopes

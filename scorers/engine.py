@@ -54,7 +54,16 @@ def uncorrectable_turn(call: CallState, event: TranscriptCorrected) -> str | Non
         return f"turn_index {index} names no turn of call {call.call_id!r} ({held})"
     if turns[index].role != "user":
         return f"turn_index {index} of call {call.call_id!r} is the {turns[index].role}'s turn; only user turns are corrected"
+    original = event.data.original
+    if original is not None and original.split() != turns[index].text.split():
+        return (f"turn_index {index} of call {call.call_id!r} is {_excerpt(turns[index].text)!r}, not the text this "
+                f"correction replaces ({_excerpt(original)!r}): a turn sent before it may have been refused "
+                "(dead-lettered), which moves the turns after it")
     return None
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def foreign_judgement(call: CallState, event: JudgeResult) -> str | None:
@@ -112,7 +121,9 @@ class CallEngine:
         # Kept at least the allowed lateness: an event of a call forgotten sooner, arriving within the
         # lateness, would be taken up as a new call and publish a second version 1 (retention 0 did).
         self._retained = RetentionClock(self.sweeper, self._forgetting_span_ms())
-        self._end_of_input: set[int] = set()
+        # Partitions told that an input ended, with the latest event time it held (None: not said,
+        # every open call; see `sweep`).
+        self._end_of_input: dict[int, int | None] = {}
 
     # ------------------------------------------------------------------------------------ events
 
@@ -128,7 +139,11 @@ class CallEngine:
             self.counters.watermarks += 1
             self.sweeper.observe(partition, event.ts_ms)
             if event.data.end_of_input:
-                self._end_of_input.add(partition)
+                covers, told = event.data.covers_ms, self._end_of_input
+                if partition in told:  # (two ends before a sweep: the wider)
+                    earlier = told[partition]
+                    covers = None if covers is None or earlier is None else max(covers, earlier)
+                told[partition] = covers
             return Processed("watermark")
 
         call_id = event.call_id
@@ -277,10 +292,19 @@ class CallEngine:
 
     def sweep(self, partition: int, end_of_input: bool = False) -> list[CallEnded]:
         """Synthetic inactivity ends for the partition's calls that are due. Not yet applied: the
-        caller records each one and then passes it to `process` like any other event."""
-        end_of_input = end_of_input or partition in self._end_of_input
-        self._end_of_input.discard(partition)
-        return [inactivity_end_event(call) for call in self.sweeper.due(partition, self.calls, end_of_input)]
+        caller records each one and then passes it to `process` like any other event.
+
+        `end_of_input` (replay's own end): every open call. An end-of-input watermark (a producer's
+        input is over, `callqa send`) that says how far its input went (`covers_ms`) ends the open
+        calls whose last activity is at or before it: calls active later came from other producers,
+        still sending on a shared deployment, and are left to their own inactivity. One that does
+        not say ends every open call of its partition."""
+        told = partition in self._end_of_input
+        covers = self._end_of_input.pop(partition, None)
+        if end_of_input:
+            told, covers = True, None
+        return [inactivity_end_event(call)
+                for call in self.sweeper.due(partition, self.calls, end_of_input=told, covered_ms=covers)]
 
     def forget_expired(self, partition: int) -> list[str]:
         """Forget the ended calls of `partition` whose retention has passed, and name them (the caller
@@ -306,4 +330,4 @@ class CallEngine:
         for partition in partitions:
             self.sweeper.forget_partition(partition)
             self._retained.forget_partition(partition)
-            self._end_of_input.discard(partition)
+            self._end_of_input.pop(partition, None)

@@ -137,8 +137,11 @@ class InactivitySweeper:
         clock = self.partitions.get(partition)
         return clock is not None and bool(clock.deadlines) and clock.deadlines[0][0] < self._horizon(clock)
 
-    def due(self, partition: int, calls: dict[str, CallState], end_of_input: bool = False) -> list[CallState]:
-        """Open calls of `partition` whose deadline the watermark has passed (all, at end of input)."""
+    def due(self, partition: int, calls: dict[str, CallState], end_of_input: bool = False,
+            covered_ms: int | None = None) -> list[CallState]:
+        """Open calls of `partition` whose deadline the watermark has passed; at end of input, all of
+        them, or with `covered_ms` those whose last activity is at or before it (the others stay
+        watched)."""
         clock = self.partitions.get(partition)
         if clock is None or not clock.deadlines:
             return []
@@ -146,6 +149,7 @@ class InactivitySweeper:
         if horizon is not None and clock.deadlines[0][0] >= horizon:
             return []  # nothing due: the common case, checked before any work
         found: list[CallState] = []
+        kept: list[tuple[int, str]] = []  # (calls active after what an end of input covers)
         while clock.deadlines and (horizon is None or clock.deadlines[0][0] < horizon):
             deadline, call_id = heapq.heappop(clock.deadlines)
             call = calls.get(call_id)
@@ -157,7 +161,12 @@ class InactivitySweeper:
             if current != deadline:
                 heapq.heappush(clock.deadlines, (current, call_id))
                 continue
+            if covered_ms is not None and (call.last_activity_ts_ms or 0) > covered_ms:
+                kept.append((deadline, call_id))
+                continue
             found.append(call)
+        for entry in kept:
+            heapq.heappush(clock.deadlines, entry)
         return found
 
     def forget_partition(self, partition: int) -> None:

@@ -29,7 +29,10 @@ STALL_TIMEOUT_S = 30.0
 SETTLE_EVERY = 1024
 SETTLE_EVERY_S = 0.5
 
-AGAIN = "send the log again: the worker skips the events it already has (by event_id)"
+# (Soon: while no input comes, the worker's idle clock moves the partitions' time on and ends the calls
+# left open by their inactivity; their events sent later are refused as coming after the end.)
+AGAIN = ("send the log again soon: the worker skips the events it already has (by event_id); after a pause "
+         "longer than the calls' inactivity timeout, the calls it left open will have been ended")
 
 
 class NotAcknowledged(KafkaError):

@@ -179,8 +179,10 @@ class LiveScorer:
                 all_applied = False
                 out.dead_letters.append(DeadLetter(
                     f"event {event.event_id!r}: call {event.call_id!r} belongs to partition {strays[event.call_id]} "
-                    f"(Kafka's default partitioner on its call_id), but this message came on partition {partition}: "
-                    "a call's events must all reach its partition (key its messages by call_id)",
+                    f"(the Java client's default partitioner, murmur2, on its call_id), but this message came on "
+                    f"partition {partition}: a call's events must all reach its partition (key its messages by "
+                    "call_id; librdkafka-based clients such as confluent-kafka and kcat hash keys with CRC32 "
+                    "unless set with partitioner=murmur2_random)",
                     topic, partition, offset, value, event.event_id, event.call_id, decoded.batch_index_of(index)))
                 continue
             position = (offset << INDEX_BITS) | (index << 1)  # (`event_position`, inline)

@@ -65,6 +65,9 @@ class SendReport:
     # latest watermark event's time: what `SendPlan.end_ts_ms` is read from.
     latest_calls: dict[int, LatestTwo] = field(default_factory=dict)
     latest_watermark_ms: int | None = None
+    # The latest event time of any call's event (leaps included): how far the log's end of input
+    # reaches (`covers_ms`).
+    latest_event_ms: int | None = None
 
 
 @dataclass
@@ -98,7 +101,23 @@ class SendPlan:
         partition_times = [(watermark_of_times(latest.times(), self.max_leap_ms)[0], str(partition))
                            for partition, latest in report.latest_calls.items()]
         calls_ms, _ = watermark_of_times(partition_times, self.max_leap_ms)  # (partitions as the sources)
-        return later(calls_ms, report.latest_watermark_ms)
+        return later(calls_ms, self._watermark_ms(calls_ms))
+
+    @property
+    def covers_ms(self) -> int:
+        """How far the log reached in event time, its leaps included: its end of input ends the open
+        calls active up to then (its own), not those of other producers, active later."""
+        latest = self.report.latest_event_ms
+        return later(latest, self._watermark_ms(latest)) or 0
+
+    def _watermark_ms(self, calls_ms: int | None) -> int | None:
+        """The log's latest watermark event's time, unless it leaps past its calls' time by more than
+        the limit: a watermark stamped by a broken clock (the year 9999) would otherwise go to every
+        partition with the end of input, and every call after it would be refused as too late."""
+        watermark = self.report.latest_watermark_ms
+        if watermark is None or calls_ms is None or self.max_leap_ms <= 0 or watermark <= calls_ms + self.max_leap_ms:
+            return watermark
+        return None
 
     def add(self, raw: bytes) -> list[Outgoing]:
         """The messages to send now for one record of the log, in order."""
@@ -255,6 +274,7 @@ class SendPlan:
                 if latest is None:
                     latest = report.latest_calls[partition] = LatestTwo()
                 latest.note(event.ts_ms, event.call_id)
+                report.latest_event_ms = later(report.latest_event_ms, event.ts_ms)
 
     def _pass_through(self, raw: bytes, call_id: str | None, out: list[Outgoing], readable: bool = False) -> None:
         self._flush_partition_of(call_id, out)
@@ -295,11 +315,15 @@ def _batch_body(events: list[msgspec.Raw], call_id: str | None = None,
     return encode(body)
 
 
-def end_of_input_message(ts_ms: int, partition: int) -> bytes:
-    """The watermark `callqa send` ends a log with on `partition` (nothing follows there: its open
-    calls are swept at once, as replay sweeps them at the end of its input)."""
+def end_of_input_message(ts_ms: int, partition: int, covers_ms: int | None = None) -> bytes:
+    """The watermark `callqa send` ends a log with on `partition` (nothing of it follows there: its
+    open calls are swept at once, as replay sweeps them at the end of its input; with `covers_ms`,
+    only the calls active up to then, the log's own)."""
+    data: dict[str, Any] = {"end_of_input": True, "partition": partition}
+    if covers_ms is not None:
+        data["covers_ms"] = covers_ms
     return _msgpack.encode({"v": CONTRACT_VERSION, "type": "watermark", "event_id": f"{WATERMARK_CALL_ID}:{ts_ms}:{partition}",
-                            "call_id": WATERMARK_CALL_ID, "ts_ms": ts_ms, "data": {"end_of_input": True, "partition": partition}})
+                            "call_id": WATERMARK_CALL_ID, "ts_ms": ts_ms, "data": data})
 
 
 def _is_json(raw: bytes) -> bool:

@@ -72,7 +72,7 @@ async def send_log(
         await acknowledgements.wait_all()  # (before the end of input: it promises all came before it)
         if end_of_input:
             plan.report.messages += await send_end_of_input(kafka, topics.events, plan.end_ts_ms or 0,
-                                                            acknowledgements)
+                                                            acknowledgements, plan.covers_ms)
             await acknowledgements.wait_all()
     finally:
         await stop_producer(kafka, PRODUCER_STOP_TIMEOUT_S)
@@ -89,10 +89,11 @@ def refused_document(message: Outgoing, events_topic: str) -> bytes:
     return msgspec.json.encode(letter.to_document())
 
 
-async def send_end_of_input(kafka: Any, topic: str, ts_ms: int, acknowledgements: Acknowledgements) -> int:
+async def send_end_of_input(kafka: Any, topic: str, ts_ms: int, acknowledgements: Acknowledgements,
+                            covers_ms: int | None = None) -> int:
     """An end-of-input watermark to every partition of `topic`; returns how many were sent."""
     partitions = sorted(await kafka.partitions_for(topic))
     for partition in partitions:
-        acknowledgements.add(await kafka.send(topic, end_of_input_message(ts_ms, partition),
+        acknowledgements.add(await kafka.send(topic, end_of_input_message(ts_ms, partition, covers_ms),
                                               key=WATERMARK_CALL_ID.encode(), partition=partition))
     return len(partitions)

@@ -112,5 +112,5 @@ def sent(log: list[bytes], partitions: int, batch_size: int) -> dict[int, list[b
         partition = message.partition if message.partition is not None else partition_for(message.key.decode(), partitions)
         topic[partition].append(message.value)
     for partition in range(partitions):
-        topic[partition].append(end_of_input_message(plan.end_ts_ms or 0, partition))
+        topic[partition].append(end_of_input_message(plan.end_ts_ms or 0, partition, plan.covers_ms))
     return topic

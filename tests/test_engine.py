@@ -112,6 +112,24 @@ def test_a_correction_that_names_no_user_turn_is_rejected_and_publishes_nothing(
     assert engine.counters.rejected == 2
 
 
+def test_a_correction_whose_original_is_not_its_turns_text_is_refused_not_applied_to_another_turn():
+    """The producer's turn 1 was refused (its role unknown), so its turn 2 is the call's turn 1: a
+    correction of the producer's turn 1 that says what it replaces must not land on that turn."""
+    engine = CallEngine()
+    engine.process(started())
+    engine.process(event("turn", {"role": "user", "text": "I want  Boston"}))
+    engine.process(event("turn", {"role": "user", "text": "on Tuesday morning please"}))
+    engine.process(ended())
+    refused = engine.process(event("transcript.corrected", {"turn_index": 1, "text": "I want Austin",
+                                                             "original": "I want Boston"}, event_id="fix"))
+    assert refused.status == "rejected" and refused.result is None
+    assert "turn_index 1 of call 'c1' is 'on Tuesday morning please', not the text this correction replaces" \
+        in refused.reason
+    fixed = engine.process(event("transcript.corrected", {"turn_index": 0, "text": "I want Austin",
+                                                           "original": "I want Boston"}, event_id="fix"))
+    assert fixed.status == "applied" and fixed.result.version == 2  # (whitespace aside, the same text)
+
+
 def test_a_second_start_of_an_open_call_is_rejected_and_the_first_start_stands():
     engine = CallEngine()
     engine.process(started(run_id="R", cohort_ids=["support"]))
@@ -180,6 +198,23 @@ def test_a_watermark_event_with_end_of_input_sweeps_its_partition():
     assert engine.process(event("watermark", {"end_of_input": True}, call_id="__watermark__", ts_ms=T0)).status == "watermark"
     assert "__watermark__" not in engine.calls
     assert [e.call_id for e in engine.sweep(0)] == ["a"]
+
+
+def test_an_end_of_input_that_says_how_far_its_input_went_ends_only_the_calls_it_covers():
+    """Two producers share a deployment: one's end of input must not end the other's calls, active
+    later than anything its input held; those end by their own inactivity, or their own end."""
+    engine = CallEngine()
+    engine.process(started("mine", ts=T0))
+    engine.process(started("theirs", ts=T0 + 60_000))
+    end = event("watermark", {"end_of_input": True, "covers_ms": T0 + 5_000}, call_id="__watermark__", ts_ms=T0 + 5_000)
+    assert engine.process(end).status == "watermark"
+    assert [e.call_id for e in engine.sweep(0)] == ["mine"]
+    assert engine.calls["theirs"].ended is None
+    assert engine.process(ended("theirs", ts=T0 + 61_000)).result is not None
+    # Replay's own end of input, and an end of input that does not say, end every open call.
+    engine.process(started("late", ts=T0 + 90_000))
+    engine.process(event("watermark", {"end_of_input": True}, call_id="__watermark__", ts_ms=T0 + 5_000))
+    assert [e.call_id for e in engine.sweep(0)] == ["late"]
 
 
 def test_ended_calls_are_forgotten_after_their_retention():

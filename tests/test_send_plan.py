@@ -243,3 +243,25 @@ def test_the_end_of_input_time_leaves_out_one_calls_leap_and_keeps_one_borne_out
     assert end_of([pack(doc("a", 0)), pack(doc("b", 0, ts=T0 + 3_600_000)), pack(doc("y", 0, ts=T0 + 3_600_009))]) \
         == T0 + 3_600_009
     assert end_of([pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year))], max_leap_ms=0) == T0 + year
+
+
+def test_the_end_of_input_covers_every_event_time_of_the_log_its_leaps_included():
+    # Its watermark time leaves out a call's leap, but the calls it ends are all of the log's own:
+    # covers_ms reaches the fast call's time, so its end of input ends it as replay does.
+    year = 365 * 86_400_000
+    plan = SendPlan(PARTITIONS)
+    delivered(plan, [pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 5))])
+    assert (plan.end_ts_ms, plan.covers_ms) == (T0 + 5, T0 + year)
+    assert SendPlan(PARTITIONS).covers_ms == 0  # an empty log covers nothing
+
+
+def test_a_watermark_far_past_the_logs_calls_is_not_taken_to_every_partition():
+    far = 253_402_300_799_999  # the year 9999
+    plan = SendPlan(PARTITIONS)
+    watermark = {"v": 1, "type": "watermark", "event_id": "w", "call_id": "__watermark__", "ts_ms": far,
+                 "data": {"partition": 0}}
+    delivered(plan, [pack(doc("a", 0)), pack(watermark), pack(doc("a", 5))])
+    assert (plan.end_ts_ms, plan.covers_ms) == (T0 + 5, T0 + 5)
+    near = SendPlan(PARTITIONS)  # one within the limit stands: a producer's promise
+    delivered(near, [pack(doc("a", 0)), pack({**watermark, "ts_ms": T0 + 60_000}), pack(doc("a", 5))])
+    assert (near.end_ts_ms, near.covers_ms) == (T0 + 60_000, T0 + 60_000)
