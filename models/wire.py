@@ -291,6 +291,8 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
         return Decoded([], [single])  # not a batch either: report it as the single event it claimed to be
     if batch.v != CONTRACT_VERSION:
         return Decoded([], [Rejected(f"batch: unsupported contract version v={batch.v}", raw, call_id=batch.call_id)])
+    if not batch.events:  # (harmless, but a producer sending it has lost what it meant to send)
+        return Decoded([], [Rejected("batch: it holds no events", raw, call_id=batch.call_id)])
     out = Decoded([], [], is_batch=True)
     accepted: list[int] = []
     for index, item in enumerate(batch.events):
@@ -333,8 +335,8 @@ def _decode_common(codec: _Codec, raw: bytes) -> Decoded | None:
         batch = codec.typed_batch.decode(raw)
     except _NOT_COMMON:
         return None
-    if batch.type is not None or batch.v != CONTRACT_VERSION:
-        return None  # could also read as one event (it has a type): the full path decides
+    if batch.type is not None or batch.v != CONTRACT_VERSION or not batch.events:
+        return None  # could also read as one event (it has a type), or is refused: the full path decides
     call_id = batch.call_id
     for event in batch.events:
         if not event.event_id or not event.call_id or (call_id is not None and event.call_id != call_id):
@@ -396,12 +398,15 @@ def log_format(path: str) -> str:
         first = handle.read(2)
     if first == GZIP_MAGIC:  # read as records, every byte would be dead-lettered and nothing scored
         raise ValueError(f"{path} is gzip-compressed: decompress it first (`zcat {path} | callqa … -`)")
+    if first in UTF16_BOMS:  # (as PowerShell writes text): the same, record by record
+        raise ValueError(f"{path} is UTF-16 text: convert it to UTF-8 first (`iconv -f UTF-16 -t UTF-8 {path} > log.jsonl`)")
     if path.lower().endswith(".msgpack"):
         return MSGPACK_LOG
     return MSGPACK_LOG if first and first[0] in _MAP_HEADERS else JSONL_LOG
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 GZIP_MAGIC = b"\x1f\x8b"
 
 

@@ -385,6 +385,19 @@ def test_a_gzip_compressed_log_is_named_as_such_instead_of_dead_lettering_every_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.jsonl.gz"]
 
 
+def test_a_utf16_log_is_named_as_such_instead_of_dead_lettering_every_record(tmp_path, capsys, monkeypatch):
+    log = tmp_path / "calls.jsonl"  # as PowerShell writes text: UTF-16 with a byte-order mark
+    log.write_bytes(SAMPLE_LOG.read_text().encode("utf-16"))
+    for command in (["replay", str(log), "--out", str(tmp_path / "o.jsonl")], ["send", str(log), "--broker", "kafka://127.0.0.1:1"]):
+        code, err = run(capsys, *command)
+        assert code == 2 and f"{log} is UTF-16 text: convert it to UTF-8 first (`iconv -f UTF-16 -t UTF-8" in err
+    with open(log, "rb") as raw, open(raw.fileno(), closefd=False) as stdin:
+        monkeypatch.setattr("sys.stdin", stdin)
+        code, err = run(capsys, "replay", "-", "--out", str(tmp_path / "o.jsonl"))
+    assert code == 2 and "standard input is UTF-16 text: convert it to UTF-8 on its way in" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.jsonl"]
+
+
 def test_a_gzip_compressed_log_on_standard_input_is_named_as_standard_input(tmp_path, capsys, monkeypatch):
     import gzip
 

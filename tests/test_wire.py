@@ -88,6 +88,12 @@ def test_a_batch_whose_events_are_not_a_list_says_so():
     assert rejected.reason == "batch: Expected `array`, got `str` - at `events`"
 
 
+def test_a_batch_with_no_events_is_dead_lettered_not_dropped_unseen():
+    for raw in (b'{"v": 1, "events": []}', msgpack.packb({"v": 1, "events": [], "call_id": "c1"})):
+        decoded = decode_message(raw)
+        assert decoded.events == [] and [r.reason for r in decoded.rejected] == ["batch: it holds no events"]
+
+
 def test_a_batch_keeps_its_good_events_and_rejects_only_the_bad_ones():
     good = envelope()
     bad = envelope(event_id="e2", data={"role": "user"})
