@@ -57,6 +57,24 @@ class Acknowledgements:
         if len(self.pending) >= SETTLE_EVERY or now - self.settled_at >= SETTLE_EVERY_S:
             self._settle(now)
 
+    def time_left(self) -> float:
+        """How long the next send may wait for the producer (for room in its buffer, for metadata)
+        before the broker counts as stalled: what is left of the stall time while messages wait, the
+        whole of it when none do."""
+        return self._left(time.monotonic()) if self.pending else self.stall_s
+
+    def stalled(self) -> NotAcknowledged:
+        """The failure of a send that waited out the stall time."""
+        return NotAcknowledged(f"the broker acknowledged nothing for {self.stall_s:g} s; "
+                               f"{self._counts(len(self.pending))}; {AGAIN}")
+
+    def abandon(self) -> None:
+        """The send failed: the deliveries still waiting are given up on, and their failures, which
+        come later, are looked at (asyncio would print each as an error never retrieved)."""
+        for delivery in self.pending:
+            delivery.add_done_callback(_retrieved)
+        self.pending = []
+
     async def wait_all(self) -> None:
         """Until the broker has acknowledged every message sent so far; NotAcknowledged when it
         refused one or acknowledged nothing for `stall_s`."""

@@ -19,6 +19,8 @@ T = TypeVar("T")
 logger = logging.getLogger("callqa.kafka")
 # How long a worker's own background task waits before it asks a broker that failed it again.
 BROKER_RETRY_S = 5.0
+# How long a producer's cancelled sender may take to wind down once its connections are closed.
+SENDER_STOP_TIMEOUT_S = 2.0
 
 
 async def retrying(what: str, attempt: Callable[[], Awaitable[T]], log: logging.Logger,
@@ -74,10 +76,14 @@ async def close_producer_without_broker(producer: Any) -> None:
     connections."""
     producer._closed = True
     sender = producer._sender
-    if sender is not None and sender.sender_task is not None:
-        sender.sender_task.cancel()
-        await asyncio.gather(sender.sender_task, return_exceptions=True)
+    task = sender.sender_task if sender is not None else None
+    if task is not None:
+        task.cancel()
+    # The connections closed first: the cancelled sender waits for its requests in flight, and with
+    # the broker hung (up, not answering) each would wait out its request timeout, again and again.
     await producer.client.close()
+    if task is not None:
+        await asyncio.wait([task], timeout=SENDER_STOP_TIMEOUT_S)
 
 
 async def stop_producer(producer: AIOKafkaProducer, timeout_s: float) -> bool:

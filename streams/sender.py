@@ -11,6 +11,8 @@ so open calls are swept at once.
 
 from __future__ import annotations
 
+import asyncio
+
 from typing import Any, Callable, Iterable
 
 import msgspec
@@ -19,15 +21,15 @@ from aiokafka.errors import KafkaTimeoutError
 from models.events import WATERMARK_CALL_ID
 from streams.acknowledgements import AGAIN, STALL_TIMEOUT_S, Acknowledgements, NotAcknowledged
 from streams.config import Settings
-from streams.kafka_clients import ensure_topics, producer, stop_producer
+from streams.kafka_clients import close_producer_without_broker, ensure_topics, producer, stop_producer
 from streams.live import DeadLetter
 from streams.send_plan import Outgoing, SendPlan, SendReport, end_of_input_message
 from streams.topics import TopicNames
 
 __all__ = ["SendReport", "send_end_of_input", "send_log"]
 
-# What the producer's stop may take once everything was acknowledged (at once), or after a failure,
-# when what it still holds will not be delivered anyway.
+# What the producer's stop may take once everything was acknowledged (at once, but for a broker that
+# stops answering just then).
 PRODUCER_STOP_TIMEOUT_S = 5.0
 
 
@@ -53,13 +55,17 @@ async def send_log(
 
         async def send(messages: list[Outgoing]) -> None:
             for message in messages:
+                if message.refused is not None:
+                    sending = kafka.send(topics.deadletter, refused_document(message, topics.events), key=message.key)
+                else:
+                    sending = kafka.send(topics.events, message.value, key=message.key, partition=message.partition)
+                # A send waits for room in the producer's buffer, or for metadata, while the broker
+                # takes nothing: bounded by what is left of the stall time, so that a broker that
+                # stops answering ends the send once, not once per wait (three in a row, 91 s).
                 try:
-                    if message.refused is not None:
-                        delivery = await kafka.send(topics.deadletter, refused_document(message, topics.events),
-                                                    key=message.key)
-                    else:
-                        delivery = await kafka.send(topics.events, message.value, key=message.key,
-                                                    partition=message.partition)
+                    delivery = await asyncio.wait_for(sending, acknowledgements.time_left())
+                except asyncio.TimeoutError:
+                    raise acknowledgements.stalled() from None
                 except KafkaTimeoutError as exc:  # (its buffer full, and the broker taking nothing)
                     raise NotAcknowledged(f"the broker took no more messages ({exc!r}); {AGAIN}") from exc
                 acknowledgements.add(delivery)
@@ -74,8 +80,13 @@ async def send_log(
             plan.report.messages += await send_end_of_input(kafka, topics.events, plan.end_ts_ms or 0,
                                                             acknowledgements, plan.covers_ms)
             await acknowledgements.wait_all()
-    finally:
-        await stop_producer(kafka, PRODUCER_STOP_TIMEOUT_S)
+    except BaseException:
+        acknowledgements.abandon()
+        # (No flush: what the producer holds will not be delivered, and a hung broker would keep
+        # the stop waiting for it.)
+        await close_producer_without_broker(kafka)
+        raise
+    await stop_producer(kafka, PRODUCER_STOP_TIMEOUT_S)
     return plan.report
 
 

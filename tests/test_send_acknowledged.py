@@ -4,6 +4,7 @@ a broker that acknowledges nothing ends it with an error saying what to do, with
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import tempfile
@@ -102,3 +103,35 @@ def test_a_send_whose_broker_dies_midway_fails_within_its_stall_time(topic_prefi
         own.stop()
     assert read[0] >= 10_000
     assert time.monotonic() - started < 60
+
+
+def test_a_send_whose_broker_stops_answering_fails_once_within_its_stall_time_and_quietly(topic_prefix, caplog):
+    # A broker that is up but answers nothing (here: stopped): each of the producer's waits (for room
+    # in its buffer, for metadata, for its stop) took the whole stall time in turn (91 s for 30 s),
+    # and the deliveries given up on were printed as errors never retrieved.
+    import gc
+
+    own = EmbeddedBroker().start(log_path=tempfile.mkdtemp(prefix="callqa-broker-") + "/broker.log")
+    log = os.path.join(tempfile.mkdtemp(prefix="callqa-log-"), "calls.msgpack")
+    with open(log, "wb") as handle:
+        handle.write(b"".join(Workload(calls=300, turns=13).records()))
+    settings = Settings(broker=own.url, topic_prefix=topic_prefix, app_id=topic_prefix)
+    read = [0]
+
+    def stop_the_broker_midway(size: int) -> None:
+        read[0] += 1
+        if read[0] == 10_000:
+            os.kill(own.process.pid, signal.SIGSTOP)
+
+    started = time.monotonic()
+    try:
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            with pytest.raises(NotAcknowledged, match="the broker acknowledged nothing for 3 s"):
+                asyncio.run(send_log(read_log(log), settings, on_record=stop_the_broker_midway, stall_s=3))
+            elapsed = time.monotonic() - started
+            gc.collect()
+    finally:
+        os.kill(own.process.pid, signal.SIGCONT)
+        own.stop()
+    assert elapsed < 4 * 3  # the stall time once (and the start), the producer closed without a flush
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
