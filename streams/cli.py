@@ -205,6 +205,10 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
         from streams.judge_offline import NEEDS_RECORD
 
         raise ValueError(NEEDS_RECORD)
+    if args.retry_judge_errors and not args.judge:
+        from streams.judge_offline import RETRY_NEEDS_JUDGE
+
+        raise ValueError(RETRY_NEEDS_JUDGE)
     # Every output opened and the rules read before any work: a path that cannot be written, or a bad
     # rules file, must fail before a recording's first pass and before any judge is paid.
     alerts = alerts_file(args.rules, args.alerts_out, settings.allowed_lateness_ms, settings.partitions,
@@ -261,7 +265,8 @@ def _record(args: argparse.Namespace, settings: Settings, log: str) -> str:
     progress = RecordProgress(on_record=every_so_many_records(lambda records: reading.update(records - reading.n)),
                               on_judging=judging, on_judged=lambda: bars[-1].update(1))
     try:
-        report = record_log(log, args.record, settings, build_engine(settings, args.cohorts), args.judge, progress)
+        report = record_log(log, args.record, settings, build_engine(settings, args.cohorts), args.judge, progress,
+                            retry_errors=args.retry_judge_errors)
     finally:
         for bar in bars:
             bar.close()
@@ -445,6 +450,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alerts-out", help="write the alert events here as JSON Lines (with --rules)")
     p.add_argument("--judge", action="store_true", help="ask the configured LLM judge about calls with no recorded answer (needs --record)")
     p.add_argument("--record", metavar="LOG2", help="write the log plus its sweep and judge.result events here, then score that")
+    p.add_argument("--retry-judge-errors", action="store_true",
+                   help="with --judge: ask again about the calls whose recorded answer is an error, "
+                        "and write the new answer in its place")
     p.add_argument("--jobs", type=int, help="processes sharing the partitions, same output as one "
                    "(default: one per CPU, at most one per partition; 1: in this process)")
     p.set_defaults(func=cmd_replay)

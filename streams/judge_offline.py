@@ -11,7 +11,9 @@
    of LOG2 — the caller replays LOG2 to produce them — so the two are the same byte for byte.
 
 Without `--judge`, LOG2 is LOG plus its sweep events. A call with a `judge.result` already in LOG
-(an answer or an error) is not judged again. LOG2 has LOG's format (.jsonl or .msgpack). Every judged
+(an answer or an error) is not judged again; with `--retry-judge-errors`, a recorded error is left
+out of LOG2 and its call asked again, its answer written where the error stood (right after the
+call's end). LOG2 has LOG's format (.jsonl or .msgpack). Every judged
 call's requests are held in memory until the judge has answered them all.
 """
 
@@ -24,12 +26,13 @@ from typing import BinaryIO, Callable, Iterable
 
 import msgspec
 
-from models.events import Event
+from models.events import Event, JudgeResult
 from models.results import CallResult
 from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, encode_event, is_cut_short, log_format, read_log
 from scorers.engine import CallEngine
 from scorers.inactivity import INACTIVITY_ID_SUFFIX, is_inactivity_end
 from scorers.judge.requests import JudgeRequests, build_requests
+from scorers.judge.schemas import QA_ERROR_KEY
 from streams.config import Settings
 from streams.output_files import AtomicOutput
 from streams.replay import replay
@@ -42,6 +45,7 @@ AFTER_THE_RECORD = -1
 
 NEEDS_KEY = "--judge needs OPENAI_API_KEY (and OPENAI_BASE_URL for a server other than OpenAI's)"
 NEEDS_RECORD = "--judge needs --record LOG2: the judge's answers must be kept to reproduce the results"
+RETRY_NEEDS_JUDGE = "--retry-judge-errors needs --judge: the calls whose recorded answer is an error are asked again"
 SAME_FORMAT = ("--record must have the format of the log it records: name it *.msgpack for a MessagePack log, "
                "anything else for JSON Lines")
 
@@ -58,6 +62,8 @@ class RecordReport:
     # Calls left unjudged because the judging was interrupted (Ctrl-C): LOG2 holds the answers that
     # came, and recording LOG2 again with the judge asks only for these.
     interrupted: int = 0
+    # Recorded errors left out to be asked again (`retry_errors`).
+    errors_retried: int = 0
 
 
 @dataclass
@@ -135,19 +141,53 @@ class RecordProgress:
 
 
 def record_log(log: str, record: str, settings: Settings, engine: CallEngine, judge: bool = False,
-               progress: RecordProgress | None = None) -> RecordReport:
-    """Write `record` (LOG2) from `log`, judging the calls that need it when `judge` is set.
-    `engine` is a fresh engine built like the one that will replay LOG2 (same cohorts and clocks)."""
+               progress: RecordProgress | None = None, retry_errors: bool = False) -> RecordReport:
+    """Write `record` (LOG2) from `log`, judging the calls that need it when `judge` is set (and
+    those whose recorded answer is an error, with `retry_errors`). `engine` is a fresh engine built
+    like the one that will replay LOG2 (same cohorts and clocks)."""
     if judge and not settings.judge_enabled:
         raise ValueError(NEEDS_KEY)
+    if retry_errors and not judge:
+        raise ValueError(RETRY_NEEDS_JUDGE)
     if log_format(log) != output_format(record):
         raise ValueError(SAME_FORMAT)
     # Opened now: a path that cannot be written must fail before any judge is paid.
     with AtomicOutput(record) as output:
-        return _record(log, output, settings, engine, judge, progress or RecordProgress())
+        return _record(_Source(log, retry_errors), output, settings, engine, judge, progress or RecordProgress())
 
 
-def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngine, judge: bool,
+@dataclass
+class _Source:
+    """LOG's records as both passes read them: all of them, or, to retry recorded errors, all but the
+    records that are one `judge.result` recording a failure. The same records in the same order in
+    both passes, so that an anchor's record number means one record."""
+
+    log: str
+    retry_errors: bool = False
+    left_out: int = 0
+
+    def records(self) -> Iterable[bytes]:
+        self.left_out = 0
+        for raw in read_log(self.log):
+            if self.retry_errors and _recorded_failure(raw):
+                self.left_out += 1
+                continue
+            yield raw
+
+
+def _recorded_failure(raw: bytes) -> bool:
+    """Whether a record is a single `judge.result` that recorded a failure of either request."""
+    if b"judge.result" not in raw:  # (nearly every record: the tag is in its bytes in both formats)
+        return False
+    decoded = decode_message(raw, max(len(raw), 1))
+    if decoded.is_batch or decoded.rejected or len(decoded.events) != 1:
+        return False  # (an error inside a batch stays: the batch's other events cannot be left out)
+    event = decoded.events[0]
+    return type(event) is JudgeResult and (
+        event.data.error is not None or (event.data.qa or {}).get(QA_ERROR_KEY) is not None)
+
+
+def _record(source: _Source, output: AtomicOutput, settings: Settings, engine: CallEngine, judge: bool,
             progress: RecordProgress) -> RecordReport:
     first = _Pass(engine, judge, settings.judge_response_format)
     on_record = progress.on_record
@@ -157,9 +197,9 @@ def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngi
         if on_record is not None:
             on_record(size)
 
-    replayed = replay(read_log(log), engine, settings.partitions, first.on_result,
+    replayed = replay(source.records(), engine, settings.partitions, first.on_result,
                       on_recorded=first.on_recorded, on_record=counted, max_message_bytes=settings.max_message_bytes)
-    report = RecordReport(records=replayed.records, swept=replayed.swept)
+    report = RecordReport(records=replayed.records, swept=replayed.swept, errors_retried=source.left_out)
     to_judge = [(entry.anchor, entry.requests) for entry in first.pending if not entry.answered]
     report.already_judged = first.already_judged
 
@@ -180,11 +220,11 @@ def _record(log: str, output: AtomicOutput, settings: Settings, engine: CallEngi
             report.judged += 1
             failed = event.data.error is not None or (event.data.qa or {}).get("error") is not None
             report.judge_errors += failed
-    report.swept = _write(log, output, replayed.records, first.sweeps, answers)
+    report.swept = _write(source, output, replayed.records, first.sweeps, answers)
     return report
 
 
-def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[Event]],
+def _write(source: _Source, output: AtomicOutput, records: int, sweeps: dict[int, list[Event]],
            answers: dict[Anchor, list[Event]]) -> int:
     """LOG's records in order, each followed by what was decided right after it; then the sweep of
     the end of input (position `records`). Returns the sweeps written."""
@@ -194,7 +234,7 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
         for event in events:
             out.write(encode_event(event) if binary else _encode_json(event) + b"\n")
 
-    logged = _sweeps_in(log)
+    logged = _sweeps_in(source.log)
 
     def after(out: BinaryIO, position: int) -> None:
         emit(out, answers.get((position, AFTER_THE_RECORD), ()))
@@ -207,7 +247,7 @@ def _write(log: str, output: AtomicOutput, records: int, sweeps: dict[int, list[
 
     out = output.file
     cut_short = b""
-    for index, raw in enumerate(read_log(log)):
+    for index, raw in enumerate(source.records()):
         if binary and index == records - 1 and is_cut_short(raw):
             # The log's last value, cut short: whatever was written after it would read as its
             # missing bytes. It goes last, after the end of input's sweep: the records that decode
@@ -238,8 +278,9 @@ def _sweeps_in(log: str) -> set[tuple[str, int]]:
 
 
 def summary(report: RecordReport, record: str) -> str:
+    retried = f"{report.errors_retried} recorded errors asked again; " if report.errors_retried else ""
     return (f"recorded {report.records} records, {report.swept} sweep events and {report.judged} judge answers "
-            f"({report.judge_errors} with errors; {report.already_judged} calls already judged) -> {record}")
+            f"({report.judge_errors} with errors; {retried}{report.already_judged} calls already judged) -> {record}")
 
 
 def print_summary(report: RecordReport, record: str) -> None:

@@ -346,3 +346,33 @@ def test_judging_interrupted_keeps_the_answers_that_came_and_a_second_recording_
         assert main(["replay", str(log), "--out", str(tmp_path / "once.jsonl"), "--judge",
                      "--record", str(tmp_path / "once-log.jsonl")]) == 0
     assert (tmp_path / "resumed.jsonl").read_bytes() == (tmp_path / "once.jsonl").read_bytes()
+
+
+def test_recorded_errors_are_asked_again_on_request_and_their_answers_take_the_errors_place(tmp_path, judge_env, capsys):
+    log, failed, retried = tmp_path / "calls.jsonl", tmp_path / "failed.jsonl", tmp_path / "retried.jsonl"
+    write_log(log)
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER, mode="error") as fake:  # an outage: every request fails
+        judge_env(fake.base_url)
+        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(failed)]) == 0
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        # Without the flag a recorded error is an answer: nothing is asked.
+        assert main(["replay", str(failed), "--out", str(tmp_path / "again.jsonl"), "--judge",
+                     "--record", str(tmp_path / "same.jsonl")]) == 0
+        assert fake.received(QA_SCHEMA_NAME) == []
+        assert main(["replay", str(failed), "--out", str(tmp_path / "retried-results.jsonl"), "--judge",
+                     "--retry-judge-errors", "--record", str(retried)]) == 0
+        assert len(fake.received(QA_SCHEMA_NAME)) == 3  # c-pre's answer, recorded in the log, stands
+        assert main(["replay", str(log), "--out", str(tmp_path / "once.jsonl"), "--judge",
+                     "--record", str(tmp_path / "once-log.jsonl")]) == 0
+    assert "3 recorded errors asked again" in capsys.readouterr().err
+    assert (tmp_path / "retried-results.jsonl").read_bytes() == (tmp_path / "once.jsonl").read_bytes()
+    assert retried.read_bytes() == (tmp_path / "once-log.jsonl").read_bytes()
+
+
+def test_retrying_judge_errors_without_the_judge_is_refused(tmp_path, capsys):
+    log = tmp_path / "calls.jsonl"
+    write_log(log)
+    assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--retry-judge-errors",
+                 "--record", str(tmp_path / "l2.jsonl")]) == 2
+    assert "--retry-judge-errors needs --judge" in capsys.readouterr().err
