@@ -195,15 +195,16 @@ class WatermarkData(Struct, forbid_unknown_fields=False, gc=False):
     """A producer's promise: nothing older than the envelope's `ts_ms` follows on this partition.
 
     `end_of_input` promises that nothing at all follows: every open call may be swept now, or with
-    `covers_ms` (the latest event time the input held) only the open calls whose last activity is at
-    or before it, so that one producer's end does not end another's calls on a shared deployment.
+    `calls` (the input's calls on this partition; several such watermarks may name them all) only
+    those of them still open, so that one producer's end does not end another's calls on a shared
+    deployment.
     `partition` names the partition it was sent to, so that a replay applies it to the same calls
     (its key does not choose its partition).
     """
 
     end_of_input: bool = False
     partition: int | None = None
-    covers_ms: int | None = None
+    calls: list[str] | None = None
 
 
 # ---------------------------------------------------------------------------------------- envelopes

@@ -121,9 +121,9 @@ class CallEngine:
         # Kept at least the allowed lateness: an event of a call forgotten sooner, arriving within the
         # lateness, would be taken up as a new call and publish a second version 1 (retention 0 did).
         self._retained = RetentionClock(self.sweeper, self._forgetting_span_ms())
-        # Partitions told that an input ended, with the latest event time it held (None: not said,
-        # every open call; see `sweep`).
-        self._end_of_input: dict[int, int | None] = {}
+        # Partitions told that an input ended, with the calls it named (None: not said, every open
+        # call; see `sweep`).
+        self._end_of_input: dict[int, set[str] | None] = {}
 
     # ------------------------------------------------------------------------------------ events
 
@@ -139,11 +139,13 @@ class CallEngine:
             self.counters.watermarks += 1
             self.sweeper.observe(partition, event.ts_ms)
             if event.data.end_of_input:
-                covers, told = event.data.covers_ms, self._end_of_input
-                if partition in told:  # (two ends before a sweep: the wider)
-                    earlier = told[partition]
-                    covers = None if covers is None or earlier is None else max(covers, earlier)
-                told[partition] = covers
+                named, told = event.data.calls, self._end_of_input
+                if named is None:
+                    told[partition] = None
+                elif partition not in told:
+                    told[partition] = set(named)
+                elif told[partition] is not None:  # (several ends before a sweep: all they name)
+                    told[partition].update(named)
             return Processed("watermark")
 
         call_id = event.call_id
@@ -295,16 +297,15 @@ class CallEngine:
         caller records each one and then passes it to `process` like any other event.
 
         `end_of_input` (replay's own end): every open call. An end-of-input watermark (a producer's
-        input is over, `callqa send`) that says how far its input went (`covers_ms`) ends the open
-        calls whose last activity is at or before it: calls active later came from other producers,
-        still sending on a shared deployment, and are left to their own inactivity. One that does
-        not say ends every open call of its partition."""
+        input is over, `callqa send`) that names its input's calls ends those of them still open:
+        the other open calls came from other producers, still sending on a shared deployment, and
+        are left to their own inactivity. One that names none ends every open call of its partition."""
         told = partition in self._end_of_input
-        covers = self._end_of_input.pop(partition, None)
+        named = self._end_of_input.pop(partition, None)
         if end_of_input:
-            told, covers = True, None
+            told, named = True, None
         return [inactivity_end_event(call)
-                for call in self.sweeper.due(partition, self.calls, end_of_input=told, covered_ms=covers)]
+                for call in self.sweeper.due(partition, self.calls, end_of_input=told, only=named)]
 
     def forget_expired(self, partition: int) -> list[str]:
         """Forget the ended calls of `partition` whose retention has passed, and name them (the caller

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import Collection
 
 from models.call_state import CallState
 from models.events import CallEnded, CallEndedData, Event
@@ -138,10 +139,9 @@ class InactivitySweeper:
         return clock is not None and bool(clock.deadlines) and clock.deadlines[0][0] < self._horizon(clock)
 
     def due(self, partition: int, calls: dict[str, CallState], end_of_input: bool = False,
-            covered_ms: int | None = None) -> list[CallState]:
+            only: Collection[str] | None = None) -> list[CallState]:
         """Open calls of `partition` whose deadline the watermark has passed; at end of input, all of
-        them, or with `covered_ms` those whose last activity is at or before it (the others stay
-        watched)."""
+        them, or with `only` those it names (the others stay watched)."""
         clock = self.partitions.get(partition)
         if clock is None or not clock.deadlines:
             return []
@@ -149,7 +149,7 @@ class InactivitySweeper:
         if horizon is not None and clock.deadlines[0][0] >= horizon:
             return []  # nothing due: the common case, checked before any work
         found: list[CallState] = []
-        kept: list[tuple[int, str]] = []  # (calls active after what an end of input covers)
+        kept: list[tuple[int, str]] = []  # (open calls an end of input does not name)
         while clock.deadlines and (horizon is None or clock.deadlines[0][0] < horizon):
             deadline, call_id = heapq.heappop(clock.deadlines)
             call = calls.get(call_id)
@@ -161,7 +161,7 @@ class InactivitySweeper:
             if current != deadline:
                 heapq.heappush(clock.deadlines, (current, call_id))
                 continue
-            if covered_ms is not None and (call.last_activity_ts_ms or 0) > covered_ms:
+            if only is not None and call_id not in only:
                 kept.append((deadline, call_id))
                 continue
             found.append(call)

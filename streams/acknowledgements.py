@@ -64,7 +64,11 @@ class Acknowledgements:
         return self._left(time.monotonic()) if self.pending else self.stall_s
 
     def stalled(self) -> NotAcknowledged:
-        """The failure of a send that waited out the stall time."""
+        """The failure of a send that waited out the stall time (counting first what the broker
+        acknowledged before it stopped)."""
+        taken = [d for d in self.pending if d.done() and not d.cancelled() and d.exception() is None]
+        self.confirmed += len(taken)
+        self.pending = [d for d in self.pending if not (d.done() and not d.cancelled() and d.exception() is None)]
         return NotAcknowledged(f"the broker acknowledged nothing for {self.stall_s:g} s; "
                                f"{self._counts(len(self.pending))}; {AGAIN}")
 

@@ -313,7 +313,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
         if any(tp.topic == input_topic.get_topic_name() for tp in revoked):
             runtime.reset()
 
-    def apply_rule(key: bytes | None, value: bytes | None) -> None:
+    def apply_rule(key: bytes | None, value: bytes | None, offset: int) -> None:
         name = (key or b"").decode("utf-8", "replace")
         if not value:  # a tombstone
             runtime.rulebook.apply(name, None)

@@ -64,7 +64,8 @@ logger = logging.getLogger("callqa.api")
 
 
 async def follow_topic(callqa: Any, topic: str, on_record: Any, on_caught_up: Any = None) -> None:
-    """Read `topic` from its first offset forever (outside any group), handing each record on.
+    """Read `topic` from its first offset forever (outside any group), handing each record on
+    (`on_record(key, value, offset)`).
     `on_caught_up()` is called once, when every partition has been read up to the high watermark its
     last fetch reported (a fetch that merely came back empty in time is not enough)."""
     await ensure_topics(callqa.settings, TopicNames(callqa.settings.topic_prefix).only(callqa.settings.partitions, topic))
@@ -87,7 +88,7 @@ async def follow_topic(callqa: Any, topic: str, on_record: Any, on_caught_up: An
             for records in batches.values():
                 for record in records:
                     try:
-                        on_record(record.key, record.value)
+                        on_record(record.key, record.value, record.offset)
                     except Exception as exc:  # noqa: BLE001 - one bad record must not stop the view
                         logger.warning("%s[%s]@%s skipped: %s", topic, record.partition, record.offset, exc)
     finally:
@@ -118,12 +119,16 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
     registry = callqa.live.engine.registry
     cohorts_topic = app.topic(names.cohorts, key_type=bytes, value_type=bytes, partitions=1)
     # This worker's cohort writes, one at a time from the check to the read-back: two requests for one
-    # cohort_id would both pass the POST's check for an existing cohort and both be answered 201, and
-    # each would wait out its read-back for a value the other had replaced. (Writes through different
-    # workers can still cross: the later one is answered 409.)
+    # cohort_id would both pass the POST's check for an existing cohort and both be answered 201.
+    # (Writes through different workers can still cross: the one that lands first is answered 409.)
     writes = asyncio.Lock()
+    # By cohort_id, the offset of the last record read back for it: a write is read back when this
+    # reaches the write's own offset, and was overtaken when it passes it.
+    read_offsets: dict[str, int] = {}
 
-    def apply_cohort(key: bytes | None, value: bytes | None) -> None:
+    def apply_cohort(key: bytes | None, value: bytes | None, offset: int) -> None:
+        if key:
+            read_offsets[key.decode(errors="replace")] = offset
         if value is None:
             if key:
                 book.delete(key.decode())
@@ -134,7 +139,7 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
     # typed, and decoding to dicts first, to be converted after, did the work twice.
     decode_result = msgspec.json.Decoder(CallResult).decode
 
-    def apply_result(key: bytes | None, value: bytes | None) -> None:
+    def apply_result(key: bytes | None, value: bytes | None, offset: int) -> None:
         if value:
             view.add(decode_result(value))
 
@@ -186,40 +191,41 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
                 return web.error(409, f"cohort {definition.cohort_id!r} exists: PUT /cohorts/{{cohort_id}} replaces it")
             if before is None and len(book) >= MAX_COHORTS:
                 return web.error(422, f"there are {len(book)} cohorts, the most a deployment holds: delete one first")
-            failure = await write_cohort(key, value)
-            if failure is not None:
-                return web.error(503, failure)
-            overtaken = await read_back(definition.cohort_id, before, definition)
+            written = await write_cohort(key, value)
+            if isinstance(written, str):
+                return web.error(503, written)
+            overtaken = await read_back(definition.cohort_id, written)
         if overtaken:
-            return web.error(409, f"cohort {definition.cohort_id!r} was written again, through another worker, "
-                                  "before this write was read back: GET it to see which stands")
+            return web.error(409, f"cohort {definition.cohort_id!r} was written again just after this write, "
+                                  "through another worker, and that write stands: GET it")
         return web.json(cohort_to_builtins(definition), status=201 if cohort_id is None else 200)
 
-    async def read_back(cohort_id: str, before: CohortDefinition | None, expected: CohortDefinition | None) -> bool:
+    async def read_back(cohort_id: str, offset: int) -> bool:
         """Wait (a little) until this worker has read its own write back from the topic, so that the
         client's next request sees it: a cohort just created can be read and deleted at once. True
-        when another write, not this one, came back instead (this worker's writes are one at a
-        time, so it came through another worker): the client must not be told its write stands."""
+        when a later write of the cohort (through another worker: this one's are one at a time)
+        came after it on the topic, where the last write stands: the client must not be told its
+        write stands."""
         deadline = time.monotonic() + READ_BACK_TIMEOUT_S
-        while (now := book.get(cohort_id)) != expected and time.monotonic() < deadline:
-            if now != before:
-                return True
+        while read_offsets.get(cohort_id, -1) < offset and time.monotonic() < deadline:
             await asyncio.sleep(READ_BACK_POLL_S)
-        return False
+        return read_offsets.get(cohort_id, -1) > offset
 
-    async def write_cohort(key: bytes, value: bytes) -> str | None:
+    async def write_cohort(key: bytes, value: bytes) -> int | str:
         """Send a cohort document and wait until the broker has it: a write that was only buffered
         must not be answered as done. Every worker, this one included, applies it as it reads the
-        topic back (the topic stays the one writer of the book). Returns why it failed, or None."""
+        topic back (the topic stays the one writer of the book). Returns its offset, or why it failed."""
         try:
             delivery = await cohorts_topic.send(key=key, value=value)
-            await asyncio.wait_for(delivery, COHORT_WRITE_TIMEOUT_S)
-        except asyncio.TimeoutError:
-            return (f"{cohorts_topic.get_topic_name()} did not confirm the write within {COHORT_WRITE_TIMEOUT_S:g} s "
-                    "(is the broker reachable?); it may still be applied")
+            # (Waited for, not cancelled when late: the future is the producer's, and it may still
+            # be delivered.)
+            await asyncio.wait([delivery], timeout=COHORT_WRITE_TIMEOUT_S)
+            if not delivery.done():
+                return (f"{cohorts_topic.get_topic_name()} did not confirm the write within "
+                        f"{COHORT_WRITE_TIMEOUT_S:g} s (is the broker reachable?); it may still be applied")
+            return delivery.result().offset
         except Exception as exc:  # noqa: BLE001 - any failure of the producer is the client's answer
             return f"the write to {cohorts_topic.get_topic_name()} failed: {type(exc).__name__}: {exc}"
-        return None
 
     @app.page("/qa/metrics")
     class QaMetrics(faust.web.View):
@@ -251,13 +257,13 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
                 if before is None:
                     return self.notfound(f"no cohort {cohort_id!r}")
                 tombstone = CohortDefinition(cohort_id=cohort_id, deleted=True)
-                failure = await write_cohort(cohort_id.encode(), encode_cohort(tombstone))
-                if failure is not None:
-                    return self.error(503, failure)
-                overtaken = await read_back(cohort_id, before, None)
+                written = await write_cohort(cohort_id.encode(), encode_cohort(tombstone))
+                if isinstance(written, str):
+                    return self.error(503, written)
+                overtaken = await read_back(cohort_id, written)
             if overtaken:
-                return self.error(409, f"cohort {cohort_id!r} was written again, through another worker, before "
-                                       "this delete was read back: GET it to see which stands")
+                return self.error(409, f"cohort {cohort_id!r} was written again just after this delete, through "
+                                       "another worker, and that write stands: GET it")
             return self.json({"cohort_id": cohort_id, "deleted": True})
 
     @app.page("/cohorts/{cohort_id}/overview")

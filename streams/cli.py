@@ -25,6 +25,8 @@ from streams.output_files import STANDARD_INPUT
 
 # Addresses that listen everywhere and name no host (CALLQA_WEB_HOST must name one).
 WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
+# Names that mean "this machine" to whoever uses them: another worker's, not this one's.
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -128,6 +130,10 @@ def _run_worker(settings: Settings) -> int:
         print(f"callqa: CALLQA_WEB_HOST={settings.web_host} names no worker: another worker asked for "
               f"GET /alerts cannot pass it on to this one; set CALLQA_WEB_HOST to this worker's host name "
               f"and CALLQA_WEB_BIND={settings.web_host}", file=sys.stderr, flush=True)
+    elif settings.web_bind in WILDCARD_ADDRESSES and settings.web_host in LOOPBACK_NAMES:
+        print(f"callqa: CALLQA_WEB_BIND={settings.web_bind} with CALLQA_WEB_HOST={settings.web_host}: another "
+              f"worker asked for GET /alerts would pass it on to its own loopback, not to this worker; set "
+              f"CALLQA_WEB_HOST to this worker's host name", file=sys.stderr, flush=True)
     callqa = create_app(settings)
     tune_gc()
     collapse_aiokafka_repeats()

@@ -208,9 +208,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         values.update(document)
         sources.update((name, f"{config_path}: {name}") for name in document)
     # The environment wins over the file, the standard OPENAI_* variables included (CALLQA_OPENAI_*
-    # over those).
+    # over those); set but empty, they say nothing (`${OPENAI_API_KEY:-}` in a compose file is empty
+    # where it is not set), and the file's value stands.
     for standard, name in (("OPENAI_API_KEY", "openai_api_key"), ("OPENAI_BASE_URL", "openai_base_url")):
-        if standard in environ:
+        if environ.get(standard):
             values[name] = environ[standard]
             sources[name] = standard
     for f in fields(Settings):

@@ -144,7 +144,10 @@ async def _not_compacted(admin: AIOKafkaAdminClient, topics: list[str]) -> list[
     resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in topics]
     policies = {name: "delete" for name in topics}  # Kafka's default, when a broker reports none
     for response in await admin.describe_configs(resources):
-        for _error, _message, _type, name, entries in response.resources:
+        for error, _message, _type, name, entries in response.resources:
+            if error:  # (not allowed to describe it, say: nothing is known, so nothing is said)
+                policies.pop(name, None)
+                continue
             for entry in entries:
                 if entry[0] == "cleanup.policy" and name in policies:
                     policies[name] = entry[1] or ""

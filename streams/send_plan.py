@@ -28,7 +28,7 @@ promises that nothing older follows there).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import msgspec
 
@@ -65,9 +65,8 @@ class SendReport:
     # latest watermark event's time: what `SendPlan.end_ts_ms` is read from.
     latest_calls: dict[int, LatestTwo] = field(default_factory=dict)
     latest_watermark_ms: int | None = None
-    # The latest event time of any call's event (leaps included): how far the log's end of input
-    # reaches (`covers_ms`).
-    latest_event_ms: int | None = None
+    # The log's calls by partition: what its end of input ends (and no other producer's calls).
+    calls: dict[int, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,13 +101,6 @@ class SendPlan:
                            for partition, latest in report.latest_calls.items()]
         calls_ms, _ = watermark_of_times(partition_times, self.max_leap_ms)  # (partitions as the sources)
         return later(calls_ms, self._watermark_ms(calls_ms))
-
-    @property
-    def covers_ms(self) -> int:
-        """How far the log reached in event time, its leaps included: its end of input ends the open
-        calls active up to then (its own), not those of other producers, active later."""
-        latest = self.report.latest_event_ms
-        return later(latest, self._watermark_ms(latest)) or 0
 
     def _watermark_ms(self, calls_ms: int | None) -> int | None:
         """The log's latest watermark event's time, unless it leaps past its calls' time by more than
@@ -274,7 +266,7 @@ class SendPlan:
                 if latest is None:
                     latest = report.latest_calls[partition] = LatestTwo()
                 latest.note(event.ts_ms, event.call_id)
-                report.latest_event_ms = later(report.latest_event_ms, event.ts_ms)
+                report.calls.setdefault(partition, set()).add(event.call_id)
 
     def _pass_through(self, raw: bytes, call_id: str | None, out: list[Outgoing], readable: bool = False) -> None:
         self._flush_partition_of(call_id, out)
@@ -315,14 +307,38 @@ def _batch_body(events: list[msgspec.Raw], call_id: str | None = None,
     return encode(body)
 
 
-def end_of_input_message(ts_ms: int, partition: int, covers_ms: int | None = None) -> bytes:
-    """The watermark `callqa send` ends a log with on `partition` (nothing of it follows there: its
-    open calls are swept at once, as replay sweeps them at the end of its input; with `covers_ms`,
-    only the calls active up to then, the log's own)."""
+# The call_ids an end-of-input watermark names at most, in bytes: well within a message (a log's calls
+# on one partition may take several).
+END_OF_INPUT_CALLS_BYTES = 256 * 1024
+
+
+def end_of_input_messages(ts_ms: int, partition: int, calls: Iterable[str] | None = None) -> list[bytes]:
+    """The watermarks `callqa send` ends a log with on `partition` (nothing of it follows there: its
+    open calls are swept at once, as replay sweeps them at the end of its input). With `calls` (the
+    log's calls on the partition, in several watermarks when they are many), only those: another
+    producer's calls, still being sent on a shared deployment, are not ended. Without, every open
+    call of the partition."""
+    if calls is None:
+        return [_end_of_input(ts_ms, partition, None, 0)]
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for call_id in sorted(calls):
+        cost = len(call_id.encode()) + 8  # (its bytes and its framing, with room to spare)
+        if chunks[-1] and size + cost > END_OF_INPUT_CALLS_BYTES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(call_id)
+        size += cost
+    return [_end_of_input(ts_ms, partition, chunk, index) for index, chunk in enumerate(chunks)]
+
+
+def _end_of_input(ts_ms: int, partition: int, calls: list[str] | None, index: int) -> bytes:
     data: dict[str, Any] = {"end_of_input": True, "partition": partition}
-    if covers_ms is not None:
-        data["covers_ms"] = covers_ms
-    return _msgpack.encode({"v": CONTRACT_VERSION, "type": "watermark", "event_id": f"{WATERMARK_CALL_ID}:{ts_ms}:{partition}",
+    event_id = f"{WATERMARK_CALL_ID}:{ts_ms}:{partition}"
+    if calls is not None:
+        data["calls"] = calls
+        event_id += f":{index}"
+    return _msgpack.encode({"v": CONTRACT_VERSION, "type": "watermark", "event_id": event_id,
                             "call_id": WATERMARK_CALL_ID, "ts_ms": ts_ms, "data": data})
 
 

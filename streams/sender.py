@@ -23,7 +23,7 @@ from streams.acknowledgements import AGAIN, STALL_TIMEOUT_S, Acknowledgements, N
 from streams.config import Settings
 from streams.kafka_clients import close_producer_without_broker, ensure_topics, producer, stop_producer
 from streams.live import DeadLetter
-from streams.send_plan import Outgoing, SendPlan, SendReport, end_of_input_message
+from streams.send_plan import Outgoing, SendPlan, SendReport, end_of_input_messages
 from streams.topics import TopicNames
 
 __all__ = ["SendReport", "send_end_of_input", "send_log"]
@@ -78,7 +78,7 @@ async def send_log(
         await acknowledgements.wait_all()  # (before the end of input: it promises all came before it)
         if end_of_input:
             plan.report.messages += await send_end_of_input(kafka, topics.events, plan.end_ts_ms or 0,
-                                                            acknowledgements, plan.covers_ms)
+                                                            acknowledgements, plan.report.calls)
             await acknowledgements.wait_all()
     except BaseException:
         acknowledgements.abandon()
@@ -101,10 +101,13 @@ def refused_document(message: Outgoing, events_topic: str) -> bytes:
 
 
 async def send_end_of_input(kafka: Any, topic: str, ts_ms: int, acknowledgements: Acknowledgements,
-                            covers_ms: int | None = None) -> int:
-    """An end-of-input watermark to every partition of `topic`; returns how many were sent."""
-    partitions = sorted(await kafka.partitions_for(topic))
-    for partition in partitions:
-        acknowledgements.add(await kafka.send(topic, end_of_input_message(ts_ms, partition, covers_ms),
-                                              key=WATERMARK_CALL_ID.encode(), partition=partition))
-    return len(partitions)
+                            calls: dict[int, set[str]] | None = None) -> int:
+    """End-of-input watermarks to every partition of `topic`, naming the log's calls there (`calls`,
+    by partition; None: they end every open call); returns how many were sent."""
+    sent = 0
+    for partition in sorted(await kafka.partitions_for(topic)):
+        named = None if calls is None else calls.get(partition, ())
+        for message in end_of_input_messages(ts_ms, partition, named):
+            acknowledgements.add(await kafka.send(topic, message, key=WATERMARK_CALL_ID.encode(), partition=partition))
+            sent += 1
+    return sent

@@ -7,7 +7,7 @@ import json
 import random
 
 from streams.partitioning import partition_for
-from streams.send_plan import SendPlan, end_of_input_message
+from streams.send_plan import SendPlan, end_of_input_messages
 
 T0 = 1_760_000_000_000
 SECOND = 1_000
@@ -112,5 +112,5 @@ def sent(log: list[bytes], partitions: int, batch_size: int) -> dict[int, list[b
         partition = message.partition if message.partition is not None else partition_for(message.key.decode(), partitions)
         topic[partition].append(message.value)
     for partition in range(partitions):
-        topic[partition].append(end_of_input_message(plan.end_ts_ms or 0, partition, plan.covers_ms))
+        topic[partition].extend(end_of_input_messages(plan.end_ts_ms or 0, partition, plan.report.calls.get(partition, ())))
     return topic

@@ -202,6 +202,9 @@ def test_the_environment_wins_over_the_config_file_for_the_standard_openai_varia
     settings = load_settings(environ)
     assert (settings.openai_api_key, settings.openai_base_url) == ("sk-from-env", "http://file/v1")
     assert load_settings({**environ, "CALLQA_OPENAI_API_KEY": "sk-callqa"}).openai_api_key == "sk-callqa"
+    # Set but empty (as `${OPENAI_API_KEY:-}` in a compose file is where it is not set): the file stands.
+    empty = load_settings({"CALLQA_CONFIG": str(config), "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    assert (empty.openai_api_key, empty.openai_base_url) == ("sk-from-file", "http://file/v1")
 
 
 def test_the_edges_of_the_port_range_and_a_log_level_in_capitals_are_accepted():

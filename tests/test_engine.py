@@ -200,18 +200,20 @@ def test_a_watermark_event_with_end_of_input_sweeps_its_partition():
     assert [e.call_id for e in engine.sweep(0)] == ["a"]
 
 
-def test_an_end_of_input_that_says_how_far_its_input_went_ends_only_the_calls_it_covers():
-    """Two producers share a deployment: one's end of input must not end the other's calls, active
-    later than anything its input held; those end by their own inactivity, or their own end."""
+def test_an_end_of_input_that_names_its_calls_ends_only_those():
+    """Two producers share a deployment: one's end of input must not end the other's calls, whenever
+    they were last active; those end by their own inactivity, or their own end."""
     engine = CallEngine()
     engine.process(started("mine", ts=T0))
-    engine.process(started("theirs", ts=T0 + 60_000))
-    end = event("watermark", {"end_of_input": True, "covers_ms": T0 + 5_000}, call_id="__watermark__", ts_ms=T0 + 5_000)
-    assert engine.process(end).status == "watermark"
-    assert [e.call_id for e in engine.sweep(0)] == ["mine"]
+    engine.process(started("theirs", ts=T0 + 1_000))  # active before my log's last event
+    engine.process(started("mine-too", ts=T0 + 2_000))
+    for chunk in (["mine"], ["mine-too", "ended-already"]):  # (a log's calls may take several)
+        end = event("watermark", {"end_of_input": True, "calls": chunk}, call_id="__watermark__", ts_ms=T0 + 5_000)
+        assert engine.process(end).status == "watermark"
+    assert sorted(e.call_id for e in engine.sweep(0)) == ["mine", "mine-too"]
     assert engine.calls["theirs"].ended is None
-    assert engine.process(ended("theirs", ts=T0 + 61_000)).result is not None
-    # Replay's own end of input, and an end of input that does not say, end every open call.
+    assert engine.process(ended("theirs", ts=T0 + 6_000)).result is not None
+    # Replay's own end of input, and an end of input that names no calls, end every open call.
     engine.process(started("late", ts=T0 + 90_000))
     engine.process(event("watermark", {"end_of_input": True}, call_id="__watermark__", ts_ms=T0 + 5_000))
     assert [e.call_id for e in engine.sweep(0)] == ["late"]

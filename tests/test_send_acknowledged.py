@@ -37,6 +37,18 @@ def test_deliveries_all_acknowledged_are_counted():
     assert asyncio.run(run()) == 3000
 
 
+def test_a_stalled_send_counts_what_was_acknowledged_before_the_broker_stopped():
+    async def run() -> str:
+        acknowledgements = Acknowledgements(stall_s=1)
+        for _ in range(5):
+            acknowledgements.add(await _delivered())
+        for _ in range(2):
+            acknowledgements.add(asyncio.get_running_loop().create_future())  # never acknowledged
+        return str(acknowledgements.stalled())
+
+    assert "5 messages confirmed, 2 not" in asyncio.run(run())
+
+
 def test_a_refused_message_ends_the_send_saying_what_was_confirmed_and_what_to_do():
     async def run() -> None:
         acknowledgements = Acknowledgements(stall_s=1)

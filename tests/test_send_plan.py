@@ -10,7 +10,7 @@ import msgspec
 
 from models.wire import decode_message
 from streams.partitioning import partition_for
-from streams.send_plan import SendPlan
+from streams.send_plan import SendPlan, end_of_input_messages
 
 T0 = 1_760_000_000_000
 PARTITIONS = 4
@@ -245,14 +245,22 @@ def test_the_end_of_input_time_leaves_out_one_calls_leap_and_keeps_one_borne_out
     assert end_of([pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year))], max_leap_ms=0) == T0 + year
 
 
-def test_the_end_of_input_covers_every_event_time_of_the_log_its_leaps_included():
-    # Its watermark time leaves out a call's leap, but the calls it ends are all of the log's own:
-    # covers_ms reaches the fast call's time, so its end of input ends it as replay does.
+def test_the_end_of_input_names_every_call_of_the_log_on_its_partition_in_messages_that_fit():
     year = 365 * 86_400_000
     plan = SendPlan(PARTITIONS)
-    delivered(plan, [pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 5))])
-    assert (plan.end_ts_ms, plan.covers_ms) == (T0 + 5, T0 + year)
-    assert SendPlan(PARTITIONS).covers_ms == 0  # an empty log covers nothing
+    delivered(plan, [pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year)), pack(doc("d", 5))])
+    expected = {}
+    for call_id in ("a", "skewed", "d"):
+        expected.setdefault(partition_for(call_id, PARTITIONS), set()).add(call_id)
+    assert plan.report.calls == expected  # the fast call too: its end of input ends it, as replay does
+    many = [f"call-{n:06d}-" + "x" * 40 for n in range(20_000)]
+    messages = end_of_input_messages(T0, 0, many)
+    named = [msgspec.msgpack.decode(m)["data"]["calls"] for m in messages]
+    assert len(messages) > 1 and all(len(m) < 300 * 1024 for m in messages)
+    assert [c for chunk in named for c in chunk] == sorted(many)
+    assert len({msgspec.msgpack.decode(m)["event_id"] for m in messages}) == len(messages)
+    (every,) = end_of_input_messages(T0, 0)
+    assert "calls" not in msgspec.msgpack.decode(every)["data"]
 
 
 def test_a_watermark_far_past_the_logs_calls_is_not_taken_to_every_partition():
@@ -261,7 +269,7 @@ def test_a_watermark_far_past_the_logs_calls_is_not_taken_to_every_partition():
     watermark = {"v": 1, "type": "watermark", "event_id": "w", "call_id": "__watermark__", "ts_ms": far,
                  "data": {"partition": 0}}
     delivered(plan, [pack(doc("a", 0)), pack(watermark), pack(doc("a", 5))])
-    assert (plan.end_ts_ms, plan.covers_ms) == (T0 + 5, T0 + 5)
+    assert plan.end_ts_ms == T0 + 5
     near = SendPlan(PARTITIONS)  # one within the limit stands: a producer's promise
     delivered(near, [pack(doc("a", 0)), pack({**watermark, "ts_ms": T0 + 60_000}), pack(doc("a", 5))])
-    assert (near.end_ts_ms, near.covers_ms) == (T0 + 60_000, T0 + 60_000)
+    assert near.end_ts_ms == T0 + 60_000
