@@ -303,6 +303,7 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.__struct_config__.tag: cls for cls in
 
 # Events that may still change a call's result after it ended: each publishes version + 1.
 RESCORE_TYPES = frozenset({"call.annotated", "transcript.corrected", "judge.result"})
+RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
 
 # An event's signature: its type and its event time in one integer (the type's number above the 48
 # bits that every event time fits in). A call keeps it beside each event_id it applied, so that an

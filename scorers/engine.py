@@ -17,7 +17,7 @@ from typing import Iterable, Literal
 import msgspec
 
 from models.call_state import CallState
-from models.events import (EVENT_TYPES, RESCORE_TYPES, CallEnded, CallStarted, Event, JudgeResult,
+from models.events import (RESCORE_CLASSES, CallEnded, CallStarted, Event, JudgeResult,
                            TranscriptCorrected, Watermark, event_signature, signature_parts)
 from models.results import CallResult
 from scorers.call_result import score_call
@@ -34,7 +34,6 @@ from scorers.registry import ScorerRegistry, default_registry
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
-RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
 
 
 def unscored_reason(event: Event, version: int, exc: Exception) -> str:

@@ -6,8 +6,7 @@ from typing import Any, Callable
 
 from models.call_state import DEFAULT_INACTIVITY_TIMEOUT_S, CallState, TurnRecord
 from models.events import (
-    EVENT_TYPES,
-    RESCORE_TYPES,
+    RESCORE_CLASSES,
     AttemptDiscarded,
     CallEnded,
     CallStarted,
@@ -37,7 +36,7 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
     last = call.last_ts_ms
     if last is None or ts > last:
         call.last_ts_ms = ts
-    if cls not in _RESCORE_CLASSES:
+    if cls not in RESCORE_CLASSES:
         activity = call.last_activity_ts_ms
         # Streamed audio levels say nothing of whether anyone speaks: they never hold a call open
         # (but a call's first event starts its clock, whatever it is, so that every call is swept).
@@ -90,7 +89,6 @@ def record_scorer_error(call: CallState, name: str, event: Event, exc: Exception
         errors[name] = f"{type(exc).__name__} on event {event.event_id!r}: {exc}"[:MAX_SCORER_ERROR_CHARS]
 
 
-_RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
 # RTVI messages a pipeline streams continuously, speech or silence (Pipecat's audio-level messages):
 # not activity for the inactivity timer, which resets on meaningful activity only.
 STREAMED_LEVELS = frozenset({"user-audio-level", "bot-audio-level"})
