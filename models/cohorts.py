@@ -41,6 +41,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Iterable, Literal, Union
 
 import re
+import unicodedata
 
 import msgspec
 from msgspec import Meta, Struct
@@ -192,6 +193,8 @@ def _problems(definition: CohortDefinition, known_metrics: list[str]) -> list[st
         return ["`cohort_id` must not be empty"]
     if definition.deleted:
         return []  # a delete needs nothing but the id
+    if any(unicodedata.category(ch) == "Cc" for ch in definition.cohort_id):
+        return ["`cohort_id` holds a control character, which no URL, table or log line shows"]
     problems = _size_problems(definition)
     if problems:
         return problems  # (the checks below would repeat what is oversized)

@@ -70,6 +70,10 @@ def load_document_file(path: str | Path, key: str, error: type[Exception]) -> li
         if key not in document:
             found = ", ".join(f"`{name}`" for name in document) or "nothing"
             raise error(f"{path}: expected {f'[[{key}]] tables' if toml else f'a list under `{key}`'}, found {found}")
+        others = [name for name in document if name != key]
+        if others:  # (a misspelt second key, or another kind of file merged in: nothing is dropped in silence)
+            raise error(f"{path}: unknown {'tables' if toml else 'keys'} beside `{key}`: "
+                        + ", ".join(f"`{name}`" for name in others))
         document = document[key]
     if not isinstance(document, list):
         raise error(f"{path}: expected a list of {key}")

@@ -303,6 +303,7 @@ COHORT = '{"cohort_id": "billing", "name": "Billing", "metrics": [{"metric": "%s
 @pytest.mark.parametrize("name, text, message", [
     ("cohorts.json", '{"cohort": [%s]}' % (COHORT % "wer"), "expected a list under `cohorts`, found `cohort`"),
     ("cohorts.toml", '[[rules]]\nname = "r"\n', "expected [[cohorts]] tables, found `rules`"),
+    ("cohorts.json", '{"cohorts": [%s], "extra": 1}' % (COHORT % "wer"), "unknown keys beside `cohorts`: `extra`"),
     ("cohorts.json", "[%s, %s]" % (COHORT % "wer", COHORT % "latency"), "cohort #2: cohort_id 'billing' is used twice"),
     ("cohorts.json", "[%s]" % (COHORT % "empathy"), "cohort #1: invalid cohort 'billing'"),
 ])

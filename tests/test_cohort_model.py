@@ -215,6 +215,11 @@ def test_a_cohort_too_large_for_the_results_that_carry_it_is_refused_naming_the_
     assert problem in error_of(doc(**changes))
 
 
+def test_a_cohort_id_with_a_control_character_is_refused_but_can_still_be_deleted():
+    assert "`cohort_id` holds a control character" in error_of(doc(cohort_id="\x00x"))
+    assert decode_cohort({"cohort_id": "\x00x", "deleted": True}, KNOWN).deleted
+
+
 def test_an_error_names_twenty_problems_and_counts_the_rest():
     message = error_of(doc(metrics=[{"metric": "wer"}] * 30))  # 29 repeats
     assert message.count("is listed twice") == 20 and message.endswith("; and 9 more problems")
