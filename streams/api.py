@@ -120,7 +120,9 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
     cohorts_topic = app.topic(names.cohorts, key_type=bytes, value_type=bytes, partitions=1)
     # This worker's cohort writes, one at a time from the check to the read-back: two requests for one
     # cohort_id would both pass the POST's check for an existing cohort and both be answered 201.
-    # (Writes through different workers can still cross: the one that lands first is answered 409.)
+    # (Writes through different workers can still cross: one overtaken by another's, which then
+    # stands, is answered 409; two POSTs of one new id through two workers at once may both be
+    # answered 201, the later standing, as nothing on the topic tells a create from a replace.)
     writes = asyncio.Lock()
     # By cohort_id, the offset of the last record read back for it: a write is read back when this
     # reaches the write's own offset, and was overtaken when it passes it.
@@ -194,7 +196,8 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             written = await write_cohort(key, value)
             if isinstance(written, str):
                 return web.error(503, written)
-            overtaken = await read_back(definition.cohort_id, written)
+            # (Overtaken by the same document, a delete by a delete say, the client's write stands.)
+            overtaken = await read_back(definition.cohort_id, written) and book.get(definition.cohort_id) != definition
         if overtaken:
             return web.error(409, f"cohort {definition.cohort_id!r} was written again just after this write, "
                                   "through another worker, and that write stands: GET it")
@@ -260,7 +263,7 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
                 written = await write_cohort(cohort_id.encode(), encode_cohort(tombstone))
                 if isinstance(written, str):
                     return self.error(503, written)
-                overtaken = await read_back(cohort_id, written)
+                overtaken = await read_back(cohort_id, written) and book.get(cohort_id) is not None
             if overtaken:
                 return self.error(409, f"cohort {cohort_id!r} was written again just after this delete, through "
                                        "another worker, and that write stands: GET it")

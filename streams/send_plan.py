@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 import msgspec
 
-from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, AnyEvent, JudgeResult, Watermark
+from models.events import CONTRACT_VERSION, RESCORE_CLASSES, WATERMARK_CALL_ID, AnyEvent, JudgeResult, Watermark
 from models.wire import MAX_MESSAGE_BYTES, Decoded, Rejected, decode_message
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS, LatestTwo, later, watermark_of_times
 from streams.partitioning import partition_for, partition_of
@@ -266,7 +266,10 @@ class SendPlan:
                 if latest is None:
                     latest = report.latest_calls[partition] = LatestTwo()
                 latest.note(event.ts_ms, event.call_id)
-                report.calls.setdefault(partition, set()).add(event.call_id)
+                if type(event) not in RESCORE_CLASSES:
+                    # (A post-call event opens no call: a log that only annotates another producer's
+                    # call must not end it.)
+                    report.calls.setdefault(partition, set()).add(event.call_id)
 
     def _pass_through(self, raw: bytes, call_id: str | None, out: list[Outgoing], readable: bool = False) -> None:
         self._flush_partition_of(call_id, out)
@@ -308,11 +311,14 @@ def _batch_body(events: list[msgspec.Raw], call_id: str | None = None,
 
 
 # The call_ids an end-of-input watermark names at most, in bytes: well within a message (a log's calls
-# on one partition may take several).
+# on one partition may take several), and within the worker's limit on messages less this much for
+# the rest of the watermark.
 END_OF_INPUT_CALLS_BYTES = 256 * 1024
+END_OF_INPUT_ENVELOPE_BYTES = 1024
 
 
-def end_of_input_messages(ts_ms: int, partition: int, calls: Iterable[str] | None = None) -> list[bytes]:
+def end_of_input_messages(ts_ms: int, partition: int, calls: Iterable[str] | None = None,
+                          max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[bytes]:
     """The watermarks `callqa send` ends a log with on `partition` (nothing of it follows there: its
     open calls are swept at once, as replay sweeps them at the end of its input). With `calls` (the
     log's calls on the partition, in several watermarks when they are many), only those: another
@@ -320,11 +326,12 @@ def end_of_input_messages(ts_ms: int, partition: int, calls: Iterable[str] | Non
     call of the partition."""
     if calls is None:
         return [_end_of_input(ts_ms, partition, None, 0)]
+    budget = max(1, min(END_OF_INPUT_CALLS_BYTES, max_message_bytes - END_OF_INPUT_ENVELOPE_BYTES))
     chunks: list[list[str]] = [[]]
     size = 0
     for call_id in sorted(calls):
         cost = len(call_id.encode()) + 8  # (its bytes and its framing, with room to spare)
-        if chunks[-1] and size + cost > END_OF_INPUT_CALLS_BYTES:
+        if chunks[-1] and size + cost > budget:
             chunks.append([])
             size = 0
         chunks[-1].append(call_id)

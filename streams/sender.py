@@ -19,6 +19,7 @@ import msgspec
 from aiokafka.errors import KafkaTimeoutError
 
 from models.events import WATERMARK_CALL_ID
+from models.wire import MAX_MESSAGE_BYTES
 from streams.acknowledgements import AGAIN, STALL_TIMEOUT_S, Acknowledgements, NotAcknowledged
 from streams.config import Settings
 from streams.kafka_clients import close_producer_without_broker, ensure_topics, producer, stop_producer
@@ -78,7 +79,8 @@ async def send_log(
         await acknowledgements.wait_all()  # (before the end of input: it promises all came before it)
         if end_of_input:
             plan.report.messages += await send_end_of_input(kafka, topics.events, plan.end_ts_ms or 0,
-                                                            acknowledgements, plan.report.calls)
+                                                            acknowledgements, plan.report.calls,
+                                                            settings.max_message_bytes)
             await acknowledgements.wait_all()
     except BaseException:
         acknowledgements.abandon()
@@ -101,13 +103,13 @@ def refused_document(message: Outgoing, events_topic: str) -> bytes:
 
 
 async def send_end_of_input(kafka: Any, topic: str, ts_ms: int, acknowledgements: Acknowledgements,
-                            calls: dict[int, set[str]] | None = None) -> int:
+                            calls: dict[int, set[str]] | None = None, max_message_bytes: int = MAX_MESSAGE_BYTES) -> int:
     """End-of-input watermarks to every partition of `topic`, naming the log's calls there (`calls`,
     by partition; None: they end every open call); returns how many were sent."""
     sent = 0
     for partition in sorted(await kafka.partitions_for(topic)):
         named = None if calls is None else calls.get(partition, ())
-        for message in end_of_input_messages(ts_ms, partition, named):
+        for message in end_of_input_messages(ts_ms, partition, named, max_message_bytes):
             acknowledgements.add(await kafka.send(topic, message, key=WATERMARK_CALL_ID.encode(), partition=partition))
             sent += 1
     return sent

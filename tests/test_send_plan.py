@@ -261,6 +261,20 @@ def test_the_end_of_input_names_every_call_of_the_log_on_its_partition_in_messag
     assert len({msgspec.msgpack.decode(m)["event_id"] for m in messages}) == len(messages)
     (every,) = end_of_input_messages(T0, 0)
     assert "calls" not in msgspec.msgpack.decode(every)["data"]
+    # Within a worker's lower limit on messages too: each decodes there.
+    small = end_of_input_messages(T0, 0, many, max_message_bytes=65_536)
+    assert all(not decode_message(m, 65_536).rejected for m in small)
+    assert [c for m in small for c in msgspec.msgpack.decode(m)["data"]["calls"]] == sorted(many)
+
+
+def test_a_log_that_only_annotates_or_corrects_a_call_does_not_name_it_in_its_end_of_input():
+    # Another producer's call, still open: an annotation or a correction of it opens no call, and the
+    # log's end of input must not end it.
+    plan = SendPlan(PARTITIONS)
+    delivered(plan, [pack(doc("theirs", 0, "call.annotated", {"user_sentiment": "Positive"})),
+                     pack(doc("theirs", 1, "transcript.corrected", {"turn_index": 0, "text": "x"})),
+                     pack(doc("mine", 2))])
+    assert plan.report.calls == {partition_for("mine", PARTITIONS): {"mine"}}
 
 
 def test_a_watermark_far_past_the_logs_calls_is_not_taken_to_every_partition():
