@@ -21,7 +21,7 @@ from models.results import CallResult
 from models.wire import GZIP_MAGIC, MSGPACK_LOG, UTF16_BOMS, log_format, read_log
 from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
-from streams.output_files import STANDARD_INPUT
+from streams.output_files import STANDARD_INPUT, Terminated
 
 # Addresses that listen everywhere and name no host (CALLQA_WEB_HOST must name one).
 WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
@@ -277,11 +277,11 @@ def _record(args: argparse.Namespace, settings: Settings, log: str) -> str:
         for bar in bars:
             bar.close()
     print_summary(report, args.record)
-    if report.interrupted:
-        print(f"callqa: interrupted while judging: {args.record} holds the {report.judged} answers that came; "
-              f"`callqa replay {args.record} --judge --record LOG3 --out …` asks only for the other "
-              f"{report.interrupted} calls", file=sys.stderr)
-        raise KeyboardInterrupt
+    if report.stopped_by is not None:  # (also when every answer had come: the command was stopped)
+        print(f"callqa: {'terminated' if report.stopped_by == signal.SIGTERM else 'interrupted'} while judging: "
+              f"{args.record} holds the {report.judged} answers that came; `callqa replay {args.record} --judge "
+              f"--record LOG3 --out …` asks only for the other {report.interrupted} calls", file=sys.stderr)
+        raise Terminated() if report.stopped_by == signal.SIGTERM else KeyboardInterrupt()
     return args.record
 
 
@@ -502,11 +502,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small counts, for a smoke run (the figures mean nothing)")
     p.set_defaults(func=cmd_bench)
     return parser
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (`kill`, `timeout`, a supervisor), raised where the command is, so that it ends as it
-    does on Ctrl-C: its half-written outputs and temporary files removed."""
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from typing import Any, Callable, TypeVar
 
 import openai
@@ -188,23 +189,72 @@ def retryable(exc: BaseException) -> bool:
     return True
 
 
+class JudgingInterrupted(Exception):
+    """The judging was stopped by a signal (Ctrl-C, SIGTERM): the answers that came are kept."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by signal {signum}")
+        self.signum = signum
+
+
 async def judge_all(settings: Settings, requests: list[JudgeRequests],
                     on_judged: Callable[[], None] | None = None,
                     answered: dict[int, JudgeResult] | None = None) -> list[JudgeResult]:
     """Judge many calls with one client (offline use); results in the order of `requests`.
     `on_judged` is told each time a call's answer (or its failure) is in: judging thousands of calls
     takes minutes, and the caller shows how far it has got. `answered` (index in `requests` ->
-    answer) is filled as answers come, so that a caller interrupted keeps what it has paid for."""
+    answer) is filled as answers come, so that a caller interrupted keeps what it has paid for.
+
+    Ctrl-C or SIGTERM stops it once (JudgingInterrupted), however often it comes: a second Ctrl-C
+    in the middle of the cancelling left the event loop waiting for ever. The calls are judged by as
+    many workers as requests may be in flight, not a task each, so that stopping is quick."""
     client = JudgeClient(settings)
     answered = {} if answered is None else answered
+    waiting = iter(enumerate(requests))
 
-    async def judged(index: int, request: JudgeRequests) -> JudgeResult:
-        result = answered[index] = await client.judge(request)
-        if on_judged is not None:
-            on_judged()
-        return result
+    async def worker() -> None:
+        for index, request in waiting:
+            answered[index] = await client.judge(request)
+            if on_judged is not None:
+                on_judged()
 
+    stopped: list[int] = []
+    main = asyncio.current_task()
+
+    def stop(signum: int) -> None:
+        if not stopped and main is not None:
+            stopped.append(signum)
+            main.cancel()
+
+    restore = _on_signals(stop)
     try:
-        return list(await asyncio.gather(*(judged(i, r) for i, r in enumerate(requests))))
+        await asyncio.gather(*(worker() for _ in range(max(1, settings.judge_concurrency))))
+        return [answered[index] for index in range(len(requests))]
+    except asyncio.CancelledError:
+        if stopped:
+            raise JudgingInterrupted(stopped[0]) from None
+        raise
     finally:
+        restore()
         await client.aclose()
+
+
+def _on_signals(handler: Callable[[int], None]) -> Callable[[], None]:
+    """Route SIGINT and SIGTERM to `handler` in the running loop; returns what puts the handlers
+    found back (nothing happens off the main thread, where signals cannot be caught)."""
+    loop = asyncio.get_running_loop()
+    installed: list[tuple[int, Any]] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(signum)
+        try:
+            loop.add_signal_handler(signum, handler, signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            continue
+        installed.append((signum, previous))
+
+    def restore() -> None:
+        for signum, previous in installed:
+            loop.remove_signal_handler(signum)
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+
+    return restore

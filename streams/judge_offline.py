@@ -20,9 +20,11 @@ call's requests are held in memory until the judge has answered them all.
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
+import threading
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 import msgspec
 
@@ -34,7 +36,7 @@ from scorers.inactivity import INACTIVITY_ID_SUFFIX, is_inactivity_end
 from scorers.judge.requests import JudgeRequests, build_requests
 from scorers.judge.schemas import QA_ERROR_KEY
 from streams.config import Settings
-from streams.output_files import AtomicOutput
+from streams.output_files import AtomicOutput, Terminated
 from streams.replay import replay
 
 # Where a judge answer goes in LOG2: (N, -1) right after record N of LOG, (N, K) right after the K-th
@@ -64,6 +66,8 @@ class RecordReport:
     interrupted: int = 0
     # Recorded errors left out to be asked again (`retry_errors`).
     errors_retried: int = 0
+    # The signal that interrupted the judging (SIGINT, SIGTERM), when one did.
+    stopped_by: int | None = None
 
 
 @dataclass
@@ -82,6 +86,9 @@ class _Pass:
     engine: CallEngine
     judge: bool
     answer_format: str
+    # The sweeps' ends LOG records (LOG is itself a recorded log), by `_sweep_key`, at their record's
+    # place: decided again on the way, their answers go after that record, not before it.
+    logged: dict[tuple[str, int], int] = field(default_factory=dict)
     position: int = 0
     anchor: Anchor = (0, AFTER_THE_RECORD)
     sweeps: dict[int, list[Event]] = field(default_factory=dict)
@@ -97,7 +104,8 @@ class _Pass:
     def on_recorded(self, event: Event) -> None:
         decided = self.sweeps.setdefault(self.position, [])
         decided.append(event)
-        self.anchor = (self.position, len(decided) - 1)
+        recorded_at = self.logged.get(_sweep_key(event))
+        self.anchor = (self.position, len(decided) - 1) if recorded_at is None else (recorded_at, AFTER_THE_RECORD)
 
     def on_record(self, size: int) -> None:
         self.position += 1
@@ -152,8 +160,32 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
     if log_format(log) != output_format(record):
         raise ValueError(SAME_FORMAT)
     # Opened now: a path that cannot be written must fail before any judge is paid.
-    with AtomicOutput(record) as output:
-        return _record(_Source(log, retry_errors), output, settings, engine, judge, progress or RecordProgress())
+    held = _HeldSignals()
+    try:
+        with AtomicOutput(record) as output:
+            return _record(_Source(log, retry_errors), output, settings, engine, judge, progress or RecordProgress(),
+                           held)
+    finally:
+        held.release()
+
+
+class _HeldSignals:
+    """Ctrl-C and SIGTERM ignored from an interrupted judging until LOG2 is written and in place: a
+    second Ctrl-C then threw away every answer paid for, or left a temporary file of the whole log."""
+
+    def __init__(self) -> None:
+        self._previous: list[tuple[int, Any]] = []
+
+    def hold(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # (signals reach the main thread only)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous.append((signum, signal.signal(signum, signal.SIG_IGN)))
+
+    def release(self) -> None:
+        for signum, previous in self._previous:
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        self._previous = []
 
 
 @dataclass
@@ -164,32 +196,36 @@ class _Source:
 
     log: str
     retry_errors: bool = False
-    left_out: int = 0
 
     def records(self) -> Iterable[bytes]:
-        self.left_out = 0
+        for raw, failure_of in self.all_records():
+            if failure_of is None:
+                yield raw
+
+    def all_records(self) -> Iterable[tuple[bytes, str | None]]:
+        """Every record of LOG, each with the call_id of the failure it records when it is left out."""
         for raw in read_log(self.log):
-            if self.retry_errors and _recorded_failure(raw):
-                self.left_out += 1
-                continue
-            yield raw
+            yield raw, (_recorded_failure(raw) if self.retry_errors else None)
 
 
-def _recorded_failure(raw: bytes) -> bool:
-    """Whether a record is a single `judge.result` that recorded a failure of either request."""
+def _recorded_failure(raw: bytes) -> str | None:
+    """The call_id of a record that is a single `judge.result` recording a failure of either
+    request; None for any other record."""
     if b"judge.result" not in raw:  # (nearly every record: the tag is in its bytes in both formats)
-        return False
+        return None
     decoded = decode_message(raw, max(len(raw), 1))
     if decoded.is_batch or decoded.rejected or len(decoded.events) != 1:
-        return False  # (an error inside a batch stays: the batch's other events cannot be left out)
+        return None  # (an error inside a batch stays: the batch's other events cannot be left out)
     event = decoded.events[0]
-    return type(event) is JudgeResult and (
+    failed = type(event) is JudgeResult and (
         event.data.error is not None or (event.data.qa or {}).get(QA_ERROR_KEY) is not None)
+    return event.call_id if failed else None
 
 
 def _record(source: _Source, output: AtomicOutput, settings: Settings, engine: CallEngine, judge: bool,
-            progress: RecordProgress) -> RecordReport:
-    first = _Pass(engine, judge, settings.judge_response_format)
+            progress: RecordProgress, held: _HeldSignals) -> RecordReport:
+    logged = _sweeps_in(source)
+    first = _Pass(engine, judge, settings.judge_response_format, logged)
     on_record = progress.on_record
 
     def counted(size: int) -> None:
@@ -199,42 +235,49 @@ def _record(source: _Source, output: AtomicOutput, settings: Settings, engine: C
 
     replayed = replay(source.records(), engine, settings.partitions, first.on_result,
                       on_recorded=first.on_recorded, on_record=counted, max_message_bytes=settings.max_message_bytes)
-    report = RecordReport(records=replayed.records, swept=replayed.swept, errors_retried=source.left_out)
+    report = RecordReport(records=replayed.records, swept=replayed.swept)
     to_judge = [(entry.anchor, entry.requests) for entry in first.pending if not entry.answered]
     report.already_judged = first.already_judged
+    # A recorded error is left out only for a call asked again: one of a call that never started, or
+    # was forgotten, stays where it was (dead-lettered on replay, as before).
+    asked = {requests.call_id for _, requests in to_judge}
 
     answers: dict[Anchor, list[Event]] = {}
     if to_judge:
-        from streams.judge_client import judge_all
+        from streams.judge_client import JudgingInterrupted, judge_all
 
         if progress.on_judging is not None:
             progress.on_judging(len(to_judge))
         answered: dict[int, Event] = {}
         try:
             asyncio.run(judge_all(settings, [requests for _, requests in to_judge], progress.on_judged, answered))
-        except KeyboardInterrupt:
+        except JudgingInterrupted as stop:
+            report.stopped_by = stop.signum
+        except KeyboardInterrupt as stop:  # (before the judging's own handling was in place)
+            report.stopped_by = signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+        if report.stopped_by is not None:
             report.interrupted = len(to_judge) - len(answered)
+            held.hold()
         for index, event in sorted(answered.items()):
             anchor = to_judge[index][0]
             answers.setdefault(anchor, []).append(event)
             report.judged += 1
             failed = event.data.error is not None or (event.data.qa or {}).get("error") is not None
             report.judge_errors += failed
-    report.swept = _write(source, output, replayed.records, first.sweeps, answers)
+    report.swept, report.errors_retried = _write(source, output, replayed.records, first.sweeps, answers, logged, asked)
     return report
 
 
 def _write(source: _Source, output: AtomicOutput, records: int, sweeps: dict[int, list[Event]],
-           answers: dict[Anchor, list[Event]]) -> int:
+           answers: dict[Anchor, list[Event]], logged: dict[tuple[str, int], int], asked: set[str]) -> tuple[int, int]:
     """LOG's records in order, each followed by what was decided right after it; then the sweep of
-    the end of input (position `records`). Returns the sweeps written."""
+    the end of input (position `records`). Returns the sweeps written and the recorded errors left
+    out (their calls asked again)."""
     binary = output_format(output.path) == MSGPACK_LOG
 
     def emit(out: BinaryIO, events: Iterable[Event]) -> None:
         for event in events:
             out.write(encode_event(event) if binary else _encode_json(event) + b"\n")
-
-    logged = _sweeps_in(source.log)
 
     def after(out: BinaryIO, position: int) -> None:
         emit(out, answers.get((position, AFTER_THE_RECORD), ()))
@@ -247,7 +290,14 @@ def _write(source: _Source, output: AtomicOutput, records: int, sweeps: dict[int
 
     out = output.file
     cut_short = b""
-    for index, raw in enumerate(source.records()):
+    index, left_out = 0, 0
+    for raw, failure_of in source.all_records():
+        if failure_of is not None:
+            if failure_of in asked:
+                left_out += 1  # (its call's new answer goes after its end)
+            else:
+                out.write(raw if binary else raw + b"\n")
+            continue
         if binary and index == records - 1 and is_cut_short(raw):
             # The log's last value, cut short: whatever was written after it would read as its
             # missing bytes. It goes last, after the end of input's sweep: the records that decode
@@ -256,9 +306,10 @@ def _write(source: _Source, output: AtomicOutput, records: int, sweeps: dict[int
         else:
             out.write(raw if binary else raw + b"\n")
         after(out, index)
+        index += 1
     after(out, records)
     out.write(cut_short)
-    return sum(1 for decided in sweeps.values() for event in decided if _sweep_key(event) not in logged)
+    return sum(1 for decided in sweeps.values() for event in decided if _sweep_key(event) not in logged), left_out
 
 
 def _sweep_key(event: Event) -> tuple[str, int]:
@@ -267,13 +318,16 @@ def _sweep_key(event: Event) -> tuple[str, int]:
     return event.event_id, event.ts_ms
 
 
-def _sweeps_in(log: str) -> set[tuple[str, int]]:
-    """The sweeps' ends that `log` records (`_sweep_key`)."""
-    found: set[tuple[str, int]] = set()
+def _sweeps_in(source: _Source) -> dict[tuple[str, int], int]:
+    """The sweeps' ends that LOG records (`_sweep_key`), each with its record's place among the
+    records the passes read."""
+    found: dict[tuple[str, int], int] = {}
     marker = INACTIVITY_ID_SUFFIX.encode()
-    for raw in read_log(log):
+    for index, raw in enumerate(source.records()):
         if marker in raw:  # (a sweep's event_id says so: most records are skipped undecoded)
-            found.update(_sweep_key(e) for e in decode_message(raw, max(len(raw), 1)).events if is_inactivity_end(e))
+            for event in decode_message(raw, max(len(raw), 1)).events:
+                if is_inactivity_end(event):
+                    found.setdefault(_sweep_key(event), index)
     return found
 
 

@@ -20,6 +20,11 @@ from typing import BinaryIO
 STANDARD_OUTPUT = STANDARD_INPUT = "-"  # as an output, standard output; as an input, standard input
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, `timeout`, a supervisor), raised where the command is, so that it ends as it
+    does on Ctrl-C: its half-written outputs and temporary files removed."""
+
+
 class AtomicOutput:
     def __init__(self, path: str) -> None:
         self.path = path

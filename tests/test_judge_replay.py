@@ -376,3 +376,79 @@ def test_retrying_judge_errors_without_the_judge_is_refused(tmp_path, capsys):
     assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--retry-judge-errors",
                  "--record", str(tmp_path / "l2.jsonl")]) == 2
     assert "--retry-judge-errors needs --judge" in capsys.readouterr().err
+
+
+def write_mid_log_sweeps(path: Path) -> None:
+    """On one partition: two calls swept in the middle of the log by the calls after them."""
+    calls = [judged_call("c-open", scenario={"name": "never ends"}, user_text="Hi, I am caller c-open.", start=T0)[:-1],
+             judged_call("c-open2", scenario={"name": "never ends 2"}, user_text="Hi, I am caller c-open2.",
+                         start=T0 + 50)[:-1],
+             # Two calls as far on bear the leap out: the partition's time moves, and the two are swept.
+             judged_call("c-late", scenario={"name": "late"}, start=T0 + 900_000),
+             judged_call("c-later", scenario={"name": "later"}, start=T0 + 900_100)]
+    events = sorted((e for call in calls for e in call), key=lambda e: e.ts_ms)
+    path.write_text("\n".join(msgspec.json.encode(e).decode() for e in events) + "\n")
+
+
+def test_retrying_the_error_of_a_call_swept_mid_log_writes_its_answer_after_its_recorded_sweep(
+        tmp_path, judge_env, monkeypatch, capsys):
+    # The recorded log holds the sweep's end as a record of its own: decided again on the way, the
+    # answer went right after the record that caused it, before the sweep's end and before the
+    # answer of a call swept with it, and neither LOG3 nor its results were those of one recording.
+    monkeypatch.setenv("CALLQA_PARTITIONS", "1")
+    log = tmp_path / "calls.jsonl"
+    write_mid_log_sweeps(log)
+    outage = [True]
+
+    def answer(body: dict) -> object:
+        return "not json" if outage[0] and "caller c-open2." in json.dumps(body) else QA_ANSWER
+
+    with FakeLlm(answer, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        run = lambda source, out, record, *flags: main(  # noqa: E731
+            ["replay", str(source), "--out", str(tmp_path / out), "--judge", *flags, "--record", str(tmp_path / record)])
+        assert run(log, "failed.res", "failed.jsonl") == 0
+        outage[0] = False
+        assert run(tmp_path / "failed.jsonl", "retried.res", "retried.jsonl", "--retry-judge-errors") == 0
+        assert run(log, "once.res", "once.jsonl") == 0
+    assert (tmp_path / "retried.jsonl").read_bytes() == (tmp_path / "once.jsonl").read_bytes()
+    assert (tmp_path / "retried.res").read_bytes() == (tmp_path / "once.res").read_bytes()
+
+
+def test_a_recorded_error_of_a_call_not_asked_again_stays_and_is_not_counted(tmp_path, judge_env, capsys):
+    log, retried = tmp_path / "calls.jsonl", tmp_path / "retried.jsonl"
+    write_log(log)
+    ghost = msgspec.json.encode(event("judge.result", {"model": "m", "qa": {"error": "HTTP 500"}}, call_id="ghost",
+                                      ts_ms=T0 + 9_000, event_id="ghost:judge")).decode()
+    log.write_text(log.read_text() + ghost + "\n")  # the error of a call that never started
+    with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--retry-judge-errors",
+                     "--record", str(retried), "--deadletter", str(tmp_path / "dead.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "recorded errors asked again" not in err
+    assert ghost in retried.read_text().splitlines()
+    assert any(json.loads(line)["call_id"] == "ghost" for line in (tmp_path / "dead.jsonl").read_text().splitlines())
+
+
+def test_judging_stopped_by_sigterm_is_said_to_be_terminated_and_ends_as_sigterm_does(tmp_path, judge_env, capsys):
+    import _thread
+    import signal
+
+    log, partial = tmp_path / "calls.jsonl", tmp_path / "partial.jsonl"
+    write_log(log)
+    asked = itertools.count(1)
+
+    def answer(body: dict) -> dict:
+        if next(asked) == 3:
+            time.sleep(0.5)
+            _thread.interrupt_main(signal.SIGTERM)
+            time.sleep(2)
+        return QA_ANSWER
+
+    with FakeLlm(answer, EVALUATION_ANSWER) as fake:
+        judge_env(fake.base_url)
+        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(partial)]) == 143
+    err = capsys.readouterr().err
+    assert "terminated while judging" in err and err.rstrip().endswith("callqa: terminated")
+    assert partial.exists()
