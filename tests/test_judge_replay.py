@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 import time
 from pathlib import Path
 
@@ -312,23 +313,29 @@ def test_calls_already_judged_are_counted_one_by_one_under_a_call_id_taken_up_ag
     assert report.already_judged == 2
 
 
-def test_judging_interrupted_keeps_the_answers_that_came_and_a_second_recording_asks_only_for_the_rest(
-        tmp_path, judge_env, capsys):
+def signalled_on_the_third_question(signum: int):
+    """A QA answer that, for the last of the three calls asked, sends this process `signum` half a
+    second in (as Ctrl-C or `kill` would while it is asked), then answers too late to count."""
     import _thread
-
-    log, partial, complete = tmp_path / "calls.jsonl", tmp_path / "partial.jsonl", tmp_path / "complete.jsonl"
-    write_log(log)
 
     asked = itertools.count(1)
 
     def answer(body: dict) -> dict:
-        if next(asked) == 3:  # the last call's question: Ctrl-C comes while it is asked
+        if next(asked) == 3:
             time.sleep(0.5)
-            _thread.interrupt_main()
+            _thread.interrupt_main(signum)
             time.sleep(2)
         return QA_ANSWER
 
-    with FakeLlm(answer, EVALUATION_ANSWER) as fake:
+    return answer
+
+
+def test_judging_interrupted_keeps_the_answers_that_came_and_a_second_recording_asks_only_for_the_rest(
+        tmp_path, judge_env, capsys):
+    log, partial, complete = tmp_path / "calls.jsonl", tmp_path / "partial.jsonl", tmp_path / "complete.jsonl"
+    write_log(log)
+
+    with FakeLlm(signalled_on_the_third_question(signal.SIGINT), EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
         assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(partial)]) == 130
     err = capsys.readouterr().err
@@ -432,21 +439,9 @@ def test_a_recorded_error_of_a_call_not_asked_again_stays_and_is_not_counted(tmp
 
 
 def test_judging_stopped_by_sigterm_is_said_to_be_terminated_and_ends_as_sigterm_does(tmp_path, judge_env, capsys):
-    import _thread
-    import signal
-
     log, partial = tmp_path / "calls.jsonl", tmp_path / "partial.jsonl"
     write_log(log)
-    asked = itertools.count(1)
-
-    def answer(body: dict) -> dict:
-        if next(asked) == 3:
-            time.sleep(0.5)
-            _thread.interrupt_main(signal.SIGTERM)
-            time.sleep(2)
-        return QA_ANSWER
-
-    with FakeLlm(answer, EVALUATION_ANSWER) as fake:
+    with FakeLlm(signalled_on_the_third_question(signal.SIGTERM), EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
         assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(partial)]) == 143
     err = capsys.readouterr().err
