@@ -197,6 +197,12 @@ class JudgingInterrupted(Exception):
         self.signum = signum
 
 
+# Calls judged at once, for each request allowed in flight: a call whose request sleeps in its backoff
+# or its Retry-After holds a worker, and the others keep the requests flowing; still few enough
+# tasks that stopping is quick.
+CALLS_PER_REQUEST_SLOT = 8
+
+
 async def judge_all(settings: Settings, requests: list[JudgeRequests],
                     on_judged: Callable[[], None] | None = None,
                     answered: dict[int, JudgeResult] | None = None) -> list[JudgeResult]:
@@ -205,9 +211,11 @@ async def judge_all(settings: Settings, requests: list[JudgeRequests],
     takes minutes, and the caller shows how far it has got. `answered` (index in `requests` ->
     answer) is filled as answers come, so that a caller interrupted keeps what it has paid for.
 
-    Ctrl-C or SIGTERM stops it once (JudgingInterrupted), however often it comes: a second Ctrl-C
-    in the middle of the cancelling left the event loop waiting for ever. The calls are judged by as
-    many workers as requests may be in flight, not a task each, so that stopping is quick."""
+    Ctrl-C or SIGTERM stops it (JudgingInterrupted), and from then on both are ignored: a second
+    Ctrl-C in the middle of the cancelling left the event loop waiting for ever, or threw the answers
+    away. The caller puts its own handlers back once it has kept the answers. A signal the process
+    was started ignoring stays ignored. The calls are judged by a bounded number of workers, not a
+    task each, so that stopping is quick."""
     client = JudgeClient(settings)
     answered = {} if answered is None else answered
     waiting = iter(enumerate(requests))
@@ -228,33 +236,37 @@ async def judge_all(settings: Settings, requests: list[JudgeRequests],
 
     restore = _on_signals(stop)
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, settings.judge_concurrency))))
+        workers = min(len(requests), max(1, settings.judge_concurrency) * CALLS_PER_REQUEST_SLOT)
+        await asyncio.gather(*(worker() for _ in range(max(1, workers))))
         return [answered[index] for index in range(len(requests))]
     except asyncio.CancelledError:
         if stopped:
             raise JudgingInterrupted(stopped[0]) from None
         raise
     finally:
-        restore()
+        restore(ignoring=bool(stopped))
         await client.aclose()
 
 
-def _on_signals(handler: Callable[[int], None]) -> Callable[[], None]:
-    """Route SIGINT and SIGTERM to `handler` in the running loop; returns what puts the handlers
-    found back (nothing happens off the main thread, where signals cannot be caught)."""
+def _on_signals(handler: Callable[[int], None]) -> Callable[..., None]:
+    """Route SIGINT and SIGTERM to `handler` in the running loop (not one the process ignores);
+    returns what puts the handlers found back, or with `ignoring` ignores both (nothing happens off
+    the main thread, where signals cannot be caught)."""
     loop = asyncio.get_running_loop()
     installed: list[tuple[int, Any]] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         previous = signal.getsignal(signum)
+        if previous is signal.SIG_IGN:
+            continue  # (started ignoring it, as a background job of a script: it stays so)
         try:
             loop.add_signal_handler(signum, handler, signum)
         except (NotImplementedError, RuntimeError, ValueError):
             continue
         installed.append((signum, previous))
 
-    def restore() -> None:
+    def restore(ignoring: bool = False) -> None:
         for signum, previous in installed:
             loop.remove_signal_handler(signum)
-            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+            signal.signal(signum, signal.SIG_IGN if ignoring else previous if previous is not None else signal.SIG_DFL)
 
     return restore

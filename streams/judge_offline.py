@@ -171,21 +171,26 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
 
 class _HeldSignals:
     """Ctrl-C and SIGTERM ignored from an interrupted judging until LOG2 is written and in place: a
-    second Ctrl-C then threw away every answer paid for, or left a temporary file of the whole log."""
+    second Ctrl-C then threw away every answer paid for, or left a temporary file of the whole log.
+    The handlers in place when the recording began are put back after (the judging, once stopped,
+    leaves both ignored: streams/judge_client.py)."""
 
     def __init__(self) -> None:
-        self._previous: list[tuple[int, Any]] = []
+        self._found: list[tuple[int, Any]] = []
+        self._held = False
+        if threading.current_thread() is threading.main_thread():  # (signals reach the main thread only)
+            self._found = [(signum, signal.getsignal(signum)) for signum in (signal.SIGINT, signal.SIGTERM)]
 
     def hold(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return  # (signals reach the main thread only)
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self._previous.append((signum, signal.signal(signum, signal.SIG_IGN)))
+        for signum, _ in self._found:
+            signal.signal(signum, signal.SIG_IGN)
+        self._held = True
 
     def release(self) -> None:
-        for signum, previous in self._previous:
-            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
-        self._previous = []
+        if self._held:
+            for signum, found in self._found:
+                signal.signal(signum, found if found is not None else signal.SIG_DFL)
+            self._held = False
 
 
 @dataclass

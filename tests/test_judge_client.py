@@ -227,3 +227,27 @@ def test_a_judge_that_cannot_be_reached_is_named_with_its_address_and_the_cause(
     _, judge_event, _ = judge_call(fake, openai_base_url=f"http://127.0.0.1:{port}/v1")
     error = judge_event.data.qa["error"]
     assert error.startswith(f"no answer from the judge at http://127.0.0.1:{port}/v1/: ConnectError"), error
+
+
+def test_the_judging_leaves_a_signal_the_process_ignores_ignored_and_puts_the_others_back():
+    import signal
+
+    from streams.judge_client import _on_signals
+
+    async def during_and_after() -> tuple:
+        restore = _on_signals(lambda signum: None)
+        during = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+        restore()
+        return during, (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+
+    def terminate(signum, frame):  # (a command's own SIGTERM handler)
+        raise SystemExit(143)
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, terminate)
+    try:
+        (int_during, term_during), after = asyncio.run(during_and_after())
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+    assert int_during is signal.SIG_IGN and term_during is not terminate  # (SIGTERM: the judging's own)
+    assert after == (signal.SIG_IGN, terminate)
