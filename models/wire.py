@@ -396,13 +396,24 @@ def log_format(path: str) -> str:
     a JSON Lines one, so that a JSON Lines log under any name reads as it always did."""
     with open(path, "rb") as handle:
         first = handle.read(2)
-    if first == GZIP_MAGIC:  # read as records, every byte would be dead-lettered and nothing scored
-        raise ValueError(f"{path} is gzip-compressed: decompress it first (`zcat {path} | callqa … -`)")
-    if first in UTF16_BOMS:  # (as PowerShell writes text): the same, record by record
-        raise ValueError(f"{path} is UTF-16 text: convert it to UTF-8 first (`iconv -f UTF-16 -t UTF-8 {path} > log.jsonl`)")
+    refuse_unreadable(first, path)
     if path.lower().endswith(".msgpack"):
         return MSGPACK_LOG
     return MSGPACK_LOG if first and first[0] in _MAP_HEADERS else JSONL_LOG
+
+
+def refuse_unreadable(first: bytes, name: str, piped: bool = False) -> None:
+    """Refuse a log whose first bytes show it is gzip-compressed or UTF-16 text (as PowerShell writes
+    text): read as records, every byte would be dead-lettered and nothing scored. `name` is what the
+    message calls it; `piped`: it came in on a stream (standard input, a pipe), and the advice is to
+    convert it on its way in."""
+    if first == GZIP_MAGIC:
+        how = "on its way in (`zcat LOG.gz | callqa … -`)" if piped else f"first (`zcat {name} | callqa … -`)"
+        raise ValueError(f"{name} is gzip-compressed: decompress it {how}")
+    if first in UTF16_BOMS:
+        how = ("on its way in (`iconv -f UTF-16 -t UTF-8 LOG | callqa … -`)" if piped
+               else f"first (`iconv -f UTF-16 -t UTF-8 {name} > log.jsonl`)")
+        raise ValueError(f"{name} is UTF-16 text: convert it to UTF-8 {how}")
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"

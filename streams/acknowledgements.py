@@ -66,11 +66,10 @@ class Acknowledgements:
     def stalled(self) -> NotAcknowledged:
         """The failure of a send that waited out the stall time (counting first what the broker
         acknowledged before it stopped)."""
-        taken = [d for d in self.pending if d.done() and not d.cancelled() and d.exception() is None]
-        self.confirmed += len(taken)
-        self.pending = [d for d in self.pending if not (d.done() and not d.cancelled() and d.exception() is None)]
-        return NotAcknowledged(f"the broker acknowledged nothing for {self.stall_s:g} s; "
-                               f"{self._counts(len(self.pending))}; {AGAIN}")
+        waiting = [delivery for delivery in self.pending if not _acknowledged(delivery)]
+        self.confirmed += len(self.pending) - len(waiting)
+        self.pending = waiting
+        return self._stall(len(waiting))
 
     def abandon(self) -> None:
         """The send failed: the deliveries still waiting are given up on, and their failures, which
@@ -109,8 +108,11 @@ class Acknowledgements:
             raise NotAcknowledged(f"the broker did not take {_messages(len(refused))} (the first: {error}); "
                                   f"{self._counts(len(waiting) + len(refused))}; {AGAIN}")
         if stalled:
-            raise NotAcknowledged(f"the broker acknowledged nothing for {self.stall_s:g} s; "
-                                  f"{self._counts(len(waiting))}; {AGAIN}")
+            raise self._stall(len(waiting))
+
+    def _stall(self, unconfirmed: int) -> NotAcknowledged:
+        return NotAcknowledged(f"the broker acknowledged nothing for {self.stall_s:g} s; "
+                               f"{self._counts(unconfirmed)}; {AGAIN}")
 
     def _counts(self, unconfirmed: int) -> str:
         return f"{_messages(self.confirmed)} confirmed, {unconfirmed:,} not"
@@ -118,6 +120,10 @@ class Acknowledgements:
 
 def _messages(count: int) -> str:
     return f"{count:,} message" if count == 1 else f"{count:,} messages"
+
+
+def _acknowledged(delivery: asyncio.Future[Any]) -> bool:
+    return delivery.done() and not delivery.cancelled() and delivery.exception() is None
 
 
 def _retrieved(delivery: asyncio.Future[Any]) -> None:

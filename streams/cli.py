@@ -18,7 +18,7 @@ import msgspec
 
 from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.results import CallResult
-from models.wire import GZIP_MAGIC, MSGPACK_LOG, UTF16_BOMS, log_format, read_log
+from models.wire import MSGPACK_LOG, log_format, read_log, refuse_unreadable
 from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
 from streams.output_files import STANDARD_INPUT, Terminated
@@ -65,12 +65,7 @@ def _log_as_file(path: str) -> Iterator[str]:
         with open(copy, "rb") as handle:
             first = handle.read(2)
         # (Said here: the copy's name would mean nothing.)
-        name = "standard input" if path == STANDARD_INPUT else path
-        if first == GZIP_MAGIC:
-            raise ValueError(f"{name} is gzip-compressed: decompress it on its way in (`zcat LOG.gz | callqa … -`)")
-        if first in UTF16_BOMS:
-            raise ValueError(f"{name} is UTF-16 text: convert it to UTF-8 on its way in "
-                             "(`iconv -f UTF-16 -t UTF-8 LOG | callqa … -`)")
+        refuse_unreadable(first, "standard input" if path == STANDARD_INPUT else path, piped=True)
         yield copy
 
 

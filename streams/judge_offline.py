@@ -222,9 +222,12 @@ def _recorded_failure(raw: bytes) -> str | None:
     if decoded.is_batch or decoded.rejected or len(decoded.events) != 1:
         return None  # (an error inside a batch stays: the batch's other events cannot be left out)
     event = decoded.events[0]
-    failed = type(event) is JudgeResult and (
-        event.data.error is not None or (event.data.qa or {}).get(QA_ERROR_KEY) is not None)
-    return event.call_id if failed else None
+    return event.call_id if type(event) is JudgeResult and _records_a_failure(event) else None
+
+
+def _records_a_failure(answer: JudgeResult) -> bool:
+    """Whether a judge's recorded answer is the failure of either of its requests."""
+    return answer.data.error is not None or (answer.data.qa or {}).get(QA_ERROR_KEY) is not None
 
 
 def _record(source: _Source, output: AtomicOutput, settings: Settings, engine: CallEngine, judge: bool,
@@ -267,8 +270,7 @@ def _record(source: _Source, output: AtomicOutput, settings: Settings, engine: C
             anchor = to_judge[index][0]
             answers.setdefault(anchor, []).append(event)
             report.judged += 1
-            failed = event.data.error is not None or (event.data.qa or {}).get("error") is not None
-            report.judge_errors += failed
+            report.judge_errors += _records_a_failure(event)
     report.swept, report.errors_retried = _write(source, output, replayed.records, first.sweeps, answers, logged, asked)
     return report
 
@@ -283,6 +285,9 @@ def _write(source: _Source, output: AtomicOutput, records: int, sweeps: dict[int
     def emit(out: BinaryIO, events: Iterable[Event]) -> None:
         for event in events:
             out.write(encode_event(event) if binary else _encode_json(event) + b"\n")
+
+    def copy(out: BinaryIO, raw: bytes) -> None:
+        out.write(raw if binary else raw + b"\n")
 
     def after(out: BinaryIO, position: int) -> None:
         emit(out, answers.get((position, AFTER_THE_RECORD), ()))
@@ -301,7 +306,7 @@ def _write(source: _Source, output: AtomicOutput, records: int, sweeps: dict[int
             if failure_of in asked:
                 left_out += 1  # (its call's new answer goes after its end)
             else:
-                out.write(raw if binary else raw + b"\n")
+                copy(out, raw)
             continue
         if binary and index == records - 1 and is_cut_short(raw):
             # The log's last value, cut short: whatever was written after it would read as its
@@ -309,7 +314,7 @@ def _write(source: _Source, output: AtomicOutput, records: int, sweeps: dict[int
             # and the decisions keep their order, and it is dead-lettered on replay as it was.
             cut_short = raw
         else:
-            out.write(raw if binary else raw + b"\n")
+            copy(out, raw)
         after(out, index)
         index += 1
     after(out, records)

@@ -56,7 +56,7 @@ class JudgeRunner:
             self.queue.put_nowait(requests)
         except asyncio.QueueFull:
             self.dropped += 1
-            if self.dropped % DROPS_PER_WARNING == 1 or DROPS_PER_WARNING == 1:  # (a backlog drops thousands)
+            if (self.dropped - 1) % DROPS_PER_WARNING == 0:  # (the first, then one in so many: a backlog drops thousands)
                 logger.warning("judge queue full (%s calls): call %s keeps its heuristic result (%s calls so far; "
                                "/health counts them)", self.queue.maxsize, call.call_id, self.dropped)
 

@@ -199,9 +199,8 @@ class LiveScorer:
                     if processed.result is not None:
                         out.results.append(processed.result)
                     elif processed.reason is not None:
-                        out.dead_letters.append(DeadLetter(processed.reason, topic, partition, offset, value,
-                                                           event.event_id, event.call_id,
-                                                           decoded.batch_index_of(index)))
+                        self._refused(processed.reason, event, topic, partition, offset, out,
+                                      (value, decoded.batch_index_of(index)))
             else:
                 all_applied = False
                 if status != "redelivered":  # (redelivered: its lost outputs were published again above)
@@ -277,13 +276,17 @@ class LiveScorer:
             out.journal.setdefault(event.call_id, []).append((position, encode_event(event)))
             self.owned.setdefault(event.call_id, [partition, 0])
         if processed.reason is not None:  # refused, or applied with a result that could not be built
-            original, batch_index = where
-            out.dead_letters.append(
-                DeadLetter(processed.reason or "rejected", topic, partition, offset, original,
-                           event.event_id, event.call_id, batch_index)
-            )
+            self._refused(processed.reason, event, topic, partition, offset, out, where)
         if processed.result is not None:
             out.results.append(processed.result)
+
+    @staticmethod
+    def _refused(reason: str, event: Event, topic: str, partition: int, offset: int, out: Outbox,
+                 where: tuple[bytes, int | None]) -> None:
+        """Dead-letter `event` with `reason`; `where`: the original bytes and its index in a batch."""
+        original, batch_index = where
+        out.dead_letters.append(DeadLetter(reason, topic, partition, offset, original, event.event_id,
+                                           event.call_id, batch_index))
 
     def _republish_lost_results(self, state: PartitionState, offset: int, out: Outbox) -> None:
         """Publish again the results that this very message produced before a crash.
