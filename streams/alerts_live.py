@@ -329,12 +329,11 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
 
     @app.task
     async def follow_rules() -> None:
-        async def follow() -> None:
-            await ensure_topics(settings, names.only(settings.partitions, names.alert_rules))
-            await follow_topic(callqa, names.alert_rules, apply_rule, on_caught_up=runtime.rules_read.set)
-
-        # A lost connection must not end the task: the compacted topic is read again.
-        await retrying(f"alerts: reading {names.alert_rules}", follow, logger)
+        # (follow_topic creates the compacted topic when it is missing.) A lost connection must not end
+        # the task: the topic is read again.
+        await retrying(f"alerts: reading {names.alert_rules}",
+                       lambda: follow_topic(callqa, names.alert_rules, apply_rule, on_caught_up=runtime.rules_read.set),
+                       logger)
 
     if runtime.webhook is not None:
         webhook = runtime.webhook

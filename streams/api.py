@@ -31,7 +31,6 @@ from scorers.metric_catalog import metric_catalog
 from scorers.runs import render_all_summary
 from streams.kafka_clients import ensure_topics, reader, retrying
 from streams.results_view import ResultsView
-from streams.topics import TopicNames
 
 # How long a cohort write waits for the broker to confirm it before answering 503.
 COHORT_WRITE_TIMEOUT_S = 5.0
@@ -68,7 +67,7 @@ async def follow_topic(callqa: Any, topic: str, on_record: Any, on_caught_up: An
     (`on_record(key, value, offset)`).
     `on_caught_up()` is called once, when every partition has been read up to the high watermark its
     last fetch reported (a fetch that merely came back empty in time is not enough)."""
-    await ensure_topics(callqa.settings, TopicNames(callqa.settings.topic_prefix).only(callqa.settings.partitions, topic))
+    await ensure_topics(callqa.settings, callqa.topics.only(callqa.settings.partitions, topic))
     consumer = reader(callqa.settings)
     await consumer.start()
     try:

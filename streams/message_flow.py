@@ -185,7 +185,7 @@ class MessageFlow:
         for index, result in enumerate(out.results):
             fit = fitted(result, self.max_result_bytes)
             if fit.value is None:
-                await self._send_oversized(result, _json.encode(result), message)
+                await self._send_oversized(result, fit.whole, message)
                 continue
             out.results[index] = fit.result  # (what the hooks below see is what was published)
             deliveries.add(partition, await sink.send_result(result.call_id.encode(), fit.value))

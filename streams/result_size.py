@@ -26,16 +26,20 @@ CUT_KEY = "cut"
 class Fitted:
     result: CallResult  # as published: the result itself, or its copy with the verdicts cut
     value: bytes | None  # its JSON, or None when even the cut copy is too large
-    full_size: int  # the size of the whole result's JSON
+    whole: bytes  # the whole result's JSON (what a dead letter keeps of a result not published)
+
+    @property
+    def full_size(self) -> int:
+        return len(self.whole)
 
 
 def fitted(result: CallResult, limit: int | None) -> Fitted:
     value = _json.encode(result)
     if limit is None or len(value) <= limit:
-        return Fitted(result, value, len(value))
+        return Fitted(result, value, value)
     cut = msgspec.structs.replace(result, cohorts=[_cut(verdict, len(value), limit) for verdict in result.cohorts])
     cut_value = _json.encode(cut) if result.cohorts else value
-    return Fitted(cut, cut_value if len(cut_value) <= limit else None, len(value))
+    return Fitted(cut, cut_value if len(cut_value) <= limit else None, value)
 
 
 def _cut(verdict: CohortVerdict, size: int, limit: int) -> CohortVerdict:
