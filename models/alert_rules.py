@@ -152,22 +152,16 @@ def encode_rule(rule: AlertRule) -> bytes:
     return msgspec.json.encode(rule)
 
 
-def load_rules(path: str | Path, known_metrics: Iterable[str] | None = None) -> list[AlertRule]:
+def load_rules(path: str | Path, known_metrics: Iterable[str]) -> list[AlertRule]:
     """The rules of a TOML (`[[rules]]`) or JSON (`{"rules": [...]}` or a list) file, validated.
 
     Names must be unique within the file. Raises `AlertRuleError` naming the file, rule and field.
     """
-    known = list(known_metrics) if known_metrics is not None else _registry_metrics()
+    known = list(known_metrics)
     return decode_each_once(
         path, load_document_file(path, "rules", AlertRuleError),
         lambda entry, number: decode_rule(entry, known, where=f"rule #{number}"), lambda rule: rule.name,
         lambda rule, number: f"invalid alert rule {rule.name!r} (rule #{number}): the name is used twice", AlertRuleError)
-
-
-def _registry_metrics() -> list[str]:
-    from scorers.registry import qa_metrics  # models stay importable without the scorers
-
-    return [metric.name for metric in qa_metrics()]
 
 
 def _subject(data: Any, where: str) -> str:

@@ -21,7 +21,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 
 from models.events import DEFAULT_MIN_AGENT_TURNS
-from scorers.evaluation.db_state import db_state_hash
+from models.db_hash import db_state_hash
 
 NOT_APPLICABLE = "N/A"
 

@@ -32,7 +32,7 @@ from models.events import RESCORE_TYPES
 from models.wire import MAX_MESSAGE_BYTES
 from samples import domains as d
 from samples.domains import Facts, Step, Task, Tool
-from scorers.evaluation.db_state import ORDER_INDEPENDENT_LIST_KEYS, db_state_hash
+from models.db_hash import ORDER_INDEPENDENT_LIST_KEYS, db_state_hash
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
 from streams.partitioning import partition_for
 

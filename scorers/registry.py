@@ -31,6 +31,11 @@ from scorers.token_usage import TokenUsage
 from scorers.ttfb import TimeToFirstByte
 
 
+def qa_metric_names() -> list[str]:
+    """The names a cohort or an alert rule may count, in the results' order."""
+    return [metric.name for metric in qa_metrics()]
+
+
 def qa_metrics() -> list[QaMetric]:
     """The QA metric judges, in the order they appear in a result's `metrics` list."""
     return [

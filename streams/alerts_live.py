@@ -53,7 +53,7 @@ from scorers.alerting.engine import AlertEngine
 from scorers.alerting.ordering import EventTimeOrder, count_due, key_of
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
 from scorers.alerting.rulebook import RuleBook
-from scorers.registry import qa_metrics
+from scorers.registry import qa_metric_names
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 from streams.alert_webhook import WebhookDelivery
 from streams.api import follow_topic
@@ -235,7 +235,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     app: faust.App = callqa.app
     settings = callqa.settings
     names = callqa.topics
-    known_metrics = [metric.name for metric in qa_metrics()]
+    known_metrics = qa_metric_names()
     file_rules = load_rules(settings.alert_rules_file, known_metrics) if settings.alert_rules_file else []
     runtime = AlertsRuntime(RuleBook.from_file_rules(file_rules), lateness_ms=settings.allowed_lateness_ms,
                             sources=settings.partitions, max_leap_ms=settings.max_watermark_leap_ms,

@@ -359,6 +359,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     """Validate a file of cohorts or alert rules and publish each to its compacted topic."""
     from models.alert_rules import encode_rule, load_rules
+    from scorers.registry import qa_metric_names
     from models.cohorts import encode_cohort
     from streams.kafka_clients import ensure_topics, producer
     from streams.topics import TopicNames
@@ -371,7 +372,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
         messages = [(d.cohort_id, encode_cohort(d)) for d in load_cohorts(args.file, book)]
         topic = names.cohorts
     else:
-        messages = [(rule.name, encode_rule(rule)) for rule in load_rules(args.file)]
+        messages = [(rule.name, encode_rule(rule)) for rule in load_rules(args.file, qa_metric_names())]
         topic = names.alert_rules
 
     async def publish() -> None:

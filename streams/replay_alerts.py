@@ -18,6 +18,7 @@ from models.alert_rules import load_rules
 from scorers.alerting.engine import AlertEngine
 from scorers.alerting.ordering import EventTimeOrder, observe_in_order, release_in_order
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
+from scorers.registry import qa_metric_names
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 from streams.output_files import AtomicOutput
 from streams.partitioning import partition_for
@@ -28,7 +29,7 @@ _json = msgspec.json.Encoder()
 class AlertsFile:
     def __init__(self, rules_path: str, out_path: str, lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS,
                  partitions: int = 1, max_leap_ms: int = DEFAULT_MAX_LEAP_MS) -> None:
-        self.engine = AlertEngine(load_rules(rules_path), max_leap_ms)
+        self.engine = AlertEngine(load_rules(rules_path, qa_metric_names()), max_leap_ms)
         self.partitions = partitions
         self.order = EventTimeOrder(lateness_ms, sources=partitions, max_leap_ms=max_leap_ms)
         self.path = out_path

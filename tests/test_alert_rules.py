@@ -47,7 +47,7 @@ def _error(document: dict) -> str:
 def test_a_toml_file_lists_its_rules_under_rules(tmp_path):
     path = tmp_path / "rules.toml"
     path.write_text(TOML_RULES)
-    latency, billing = load_rules(path)
+    latency, billing = load_rules(path, KNOWN)
     assert (latency.name, latency.scope, latency.metric, latency.window_ms, latency.for_ms) == (
         "agent latency", "agent:*", "latency", 300_000, 60_000)
     assert (latency.fire_at, latency.clear_at, latency.min_calls, latency.severity) == (0.5, 0.8, 5, "critical")
@@ -58,14 +58,14 @@ def test_a_toml_file_saved_with_a_byte_order_mark_reads_as_without(tmp_path):
     plain, marked = tmp_path / "rules.toml", tmp_path / "marked.toml"
     plain.write_text(TOML_RULES)
     marked.write_bytes(b"\xef\xbb\xbf" + TOML_RULES.encode())
-    assert load_rules(marked) == load_rules(plain)
+    assert load_rules(marked, KNOWN) == load_rules(plain, KNOWN)
 
 
 def test_a_json_file_holds_rules_under_rules_or_as_a_bare_list(tmp_path):
     wrapped, bare = tmp_path / "wrapped.json", tmp_path / "bare.json"
     wrapped.write_text(json.dumps({"rules": [LATENCY]}))
     bare.write_text(json.dumps([LATENCY]))
-    assert load_rules(wrapped) == load_rules(bare) == [decode_rule(LATENCY, KNOWN)]
+    assert load_rules(wrapped, KNOWN) == load_rules(bare, KNOWN) == [decode_rule(LATENCY, KNOWN)]
 
 
 def test_left_out_fields_take_their_defaults():
@@ -140,7 +140,7 @@ def test_a_file_error_names_the_file_and_the_rules_position(tmp_path):
     path = tmp_path / "rules.json"
     path.write_text(json.dumps([LATENCY, {"scope": "all", "metric": "wer", "window_s": 60, "fire_below": 0.5}]))
     with pytest.raises(AlertRuleError) as info:
-        load_rules(path)
+        load_rules(path, KNOWN)
     assert str(info.value).startswith(f"{path}: invalid alert rule (rule #2): `name` is required")
 
 
@@ -148,14 +148,14 @@ def test_a_name_used_twice_in_a_file_is_refused(tmp_path):
     path = tmp_path / "rules.json"
     path.write_text(json.dumps([LATENCY, LATENCY]))
     with pytest.raises(AlertRuleError, match=r"'agent latency' \(rule #2\): the name is used twice"):
-        load_rules(path)
+        load_rules(path, KNOWN)
 
 
 def test_a_file_that_does_not_parse_says_which_format(tmp_path):
     path = tmp_path / "rules.toml"
     path.write_text("[[rules]\nname = ")
     with pytest.raises(AlertRuleError, match="not valid TOML"):
-        load_rules(path)
+        load_rules(path, KNOWN)
 
 
 # -------------------------------------------------------------------------------------- scopes
@@ -200,4 +200,4 @@ def test_a_toml_file_with_an_infinite_window_is_refused_naming_the_field(tmp_pat
     path = tmp_path / "rules.toml"
     path.write_text(AGENT_LATENCY_TOML.replace("window_s = 300", "window_s = inf"))
     with pytest.raises(AlertRuleError, match="`window_s`: Expected `float` <= 31622400"):
-        load_rules(str(path), [m.name for m in qa_metrics()])
+        load_rules(str(path), KNOWN)

@@ -7,11 +7,11 @@ import hashlib
 import pytest
 
 from eventkit import event, run_call
+from models.db_hash import db_state_hash
 from scorers.engine import CallEngine
 from scorers.evaluation.db_state import (
     PredicateRegistry,
     count,
-    db_state_hash,
     default_predicates,
     exists,
     field_equals,

@@ -17,7 +17,7 @@ from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message, read_log
 from samples import domains
 from samples.generate import generate, main
 from scorers.engine import CallEngine
-from scorers.evaluation.db_state import db_state_hash
+from models.db_hash import db_state_hash
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS, INACTIVITY_STOP_REASON
 from streams.replay import replay
 
