@@ -110,9 +110,9 @@ class CallqaApp:
     cohorts_read: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaApp:
-    names = TopicNames(settings.topic_prefix)
-    app = PromptStopApp(
+def faust_app(settings: Settings) -> faust.App:
+    """The Faust app with callqa's transports, monitor, scheduler and producer settings."""
+    return PromptStopApp(
         settings.app_id,
         broker=faust_broker_url(settings.broker),
         broker_credentials=faust_broker_credentials(settings),
@@ -147,6 +147,11 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
         Monitor=LeanMonitor,
         ConsumerScheduler=InterleavedScheduler,
     )
+
+
+def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaApp:
+    names = TopicNames(settings.topic_prefix)
+    app = faust_app(settings)
     engine = engine or build_engine(settings)
     live = LiveScorer(engine, max_message_bytes=settings.max_message_bytes, topic_partitions=settings.partitions)
     callqa = CallqaApp(settings, app, names, live)
@@ -199,21 +204,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
             # its answer and would log a traceback for each.)
             await judge.stop()
 
-    @app.page("/health")
-    async def health(web: Any, request: Any) -> Any:
-        counters = engine.counters
-        assigned = sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == names.events)
-        unreachable = brokers.reachable is False
-        return web.json({"status": "broker_unreachable" if unreachable else "ok", "assigned_partitions": assigned,
-                         "calls_in_memory": len(engine.calls), **counters.__dict__, "dead_lettered": live.dead_lettered,
-                         # Whether events go from the consumer straight to the scorer (callqa's
-                         # transports) or through Faust's agent stream (`aiokafka://`).
-                         "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer),
-                         # Whether the cohorts topic has been read to its end: scoring waits for it.
-                         "cohorts_read": callqa.cohorts_read.is_set(),
-                         "judge": None if judge is None else judge.counters(),
-                         "broker": brokers.document(time.monotonic())},
-                        status=503 if unreachable else 200)
+    install_health(callqa, brokers, judge)
 
     if settings.idle_tick_s > 0:
         @app.timer(interval=settings.idle_tick_s)
@@ -234,3 +225,24 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     install_idle_clock(callqa)
     install_alerts(callqa)
     return callqa
+
+
+def install_health(callqa: CallqaApp, brokers: Any, judge: Any) -> None:
+    """`GET /health`: the worker's counters, assignment, broker and judge; 503 while the broker is unreachable."""
+    app, engine, live, names = callqa.app, callqa.live.engine, callqa.live, callqa.topics
+
+    @app.page("/health")
+    async def health(web: Any, request: Any) -> Any:
+        counters = engine.counters
+        assigned = sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == names.events)
+        unreachable = brokers.reachable is False
+        return web.json({"status": "broker_unreachable" if unreachable else "ok", "assigned_partitions": assigned,
+                         "calls_in_memory": len(engine.calls), **counters.__dict__, "dead_lettered": live.dead_lettered,
+                         # Whether events go from the consumer straight to the scorer (callqa's
+                         # transports) or through Faust's agent stream (`aiokafka://`).
+                         "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer),
+                         # Whether the cohorts topic has been read to its end: scoring waits for it.
+                         "cohorts_read": callqa.cohorts_read.is_set(),
+                         "judge": None if judge is None else judge.counters(),
+                         "broker": brokers.document(time.monotonic())},
+                        status=503 if unreachable else 200)
