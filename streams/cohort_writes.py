@@ -63,7 +63,7 @@ class CohortWrites:
         except aiohttp.web.HTTPException:
             raise  # (413: the body is over the size limit, answered as such)
         except Exception as exc:  # noqa: BLE001 - a body that cannot be read (a bad Content-Encoding) is the client's
-            return web.error(400, f"the body cannot be read: {type(exc).__name__}: {exc}")
+            return unreadable_body(web, request, exc)
         try:  # strict JSON: Python's reader would take NaN and Infinity, which no document can hold
             body = msgspec.json.decode(raw)
         except (msgspec.DecodeError, RecursionError):
@@ -142,6 +142,20 @@ class CohortWrites:
             return delivery.result().offset
         except Exception as exc:  # noqa: BLE001 - any failure of the producer is the client's answer
             return f"the write to {self.topic.get_topic_name()} failed: {type(exc).__name__}: {exc}"
+
+
+def unreadable_body(web: Any, request: Any, exc: Exception) -> Any:
+    """400 for a body the web server could not decode (a `Content-Encoding: gzip` that is not gzip).
+    The body is given up and the connection closed after the answer: the server would otherwise read
+    the rest of the body once more after the answer, meet the same failure and log it as a traceback."""
+    encoding = request.headers.get("Content-Encoding")
+    cause = " ".join(str(exc).split()) or type(exc).__name__
+    reason = (f"it is not what its Content-Encoding ({encoding}) says ({cause})" if encoding
+              else f"{type(exc).__name__}: {cause}")
+    request.content.feed_eof()
+    response = web.error(400, f"the body cannot be read: {reason}")
+    response.force_close()
+    return response
 
 
 def path_decodes(request: Any) -> bool:

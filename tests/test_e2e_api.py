@@ -90,7 +90,12 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         status, body = http(worker, "POST", "/cohorts", b"{" + b" " * (2 * 1024 * 1024) + b"}")
         assert status == 413 and isinstance(body, dict) and "body size" in body["error"]
         status, body = http(worker, "POST", "/cohorts", b'{"cohort_id": "z", "name": "Z"}', {"Content-Encoding": "gzip"})
-        assert status == 400 and body["error"].startswith("the body cannot be read")
+        assert status == 400 and body["error"].startswith("the body cannot be read: it is not what its "
+                                                          "Content-Encoding (gzip) says")
+        status, body = http(worker, "GET", "/cohorts")  # (the worker still answers)
+        assert status == 200 and isinstance(body, dict)
+        with open(worker.log_path) as worker_log:  # (the web server read the bad body again and logged a traceback)
+            assert "Unhandled exception" not in worker_log.read()
         deep = {"cohort_id": "d", "name": "D", "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": None}]}
         deep["criteria"][0]["value"] = json.loads("[" * 500 + "]" * 500)
         status, body = http(worker, "POST", "/cohorts", deep)
