@@ -8,6 +8,11 @@ Three sources, in order of preference, never mixed within one call so nothing is
 3. turn timings — a user turn's `end_ms` → the next agent turn's `start_ms` (none when that turn
    started before the user's ended: talking over the user is an overlap, not a handoff).
 Each source keeps its own samples while the call runs; the first non-empty one is the call's.
+
+A handoff measures nothing, and gives no sample, when the agent starts before the user's stop (skewed
+clocks, or the agent talking over the user: negative, it would score as better than instant), when the
+user speaks again before the agent starts (the stop was a pause, not the end of the user's turn), or
+when the agent's turn is blank (no words: not a reply).
 """
 
 from __future__ import annotations
@@ -61,7 +66,8 @@ class HandoffLatencyAcc:
 class HandoffLatency(Scorer):
     name = "handoff_latency"
     handles = frozenset({"latency", "rtvi", "turn"})
-    rtvi_messages = frozenset({"bot-stopped-speaking", "user-stopped-speaking", "bot-started-speaking"})
+    rtvi_messages = frozenset({"bot-stopped-speaking", "user-stopped-speaking", "bot-started-speaking",
+                               "user-started-speaking"})
 
     def start(self) -> HandoffLatencyAcc:
         return HandoffLatencyAcc()
@@ -78,16 +84,22 @@ class HandoffLatency(Scorer):
     @staticmethod
     def _speaking(acc: HandoffLatencyAcc, event: Rtvi) -> None:
         kind, side = event.data.message.type, event.data.side
+        # (The simulated user's pipeline calls its own speech the bot's.)
         if side == "user" and kind == "bot-stopped-speaking":
             acc.simulated_user.user_stopped_ts = event.ts_ms
+        elif side == "user" and kind == "bot-started-speaking":
+            acc.simulated_user.user_stopped_ts = None  # the user speaks again: that stop was a pause
         elif side == "agent" and kind == "user-stopped-speaking":
             acc.agent_pipeline.user_stopped_ts = event.ts_ms
+        elif side == "agent" and kind == "user-started-speaking":
+            acc.agent_pipeline.user_stopped_ts = None
         elif side == "agent" and kind == "bot-started-speaking":
             for source in (acc.simulated_user, acc.agent_pipeline):
                 if source.user_stopped_ts is not None:
                     latency = float(event.ts_ms - source.user_stopped_ts)
-                    source.samples.append(LatencySample(latency, acc.last_user_text, ""))
-                    source.awaiting_agent_text.append(len(source.samples) - 1)
+                    if latency >= 0:
+                        source.samples.append(LatencySample(latency, acc.last_user_text, ""))
+                        source.awaiting_agent_text.append(len(source.samples) - 1)
                     source.user_stopped_ts = None  # one sample per handoff
 
     @staticmethod
@@ -97,6 +109,8 @@ class HandoffLatency(Scorer):
             acc.last_user_text = d.text
             acc.last_user_end_ms = d.end_ms
             return
+        if not d.text.strip():
+            return  # a blank agent turn is no reply: the reply that follows is the handoff's
         for source in (acc.simulated_user, acc.agent_pipeline):
             for index in source.awaiting_agent_text:
                 source.samples[index].agent_transcript = d.text

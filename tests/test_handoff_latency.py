@@ -132,3 +132,34 @@ def test_agent_turn_starting_before_the_user_turn_ended_gives_no_sample():
         user_turn("hi", 0, 2000), agent_turn("hello", 1800, 3000),
         user_turn("bye", 4000, 5000), agent_turn("goodbye", 5600, 6000),
     ) == [(600.0, "bye", "goodbye")]
+
+
+def test_an_agent_start_stamped_before_the_users_stop_is_no_sample():
+    # Skewed clocks (or the agent talking over the user): -200 ms would score as better than instant.
+    assert samples(
+        agent_heard_user_stop(T), agent_started(T - 200),
+        agent_heard_user_stop(T + 4000), agent_started(T + 4900),
+    ) == [(900.0, "", "")]
+
+
+def test_the_user_speaking_again_makes_the_stop_before_a_pause():
+    # The user pauses at T, speaks again at T+300 and is still talking when the agent starts: no handoff.
+    assert samples(
+        speaking("user-started-speaking", "agent", T - 1000), agent_heard_user_stop(T),
+        speaking("user-started-speaking", "agent", T + 300), agent_started(T + 6000),
+        agent_heard_user_stop(T + 6300), agent_started(T + 7000),
+    ) == [(700.0, "", "")]
+    # The simulated user's own speech is its pipeline's "bot" speaking.
+    assert samples(
+        simulated_user_stopped(T), speaking("bot-started-speaking", "user", T + 300),
+        simulated_user_stopped(T + 2000), agent_started(T + 2500),
+    ) == [(500.0, "", "")]
+
+
+def test_a_blank_agent_turn_is_no_reply():
+    assert samples(
+        user_turn("hi", 0, 1000), agent_turn("   ", 1100, 1200), agent_turn("Hello, how can I help?", 4800, 6000),
+    ) == [(3800.0, "hi", "Hello, how can I help?")]
+    assert samples(
+        simulated_user_stopped(T), agent_started(T + 900), agent_turn(""), agent_turn("For how many?"),
+    ) == [(900.0, "", "For how many?")]
