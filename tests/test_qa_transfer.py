@@ -117,6 +117,24 @@ def test_transfer_connected_only_by_the_end_reason_has_no_bridge_timestamp():
     assert m.details["reason"] == "No bridge timestamp"
 
 
-def test_bridge_without_a_started_event_has_no_pair_to_time():
+def test_bridge_without_a_started_event_has_no_start_to_time_from():
     m = scored("transfer_wait_time", tool("transfer_call"), transfer("bridged", T))
-    assert m.details["reason"] == "No bridge timestamp"
+    assert m.details["reason"] == "No transfer start timestamp"
+
+
+def test_a_bridge_alone_is_an_attempt_that_connected():
+    # No `started` was sent, but the transfer happened: not "No transfer attempted".
+    m = scored("transfer_success", transfer("bridged", T), ended={"reason": "call_transfer"})
+    assert (m.value, m.score, m.passed) == (1, 100, True)
+    m = scored("transfer_wait_time", transfer("bridged", T))
+    assert m.details["reason"] == "No transfer start timestamp"
+
+
+def test_a_retry_after_a_failed_transfer_is_timed_from_its_own_start():
+    # The first attempt fails; the retry a minute later bridges 5 s after its own start.
+    m = scored("transfer_wait_time",
+               transfer("started", T), transfer("failed", T + 6000),
+               transfer("started", T + 66_000), transfer("bridged", T + 71_000))
+    assert (m.value, m.score, m.details["started_ts_ms"]) == (5000, 100, T + 66_000)
+    assert scored("transfer_success", transfer("started", T), transfer("failed", T + 6000),
+                  transfer("started", T + 66_000), transfer("bridged", T + 71_000)).passed is True

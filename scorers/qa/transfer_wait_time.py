@@ -1,9 +1,9 @@
 """Transfer wait time: milliseconds (event time) from the transfer's start to its bridge.
 
-The first `started` event and the first `bridged` event after it are paired (see
+The attempt that connected is timed, from its first `started` event to its `bridged` one (see
 `scorers.qa.transfers`). Score: 100 up to 10 s, falling linearly to 0 at 70 s. Not applicable when no
-transfer was attempted, when it did not connect, or when there is no started → bridged pair to time
-(e.g. it connected only by the call ending with "call_transfer").
+transfer was attempted, when it did not connect, when there is no bridge timestamp (it connected only
+by the call ending with "call_transfer"), or when the bridged attempt's start was not sent.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from scorers.qa.transfers import NO_TRANSFER_ATTEMPTED, TransferLog, TransferMet
 
 TRANSFER_DID_NOT_CONNECT = "Transfer did not connect"
 NO_BRIDGE_TIMESTAMP = "No bridge timestamp"
+NO_START_TIMESTAMP = "No transfer start timestamp"
 FULL_SCORE_UNTIL_MS = 10_000
 ZERO_SCORE_AT_MS = 70_000
 
@@ -30,8 +31,10 @@ class TransferWaitTime(TransferMetric):
             return self.not_applicable(NO_TRANSFER_ATTEMPTED)
         if not acc.connected(call):
             return self.not_applicable(TRANSFER_DID_NOT_CONNECT)
-        if acc.started_ts_ms is None or acc.bridged_ts_ms is None:
+        if not acc.bridged:
             return self.not_applicable(NO_BRIDGE_TIMESTAMP)
+        if acc.started_ts_ms is None or acc.bridged_ts_ms is None:
+            return self.not_applicable(NO_START_TIMESTAMP)
         wait_ms = acc.bridged_ts_ms - acc.started_ts_ms
         return self.scored(
             wait_ms,

@@ -2,9 +2,14 @@
 when it started and bridged.
 
 Attempted: a `transfer` event with phase `started`, or an agent tool call (`tool.call` event or RTVI
-function-call message) whose name contains "transfer" in any case. Connected: a `transfer` event with
-phase `bridged`, or the call ended with `reason` "call_transfer". For the wait, the first `started`
-event and the first `bridged` event that arrives after it at or after its event time are paired.
+function-call message) whose name contains "transfer" in any case; also a `bridged` one (a transfer
+that connected was attempted, though its start was not sent). Connected: a `transfer` event with
+phase `bridged`, or the call ended with `reason` "call_transfer".
+
+For the wait, the attempt that connected is timed: from the first `started` after the last `failed`
+(a failed transfer ends its attempt; a retry is a new one) to the first `bridged` at or after it in
+event time. A call whose first transfer failed and whose retry bridged 5 s after its own start waited
+5 s, not the minute since the first attempt.
 """
 
 from __future__ import annotations
@@ -26,19 +31,26 @@ TRANSFER_EVENT_TYPES = frozenset({"transfer", "tool.call", "rtvi"})
 class TransferLog:
     attempted: bool = False
     bridged: bool = False
+    # The start of the attempt under way: set by its first `started`, cleared by a `failed`.
+    attempt_started_ts_ms: int | None = None
+    # The attempt that connected: its start and its bridge (the wait is the one between them).
     started_ts_ms: int | None = None
     bridged_ts_ms: int | None = None
 
     def observe(self, event: Event) -> None:
         if isinstance(event, Transfer):
-            if event.data.phase == "started":
+            phase, ts_ms = event.data.phase, event.ts_ms
+            if phase == "started":
                 self.attempted = True
-                if self.started_ts_ms is None:
-                    self.started_ts_ms = event.ts_ms
-            elif event.data.phase == "bridged":
-                self.bridged = True
-                if self.started_ts_ms is not None and self.bridged_ts_ms is None and event.ts_ms >= self.started_ts_ms:
-                    self.bridged_ts_ms = event.ts_ms
+                if self.attempt_started_ts_ms is None:
+                    self.attempt_started_ts_ms = ts_ms
+            elif phase == "failed":
+                self.attempt_started_ts_ms = None
+            elif phase == "bridged":
+                self.attempted = self.bridged = True
+                start = self.attempt_started_ts_ms
+                if self.bridged_ts_ms is None and start is not None and ts_ms >= start:
+                    self.started_ts_ms, self.bridged_ts_ms = start, ts_ms
             return
         name = called_function_name(event)
         if name is not None and TRANSFER_TOOL_MARK in name.lower():
