@@ -113,10 +113,24 @@ def test_score_exactly_at_the_threshold_passes():
     assert (m.value, m.score, m.passed) == (0.6, 60.0, True)
 
 
-def test_retrieval_without_significant_words_is_not_recalled():
-    # an empty retrieval counts and cannot be recalled: 1 / 2 = 0.5
-    m = kb_recall(retrieval(), retrieval(FIVE_WORDS), agent("Parking is free."))
-    assert (m.value, m.score, m.passed) == (0.5, 50.0, False)
+def test_a_retrieval_that_returned_nothing_is_listed_but_not_counted():
+    # The lookup came back empty: nothing the agent could have used, so 1 / 1, not 1 / 2.
+    m = kb_recall(retrieval(), retrieval("the and of"), retrieval(FIVE_WORDS), agent("Parking is free."))
+    assert (m.value, m.score, m.passed) == (1.0, 100.0, True)
+    assert (m.details["retrievals"], m.details["empty_retrievals"]) == (1, 2)
+    assert [r["recalled"] for r in m.details["per_retrieval"]] == [None, None, True]
+
+
+def test_only_empty_retrievals_are_not_applicable():
+    m = kb_recall(retrieval(), agent("Parking is free."))
+    assert (m.value, m.score, m.passed) == (None, None, None)
+    assert m.details["reason"] == "No knowledge base retrievals in this call"
+
+
+def test_the_matched_words_shown_are_capped_as_the_passage_words_are():
+    passage = " ".join(f"word{n}x" for n in range(30))
+    m = kb_recall(retrieval(passage), agent(passage))
+    assert m.details["per_retrieval"][0]["matched_words"] == m.details["per_retrieval"][0]["passage_words"] == 20
 
 
 def test_only_the_first_50_retrievals_are_considered():

@@ -8,9 +8,11 @@ Heuristic (used when no LLM judge answered):
   its words repeated, while a word from anywhere in the passage counts.
 - A retrieval is recalled when (its words the agent also said) ÷ (its word count) ≥
   `MIN_RECALLED_SHARE`. Words the agent says at any time of the call count, before the retrieval or
-  after it. A retrieval with no significant words (no passages, or nothing but stop words) cannot be
-  recalled and counts as not recalled.
-- Value: recalled ÷ retrievals (0 to 1); score: value × 100. Not applicable without retrievals.
+  after it. The matched words shown are capped at the word count, as the share is.
+- A retrieval that returned nothing to use (no passages, or nothing but stop words) is listed but not
+  counted: the agent cannot be faulted for a lookup that came back empty.
+- Value: recalled ÷ counted retrievals (0 to 1); score: value × 100. Not applicable without counted
+  retrievals.
 
 Incremental: the agent's significant words are one set; each retrieval's words not yet said wait in an
 inverted index (word → retrievals), so that the first time the agent says a word, exactly the
@@ -44,8 +46,12 @@ class Retrieval:
         return self.matched / self.word_count if self.word_count else 0.0
 
     @property
+    def counted(self) -> bool:
+        return self.word_count > 0
+
+    @property
     def recalled(self) -> bool:
-        return self.word_count > 0 and self.share >= MIN_RECALLED_SHARE
+        return self.counted and self.share >= MIN_RECALLED_SHARE
 
 
 @dataclass(slots=True)
@@ -99,19 +105,21 @@ class KbRecall(QaMetric):
         acc.retrievals.append(retrieval)
 
     def finalize(self, acc: KbRecallAcc, call: CallState) -> MetricResult:
-        if not acc.retrievals:
+        counted = sum(1 for r in acc.retrievals if r.counted)
+        if not counted:
             return self.not_applicable(NOT_APPLICABLE)
         recalled = sum(1 for r in acc.retrievals if r.recalled)
-        value = recalled / len(acc.retrievals)
+        value = recalled / counted
         return self.scored(
             value,
             value * 100,
-            retrievals=len(acc.retrievals),
+            retrievals=counted,
             recalled=recalled,
+            empty_retrievals=len(acc.retrievals) - counted,
             ignored_retrievals=acc.ignored_retrievals,
             per_retrieval=[
-                {"query": r.query, "matched_words": r.matched, "passage_words": r.word_count,
-                 "recalled": r.recalled}
+                {"query": r.query, "matched_words": min(r.matched, r.word_count), "passage_words": r.word_count,
+                 "recalled": r.recalled if r.counted else None}
                 for r in acc.retrievals
             ],
         )
