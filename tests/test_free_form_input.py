@@ -88,15 +88,19 @@ def test_tool_results_with_huge_statuses_and_arguments_nested_too_deep_are_judge
     assert [call["why"] for call in details["bad_calls"]] == ["arguments are not valid JSON"]
 
 
-def test_recorded_judge_scores_are_held_to_0_to_1_and_odd_ones_are_an_error_not_a_crash():
+def test_recorded_judge_scores_outside_0_to_1_or_odd_are_an_error_not_a_pass_nor_a_crash():
     scenario = {"name": "s", "judge_threshold": 0.5, "nl_assertions": ["confirmed"], "min_agent_turns": 0}
 
     def judged(evaluation: dict, as_msgpack: bool = False):
         return score([started(scenario=scenario), envelope("turn", {"role": "agent", "text": "Confirmed."}), ended(),
                       envelope("judge.result", {"evaluation": evaluation})], as_msgpack).evaluation
 
-    assert judged({"score": 7, "reason": "r"})["judge_score"] == 1.0
-    assert judged({"score": -3, "reason": "r"})["judge_passed"] is False
+    # A judge answering on a 0-10 scale: an error scored 0.0, not a perfect pass.
+    for outside in (7, -3, 1.0001):
+        fields = judged({"score": outside, "reason": "r"})
+        assert (fields["judge_score"], fields["judge_passed"]) == (0.0, False)
+        assert fields["judge_result"]["reason"] == f"Error: judge score is outside 0 to 1: {outside!r}"
+    assert judged({"score": 1, "reason": "r"})["judge_score"] == 1.0
     for odd, as_msgpack in ((10**400, False), (float("nan"), True)):
         fields = judged({"score": odd, "reason": "r"}, as_msgpack)
         assert fields["judge_score"] == 0.0 and fields["judge_result"]["reason"].startswith("Error: judge score is not a number")
@@ -106,7 +110,7 @@ def test_recorded_judge_scores_are_held_to_0_to_1_and_odd_ones_are_an_error_not_
 
 
 def test_maps_with_integer_keys_hash_as_json_text_keys_and_reach_the_judge_context():
-    from scorers.evaluation.db_state import db_state_hash
+    from models.db_hash import db_state_hash
 
     assert db_state_hash({"t": {1: "a", "count": 2}}) == db_state_hash({"t": {"1": "a", "count": 2}})
     score([started(), envelope("tool.call", {"name": "n", "arguments": "{}", "result": {1: "a", "b": 2}}),

@@ -1,4 +1,4 @@
-"""The judge's answers: strict schema checks, clamping, verdict normalisation, and the recorded event."""
+"""The judge's answers: strict schema checks, score ranges, verdict normalisation, and the recorded event."""
 
 from __future__ import annotations
 
@@ -139,10 +139,16 @@ def test_the_evaluation_answer_becomes_the_judge_result_document():
     }
 
 
-@pytest.mark.parametrize(("score", "clamped"), [(1.7, 1.0), (-0.2, 0.0), (1, 1.0)])
-def test_the_evaluation_score_is_clamped_to_0_1(score, clamped):
-    document = parse_evaluation_answer(evaluation_with(score=score), requests().evaluation)
-    assert document["score"] == clamped and isinstance(document["score"], float)
+def test_the_evaluation_score_is_a_float_from_0_to_1():
+    document = parse_evaluation_answer(evaluation_with(score=1), requests().evaluation)
+    assert document["score"] == 1.0 and isinstance(document["score"], float)
+
+
+@pytest.mark.parametrize("score", [1.7, -0.2, 7])
+def test_an_evaluation_score_outside_0_to_1_is_an_unusable_answer_not_a_clamped_pass(score):
+    # (7: a judge answering on a 0-10 scale would otherwise make every scenario a perfect pass.)
+    with pytest.raises(JudgeAnswerError, match=f"the answer's score {score!r} is outside 0 to 1"):
+        parse_evaluation_answer(evaluation_with(score=score), requests().evaluation)
 
 
 def test_missing_out_of_range_and_non_boolean_verdicts_fail_with_a_reason():

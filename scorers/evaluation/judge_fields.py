@@ -100,26 +100,30 @@ def normalise_nl_verdicts(raw: Any, assertions: list[str], failure_reason: str |
     return verdicts
 
 
-def _score(value: Any) -> float | None:
-    """The judge's score held to 0–1 (as the live judge holds the answers it records), or None when
-    it is not a finite number."""
+def _score_problem(value: Any) -> str | None:
+    """Why a recorded judge score is unusable, or None when it is a finite number from 0 to 1 (the live
+    judge records no other: one outside is an error, never clamped to a pass)."""
     score = finite_number(value)
-    return None if score is None else min(1.0, max(0.0, score))
+    if score is None:
+        return f"judge score is not a number: {value!r}"
+    if not 0.0 <= score <= 1.0:
+        return f"judge score is outside 0 to 1: {value!r}"
+    return None
 
 
 def judge_result_document(acc: JudgeAnswerAcc, nl_assertions: list[str] | None) -> dict[str, Any] | None:
     """The judge_result.json document, or None when the judge neither answered nor failed."""
     if acc.evaluation is not None:
         answer = acc.evaluation
-        score = _score(answer.get("score"))
-        if score is None:
-            reason = f"{ERROR_PREFIX}judge score is not a number: {answer.get('score')!r}"
-            document = {"score": 0.0, "reason": reason, "judge_input": _judge_input(answer.get("judge_input"))}
-            failure = f"Judge error: judge score is not a number: {answer.get('score')!r}"
+        problem = _score_problem(answer.get("score"))
+        if problem is not None:
+            document = {"score": 0.0, "reason": f"{ERROR_PREFIX}{problem}",
+                        "judge_input": _judge_input(answer.get("judge_input"))}
+            failure = f"Judge error: {problem}"
         else:
             reason = answer.get("reason", "")
             document = {
-                "score": score,
+                "score": finite_number(answer.get("score")),
                 "reason": reason if isinstance(reason, str) else str(reason),
                 "judge_input": _judge_input(answer.get("judge_input")),
             }

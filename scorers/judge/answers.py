@@ -95,11 +95,26 @@ def check_answer(validator: "Draft202012Validator", answer: Any) -> None:
         raise JudgeAnswerError(cut(f"answer does not match the schema at {where}: {error.message}", MAX_ERROR_CHARS))
 
 
-def clamp_number(value: float, low: float, high: float) -> float:
+def clamp_rating(value: float) -> float:
+    """A QA rating held to 0-100: one a little past either end (130.5, -5) still says which end."""
+    return max(0.0, min(100.0, finite_score(value)))
+
+
+def finite_score(value: float) -> float:
     number = finite_number(value)  # JSON allows integers beyond float, Python's parser NaN and Infinity
     if number is None:
         raise JudgeAnswerError(f"the answer's score is not a finite number: {cut(repr(value), 40)}")
-    return max(low, min(high, number))
+    return number
+
+
+def score_in_range(value: float, low: float, high: float) -> float:
+    """The answer's score, which must be a finite number from `low` to `high`. One outside is an
+    unusable answer, not a score to clamp: a judge answering 7 on a 0-10 scale for a 0-1 score would
+    otherwise make every scenario a perfect pass."""
+    number = finite_score(value)
+    if not low <= number <= high:
+        raise JudgeAnswerError(f"the answer's score {cut(repr(value), 40)} is outside {low:g} to {high:g}")
+    return number
 
 
 def short_text(value: str, limit: int = MAX_REASON_CHARS) -> str:
@@ -134,7 +149,7 @@ def parse_qa_answer(content: str | None, request: JudgeRequest) -> QaAnswer:
     }
     for name in RATED_METRICS:
         score = answer[name]["score"]
-        qa[name] = {"score": None if score is None else clamp_number(score, 0.0, 100.0),
+        qa[name] = {"score": None if score is None else clamp_rating(score),
                     "reason": short_text(answer[name]["reason"])}
     criteria = None
     if request.criteria:
@@ -150,7 +165,7 @@ def parse_evaluation_answer(content: str | None, request: JudgeRequest) -> dict[
     """The judge_result.json document of a valid answer."""
     answer = decode_answer(content)
     check_answer(evaluation_answer_check(bool(request.nl_assertions)), answer)
-    raw = {"score": clamp_number(answer["score"], 0.0, 1.0), "reason": short_text(answer["reason"]),
+    raw = {"score": score_in_range(answer["score"], 0.0, 1.0), "reason": short_text(answer["reason"]),
            "judge_input": request.input()}
     if request.nl_assertions:
         raw["nl_assertion_verdicts"] = verdicts_with_short_reasons(answer["nl_assertion_verdicts"])
