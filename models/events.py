@@ -304,6 +304,12 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.__struct_config__.tag: cls for cls in
 # Events that may still change a call's result after it ended: each publishes version + 1.
 RESCORE_TYPES = frozenset({"call.annotated", "transcript.corrected", "judge.result"})
 RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
+# What may come after a call's end: the rescoring events, and a DB state, which a harness asks the agent
+# for once the conversation is over (and which a call ended by the inactivity sweep can only have after
+# its end). A DB state is part of the call while it runs too, and holds it open as any event does; like
+# the rescoring events, it changes only a call that is held.
+AFTER_END_TYPES = RESCORE_TYPES | {"db.state"}
+AFTER_END_CLASSES = frozenset(EVENT_TYPES[tag] for tag in AFTER_END_TYPES)
 
 # An event's signature: its type and its event time in one integer (the type's number above the 48
 # bits that every event time fits in). A call keeps it beside each event_id it applied, so that an

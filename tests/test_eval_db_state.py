@@ -170,6 +170,22 @@ def test_a_missing_agent_hash_is_a_failed_match_not_na():
     assert doc["db_state_match"] is False
 
 
+def test_a_db_state_sent_after_the_end_rescores_the_call():
+    # A harness asks the agent for its end state once the conversation is over; a call ended by the
+    # inactivity sweep can have it only after its end.
+    expected = db_state_hash(EXPECTED_DB)
+    _, results = run_call([started(expected_db_hash=expected), event("call.ended", {"stop_reason": "[EXIT]"}),
+                           db_state("agent", hash_=expected)])
+    assert [(r.version, r.evaluation["db_state_match"]) for r in results] == [(1, False), (2, True)]
+
+
+def test_a_db_state_of_a_call_not_held_is_refused_not_a_new_call():
+    engine = CallEngine()
+    processed = engine.process(db_state("agent", hash_="abc"))
+    assert processed.status == "rejected" and "which is not held" in processed.reason
+    assert engine.calls == {}
+
+
 def test_the_latest_agent_state_wins():
     expected = db_state_hash(EXPECTED_DB)
     doc = evaluation(started(expected_db_hash=expected), db_state("agent", hash_=expected), db_state("agent", db={"orders": {}}))
