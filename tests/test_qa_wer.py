@@ -53,6 +53,11 @@ def test_case_and_punctuation_are_not_errors():
     assert m.details["estimated"] is False
 
 
+def test_a_dash_slash_or_ellipsis_between_words_is_no_error():
+    m = scored("wer", user("Yes, I can do 4:30 5:00. Fine, thanks."), correct(0, "Yes\u2014I can do 4:30/5:00 \u2026 fine...thanks"))
+    assert (m.value, m.score) == (0.0, 100.0)
+
+
 def test_errors_are_summed_over_user_turns_and_divided_by_all_reference_words():
     # turn 1: "book a table for two" vs "book table for too": deletion of "a" + substitution → 2 errors, 5 words.
     # turn 3 uncorrected: 0 errors, 3 words. WER = 2 / 8 = 0.25.

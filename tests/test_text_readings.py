@@ -11,7 +11,7 @@ import sys
 
 import jiwer
 
-from scorers.qa.wer import _PUNCTUATION, _normalise_sentences, edit_distance, normalise, word_count
+from scorers.qa.wer import SEPARATORS, _PUNCTUATION, _normalise_sentences, edit_distance, normalise, word_count
 from scorers.text import (
     FACT_RE,
     WORD_RE,
@@ -87,9 +87,11 @@ def test_a_robotic_phrase_found_through_its_anchor_word():
     assert reading("As an AI language model, I can't. As an AI, no.").robotic == ("as an ai language model", "as an ai")
 
 
-# jiwer's own normalisation, which `normalise` and `word_count` stand in for.
-JIWER_NORMALISE = jiwer.Compose([jiwer.ToLowerCase(), jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(),
-                                 jiwer.Strip(), jiwer.ReduceToListOfListOfWords()])
+# jiwer's own normalisation, which `normalise` and `word_count` stand in for, with the punctuation that
+# separates words made a space first.
+JIWER_NORMALISE = jiwer.Compose([jiwer.ToLowerCase(), jiwer.SubstituteRegexes({r"\.\.+|[/\u2013\u2014\u2015\u2026]": " "}),
+                                 jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(), jiwer.Strip(),
+                                 jiwer.ReduceToListOfListOfWords()])
 
 
 def _random_unicode_texts(count: int, seed: int) -> list[str]:
@@ -123,7 +125,7 @@ def test_the_punctuation_table_stops_remembering_other_characters_at_its_cap_and
     texts = _random_unicode_texts(300, seed=12)
     for text in texts:
         assert normalise(text) == JIWER_NORMALISE(text), repr(text)
-    remembered_others = [code for code, to in _PUNCTUATION.items() if to is not None]
+    remembered_others = [code for code, to in _PUNCTUATION.items() if to is not None and chr(code) not in SEPARATORS]
     assert len(remembered_others) <= type(_PUNCTUATION).MAX_REMEMBERED
 
 
@@ -136,7 +138,15 @@ def test_wer_removes_every_punctuation_character_jiwer_removes():
     removed = jiwer.RemovePunctuation().tokens_to_remove
     assert len(removed) > 500  # every "P" category of Unicode, not only ASCII's
     for character in removed:
-        assert normalise(f"a{character}b c") == [["ab", "c"]], repr(character)
+        expected = [["a", "b", "c"]] if character in SEPARATORS else [["ab", "c"]]
+        assert normalise(f"a{character}b c") == expected, repr(character)
+
+
+def test_punctuation_between_words_separates_them():
+    # A correction that differs from the transcript only in how it punctuates has no errors.
+    assert normalise("Yes\u2014I can do 4:30/5:00, fine...thanks") == normalise("Yes, I can do 4:30 5:00, fine thanks")
+    assert word_count("Yes\u2014I can do 4:30/5:00, fine...thanks") == 8
+    assert normalise("U.S. e-mail, don't") == [["us", "email", "dont"]]  # (inside a word it still goes)
 
 
 def test_wer_word_count_ignores_punctuation_and_collapses_spaces():
