@@ -120,3 +120,13 @@ def test_score_is_rounded_to_one_decimal():
                ended_ts=START_TS + 30_000)
     assert m.score == 89.3
     assert m.details["overlap_percent"] == 0.33
+
+
+def test_a_call_ended_by_inactivity_is_as_long_as_its_conversation_not_its_silence():
+    # Ended 10 s in, or swept a whole timeout (120 s) after its last activity at 10 s: the same 2 %.
+    words = (turn("agent", ("hello", 0, 400), ("there", 450, 1000)), turn("user", ("hi", 800, 1200)))
+    hung_up = scored("overlapping_speech", *words, ended_ts=CALL_10S)
+    swept = scored("overlapping_speech", *words, ended_ts=CALL_10S + 120_000,
+                   ended={"stop_reason": "[INACTIVITY_TIMEOUT]"})
+    assert swept.details["call_length_ms"] == hung_up.details["call_length_ms"] == 10_000
+    assert swept.score == hung_up.score == 86.0

@@ -10,7 +10,10 @@ also keeps a turn whose event arrives late, after a reply that started later, fr
 gap as overlap.
 
 Value: the number of overlaps. The call's length for the percentage is `call.ended − call.started`
-in event time (`ts_ms`); when either is missing, the span of all word timings seen. Score:
+in event time (`ts_ms`), less the call's inactivity timeout when inactivity ended it (the silence that
+ended the call is no part of its conversation: a call swept 120 s after its last words would count
+two minutes of nothing against its overlaps); when either is missing, the span of all word timings
+seen. Score:
 100 − 10 × overlaps − 2 × overlap percent, clamped to 0–100. No word timings at all: no overlaps,
 score 100.
 """
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from models.call_state import CallState
 from models.events import Turn
 from models.results import MetricResult
+from scorers.inactivity import INACTIVITY_STOP_REASON
 from scorers.qa.base import QaMetric
 
 PENALTY_PER_OVERLAP = 10.0
@@ -46,8 +50,11 @@ class OverlapAcc:
 
 def call_length_ms(acc: OverlapAcc, call: CallState) -> float:
     start = call.attempt_start_ms(call.started_ts_ms)  # (the accepted attempt's, as its overlaps are)
-    if start is not None and call.ended_ts_ms is not None and call.ended_ts_ms > start:
-        return float(call.ended_ts_ms - start)
+    end = call.ended_ts_ms
+    if end is not None and call.ended is not None and call.ended.stop_reason == INACTIVITY_STOP_REASON:
+        end -= int(round(call.inactivity_timeout_s * 1000))
+    if start is not None and end is not None and end > start:
+        return float(end - start)
     if acc.first_word_ms is not None and acc.last_word_ms is not None:
         return acc.last_word_ms - acc.first_word_ms
     return 0.0
