@@ -56,15 +56,16 @@ def test_evaluation_sections_are_only_those_with_content():
               event("turn", {"role": "agent", "text": "Hello."}),
               event("call.ended", {"stop_reason": "[EXIT]"})]
     content = requests_for(events).evaluation.user_content
-    # No reference, no predictions, no conversation flag, no prompt, tools or passages.
-    assert opening_tags(content) == ["nl_assertions"]
+    # No reference, no predictions, no conversation flag, no user-side tools; the agent's context is
+    # its one message.
+    assert opening_tags(content) == ["nl_assertions", "agent_context_history"]
+    assert section_body(content, "agent_context_history") == "Messages:\nassistant: Hello."
 
 
 def test_the_conversation_is_shown_only_when_the_scenario_says_so():
     without = requests_for(judged_call(scenario={"name": "s", "judge": True})).evaluation.user_content
     with_it = requests_for(judged_call(scenario={"name": "s", "judge": True, "judge_include_conversation": True})).evaluation.user_content
     assert "conversation" not in opening_tags(without)
-    assert "Hello Ann" not in without  # not smuggled in through the agent's context either
     assert section_body(with_it, "conversation") == (
         "user: Hi, how much is a large pizza?\nagent: Hello Ann, a large is $12.\nagent: Your order is placed, thank you."
     )
@@ -86,6 +87,14 @@ def test_agent_and_user_context_histories_hold_each_sides_tool_calls():
     assert '1. place_order({"size": "large"}) -> result: {"order_id": 7}' in agent
     assert "check_card" not in agent
     assert user == 'Tool calls:\n1. check_card({"n": 1}) -> result: ok'
+
+
+def test_the_agent_context_history_holds_the_messages_as_its_llm_context_does():
+    # The evidence of "the agent greeted the caller", with or without <conversation>.
+    content = requests_for(judged_call(scenario={"name": "s", "judge": True})).evaluation.user_content
+    assert section_body(content, "agent_context_history").endswith(
+        "Messages:\nuser: Hi, how much is a large pizza?\nassistant: Hello Ann, a large is $12.\n"
+        "assistant: Your order is placed, thank you.")
 
 
 @pytest.mark.parametrize(("scenario", "asked"), [

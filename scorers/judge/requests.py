@@ -11,9 +11,12 @@ Two requests at most:
   the judge, so a scenario that declares them wants it. Its user content is the metrics dictionary's
   tagged sections, in its order and only when non-empty: <reference>, <prediction>, <conversation>
   (only with `judge_include_conversation`), <nl_assertions> (a 1-based numbered list),
-  <agent_context_history> (the agent's prompt, flow, variables, knowledge base passages and tool
-  calls with arguments and results — the transcript only ever goes into <conversation>) and
-  <user_context_history> (the simulated user's tool calls).
+  <agent_context_history> (the agent's LLM context: its prompt, flow, variables, knowledge base
+  passages, tool calls with arguments and results, and the messages — the user's words and its own
+  replies, as an LLM context holds them) and <user_context_history> (the simulated user's tool calls).
+  The messages are the evidence of every assertion about what was said: without them, a judge asked
+  "did the agent greet the caller?" of a scenario without `judge_include_conversation` saw no word
+  of the call. <conversation> adds the transcript turns as such.
 
 Everything taken from the call is untrusted data: each section is delimited by tags, any tag of ours
 inside the data is escaped (`<` → `&lt;`) so the data cannot close its section or open another, and
@@ -290,8 +293,14 @@ def agent_context_history(call: CallState, context: JudgeContextAcc) -> str:
         ("Variables", as_json(call.variables)),
         ("Knowledge base", knowledge_base(context)),
         ("Tool calls", tool_calls(context.tool_calls("agent"))),
+        ("Messages", cut(context_messages(call), MAX_TRANSCRIPT_CHARS)),
     ]
     return "\n\n".join(f"{title}:\n{text}" for title, text in parts if text.strip())
+
+
+def context_messages(call: CallState) -> str:
+    """The call's turns as the agent's LLM context holds them: the user's, and its own as the assistant's."""
+    return "\n".join(f"{'assistant' if t.role == 'agent' else 'user'}: {t.text}" for t in call.turns)
 
 
 def user_context_history(context: JudgeContextAcc) -> str:
@@ -310,7 +319,7 @@ def evaluation_request(call: CallState, context: JudgeContextAcc) -> JudgeReques
         section("prediction", as_json(predicted.predictions)),
         section("conversation", conversation, MAX_TRANSCRIPT_CHARS),
         section("nl_assertions", numbered(assertions)),
-        section("agent_context_history", agent_context_history(call, context)),
+        section("agent_context_history", agent_context_history(call, context), MAX_SECTION_CHARS + MAX_TRANSCRIPT_CHARS),
         section("user_context_history", user_context_history(context)),
     ])
     return JudgeRequest("evaluation", EVALUATION_SYSTEM_PROMPT, content, EVALUATION_SCHEMA_NAME,
