@@ -39,9 +39,10 @@ def test_invalid_json_arguments_make_a_bad_call():
     assert m.details["bad_calls"] == [{"tool_call_id": "t1", "name": "lookup", "why": "arguments are not valid JSON"}]
 
 
-def test_empty_arguments_are_not_valid_json():
-    m = scored("tool_call_accuracy", tool(arguments="", result="ok"))
-    assert m.details["bad_calls"][0]["why"] == "arguments are not valid JSON"
+def test_blank_arguments_are_a_tool_called_without_parameters():
+    for blank in ("", "  "):
+        m = scored("tool_call_accuracy", tool(arguments=blank, result="ok"))
+        assert (m.value, m.details["bad_calls"]) == (1.0, [])
 
 
 def test_missing_result_makes_a_bad_call():
@@ -66,6 +67,11 @@ def test_every_problem_of_a_call_is_given():
         ({"error": "not found"}, "result has an 'error' key"),
         ({"errors": [{"message": "bad"}]}, "result has an 'errors' key"),
         ({"success": False, "data": None}, "result says success: false"),
+        ({"success": "False"}, "result says success: false"),
+        ({"ok": False, "error": ""}, "result says ok: false"),
+        ({"status": "error", "message": "x"}, "result status 'error'"),
+        ({"status": " Fail "}, "result status 'Fail'"),
+        ({"status": "FAILED"}, "result status 'FAILED'"),
         ({"status": 404}, "result status 404"),
         ({"status": 400}, "result status 400"),
         ({"status_code": "500"}, "result status_code 500"),
@@ -93,7 +99,9 @@ def test_result_that_looks_like_a_failure_makes_a_bad_call(result, why):
         {"status": True},  # a boolean is not a status code
         {"error": None, "data": 1},
         {"errors": []},
-        {"success": "false"},  # only the boolean false is a failure
+        {"success": "true", "ok": True},
+        {"status": "success"},
+        {"status": "errored items: 0"},  # (a word, not a phrase)
         "no errors found",
         "Booked for 4pm",
         '{"booked": true}',

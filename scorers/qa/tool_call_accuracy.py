@@ -1,12 +1,17 @@
 """Tool call accuracy (heuristic): whether the agent's tools were called correctly.
 
-A tool call is good when its arguments are valid JSON, it has a result, and the result does not look
+A tool call is good when its arguments are valid JSON (blank arguments are a tool called without
+parameters, as OpenAI-compatible servers send them), it has a result, and the result does not look
 like a failure. A failure is, on the result as a JSON value (a string that holds JSON is parsed first):
 - an `error` or `errors` key at the top level of an object, unless its value is empty (null, false,
   "", [] or {} — APIs commonly send `"error": null` or `"errors": []` on success);
-- `"success": false` (the boolean);
-- a status of 400 or more under `status`, `status_code` or `statusCode` (a number or a numeric string);
+- `"success": false` or `"ok": false` (the boolean, or the string "false" in any case);
+- a status of 400 or more under `status`, `status_code` or `statusCode` (a number or a numeric string),
+  or a status that says so in words: "error", "fail", "failed" or "failure" in any case (JSend's
+  `{"status": "error"}` and `{"status": "fail"}`);
 - text that, stripped and in any case, starts with "error", "failed" or "failure".
+The specification names the boolean `success`, numeric statuses and the text; the rest are the same
+failures as common APIs spell them, which a reader of the call would not take for successes.
 A missing or blank result is "no result".
 
 Sources (see `scorers.qa.tool_calls`): `tool.call` events, where a later event with the same
@@ -45,6 +50,8 @@ FAILURE_KEYS = ("error", "errors")
 STATUS_KEYS = ("status", "status_code", "statusCode")
 FAILED_STATUS_FROM = 400
 FAILURE_PREFIXES = ("error", "failed", "failure")
+FAILED_STATUS_WORDS = frozenset({"error", "fail", "failed", "failure"})
+SUCCESS_FLAGS = ("success", "ok")
 
 
 def _parse_json(text: str) -> tuple[bool, Any]:
@@ -57,7 +64,7 @@ def _parse_json(text: str) -> tuple[bool, Any]:
 def arguments_problem(arguments: Any) -> str | None:
     """Why the arguments are not valid JSON, or None. Already-decoded values (RTVI) are valid."""
     if isinstance(arguments, str):
-        return None if _parse_json(arguments)[0] else INVALID_ARGUMENTS
+        return None if not arguments.strip() or _parse_json(arguments)[0] else INVALID_ARGUMENTS
     return None
 
 
@@ -88,12 +95,17 @@ def result_problem(result: Any) -> str | None:
         for key in FAILURE_KEYS:
             if value.get(key) not in (None, False, "", [], {}):
                 return f"result has an {key!r} key"
-        if value.get("success") is False:
-            return "result says success: false"
+        for key in SUCCESS_FLAGS:
+            flag = value.get(key)
+            if flag is False or (isinstance(flag, str) and flag.strip().lower() == "false"):
+                return f"result says {key}: false"
         for key in STATUS_KEYS:
             status = _status(value.get(key))
             if status is not None and status >= FAILED_STATUS_FROM:
                 return f"result {key} {value[key]}"
+            word = value.get(key)
+            if isinstance(word, str) and word.strip().lower() in FAILED_STATUS_WORDS:
+                return f"result {key} {word.strip()!r}"
     return None
 
 
