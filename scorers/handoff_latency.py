@@ -6,7 +6,8 @@ Three sources, in order of preference, never mixed within one call so nothing is
    `bot-started-speaking`; failing that, the agent pipeline's `user-stopped-speaking` → its
    `bot-started-speaking` (both in event time, `ts_ms`);
 3. turn timings — a user turn's `end_ms` → the next agent turn's `start_ms` (none when that turn
-   started before the user's ended: talking over the user is an overlap, not a handoff).
+   started before the user's ended: talking over the user is an overlap, not a handoff); a turn
+   without them is timed by its words, from its first word's start to its last word's end.
 Each source keeps its own samples while the call runs; the first non-empty one is the call's.
 
 A handoff measures nothing, and gives no sample, when the agent starts before the user's stop (skewed
@@ -107,7 +108,7 @@ class HandoffLatency(Scorer):
         d = event.data
         if d.role == "user":
             acc.last_user_text = d.text
-            acc.last_user_end_ms = d.end_ms
+            acc.last_user_end_ms = d.end_ms if d.end_ms is not None or not d.words else max(w[2] for w in d.words)
             return
         if not d.text.strip():
             return  # a blank agent turn is no reply: the reply that follows is the handoff's
@@ -115,9 +116,10 @@ class HandoffLatency(Scorer):
             for index in source.awaiting_agent_text:
                 source.samples[index].agent_transcript = d.text
             source.awaiting_agent_text.clear()
-        if acc.last_user_end_ms is not None and d.start_ms is not None:
+        start_ms = d.start_ms if d.start_ms is not None or not d.words else min(w[1] for w in d.words)
+        if acc.last_user_end_ms is not None and start_ms is not None:
             # An agent turn that starts before the user finished talked over the user (an overlap),
             # it did not answer after the user's last audio: no sample, rather than a negative one.
-            if d.start_ms >= acc.last_user_end_ms:
-                acc.from_turns.append(LatencySample(float(d.start_ms - acc.last_user_end_ms), acc.last_user_text, d.text))
+            if start_ms >= acc.last_user_end_ms:
+                acc.from_turns.append(LatencySample(float(start_ms - acc.last_user_end_ms), acc.last_user_text, d.text))
             acc.last_user_end_ms = None

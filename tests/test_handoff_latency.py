@@ -163,3 +163,13 @@ def test_a_blank_agent_turn_is_no_reply():
     assert samples(
         simulated_user_stopped(T), agent_started(T + 900), agent_turn(""), agent_turn("For how many?"),
     ) == [(900.0, "", "For how many?")]
+
+
+def test_turns_without_start_and_end_are_timed_by_their_words():
+    def worded(role, text, *words):
+        return event("turn", {"role": role, "text": text, "words": [list(w) for w in words]})
+
+    assert samples(
+        worded("user", "book a table", ("book", 0, 300), ("a", 320, 400), ("table", 420, 900)),
+        worded("agent", "For how many?", ("for", 1600, 1800), ("how", 1800, 2000), ("many", 2000, 2400)),
+    ) == [(700.0, "book a table", "For how many?")]
