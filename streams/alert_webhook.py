@@ -1,9 +1,17 @@
-"""Optional webhook delivery of alert events: POST each event as JSON to `alert_webhook_url`.
+"""Webhook delivery of alert events: read from `callqa.alerts`, POSTed in order, committed once delivered.
 
-Scoring never waits for it: `submit()` only puts the event on a bounded queue (and drops it, counted
-and logged, when the queue is full: the event is on `callqa.alerts` anyway), and one background task
-posts the events in order. A failed POST (a connection error, a timeout, or a 5xx/429 answer) is
-retried with exponential backoff; any other 4xx answer is final, as retrying it cannot help.
+The alerts topic is the queue. A relay (`WebhookRelay.run`) reads it in a consumer group of its own,
+so that one worker of a deployment delivers, POSTs each event as JSON and commits its offset once the
+event was delivered or refused for good. A receiver that is down holds the relay at its event, which
+is retried with backoff (doubling, up to `max_backoff_s`) for as long as it takes: the events behind
+it wait on the topic, not in memory, and scoring never waits for them. A worker that stops or crashes
+leaves them to the next relay, which starts from the last committed offset. Delivery is at least
+once: an event delivered just before a stop, and not yet committed, comes again (a receiver tells it
+by its `dedupe_key` and `state`).
+
+A failed POST (a connection error, a timeout, a 5xx, 408 or 429 answer) is retried; any other 4xx is
+final, logged and counted, as retrying it cannot help. A relay group with no committed offset starts
+where the topic ended when its worker started: configuring a webhook does not send the history.
 """
 
 from __future__ import annotations
@@ -14,85 +22,137 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 import aiohttp
-import msgspec
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import CommitFailedError, IllegalStateError
+
+from streams.config import Settings
+from streams.kafka_clients import connection_options, ended_within, reader
 
 logger = logging.getLogger("callqa.alerts.webhook")
 
-QUEUE_SIZE = 1000
-ATTEMPTS = 5
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
 TIMEOUT_S = 10.0
+RETRIED_CLIENT_STATUSES = frozenset({408, 429})
+# How long a stopping relay waits for its consumer to leave the group (a broker gone would hold it).
+STOP_TIMEOUT_S = 3.0
+# A retry is logged at warning level once per this many failures of an event (and its first).
+WARN_EVERY = 10
 
 
 @dataclass(slots=True)
 class DeliveryCounters:
     delivered: int = 0
-    failed: int = 0  # gave up after the last attempt, or refused for good
-    dropped: int = 0  # the queue was full
+    refused: int = 0  # a 4xx answer that retrying cannot change: given up, and committed
     retries: int = 0
+    assigned: bool = False  # whether this worker's relay holds the alerts topic (one worker does)
 
 
 @dataclass
-class WebhookDelivery:
+class WebhookPoster:
+    """POSTs one event until it is delivered or refused for good."""
+
     url: str
-    queue_size: int = QUEUE_SIZE
-    attempts: int = ATTEMPTS
     first_backoff_s: float = FIRST_BACKOFF_S
     max_backoff_s: float = MAX_BACKOFF_S
-    timeout_s: float = TIMEOUT_S
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
     counters: DeliveryCounters = field(default_factory=DeliveryCounters)
-    _queue: asyncio.Queue | None = field(default=None, repr=False)
 
-    @property
-    def queue(self) -> asyncio.Queue:
-        if self._queue is None:
-            self._queue = asyncio.Queue(self.queue_size)
-        return self._queue
-
-    def submit(self, alert: dict[str, Any]) -> bool:
-        """Queue one alert event; False (and counted) when the queue is full. Never waits."""
-        try:
-            self.queue.put_nowait(msgspec.json.encode(alert))
-            return True
-        except asyncio.QueueFull:
-            self.counters.dropped += 1
-            logger.warning("alert webhook queue full (%s events): dropped %s", self.queue_size, alert.get("dedupe_key"))
-            return False
-
-    async def run(self) -> None:
-        """Deliver queued events one by one, forever (cancel the task to stop)."""
-        timeout = aiohttp.ClientTimeout(total=self.timeout_s)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            while True:
-                body = await self.queue.get()
-                try:
-                    await self._deliver(session, body)
-                finally:
-                    self.queue.task_done()
-
-    async def _deliver(self, session: aiohttp.ClientSession, body: bytes) -> bool:
+    async def deliver(self, session: aiohttp.ClientSession, body: bytes) -> bool:
+        """True once delivered; False when refused for good. Retries any other failure, for ever."""
         delay = self.first_backoff_s
-        for attempt in range(1, self.attempts + 1):
+        failures = 0
+        while True:
             try:
                 async with session.post(self.url, data=body, headers={"Content-Type": "application/json"}) as response:
                     if response.status < 300:
                         self.counters.delivered += 1
                         return True
-                    if response.status < 500 and response.status != 429:
-                        self.counters.failed += 1
-                        logger.warning("alert webhook refused an event: HTTP %s", response.status)
+                    if response.status < 500 and response.status not in RETRIED_CLIENT_STATUSES:
+                        self.counters.refused += 1
+                        logger.warning("alert webhook refused an event for good: HTTP %s", response.status)
                         return False
                     problem = f"HTTP {response.status}"
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                problem = type(exc).__name__
-            if attempt == self.attempts:
-                break
+                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            failures += 1
             self.counters.retries += 1
-            logger.info("alert webhook attempt %s failed (%s); retrying in %.1f s", attempt, problem, delay)
+            level = logging.WARNING if failures % WARN_EVERY == 1 else logging.INFO
+            logger.log(level, "alert webhook: an event failed %s time(s) (%s); again in %.1f s, the events "
+                              "after it waiting on the topic", failures, problem, delay)
             await self.sleep(delay)
             delay = min(delay * 2, self.max_backoff_s)
-        self.counters.failed += 1
-        logger.warning("alert webhook gave up on an event after %s attempts (%s)", self.attempts, problem)
-        return False
+
+
+class _StartAtLaunch(ConsumerRebalanceListener):
+    """A partition with no committed offset starts where the topic ended at the relay's launch."""
+
+    def __init__(self, relay: WebhookRelay, consumer: AIOKafkaConsumer, launch_offsets: dict[TopicPartition, int]) -> None:
+        self.relay, self.consumer, self.launch_offsets = relay, consumer, launch_offsets
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        self.relay.poster.counters.assigned = False
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        for tp in assigned:
+            if await self.consumer.committed(tp) is None:
+                self.consumer.seek(tp, self.launch_offsets.get(tp, 0))
+        self.relay.poster.counters.assigned = bool(assigned)
+
+
+@dataclass
+class WebhookRelay:
+    settings: Settings
+    topic: str
+    poster: WebhookPoster
+    timeout_s: float = TIMEOUT_S
+
+    @property
+    def group_id(self) -> str:
+        return f"{self.settings.app_id}-alert-webhook"
+
+    async def run(self) -> None:
+        """Deliver the topic's events, forever (cancel the task to stop)."""
+        launch_offsets = await self._end_offsets()
+        consumer = AIOKafkaConsumer(group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="earliest",
+                                    **connection_options(self.settings))
+        consumer.subscribe([self.topic], listener=_StartAtLaunch(self, consumer, launch_offsets))
+        await consumer.start()
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s)) as session:
+                while True:
+                    batches = await consumer.getmany(timeout_ms=1000)
+                    for tp, records in batches.items():
+                        for record in records:
+                            await self.poster.deliver(session, record.value or b"null")
+                            if not await self._commit(consumer, tp, record.offset + 1):
+                                break  # (the rest of the batch is the new holder's to deliver)
+        finally:
+            self.poster.counters.assigned = False
+            await ended_within(consumer.stop(), STOP_TIMEOUT_S)
+
+    async def _end_offsets(self) -> dict[TopicPartition, int]:
+        probe = reader(self.settings)
+        await probe.start()
+        try:
+            partitions = probe.partitions_for_topic(self.topic)
+            while not partitions:
+                await probe._client.force_metadata_update()
+                partitions = probe.partitions_for_topic(self.topic)
+                if not partitions:
+                    await asyncio.sleep(0.5)
+            return await probe.end_offsets([TopicPartition(self.topic, p) for p in sorted(partitions)])
+        finally:
+            await probe.stop()
+
+    @staticmethod
+    async def _commit(consumer: AIOKafkaConsumer, tp: TopicPartition, offset: int) -> bool:
+        try:
+            await consumer.commit({tp: offset})
+            return True
+        except (CommitFailedError, IllegalStateError) as exc:
+            # The partition went to another worker's relay while this event was being delivered: that
+            # relay delivers it again (at least once), and this one goes on with what it holds.
+            logger.info("alert webhook: offset %s not committed (%s); the relay now holding the topic "
+                        "delivers from its last commit", offset, type(exc).__name__)
+            return False

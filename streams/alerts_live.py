@@ -55,7 +55,7 @@ from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
 from scorers.alerting.rulebook import RuleBook
 from scorers.registry import qa_metric_names
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
-from streams.alert_webhook import WebhookDelivery
+from streams.alert_webhook import WebhookPoster, WebhookRelay
 from streams.api import follow_topic
 from streams.kafka_clients import ensure_topics, retrying
 
@@ -97,7 +97,7 @@ class AlertsRuntime:
     engine: AlertEngine = field(init=False)
     restored: bool = False
     rules_revision: int = -1
-    webhook: WebhookDelivery | None = None
+    webhook: WebhookPoster | None = None  # (this worker's relay of `callqa.alerts` to the webhook)
     published: int = 0
     # Set once the rules topic has been read to its end (or given up on after RULES_READ_WAIT_S).
     rules_read: asyncio.Event = field(default_factory=asyncio.Event)
@@ -241,7 +241,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
                             sources=settings.partitions, max_leap_ms=settings.max_watermark_leap_ms,
                             quiet_release_s=settings.alert_quiet_release_s)
     if settings.alert_webhook_url:
-        runtime.webhook = WebhookDelivery(settings.alert_webhook_url)
+        runtime.webhook = WebhookPoster(settings.alert_webhook_url)
 
     # internal: Faust creates it (with its one partition) before subscribing, so no broker default
     # partition count can creep in through auto-creation.
@@ -266,8 +266,6 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
         for alert in alerts:
             await alerts_topic.send(key=alert["dedupe_key"].encode(), value=_json.encode(alert))
             runtime.published += 1
-            if runtime.webhook is not None:
-                runtime.webhook.submit(alert)
 
     @app.agent(input_topic, name="evaluate-alerts", concurrency=1)
     async def evaluate_alerts(stream: faust.StreamT) -> None:
@@ -336,11 +334,13 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
                        logger)
 
     if runtime.webhook is not None:
-        webhook = runtime.webhook
+        relay = WebhookRelay(settings, names.alerts, runtime.webhook)
 
         @app.task
         async def deliver_webhooks() -> None:
-            await webhook.run()
+            await retrying(f"creating {names.alerts}",
+                           lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)
+            await retrying("alerts: delivering to the webhook", relay.run, logger)
 
     @app.page("/alerts")
     async def firing_alerts(web: Any, request: Any) -> Any:
@@ -360,8 +360,6 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
             return web.error(503, "the alert evaluation is being restored")
         # (Read only: what the rules in force cause is the evaluating agent's to publish and keep.)
         counters = {**asdict(runtime.engine.counters), "published": runtime.published, "held": len(runtime.order)}
-        if runtime.webhook is not None:
-            counters["webhook"] = asdict(runtime.webhook.counters)
         return web.json({"firing": runtime.engine.firing(), "watermark_ms": runtime.engine.windows.watermark,
                          "rules": [rule.name for rule in runtime.engine.rules], "counters": counters})
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 import faust
 
 from scorers.engine import CallEngine
+from streams.alert_webhook import WebhookPoster
 from streams.alerts_live import install_alerts
 from streams.api import install_api, json_errors
 from streams.broker_health import install_broker_probe
@@ -204,8 +205,6 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
             # its answer and would log a traceback for each.)
             await judge.stop()
 
-    install_health(callqa, brokers, judge)
-
     if settings.idle_tick_s > 0:
         @app.timer(interval=settings.idle_tick_s)
         async def restore_quiet_partitions() -> None:
@@ -223,12 +222,14 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
 
     install_api(callqa, engine.cohorts, ResultsView())
     install_idle_clock(callqa)
-    install_alerts(callqa)
+    alerts = install_alerts(callqa)
+    install_health(callqa, brokers, judge, alerts.webhook)
     return callqa
 
 
-def install_health(callqa: CallqaApp, brokers: Any, judge: Any) -> None:
-    """`GET /health`: the worker's counters, assignment, broker and judge; 503 while the broker is unreachable."""
+def install_health(callqa: CallqaApp, brokers: Any, judge: Any, webhook: WebhookPoster | None) -> None:
+    """`GET /health`: the worker's counters, assignment, broker, judge and alert webhook; 503 while the
+    broker is unreachable."""
     app, engine, live, names = callqa.app, callqa.live.engine, callqa.live, callqa.topics
 
     @app.page("/health")
@@ -244,5 +245,6 @@ def install_health(callqa: CallqaApp, brokers: Any, judge: Any) -> None:
                          # Whether the cohorts topic has been read to its end: scoring waits for it.
                          "cohorts_read": callqa.cohorts_read.is_set(),
                          "judge": None if judge is None else judge.counters(),
+                         "alert_webhook": None if webhook is None else asdict(webhook.counters),
                          "broker": brokers.document(time.monotonic())},
                         status=503 if unreachable else 200)

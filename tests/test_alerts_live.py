@@ -4,8 +4,10 @@ alert events `callqa replay --rules` writes, with rules from its file and from `
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
 import tempfile
+import threading
 import time
 import tomllib
 import urllib.error
@@ -51,6 +53,30 @@ async def publish_rule(settings, topic: str, rule: AlertRule) -> None:
         await client.stop()
 
 
+class Receiver:
+    """A webhook receiver on loopback, in a thread of its own: what it was POSTed, in order."""
+
+    def __init__(self) -> None:
+        received = self.received = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp_path):
     log, rules_file, both_rules = tmp_path / "calls.jsonl", tmp_path / "rules.toml", tmp_path / "both.json"
     write_latency_log(str(log), 2000, a1_slow)
@@ -66,9 +92,10 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
     settings = settings_for(broker, topic_prefix, partitions=1)
     names = TopicNames(topic_prefix)
     data_dir = tempfile.mkdtemp(prefix="callqa-worker-")
+    receiver = Receiver()
     worker = WorkerProcess(broker.url, data_dir, log_path=f"{data_dir}/worker.log", env={
         "CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix, "CALLQA_PARTITIONS": "1",
-        "CALLQA_ALERT_RULES_FILE": str(rules_file)})
+        "CALLQA_ALERT_RULES_FILE": str(rules_file), "CALLQA_ALERT_WEBHOOK_URL": receiver.url})
     # The broker would create the worker's topics with its own default of 4 partitions.
     asyncio.run(ensure_topics(settings, names.only(1, names.events, names.results)))
     worker.start()
@@ -82,9 +109,14 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
         send(str(log), settings)
         live = collect(settings, names.alerts, lambda records: len(records) >= len(expected), timeout_s=60)
         firing_now = get_alerts(worker)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(receiver.received) < len(expected):
+            time.sleep(0.2)
     finally:
         worker.stop()
+        receiver.close()
     assert live == expected
+    assert receiver.received == expected  # the webhook, in the topic's order
     # Both episodes resolved by the end of the log: nothing is firing.
     assert firing_now is not None and firing_now["firing"] == []
     assert firing_now["counters"]["published"] == len(expected)
