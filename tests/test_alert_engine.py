@@ -356,3 +356,23 @@ def test_kept_calls_no_rule_reads_any_more_are_dropped_from_the_store_on_restore
     second = AlertEngine([])  # the rule is gone meanwhile
     second.restore(calls, first.episodes_document())
     assert second.kept_calls() == [] and second.take_changes().dropped == {c["call_id"] for c in calls}
+
+
+def test_a_metric_rule_on_a_cohort_reads_the_cohorts_verdict_of_the_metric_at_its_own_threshold():
+    # Latency scores 73.3: it passes the default threshold (60) but not the billing cohort's (80), and
+    # the billing overview counts it failed; sales does not count latency, so the result's verdict stands.
+    cohort_rule = AlertRule(name="cohort latency", scope="cohort:*", metric="latency", window_s=300,
+                            fire_below=0.5, min_calls=5)
+    stream = []
+    for n in range(10):
+        billing = {"cohort_id": "billing", "weighted_score": 73.3, "passed": False, "metrics_counted": ["latency"],
+                   "details": {"metrics": {"latency": {"score": 73.3, "threshold": 80, "passed": False, "weight": 1}}}}
+        stream.append(result(f"c{n}", "a0", T0 + n * 1000, True, score=73.3, cohort_ids=["billing", "sales"],
+                             cohorts=[billing]))
+    _, alerts = run(stream, cohort_rule)
+    assert states(alerts) == [("pending", "cohort:billing", T0 + 4000), ("firing", "cohort:billing", T0 + 4000)]
+    # The compact document the worker re-keys onto the alert input keeps the cohort's verdicts.
+    call = scored_call(stream[0])
+    assert scored_call(call.to_document()) == call
+    assert call.outcome("cohort:billing", "latency").passed is False
+    assert call.outcome("cohort:sales", "latency").passed is True

@@ -1,8 +1,11 @@
 """What a published call result contributes to the alert windows, and when.
 
 Only a small part of a result matters to alerting: the call's scopes (all, its agent, its cohorts),
-each QA metric's verdict (`passed` and `score`, when the metric applied), and each cohort's verdict
-(weighted score and pass). `ScoredCall` keeps just that; its document form is what the live worker
+each QA metric's verdict (`passed` and `score`, when the metric applied), each cohort's verdict
+(weighted score and pass), and each cohort's verdicts of the metrics it counts. A metric rule on a
+cohort's scope reads the cohort's verdict of the metric — at the cohort's own threshold, as the
+cohort's overview does — and the result's (at the metric's default threshold) only for a metric the
+cohort does not count: a cohort that passes latency at 80 would otherwise be alerted on at 60. `ScoredCall` keeps just that; its document form is what the live worker
 re-keys onto the single-partition alert input topic, so that topic stays small.
 
 Event time: a call is placed in the windows by the time it ended (`ended_ts_ms`), not by the time the
@@ -29,15 +32,20 @@ from models.alert_rules import SCOPE_ALL, WEIGHTED_SCORE
 
 
 class _MetricView(Struct):
-    metric: str
+    metric: str = ""  # (a cohort's details name the metric by their key)
     score: float | None = None
     passed: bool | None = None
+
+
+class _CohortDetailsView(Struct):
+    metrics: dict[str, _MetricView] = {}
 
 
 class _CohortView(Struct):
     cohort_id: str
     weighted_score: float | None = None
     passed: bool | None = None
+    details: _CohortDetailsView | None = None
 
 
 class _ResultView(Struct):
@@ -68,6 +76,8 @@ class ScoredCall:
     cohort_ids: tuple[str, ...]  # the cohorts the call belongs to, listed or by verdict
     metrics: dict[str, Outcome]  # QA metrics that applied
     cohort_verdicts: dict[str, Outcome]  # cohorts with a weighted score
+    # By cohort, its verdicts of the metrics it counts that applied (at the cohort's thresholds).
+    cohort_metrics: dict[str, dict[str, Outcome | None]] = field(default_factory=dict)
     # When the result was published, in event time (a rescore's is its annotation's, later than the
     # call's end): the order results are counted in (scorers/alerting/ordering.py).
     event_ts_ms: int = 0
@@ -97,16 +107,32 @@ class ScoredCall:
                 if kind == "cohort":
                     out.extend((f"cohort:{c}", metric, outcome) for c, outcome in self.cohort_verdicts.items())
                 continue
+            if kind == "cohort":
+                for cohort_id in self.cohort_ids:
+                    outcome = self._cohort_metric(cohort_id, metric)
+                    if outcome is not None:
+                        out.append((f"cohort:{cohort_id}", metric, outcome))
+                continue
             outcome = self.metrics.get(metric)
             if outcome is not None:
                 out.extend((scope, metric, outcome) for scope in self.scopes_by_kind.get(kind, ()))
         return out
 
     def outcome(self, scope: str, metric: str) -> Outcome | None:
+        kind, _, cohort_id = scope.partition(":")
         if metric == WEIGHTED_SCORE:
-            kind, _, cohort_id = scope.partition(":")
             return self.cohort_verdicts.get(cohort_id) if kind == "cohort" else None
-        return self.metrics.get(metric) if scope in self.scopes else None
+        if scope not in self.scopes:
+            return None
+        return self._cohort_metric(cohort_id, metric) if kind == "cohort" else self.metrics.get(metric)
+
+    def _cohort_metric(self, cohort_id: str, metric: str) -> Outcome | None:
+        """The cohort's verdict of `metric` when it counts the metric (None when it did not apply);
+        the result's otherwise."""
+        counted = self.cohort_metrics.get(cohort_id)
+        if counted is not None and metric in counted:
+            return counted[metric]
+        return self.metrics.get(metric)
 
     def to_document(self) -> dict[str, Any]:
         """A compact result document (the shape of `CallResult`, with only what alerting reads)."""
@@ -118,9 +144,17 @@ class ScoredCall:
             "ended_ts_ms": self.ts_ms,
             "event_ts_ms": self.event_ts_ms,
             "metrics": [{"metric": m, "score": o.score_tenths / 10, "passed": o.passed} for m, o in self.metrics.items()],
-            "cohorts": [{"cohort_id": c, "weighted_score": o.score_tenths / 10, "passed": o.passed}
-                        for c, o in self.cohort_verdicts.items()],
+            "cohorts": [self._cohort_document(c) for c in dict.fromkeys([*self.cohort_verdicts, *self.cohort_metrics])],
         }
+
+    def _cohort_document(self, cohort_id: str) -> dict[str, Any]:
+        verdict = self.cohort_verdicts.get(cohort_id)
+        metrics = self.cohort_metrics.get(cohort_id, {})
+        return {"cohort_id": cohort_id,
+                "weighted_score": None if verdict is None else verdict.score_tenths / 10,
+                "passed": None if verdict is None else verdict.passed,
+                "details": {"metrics": {m: {"score": o.score_tenths / 10 if o is not None else None,
+                                            "passed": None if o is None else o.passed} for m, o in metrics.items()}}}
 
 
 def scored_call(result: Any) -> ScoredCall | None:
@@ -145,6 +179,11 @@ def scored_call(result: Any) -> ScoredCall | None:
         # `passed` null means the metric did not apply: it is not scored, so it does not count.
         metrics={m.metric: Outcome(m.passed, _tenths(m.score)) for m in view.metrics if m.passed is not None},
         cohort_verdicts=verdicts,
+        # A metric the cohort counts that did not apply is kept as None: the cohort has no verdict of
+        # it, and the result's (which has none either) must not be read instead.
+        cohort_metrics={c.cohort_id: {m: Outcome(v.passed, _tenths(v.score)) if v.passed is not None else None
+                                      for m, v in c.details.metrics.items()}
+                        for c in view.cohorts if c.details is not None and c.details.metrics},
         event_ts_ms=view.event_ts_ms if view.event_ts_ms is not None else ts_ms,
     )
 
