@@ -89,7 +89,7 @@ def test_a_robotic_phrase_found_through_its_anchor_word():
 
 # jiwer's own normalisation, which `normalise` and `word_count` stand in for, with the punctuation that
 # separates words made a space first.
-JIWER_NORMALISE = jiwer.Compose([jiwer.ToLowerCase(), jiwer.SubstituteRegexes({r"\.\.+|[/\u2013\u2014\u2015\u2026]": " "}),
+JIWER_NORMALISE = jiwer.Compose([jiwer.ToLowerCase(), jiwer.SubstituteRegexes({r"\.\.+|--+|[/\u2014\u2015\u2026]": " "}),
                                  jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(), jiwer.Strip(),
                                  jiwer.ReduceToListOfListOfWords()])
 
@@ -146,7 +146,10 @@ def test_punctuation_between_words_separates_them():
     # A correction that differs from the transcript only in how it punctuates has no errors.
     assert normalise("Yes\u2014I can do 4:30/5:00, fine...thanks") == normalise("Yes, I can do 4:30 5:00, fine thanks")
     assert word_count("Yes\u2014I can do 4:30/5:00, fine...thanks") == 8
-    assert normalise("U.S. e-mail, don't") == [["us", "email", "dont"]]  # (inside a word it still goes)
+    assert normalise("Yes--I") == [["yes", "i"]]  # (an em dash typed as two hyphens)
+    # Hyphens and en dashes join: a hyphen and an en dash read the same.
+    assert normalise("U.S. e-mail, don't") == [["us", "email", "dont"]]
+    assert normalise("555-0100, open 9-5, well-known") == normalise("555\u20130100, open 9\u20135, well\u2013known")
 
 
 def test_wer_word_count_ignores_punctuation_and_collapses_spaces():

@@ -6,12 +6,11 @@ like a failure. A failure is, on the result as a JSON value (a string that holds
 - an `error` or `errors` key at the top level of an object, unless its value is empty (null, false,
   "", [] or {} — APIs commonly send `"error": null` or `"errors": []` on success);
 - `"success": false` or `"ok": false` (the boolean, or the string "false" in any case);
-- a status of 400 or more under `status`, `status_code` or `statusCode` (a number or a numeric string),
-  or a status that says so in words: "error", "fail", "failed" or "failure" in any case (JSend's
-  `{"status": "error"}` and `{"status": "fail"}`);
+- a status of 400 or more under `status`, `status_code` or `statusCode` (a number or a numeric string;
+  a status in words is the tool's data — an order's or a payment's "failed" — not the call's outcome);
 - text that, stripped and in any case, starts with "error", "failed" or "failure".
-The specification names the boolean `success`, numeric statuses and the text; the rest are the same
-failures as common APIs spell them, which a reader of the call would not take for successes.
+The specification names the boolean `success`, numeric statuses and the text; `ok: false` and a
+"false" spelled as text are the same failure as other APIs write it.
 A missing or blank result is "no result".
 
 Sources (see `scorers.qa.tool_calls`): `tool.call` events, where a later event with the same
@@ -50,7 +49,6 @@ FAILURE_KEYS = ("error", "errors")
 STATUS_KEYS = ("status", "status_code", "statusCode")
 FAILED_STATUS_FROM = 400
 FAILURE_PREFIXES = ("error", "failed", "failure")
-FAILED_STATUS_WORDS = frozenset({"error", "fail", "failed", "failure"})
 SUCCESS_FLAGS = ("success", "ok")
 
 
@@ -103,9 +101,6 @@ def result_problem(result: Any) -> str | None:
             status = _status(value.get(key))
             if status is not None and status >= FAILED_STATUS_FROM:
                 return f"result {key} {value[key]}"
-            word = value.get(key)
-            if isinstance(word, str) and word.strip().lower() in FAILED_STATUS_WORDS:
-                return f"result {key} {word.strip()!r}"
     return None
 
 

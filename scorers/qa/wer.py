@@ -9,9 +9,11 @@ floored at 0.
 
 Both texts are normalised the same way before aligning: lower case, punctuation removed (so "don't"
 and "dont", "Hello," and "hello" are the same word), runs of whitespace collapsed. Punctuation that
-stands between words rather than inside one — a slash, an en or em dash, an ellipsis ("…" or a run of
-periods) — becomes a space instead: deleted, "Yes—I" would be the one word "yesi", and a correction
-that differs from the transcript only in how it punctuates ("Yes, I") would count as errors.
+only ever stands between words — a slash, an em dash or horizontal bar, a typed one ("--"), an
+ellipsis ("…" or a run of periods) — becomes a space instead: deleted, "Yes—I" would be the one word
+"yesi", and a correction that differs from the transcript only in how it punctuates ("Yes, I") would
+count as errors. Hyphens and en dashes, which join ("well-known", "555–0100", "9–5"), are deleted as
+jiwer deletes them, so that a hyphen and an en dash read the same.
 
 `transcript.corrected` names a turn by its 0-based index over all of the call's turns in arrival
 order (`call.turns`). A correction of an agent turn, or of an index the call does not have, changes
@@ -67,19 +69,19 @@ class _PunctuationDeletions(dict):
 
 
 # Punctuation between words, which separates them (see the module's docstring).
-SEPARATORS = "/\u2013\u2014\u2015\u2026"  # slash, en dash, em dash, horizontal bar, ellipsis
+SEPARATORS = "/\u2014\u2015\u2026"  # slash, em dash, horizontal bar, ellipsis
 _PUNCTUATION = _PunctuationDeletions({ord(separator): " " for separator in SEPARATORS})
 # The same for ASCII text (nearly every transcript), as bytes: bytes.translate maps through a 256-entry
 # table and deletes, where str.translate looks every distinct character up in the table above.
 _ASCII_SEPARATORS = bytes.maketrans(b"/", b" ")
 _ASCII_PUNCTUATION = bytes(code for code in range(128) if _is_punctuation(code) and chr(code) not in SEPARATORS)
-_PERIODS = re.compile(r"\.\.+")  # an ellipsis typed as periods
+_TYPED_SEPARATORS = re.compile(r"\.\.+|--+")  # an ellipsis typed as periods, an em dash as hyphens
 _MULTIPLE_SPACES = re.compile(r"\s\s+")  # jiwer.RemoveMultipleSpaces
 
 
 def without_punctuation(text: str) -> str:
-    if ".." in text:
-        text = _PERIODS.sub(" ", text)
+    if ".." in text or "--" in text:
+        text = _TYPED_SEPARATORS.sub(" ", text)
     if text.isascii():
         return text.encode("ascii").translate(_ASCII_SEPARATORS, _ASCII_PUNCTUATION).decode("ascii")
     return text.translate(_PUNCTUATION)
