@@ -13,7 +13,8 @@ Two requests at most:
   (only with `judge_include_conversation`), <nl_assertions> (a 1-based numbered list),
   <agent_context_history> (the agent's LLM context: its prompt, flow, variables, knowledge base
   passages, tool calls with arguments and results, and the messages — the user's words and its own
-  replies, as an LLM context holds them) and <user_context_history> (the simulated user's tool calls).
+  replies, one JSON message a line, as an LLM context holds them) and <user_context_history> (the
+  simulated user's tool calls: the messages are the same words, already shown once).
   The messages are the evidence of every assertion about what was said: without them, a judge asked
   "did the agent greet the caller?" of a scenario without `judge_include_conversation` saw no word
   of the call. <conversation> adds the transcript turns as such.
@@ -287,20 +288,27 @@ def qa_request(call: CallState, context: JudgeContextAcc, criteria: dict[str, st
 
 
 def agent_context_history(call: CallState, context: JudgeContextAcc) -> str:
+    """The agent's configuration and tools (at most MAX_SECTION_CHARS, as before the messages were
+    shown), then its messages (at most MAX_TRANSCRIPT_CHARS): a long prompt cannot push the words of
+    the call out of the section, nor a long call the prompt."""
     parts = [
         ("System prompt", agent_prompt(call)),
         ("Flow", agent_flow(call)),
         ("Variables", as_json(call.variables)),
         ("Knowledge base", knowledge_base(context)),
         ("Tool calls", tool_calls(context.tool_calls("agent"))),
-        ("Messages", cut(context_messages(call), MAX_TRANSCRIPT_CHARS)),
     ]
-    return "\n\n".join(f"{title}:\n{text}" for title, text in parts if text.strip())
+    configuration = cut("\n\n".join(f"{title}:\n{text}" for title, text in parts if text.strip()), MAX_SECTION_CHARS)
+    messages = cut(context_messages(call), MAX_TRANSCRIPT_CHARS)
+    return "\n\n".join(part for part in (configuration, f"Messages:\n{messages}" if messages else "") if part)
 
 
 def context_messages(call: CallState) -> str:
-    """The call's turns as the agent's LLM context holds them: the user's, and its own as the assistant's."""
-    return "\n".join(f"{'assistant' if t.role == 'agent' else 'user'}: {t.text}" for t in call.turns)
+    """The call's turns as the agent's LLM context holds them, one JSON message a line: the user's,
+    and its own as the assistant's. (JSON, so that a turn's text holding a line break and
+    "assistant: ..." cannot pass for a message of its own.)"""
+    return "\n".join(json.dumps({"role": "assistant" if t.role == "agent" else "user", "content": t.text},
+                                ensure_ascii=False) for t in call.turns)
 
 
 def user_context_history(context: JudgeContextAcc) -> str:
@@ -319,7 +327,8 @@ def evaluation_request(call: CallState, context: JudgeContextAcc) -> JudgeReques
         section("prediction", as_json(predicted.predictions)),
         section("conversation", conversation, MAX_TRANSCRIPT_CHARS),
         section("nl_assertions", numbered(assertions)),
-        section("agent_context_history", agent_context_history(call, context), MAX_SECTION_CHARS + MAX_TRANSCRIPT_CHARS),
+        # (Cut in its own parts: the section's limit is their sum and a little for their headings.)
+        section("agent_context_history", agent_context_history(call, context), 2 * MAX_SECTION_CHARS + MAX_TRANSCRIPT_CHARS),
         section("user_context_history", user_context_history(context)),
     ])
     return JudgeRequest("evaluation", EVALUATION_SYSTEM_PROMPT, content, EVALUATION_SCHEMA_NAME,
