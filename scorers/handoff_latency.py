@@ -13,7 +13,8 @@ Each source keeps its own samples while the call runs; the first non-empty one i
 A handoff measures nothing, and gives no sample, when the agent starts before the user's stop (skewed
 clocks, or the agent talking over the user: negative, it would score as better than instant), when the
 user speaks again before the agent starts (the stop was a pause, not the end of the user's turn), or
-when the agent's turn is blank (no words: not a reply).
+when the agent's turn is blank (no words: not a reply; for turn timings — a speaking sample measures
+the agent's audio, and takes the text of its next agent turn, unless the user speaks first).
 """
 
 from __future__ import annotations
@@ -109,6 +110,9 @@ class HandoffLatency(Scorer):
         if d.role == "user":
             acc.last_user_text = d.text
             acc.last_user_end_ms = d.end_ms if d.end_ms is not None or not d.words else max(w[2] for w in d.words)
+            # A reply still without its text keeps none: the agent's next words answer this turn.
+            acc.simulated_user.awaiting_agent_text.clear()
+            acc.agent_pipeline.awaiting_agent_text.clear()
             return
         if not d.text.strip():
             return  # a blank agent turn is no reply: the reply that follows is the handoff's

@@ -173,3 +173,11 @@ def test_turns_without_start_and_end_are_timed_by_their_words():
         worded("user", "book a table", ("book", 0, 300), ("a", 320, 400), ("table", 420, 900)),
         worded("agent", "For how many?", ("for", 1600, 1800), ("how", 1800, 2000), ("many", 2000, 2400)),
     ) == [(700.0, "book a table", "For how many?")]
+
+
+def test_a_reply_left_without_text_by_a_blank_turn_does_not_take_the_answer_to_the_next_question():
+    assert samples(
+        user_turn("Is the pool open?"), agent_heard_user_stop(T), agent_started(T + 900), agent_turn("   "),
+        user_turn("And the gym?"), agent_heard_user_stop(T + 5000), agent_started(T + 5600),
+        agent_turn("The gym opens at 6 am."),
+    ) == [(900.0, "Is the pool open?", ""), (600.0, "And the gym?", "The gym opens at 6 am.")]
