@@ -138,3 +138,17 @@ def test_a_retry_after_a_failed_transfer_is_timed_from_its_own_start():
     assert (m.value, m.score, m.details["started_ts_ms"]) == (5000, 100, T + 66_000)
     assert scored("transfer_success", transfer("started", T), transfer("failed", T + 6000),
                   transfer("started", T + 66_000), transfer("bridged", T + 71_000)).passed is True
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (0, 1, 3, 2), (2, 0, 1, 3), (3, 2, 1, 0)])
+def test_the_connected_attempt_is_timed_in_event_time_whatever_order_its_events_came_in(order):
+    # The first attempt (1 s) failed at 7 s; the retry started at 61 s and bridged at 66 s.
+    events = [transfer("started", T + 1000), transfer("started", T + 61_000), transfer("failed", T + 7000),
+              transfer("bridged", T + 66_000)]
+    m = scored("transfer_wait_time", *(events[i] for i in order))
+    assert (m.value, m.details["started_ts_ms"]) == (5000, T + 61_000)
+
+
+def test_a_bridge_stamped_before_its_start_has_no_bridge_to_time():
+    m = scored("transfer_wait_time", transfer("started", T + 200), transfer("bridged", T))
+    assert m.details["reason"] == "No bridge timestamp"

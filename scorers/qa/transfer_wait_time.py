@@ -1,6 +1,6 @@
 """Transfer wait time: milliseconds (event time) from the transfer's start to its bridge.
 
-The attempt that connected is timed, from its first `started` event to its `bridged` one (see
+The attempt that connected is timed, in event time, from its first `started` event to its `bridged` one (see
 `scorers.qa.transfers`). Score: 100 up to 10 s, falling linearly to 0 at 70 s. Not applicable when no
 transfer was attempted, when it did not connect, when there is no bridge timestamp (it connected only
 by the call ending with "call_transfer"), or when the bridged attempt's start was not sent.
@@ -31,14 +31,16 @@ class TransferWaitTime(TransferMetric):
             return self.not_applicable(NO_TRANSFER_ATTEMPTED)
         if not acc.connected(call):
             return self.not_applicable(TRANSFER_DID_NOT_CONNECT)
-        if not acc.bridged:
+        if not acc.started:
+            return self.not_applicable(NO_START_TIMESTAMP if acc.bridged else NO_BRIDGE_TIMESTAMP)
+        timed = acc.timed_attempt()
+        if timed is None:  # (no bridge, or none after a start: nothing to time)
             return self.not_applicable(NO_BRIDGE_TIMESTAMP)
-        if acc.started_ts_ms is None or acc.bridged_ts_ms is None:
-            return self.not_applicable(NO_START_TIMESTAMP)
-        wait_ms = acc.bridged_ts_ms - acc.started_ts_ms
+        started_ts_ms, bridged_ts_ms = timed
+        wait_ms = bridged_ts_ms - started_ts_ms
         return self.scored(
             wait_ms,
             linear_falloff(wait_ms, FULL_SCORE_UNTIL_MS, ZERO_SCORE_AT_MS),
-            started_ts_ms=acc.started_ts_ms,
-            bridged_ts_ms=acc.bridged_ts_ms,
+            started_ts_ms=started_ts_ms,
+            bridged_ts_ms=bridged_ts_ms,
         )

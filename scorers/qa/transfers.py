@@ -6,15 +6,17 @@ function-call message) whose name contains "transfer" in any case; also a `bridg
 that connected was attempted, though its start was not sent). Connected: a `transfer` event with
 phase `bridged`, or the call ended with `reason` "call_transfer".
 
-For the wait, the attempt that connected is timed: from the first `started` after the last `failed`
-(a failed transfer ends its attempt; a retry is a new one) to the first `bridged` at or after it in
-event time. A call whose first transfer failed and whose retry bridged 5 s after its own start waited
-5 s, not the minute since the first attempt.
+For the wait, the attempt that connected is timed, in event time whatever order the events came in:
+the first `bridged` that has a `started` at or before it with no `failed` between them, from the
+earliest such `started` (a failed transfer ends its attempt; a retry is a new one). A call whose
+first transfer failed and whose retry bridged 5 s after its own start waited 5 s, not the minute
+since the first attempt. A call keeps the times of its first `MAX_TRANSFER_EVENTS` transfer events
+of each phase.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.call_state import CallState
 from models.events import Event, Transfer
@@ -25,32 +27,28 @@ NO_TRANSFER_ATTEMPTED = "No transfer attempted"
 TRANSFER_TOOL_MARK = "transfer"
 TRANSFER_END_REASON = "call_transfer"
 TRANSFER_EVENT_TYPES = frozenset({"transfer", "tool.call", "rtvi"})
+MAX_TRANSFER_EVENTS = 100
 
 
 @dataclass(slots=True)
 class TransferLog:
     attempted: bool = False
     bridged: bool = False
-    # The start of the attempt under way: set by its first `started`, cleared by a `failed`.
-    attempt_started_ts_ms: int | None = None
-    # The attempt that connected: its start and its bridge (the wait is the one between them).
-    started_ts_ms: int | None = None
-    bridged_ts_ms: int | None = None
+    # Event times of the `transfer` events, by phase (the first MAX_TRANSFER_EVENTS of each).
+    started: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    bridges: list[int] = field(default_factory=list)
 
     def observe(self, event: Event) -> None:
         if isinstance(event, Transfer):
-            phase, ts_ms = event.data.phase, event.ts_ms
+            phase = event.data.phase
             if phase == "started":
                 self.attempted = True
-                if self.attempt_started_ts_ms is None:
-                    self.attempt_started_ts_ms = ts_ms
-            elif phase == "failed":
-                self.attempt_started_ts_ms = None
             elif phase == "bridged":
                 self.attempted = self.bridged = True
-                start = self.attempt_started_ts_ms
-                if self.bridged_ts_ms is None and start is not None and ts_ms >= start:
-                    self.started_ts_ms, self.bridged_ts_ms = start, ts_ms
+            times = self.started if phase == "started" else self.failed if phase == "failed" else self.bridges
+            if len(times) < MAX_TRANSFER_EVENTS:
+                times.append(event.ts_ms)
             return
         name = called_function_name(event)
         if name is not None and TRANSFER_TOOL_MARK in name.lower():
@@ -58,6 +56,16 @@ class TransferLog:
 
     def connected(self, call: CallState) -> bool:
         return self.bridged or (call.ended is not None and call.ended.reason == TRANSFER_END_REASON)
+
+    def timed_attempt(self) -> tuple[int, int] | None:
+        """(start, bridge) of the attempt that connected, in event time; None when no bridge has a
+        start before it."""
+        for bridge in sorted(self.bridges):
+            last_failure = max((f for f in self.failed if f <= bridge), default=None)
+            starts = [s for s in self.started if s <= bridge and (last_failure is None or s > last_failure)]
+            if starts:
+                return min(starts), bridge
+        return None
 
 
 class TransferMetric(QaMetric):
