@@ -306,8 +306,8 @@ RESCORE_TYPES = frozenset({"call.annotated", "transcript.corrected", "judge.resu
 RESCORE_CLASSES = frozenset(EVENT_TYPES[tag] for tag in RESCORE_TYPES)
 # What may come after a call's end: the rescoring events, and a DB state, which a harness asks the agent
 # for once the conversation is over (and which a call ended by the inactivity sweep can only have after
-# its end). A DB state is part of the call while it runs too, and holds it open as any event does; like
-# the rescoring events, it changes only a call that is held.
+# its end). A DB state is part of the call while it runs too: it holds it open, and may open it, as any
+# event of a running call does.
 AFTER_END_TYPES = RESCORE_TYPES | {"db.state"}
 AFTER_END_CLASSES = frozenset(EVENT_TYPES[tag] for tag in AFTER_END_TYPES)
 

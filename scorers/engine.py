@@ -17,7 +17,7 @@ from typing import Iterable, Literal
 import msgspec
 
 from models.call_state import CallState
-from models.events import (AFTER_END_CLASSES, CallEnded, CallStarted, Event, JudgeResult,
+from models.events import (AFTER_END_CLASSES, RESCORE_CLASSES, CallEnded, CallStarted, Event, JudgeResult,
                            TranscriptCorrected, Watermark, event_signature, signature_parts)
 from models.results import CallResult
 from scorers.call_result import score_call
@@ -150,7 +150,7 @@ class CallEngine:
         call_id = event.call_id
         call = self.calls.get(call_id)
         if call is None:
-            if type(event) in AFTER_END_CLASSES:
+            if type(event) in RESCORE_CLASSES:
                 # A post-call event needs the call it changes: one that never started here, or that
                 # was forgotten after its retention, has nothing left to re-score.
                 self.counters.rejected += 1

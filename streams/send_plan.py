@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 import msgspec
 
-from models.events import AFTER_END_CLASSES, CONTRACT_VERSION, WATERMARK_CALL_ID, AnyEvent, JudgeResult, Watermark
+from models.events import CONTRACT_VERSION, RESCORE_CLASSES, WATERMARK_CALL_ID, AnyEvent, JudgeResult, Watermark
 from models.wire import MAX_MESSAGE_BYTES, Decoded, Rejected, decode_message
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS, LatestTwo, later, watermark_of_times
 from streams.partitioning import partition_for, partition_of
@@ -266,7 +266,7 @@ class SendPlan:
                 if latest is None:
                     latest = report.latest_calls[partition] = LatestTwo()
                 latest.note(event.ts_ms, event.call_id)
-                if type(event) not in AFTER_END_CLASSES:
+                if type(event) not in RESCORE_CLASSES:
                     # (A post-call event opens no call: a log that only annotates another producer's
                     # call must not end it.)
                     report.calls.setdefault(partition, set()).add(event.call_id)

@@ -179,11 +179,11 @@ def test_a_db_state_sent_after_the_end_rescores_the_call():
     assert [(r.version, r.evaluation["db_state_match"]) for r in results] == [(1, False), (2, True)]
 
 
-def test_a_db_state_of_a_call_not_held_is_refused_not_a_new_call():
-    engine = CallEngine()
-    processed = engine.process(db_state("agent", hash_="abc"))
-    assert processed.status == "rejected" and "which is not held" in processed.reason
-    assert engine.calls == {}
+def test_a_db_state_before_the_start_still_opens_the_call_as_any_event_of_a_running_call_does():
+    expected = db_state_hash(EXPECTED_DB)
+    _, results = run_call([db_state("agent", hash_=expected), started(expected_db_hash=expected),
+                           event("call.ended", {"stop_reason": "[EXIT]"})])
+    assert [(r.version, r.evaluation["db_state_match"]) for r in results] == [(1, True)]
 
 
 def test_the_latest_agent_state_wins():
