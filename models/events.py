@@ -85,6 +85,11 @@ class CallStartedData(Struct, forbid_unknown_fields=False, gc=False):
 Word = tuple[str, Finite, Finite]
 
 
+def word_span(words: list[Word]) -> tuple[float, float]:
+    """A turn's time by its words: from the earliest word's start to the latest word's end."""
+    return min(w[1] for w in words), max(w[2] for w in words)
+
+
 class TurnData(Struct, forbid_unknown_fields=False, gc=False):
     role: Role
     text: str

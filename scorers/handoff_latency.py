@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from models.call_state import CallState, Record
-from models.events import Event, Latency, Rtvi, Turn
+from models.events import Event, Latency, Rtvi, Turn, word_span
 from scorers.base import Scorer
 
 
@@ -109,7 +109,7 @@ class HandoffLatency(Scorer):
         d = event.data
         if d.role == "user":
             acc.last_user_text = d.text
-            acc.last_user_end_ms = d.end_ms if d.end_ms is not None or not d.words else max(w[2] for w in d.words)
+            acc.last_user_end_ms = d.end_ms if d.end_ms is not None or not d.words else word_span(d.words)[1]
             # A reply still without its text keeps none: the agent's next words answer this turn.
             acc.simulated_user.awaiting_agent_text.clear()
             acc.agent_pipeline.awaiting_agent_text.clear()
@@ -120,7 +120,7 @@ class HandoffLatency(Scorer):
             for index in source.awaiting_agent_text:
                 source.samples[index].agent_transcript = d.text
             source.awaiting_agent_text.clear()
-        start_ms = d.start_ms if d.start_ms is not None or not d.words else min(w[1] for w in d.words)
+        start_ms = d.start_ms if d.start_ms is not None or not d.words else word_span(d.words)[0]
         if acc.last_user_end_ms is not None and start_ms is not None:
             # An agent turn that starts before the user finished talked over the user (an overlap),
             # it did not answer after the user's last audio: no sample, rather than a negative one.

@@ -123,10 +123,14 @@ def test_score_is_rounded_to_one_decimal():
 
 
 def test_a_call_ended_by_inactivity_is_as_long_as_its_conversation_not_its_silence():
-    # Ended 10 s in, or swept a whole timeout (120 s) after its last activity at 10 s: the same 2 %.
-    words = (turn("agent", ("hello", 0, 400), ("there", 450, 1000)), turn("user", ("hi", 800, 1200)))
+    # The last turn at 10 s; hung up then, or ended by inactivity (a sweep's 120 s, or a harness's own
+    # 30 s timeout that call.started never named): the same 10 s, the same 2 %.
+    words = (event("turn", {"role": "agent", "text": "x", "words": [["hello", 0, 400], ["there", 450, 1000]]},
+                   ts_ms=CALL_10S - 5000),
+             event("turn", {"role": "user", "text": "hi", "words": [["hi", 800, 1200]]}, ts_ms=CALL_10S))
     hung_up = scored("overlapping_speech", *words, ended_ts=CALL_10S)
-    swept = scored("overlapping_speech", *words, ended_ts=CALL_10S + 120_000,
-                   ended={"stop_reason": "[INACTIVITY_TIMEOUT]"})
-    assert swept.details["call_length_ms"] == hung_up.details["call_length_ms"] == 10_000
-    assert swept.score == hung_up.score == 86.0
+    for silence_ms in (120_000, 30_000):
+        ended = scored("overlapping_speech", *words, ended_ts=CALL_10S + silence_ms,
+                       ended={"stop_reason": "[INACTIVITY_TIMEOUT]"})
+        assert ended.details["call_length_ms"] == hung_up.details["call_length_ms"] == 10_000
+        assert ended.score == hung_up.score == 86.0

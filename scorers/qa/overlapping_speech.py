@@ -10,10 +10,10 @@ also keeps a turn whose event arrives late, after a reply that started later, fr
 gap as overlap.
 
 Value: the number of overlaps. The call's length for the percentage is `call.ended − call.started`
-in event time (`ts_ms`), less the call's inactivity timeout when inactivity ended it (the silence that
-ended the call is no part of its conversation: a call swept 120 s after its last words would count
-two minutes of nothing against its overlaps); when either is missing, the span of all word timings
-seen. Score:
+in event time (`ts_ms`) — up to its last turn's event when inactivity ended it (the silence that ended
+the call is no part of its conversation: a call swept 120 s after its last words would count two
+minutes of nothing against its overlaps; `duration_seconds` in the evaluation document keeps it, as
+the harness does); when either is missing, the span of all word timings seen. Score:
 100 − 10 × overlaps − 2 × overlap percent, clamped to 0–100. No word timings at all: no overlaps,
 score 100.
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.call_state import CallState
-from models.events import Turn
+from models.events import Turn, word_span
 from models.results import MetricResult
 from scorers.inactivity import INACTIVITY_STOP_REASON
 from scorers.qa.base import QaMetric
@@ -46,13 +46,15 @@ class OverlapAcc:
     overlap_ms: float = 0.0
     first_word_ms: float | None = None
     last_word_ms: float | None = None
+    last_turn_ts_ms: int | None = None  # the event time of the latest turn, with words or not
 
 
 def call_length_ms(acc: OverlapAcc, call: CallState) -> float:
     start = call.attempt_start_ms(call.started_ts_ms)  # (the accepted attempt's, as its overlaps are)
     end = call.ended_ts_ms
-    if end is not None and call.ended is not None and call.ended.stop_reason == INACTIVITY_STOP_REASON:
-        end -= int(round(call.inactivity_timeout_s * 1000))
+    inactive = call.ended is not None and call.ended.stop_reason == INACTIVITY_STOP_REASON
+    if end is not None and inactive and acc.last_turn_ts_ms is not None:
+        end = min(end, acc.last_turn_ts_ms)
     if start is not None and end is not None and end > start:
         return float(end - start)
     if acc.first_word_ms is not None and acc.last_word_ms is not None:
@@ -72,10 +74,12 @@ class OverlappingSpeech(QaMetric):
         return OverlapAcc()
 
     def update(self, acc: OverlapAcc, event: Turn, call: CallState) -> None:
+        if acc.last_turn_ts_ms is None or event.ts_ms > acc.last_turn_ts_ms:
+            acc.last_turn_ts_ms = event.ts_ms
         words = event.data.words
         if not words:
             return
-        span = Span(min(w[1] for w in words), max(w[2] for w in words))
+        span = Span(*word_span(words))
         if acc.first_word_ms is None or span.start_ms < acc.first_word_ms:
             acc.first_word_ms = span.start_ms
         if acc.last_word_ms is None or span.end_ms > acc.last_word_ms:
