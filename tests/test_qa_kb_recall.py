@@ -113,12 +113,17 @@ def test_score_exactly_at_the_threshold_passes():
     assert (m.value, m.score, m.passed) == (0.6, 60.0, True)
 
 
-def test_a_retrieval_that_returned_nothing_is_listed_but_not_counted():
-    # The lookup came back empty: nothing the agent could have used, so 1 / 1, not 1 / 2.
+def test_a_retrieval_that_returned_nothing_is_counted_apart():
+    # The lookup came back empty: nothing the agent could have used, so 1 / 1, not 1 / 3.
     m = kb_recall(retrieval(), retrieval("the and of"), retrieval(FIVE_WORDS), agent("Parking is free."))
     assert (m.value, m.score, m.passed) == (1.0, 100.0, True)
     assert (m.details["retrievals"], m.details["empty_retrievals"]) == (1, 2)
-    assert [r["recalled"] for r in m.details["per_retrieval"]] == [None, None, True]
+    assert [r["recalled"] for r in m.details["per_retrieval"]] == [True]
+
+
+def test_empty_retrievals_do_not_use_up_the_50_considered():
+    m = kb_recall(*[retrieval() for _ in range(50)], retrieval(FIVE_WORDS), agent("Parking is free."))
+    assert (m.value, m.details["empty_retrievals"], m.details["ignored_retrievals"]) == (1.0, 50, 0)
 
 
 def test_only_empty_retrievals_are_not_applicable():

@@ -9,8 +9,11 @@ Heuristic (used when no LLM judge answered):
 - A retrieval is recalled when (its words the agent also said) ÷ (its word count) ≥
   `MIN_RECALLED_SHARE`. Words the agent says at any time of the call count, before the retrieval or
   after it. The matched words shown are capped at the word count, as the share is.
-- A retrieval that returned nothing to use (no passages, or nothing but stop words) is listed but not
-  counted: the agent cannot be faulted for a lookup that came back empty.
+- A retrieval that returned nothing to use (no passages, or nothing but stop words) is counted apart
+  (`empty_retrievals`), not as a retrieval: the agent cannot be faulted for a lookup that came back
+  empty, and empty lookups do not use up the `MAX_RETRIEVALS` considered. The specification divides by
+  "all retrievals"; a lookup with no words cannot be recalled, so counting it would measure the
+  knowledge base, not the agent.
 - Value: recalled ÷ counted retrievals (0 to 1); score: value × 100. Not applicable without counted
   retrievals.
 
@@ -43,21 +46,18 @@ class Retrieval:
 
     @property
     def share(self) -> float:
-        return self.matched / self.word_count if self.word_count else 0.0
-
-    @property
-    def counted(self) -> bool:
-        return self.word_count > 0
+        return self.matched / self.word_count
 
     @property
     def recalled(self) -> bool:
-        return self.counted and self.share >= MIN_RECALLED_SHARE
+        return self.share >= MIN_RECALLED_SHARE
 
 
 @dataclass(slots=True)
 class KbRecallAcc:
     retrievals: list[Retrieval] = field(default_factory=list)
     ignored_retrievals: int = 0  # beyond MAX_RETRIEVALS
+    empty_retrievals: int = 0  # with no significant words: not counted
     agent_words: set[str] = field(default_factory=set)
     waiting: dict[str, list[int]] = field(default_factory=dict)  # word not yet said → retrievals
 
@@ -91,10 +91,13 @@ class KbRecall(QaMetric):
 
     @staticmethod
     def _retrieved(acc: KbRecallAcc, event: KbRetrieval) -> None:
+        passage_words = set(significant_words("\n".join(event.data.passages)))
+        if not passage_words:
+            acc.empty_retrievals += 1
+            return
         if len(acc.retrievals) >= MAX_RETRIEVALS:
             acc.ignored_retrievals += 1
             return
-        passage_words = set(significant_words("\n".join(event.data.passages)))
         index = len(acc.retrievals)
         retrieval = Retrieval(event.data.query, min(len(passage_words), MAX_PASSAGE_WORDS))
         for word in passage_words:
@@ -105,21 +108,20 @@ class KbRecall(QaMetric):
         acc.retrievals.append(retrieval)
 
     def finalize(self, acc: KbRecallAcc, call: CallState) -> MetricResult:
-        counted = sum(1 for r in acc.retrievals if r.counted)
-        if not counted:
+        if not acc.retrievals:
             return self.not_applicable(NOT_APPLICABLE)
         recalled = sum(1 for r in acc.retrievals if r.recalled)
-        value = recalled / counted
+        value = recalled / len(acc.retrievals)
         return self.scored(
             value,
             value * 100,
-            retrievals=counted,
+            retrievals=len(acc.retrievals),
             recalled=recalled,
-            empty_retrievals=len(acc.retrievals) - counted,
+            empty_retrievals=acc.empty_retrievals,
             ignored_retrievals=acc.ignored_retrievals,
             per_retrieval=[
                 {"query": r.query, "matched_words": min(r.matched, r.word_count), "passage_words": r.word_count,
-                 "recalled": r.recalled if r.counted else None}
+                 "recalled": r.recalled}
                 for r in acc.retrievals
             ],
         )
