@@ -105,7 +105,7 @@ def cohort_schema() -> dict[str, Any]:
     that is not a delete needs a name, metrics are the registry's, `in`/`not_in` compare with a list.
     (Unique names within a cohort are checked by the worker only.)"""
     from models.cohorts import LIST_OPS
-    from scorers.registry import qa_metrics
+    from scorers.registry import qa_metric_names
 
     schema, components = _single(CohortDefinition)
     definition = dict(components["CohortDefinition"])
@@ -121,7 +121,7 @@ def cohort_schema() -> dict[str, Any]:
     rule["if"] = {"properties": {"op": {"enum": sorted(LIST_OPS)}}, "required": ["op"]}
     rule["then"] = {"properties": {"value": {"type": "array"}}, "required": ["value"]}
     metric = dict(components["CohortMetric"])
-    metric["properties"] = {**metric["properties"], "metric": {"enum": [m.name for m in qa_metrics()]}}
+    metric["properties"] = {**metric["properties"], "metric": {"enum": qa_metric_names()}}
     components.update(CohortDefinition=definition, RuleCriterion=rule, CohortMetric=metric)
     return _document("cohort.json", "callqa cohort definition",
                      "A cohort document (callqa.cohorts topic, HTTP API).", schema, components)

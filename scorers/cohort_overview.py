@@ -23,7 +23,7 @@ import msgspec
 from models.cohorts import is_number
 from models.results import CallResult, CohortVerdict
 from scorers.qa.base import round_score
-from scorers.registry import qa_metrics
+from scorers.registry import qa_metric_names
 
 
 @dataclass(slots=True, frozen=True)
@@ -102,7 +102,7 @@ def contribution(verdict: CohortVerdict, result: CallResult) -> CohortContributi
 class CohortOverview:
     def __init__(self, metric_order: Sequence[str] | None = None) -> None:
         # Metrics are listed in the registry's order (the order of a result's `metrics`).
-        order = metric_order if metric_order is not None else [m.name for m in qa_metrics()]
+        order = metric_order if metric_order is not None else qa_metric_names()
         self._order = {name: i for i, name in enumerate(order)}
         self._calls: dict[str, _CallEntry] = {}
         self._totals: dict[str, CohortTotals] = {}

@@ -100,14 +100,19 @@ def normalise_nl_verdicts(raw: Any, assertions: list[str], failure_reason: str |
     return verdicts
 
 
+# The evaluation judge's score, as the harness reads it: the live judge refuses an answer outside it.
+EVALUATION_SCORE_RANGE = (0.0, 1.0)
+
+
 def _score_problem(value: Any) -> str | None:
     """Why a recorded judge score is unusable, or None when it is a finite number from 0 to 1 (the live
     judge records no other: one outside is an error, never clamped to a pass)."""
     score = finite_number(value)
     if score is None:
         return f"judge score is not a number: {value!r}"
-    if not 0.0 <= score <= 1.0:
-        return f"judge score is outside 0 to 1: {value!r}"
+    low, high = EVALUATION_SCORE_RANGE
+    if not low <= score <= high:
+        return f"judge score is outside {low:g} to {high:g}: {value!r}"
     return None
 
 

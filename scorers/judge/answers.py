@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from models.events import JudgeResult, JudgeResultData
 from models.wire import encode_event
-from scorers.evaluation.judge_fields import JudgeAnswerAcc, judge_result_document, normalise_nl_verdicts
+from scorers.evaluation.judge_fields import (EVALUATION_SCORE_RANGE, JudgeAnswerAcc, judge_result_document,
+                                            normalise_nl_verdicts)
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
 from scorers.judge.schemas import QA_ERROR_KEY, RATED_METRICS, evaluation_answer_check, qa_answer_check
@@ -165,7 +166,7 @@ def parse_evaluation_answer(content: str | None, request: JudgeRequest) -> dict[
     """The judge_result.json document of a valid answer."""
     answer = decode_answer(content)
     check_answer(evaluation_answer_check(bool(request.nl_assertions)), answer)
-    raw = {"score": score_in_range(answer["score"], 0.0, 1.0), "reason": short_text(answer["reason"]),
+    raw = {"score": score_in_range(answer["score"], *EVALUATION_SCORE_RANGE), "reason": short_text(answer["reason"]),
            "judge_input": request.input()}
     if request.nl_assertions:
         raw["nl_assertion_verdicts"] = verdicts_with_short_reasons(answer["nl_assertion_verdicts"])
