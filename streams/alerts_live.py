@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import faust
@@ -75,12 +75,18 @@ HELD_PREFIX = b"held:"
 HELD_LATEST_KEY = b"held-latest"
 HELD_AHEAD_KEY = b"held-ahead"  # each source's leap held back: {source: [time, call_id]}
 WINDOWS_TIME_KEY = b"windows-time"  # the windows' event time and leap held back (`time_document`)
-# The field a relayed result carries its results-topic partition in.
+# The fields a relayed result carries its results-topic partition and offset in.
 SOURCE_FIELD = "source_partition"
+SOURCE_OFFSET_FIELD = "source_offset"
+# By results partition, the highest offset the evaluation has read: a result relayed again after a
+# crash (the relay's own offsets were not committed) is known as such, `repeated`, even once it has
+# left every window, where it would otherwise read as `stale`, the signal of a lost result.
+READ_OFFSETS_KEY = b"read-offsets"
 
 
 class _Source(msgspec.Struct):
     source_partition: int = 0
+    source_offset: int | None = None  # (none in a result relayed before the field was)
 
 
 _source = msgspec.json.Decoder(_Source)
@@ -116,6 +122,7 @@ class AlertsRuntime:
     # (monotonic) when a release was last asked for and not read back yet: asked again only a whole
     # quiet spell later, should the request have been lost on its way.
     release_requested_at: float | None = None
+    read_offsets: dict[int, int] = field(default_factory=dict)  # (see READ_OFFSETS_KEY)
 
     def __post_init__(self) -> None:
         self.reset()
@@ -128,6 +135,7 @@ class AlertsRuntime:
         self.restored = False
         self.rules_revision = -1
         self.release_requested_at = None
+        self.read_offsets = {}
 
     def ensure_ready(self, table: Any) -> list[dict[str, Any]]:
         """Restore from the table once, and hand the engine the current rules when they changed.
@@ -150,6 +158,8 @@ class AlertsRuntime:
                     windows_time = msgspec.json.decode(value)
                 elif key == HELD_AHEAD_KEY:
                     ahead = {int(source): (int(ts), call_id) for source, (ts, call_id) in msgspec.json.decode(value).items()}
+                elif key == READ_OFFSETS_KEY:
+                    self.read_offsets = {int(source): offset for source, offset in msgspec.json.decode(value).items()}
             self.order.restore([call for call in held if call is not None], latest or {}, ahead)
             # Restored under the rules it last evaluated with; the current ones are handed over
             # below, so a change made meanwhile is evaluated as an uninterrupted engine would.
@@ -193,7 +203,14 @@ class AlertsRuntime:
         call = self.engine.read(value)
         if call is None:
             return []
-        source = _source.decode(value).source_partition
+        relayed = _source.decode(value)
+        source, offset = relayed.source_partition, relayed.source_offset
+        if offset is not None:
+            if offset <= self.read_offsets.get(source, -1):
+                call = replace(call, redelivered=True)
+            else:
+                self.read_offsets[source] = offset
+                table[READ_OFFSETS_KEY] = _json.encode({str(s): o for s, o in sorted(self.read_offsets.items())})
         table[HELD_PREFIX + key_of(call).encode()] = _json.encode(call.to_document())
         alerts = self._count(table, self.order.add(call, source))
         table[HELD_LATEST_KEY] = _json.encode({str(s): ts for s, ts in sorted(self.order.latest_by_source.items())})
@@ -259,7 +276,8 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
                 logger.warning("alerts: skipped a result that is not a call result: %s", exc)
                 continue
             if call is not None:  # (with the partition it came from: a source of the event-time order)
-                document = {**call.to_document(), SOURCE_FIELD: event.message.partition}
+                document = {**call.to_document(), SOURCE_FIELD: event.message.partition,
+                            SOURCE_OFFSET_FIELD: event.message.offset}
                 await input_topic.send(key=call.call_id.encode(), value=_json.encode(document))
 
     async def publish(alerts: list[dict[str, Any]]) -> None:

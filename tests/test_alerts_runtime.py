@@ -10,7 +10,7 @@ from models.alert_rules import AlertRule
 from scorers.alerting.calls import scored_call
 from scorers.alerting.engine import AlertEngine
 from scorers.alerting.rulebook import RuleBook
-from streams.alerts_live import CALL_KEY_PREFIX, EPISODES_KEY, AlertsRuntime
+from streams.alerts_live import CALL_KEY_PREFIX, EPISODES_KEY, SOURCE_FIELD, SOURCE_OFFSET_FIELD, AlertsRuntime
 
 RULE = AlertRule(name="agent latency", scope="agent:*", metric="latency", window_s=300, fire_below=0.5,
                  clear_above=0.8, min_calls=5, for_s=60, severity="critical")
@@ -164,3 +164,26 @@ def test_a_release_is_asked_for_once_a_quiet_spell_and_again_if_the_request_goes
     runtime.release_if_quiet(table, quiet + 4.1)
     assert runtime.release_requested_at is None and len(runtime.order) == 0
     assert not runtime.should_ask_for_release(quiet + 10.0)  # nothing held
+
+
+def test_results_relayed_again_after_a_crash_are_repeated_not_stale_even_behind_every_window():
+    def relayed(results: list[dict], first_offset: int) -> list[bytes]:
+        return [msgspec.json.encode({**runtime_doc(r), SOURCE_FIELD: 0, SOURCE_OFFSET_FIELD: first_offset + n})
+                for n, r in enumerate(results)]
+
+    table: dict[bytes, bytes] = {}
+    first = AlertsRuntime(RuleBook.from_file_rules([RULE]))
+    for value in relayed(STREAM[:600], 0):  # the windows move on past the first results
+        first.ensure_ready(table)
+        first.count_in_order(table, value)
+        first.persist(table)
+    first.release_held(table)
+    first.persist(table)
+    # A crash: the relay had committed nothing, so every result comes again, from offset 0.
+    second = AlertsRuntime(RuleBook.from_file_rules([RULE]))
+    for value in relayed(STREAM[:600], 0):
+        second.ensure_ready(table)
+        second.count_in_order(table, value)
+    second.release_held(table)
+    counters = second.engine.counters
+    assert (counters.stale, counters.repeated, counters.counted) == (0, 600, 0)

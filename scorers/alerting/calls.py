@@ -81,6 +81,9 @@ class ScoredCall:
     # When the result was published, in event time (a rescore's is its annotation's, later than the
     # call's end): the order results are counted in (scorers/alerting/ordering.py).
     event_ts_ms: int = 0
+    # Known to have been read before (relayed again after a crash): counted as `repeated`, never as
+    # `stale`, should it come behind every window. Not part of the call's document.
+    redelivered: bool = field(default=False, compare=False)
     # The scope instances the call belongs to, per scope kind: {"all": ("all",), "agent": ("agent:a1",), …}
     scopes_by_kind: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
 

@@ -150,7 +150,7 @@ class AlertEngine:
             self.counters.unwatched += 1
         elif taken:
             self.counters.counted += 1
-        elif repeated:
+        elif repeated or call.redelivered:
             self.counters.repeated += 1
         else:
             self.counters.stale += 1
