@@ -109,11 +109,12 @@ class CohortOverview:
 
     @classmethod
     def recompute(cls, results: Iterable[CallResult | dict[str, Any]], metric_order: Sequence[str] | None = None) -> "CohortOverview":
-        """A fresh overview from stored results: each call's newest version, counted once."""
+        """A fresh overview from stored results: each call's newest version (the last of equal ones),
+        counted once."""
         newest: dict[str, CallResult] = {}
         for result in map(_as_result, results):
             kept = newest.get(result.call_id)
-            if kept is None or result.version > kept.version:
+            if kept is None or result.version >= kept.version:
                 newest[result.call_id] = result
         overview = cls(metric_order)
         for result in newest.values():
@@ -121,12 +122,14 @@ class CohortOverview:
         return overview
 
     def add(self, result: CallResult | dict[str, Any]) -> bool:
-        """Count a published result; a newer version of a call replaces its earlier contribution.
-        Returns False (and changes nothing) for a version at or below the one already counted."""
+        """Count a published result; a newer version of a call replaces its earlier contribution, and so
+        does the same version published again (the same result, or, published again after a crash
+        with a cohort changed since, the verdicts of the cohorts in force: the later copy stands, as
+        in the run summary and the export). Returns False (and changes nothing) for an older version."""
         result = _as_result(result)
         entry = self._calls.get(result.call_id)
         if entry is not None:
-            if result.version <= entry.version:
+            if result.version < entry.version:
                 return False
             self._apply(entry.cohorts, -1)
         cohorts = {v.cohort_id: contribution(v, result) for v in result.cohorts}

@@ -140,14 +140,26 @@ def test_the_overview_equals_a_recomputation_after_a_rescore():
     assert recomputed.overview("vip") == overview_of(RESCORED_1, CALL_2, CALL_3)
 
 
-def test_an_older_or_equal_version_is_ignored():
+def test_an_older_version_is_ignored_and_the_same_one_again_changes_nothing():
     overview = CohortOverview()
     assert overview.add(RESCORED_1) is True
     before = overview.overviews()
     assert overview.add(CALL_1) is False  # version 1 after version 2
-    assert overview.add(RESCORED_1) is False  # the same version again
+    overview.add(RESCORED_1)  # the same version again
     assert overview.overviews() == before
     assert overview.version_of("a") == 2
+
+
+def test_the_same_version_published_again_with_other_verdicts_replaces_the_first_copy():
+    # (After a crash, with a cohort changed since the first copy: the later copy stands.)
+    again = msgspec.structs.replace(CALL_1, metrics=[scored("hallucination", 40, 3), scored("wer", 95, 0.05)])
+    again = msgspec.structs.replace(again, cohorts=BOOK.verdicts(
+        CallState(call_id="a", agent_id="agent-1", cohort_ids=["vip"], version=1), again.metrics, {}))
+    overview = CohortOverview()
+    overview.add(CALL_1)
+    overview.add(again)
+    assert overview.overviews() == CohortOverview.recompute([CALL_1, again]).overviews() \
+        == CohortOverview.recompute([again]).overviews() != CohortOverview.recompute([CALL_1]).overviews()
 
 
 def test_recompute_keeps_each_calls_newest_version_in_any_order():
