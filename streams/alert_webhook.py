@@ -9,9 +9,10 @@ leaves them to the next relay, which starts from the last committed offset. Deli
 once: an event delivered just before a stop, and not yet committed, comes again (a receiver tells it
 by its `dedupe_key` and `state`).
 
-A failed POST (a connection error, a timeout, a 5xx, 408 or 429 answer) is retried; any other 4xx is
-final, logged and counted, as retrying it cannot help. A relay group with no committed offset starts
-where the topic ended when its worker started: configuring a webhook does not send the history.
+A failed POST (a connection error, a timeout, a 5xx, 408 or 429 answer) is retried; any other answer
+from 300 up is final, logged and counted, as retrying it cannot help. A relay group with no committed
+offset starts where the topic ended when its first relay started, and commits that at once:
+configuring a webhook does not send the history, and a relay started later resumes from there.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import aiohttp
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
+from streams.broker_fixes import probe_high_watermarks
 from streams.config import Settings
 from streams.kafka_clients import connection_options, ended_within, reader
 
@@ -50,42 +52,46 @@ class DeliveryCounters:
 
 @dataclass
 class WebhookPoster:
-    """POSTs one event until it is delivered or refused for good."""
+    """One POST of an event, and the backoff between attempts."""
 
     url: str
     first_backoff_s: float = FIRST_BACKOFF_S
     max_backoff_s: float = MAX_BACKOFF_S
-    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
     counters: DeliveryCounters = field(default_factory=DeliveryCounters)
 
-    async def deliver(self, session: aiohttp.ClientSession, body: bytes) -> bool:
-        """True once delivered; False when refused for good. Retries any other failure, for ever."""
-        delay = self.first_backoff_s
-        failures = 0
-        while True:
-            try:
-                async with session.post(self.url, data=body, headers={"Content-Type": "application/json"}) as response:
-                    if response.status < 300:
-                        self.counters.delivered += 1
-                        return True
-                    if response.status < 500 and response.status not in RETRIED_CLIENT_STATUSES:
-                        self.counters.refused += 1
-                        logger.warning("alert webhook refused an event for good: HTTP %s", response.status)
-                        return False
-                    problem = f"HTTP {response.status}"
-            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            failures += 1
-            self.counters.retries += 1
-            level = logging.WARNING if failures % WARN_EVERY == 1 else logging.INFO
-            logger.log(level, "alert webhook: an event failed %s time(s) (%s); again in %.1f s, the events "
-                              "after it waiting on the topic", failures, problem, delay)
-            await self.sleep(delay)
-            delay = min(delay * 2, self.max_backoff_s)
+    async def post(self, session: aiohttp.ClientSession, body: bytes) -> bool | str:
+        """True once delivered; False when refused for good; else why it failed, to try again."""
+        try:
+            async with session.post(self.url, data=body, headers={"Content-Type": "application/json"}) as response:
+                if response.status < 300:
+                    self.counters.delivered += 1
+                    return True
+                if response.status < 500 and response.status not in RETRIED_CLIENT_STATUSES:
+                    self.counters.refused += 1
+                    logger.warning("alert webhook refused an event for good: HTTP %s", response.status)
+                    return False
+                return f"HTTP {response.status}"
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+    def backoff_s(self, failures: int) -> float:
+        """The wait after an event's `failures`-th failed attempt: doubling from the first, capped."""
+        return min(self.first_backoff_s * 2 ** min(failures - 1, 32), self.max_backoff_s)
+
+    def failed(self, failures: int, problem: str) -> float:
+        """Count and log a failed attempt; returns the wait before the next."""
+        self.counters.retries += 1
+        delay = self.backoff_s(failures)
+        level = logging.WARNING if failures % WARN_EVERY == 1 else logging.INFO
+        logger.log(level, "alert webhook: an event failed %s time(s) (%s); again in %.1f s, the events after it "
+                          "waiting on the topic", failures, problem, delay)
+        return delay
 
 
-class _StartAtLaunch(ConsumerRebalanceListener):
-    """A partition with no committed offset starts where the topic ended at the relay's launch."""
+class _StartWhereTheGroupLeftOff(ConsumerRebalanceListener):
+    """A partition the group has never committed starts where the topic ended at the relay's launch, and
+    that start is committed at once: a relay launched later (after a crash, on another worker) resumes
+    from it rather than from its own launch, which would skip what came between."""
 
     def __init__(self, relay: WebhookRelay, consumer: AIOKafkaConsumer, launch_offsets: dict[TopicPartition, int]) -> None:
         self.relay, self.consumer, self.launch_offsets = relay, consumer, launch_offsets
@@ -96,7 +102,9 @@ class _StartAtLaunch(ConsumerRebalanceListener):
     async def on_partitions_assigned(self, assigned: Any) -> None:
         for tp in assigned:
             if await self.consumer.committed(tp) is None:
-                self.consumer.seek(tp, self.launch_offsets.get(tp, 0))
+                start = self.launch_offsets.get(tp, 0)
+                self.consumer.seek(tp, start)
+                await self.consumer.commit({tp: start})
         self.relay.poster.counters.assigned = bool(assigned)
 
 
@@ -106,6 +114,7 @@ class WebhookRelay:
     topic: str
     poster: WebhookPoster
     timeout_s: float = TIMEOUT_S
+    max_poll_interval_ms: int = 300_000  # (aiokafka's default: how long between polls before the group drops it)
 
     @property
     def group_id(self) -> str:
@@ -115,8 +124,8 @@ class WebhookRelay:
         """Deliver the topic's events, forever (cancel the task to stop)."""
         launch_offsets = await self._end_offsets()
         consumer = AIOKafkaConsumer(group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="earliest",
-                                    **connection_options(self.settings))
-        consumer.subscribe([self.topic], listener=_StartAtLaunch(self, consumer, launch_offsets))
+                                    max_poll_interval_ms=self.max_poll_interval_ms, **connection_options(self.settings))
+        consumer.subscribe([self.topic], listener=_StartWhereTheGroupLeftOff(self, consumer, launch_offsets))
         await consumer.start()
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s)) as session:
@@ -124,14 +133,38 @@ class WebhookRelay:
                     batches = await consumer.getmany(timeout_ms=1000)
                     for tp, records in batches.items():
                         for record in records:
-                            await self.poster.deliver(session, record.value or b"null")
-                            if not await self._commit(consumer, tp, record.offset + 1):
-                                break  # (the rest of the batch is the new holder's to deliver)
+                            if not await self._deliver(consumer, session, tp, record.value or b"null", record.offset):
+                                break  # (the partition went to another relay: it delivers from the last commit)
         finally:
             self.poster.counters.assigned = False
             await ended_within(consumer.stop(), STOP_TIMEOUT_S)
 
+    async def _deliver(self, consumer: AIOKafkaConsumer, session: aiohttp.ClientSession, tp: TopicPartition,
+                       body: bytes, offset: int) -> bool:
+        """POST one event until it is delivered or refused, then commit it. False when the partition
+        was taken from this relay meanwhile. Between attempts the partition is paused and the consumer
+        polled, so that a receiver down for longer than the poll interval does not drop this relay from
+        its group, whose next holder would deliver the same events alongside it, out of order."""
+        failures = 0
+        while True:
+            outcome = await self.poster.post(session, body)
+            if outcome is True or outcome is False:
+                return await self._commit(consumer, tp, offset + 1)
+            failures += 1
+            delay = self.poster.failed(failures, outcome)
+            consumer.pause(tp)
+            try:
+                await consumer.getmany(tp, timeout_ms=int(delay * 1000))  # (paused: returns nothing)
+            finally:
+                if tp in consumer.assignment():
+                    consumer.resume(tp)
+            if tp not in consumer.assignment():
+                return False
+
     async def _end_offsets(self) -> dict[TopicPartition, int]:
+        """Where the topic ends now. The broker's "latest offset" answer is checked against a fetch's
+        high watermark: the embedded broker answers the first offset of the last batch + 1, which
+        would have sent the rest of that batch, history, to a new webhook (streams/broker_fixes.py)."""
         probe = reader(self.settings)
         await probe.start()
         try:
@@ -141,7 +174,9 @@ class WebhookRelay:
                 partitions = probe.partitions_for_topic(self.topic)
                 if not partitions:
                     await asyncio.sleep(0.5)
-            return await probe.end_offsets([TopicPartition(self.topic, p) for p in sorted(partitions)])
+            reported = await probe.end_offsets([TopicPartition(self.topic, p) for p in sorted(partitions)])
+            probed = await probe_high_watermarks(probe._client, reported)
+            return {tp: max(end, probed.get(tp, end)) for tp, end in reported.items()}
         finally:
             await probe.stop()
 
