@@ -127,13 +127,39 @@ def decode_cohort(document: bytes | str | dict[str, Any] | CohortDefinition, kno
     if isinstance(document, CohortDefinition):
         definition = document
     else:
-        data = decode_document(document, CohortError, "cohort")
+        data = _with_default_kinds(decode_document(document, CohortError, "cohort"))
         try:
-            definition = msgspec.convert(_with_default_kinds(data), CohortDefinition)
+            definition = msgspec.convert(data, CohortDefinition)
         except msgspec.ValidationError as exc:
-            raise CohortError(f"invalid cohort{_subject(data)}: {_explain(exc)}") from None
+            problems = _type_problems(data, list(known_metrics)) or [_explain(exc)]
+            raise CohortError(f"invalid cohort{_subject(data)}: {_listed(problems)}") from None
     validate_cohort(definition, known_metrics)
     return definition
+
+
+def _type_problems(data: Any, known_metrics: list[str]) -> list[str]:
+    """Every problem of a document that does not convert, not only the first the decoder meets: the
+    document without its lists, then each metric and each criterion on its own (with the metric names
+    a converted entry names). Empty when the document is not an object."""
+    if not isinstance(data, dict):
+        return []
+    lists = {key: data[key] for key in ("metrics", "criteria") if isinstance(data.get(key), list)}
+    problems: list[str] = []
+    try:
+        msgspec.convert({key: value for key, value in data.items() if key not in lists}, CohortDefinition)
+    except msgspec.ValidationError as exc:
+        problems.append(_explain(exc))
+    for key, item_type in (("metrics", CohortMetric), ("criteria", Criterion)):
+        for i, item in enumerate(lists.get(key, [])):
+            try:
+                converted = msgspec.convert(item, item_type)
+            except msgspec.ValidationError as exc:
+                problem, path = split_validation_error(exc)
+                problems.append(_explain_at(f"{key}[{i}]" + (f".{path}" if path else ""), problem))
+                continue
+            if isinstance(converted, CohortMetric) and converted.metric not in known_metrics:
+                problems.append(f"`metrics[{i}]`: unknown metric {converted.metric!r} (known metrics: {', '.join(known_metrics)})")
+    return problems
 
 
 def encode_cohort(definition: CohortDefinition) -> bytes:
@@ -162,6 +188,10 @@ def _subject(data: Any) -> str:
 def _explain(exc: msgspec.ValidationError) -> str:
     """msgspec's "Expected `int` <= 100 - at `$.metrics[0].weight`" as "`metrics[0].weight`: Expected …"."""
     problem, path = split_validation_error(exc)
+    return _explain_at(path, problem)
+
+
+def _explain_at(path: str, problem: str) -> str:
     # A weight or threshold is a whole number or a decimal (ZeroToHundred): msgspec names the first
     # type of the union it tried, which would read as if 1.5 were refused.
     problem = re.sub(r"Expected `(?:int|float)` ([<>]=) (\d+)(?:\.0)?\b", r"Expected a number \1 \2", problem)
@@ -182,10 +212,14 @@ def validate_cohort(definition: CohortDefinition, known_metrics: Iterable[str]) 
     problems = _problems(definition, list(known_metrics))
     if problems:
         subject = f" {definition.cohort_id!r}" if definition.cohort_id else ""
-        listed = problems[:MAX_PROBLEMS_LISTED]
-        more = len(problems) - len(listed)
-        raise CohortError(f"invalid cohort{subject}: " + "; ".join(listed)
-                          + (f"; and {more} more problem{'s' if more > 1 else ''}" if more else ""))
+        raise CohortError(f"invalid cohort{subject}: {_listed(problems)}")
+
+
+def _listed(problems: list[str]) -> str:
+    """The first MAX_PROBLEMS_LISTED problems, and how many more there are."""
+    listed = problems[:MAX_PROBLEMS_LISTED]
+    more = len(problems) - len(listed)
+    return "; ".join(listed) + (f"; and {more} more problem{'s' if more > 1 else ''}" if more else "")
 
 
 def _problems(definition: CohortDefinition, known_metrics: list[str]) -> list[str]:

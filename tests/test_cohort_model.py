@@ -188,6 +188,15 @@ def test_all_problems_are_reported_at_once():
     assert "`name` must not be empty" in message and "unknown metric 'empathy'" in message
 
 
+def test_a_type_error_is_reported_with_the_other_problems_not_alone():
+    message = error_of(doc(pass_threshold=170, metrics=[{"metric": "latencyy"}, {"metric": "wer", "weight": "x"}],
+                           criteria=[{**RULE, "op": "zz"}]))
+    assert message.startswith("invalid cohort")
+    for problem in ("`pass_threshold`: Expected a number <= 100", "`metrics[0]`: unknown metric 'latencyy'",
+                    "`metrics[1].weight`: Expected `int | float`, got `str`", "`criteria[0].op`: Invalid enum value 'zz'"):
+        assert problem in message
+
+
 def test_undecodable_bytes_are_a_cohort_error():
     assert "undecodable" in error_of(b"{not json")
 
