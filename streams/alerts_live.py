@@ -266,6 +266,20 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
                             internal=True)
     alerts_topic = app.topic(names.alerts, key_type=bytes, value_type=bytes, partitions=1)
     table = app.Table(ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1)
+    _install_evaluation(callqa, runtime, input_topic, alerts_topic, table)
+    _install_rule_reading(callqa, runtime, input_topic, known_metrics)
+    if runtime.webhook is not None:
+        _install_webhook(callqa, runtime.webhook)
+    _install_alerts_page(app, runtime, table)
+    return runtime
+
+
+def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, alerts_topic: Any, table: Any) -> None:
+    """Results relayed onto the one-partition input; the one agent that evaluates them, publishes the
+    alerts and keeps its state in `table`; the timer that releases held results once quiet."""
+    app: faust.App = callqa.app
+    settings = callqa.settings
+    names = callqa.topics
 
     @app.agent(callqa.results_topic, name="alerts-relay")
     async def relay_results(stream: faust.StreamT) -> None:
@@ -313,6 +327,18 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
             runtime.release_requested_at = now
             await input_topic.send(key=b"release", value=RELEASE_HELD)
 
+    @app.on_partitions_revoked.connect
+    async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        if any(tp.topic == input_topic.get_topic_name() for tp in revoked):
+            runtime.reset()
+
+
+def _install_rule_reading(callqa: Any, runtime: AlertsRuntime, input_topic: Any, known_metrics: list[str]) -> None:
+    """The rules topic read into the rule book, and each change announced to the evaluating agent."""
+    app: faust.App = callqa.app
+    settings = callqa.settings
+    names = callqa.topics
+
     @app.task
     async def announce_rule_changes() -> None:
         """Tell the evaluating worker, wherever it is, that the rules changed (and once at the start,
@@ -323,11 +349,6 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
             runtime.rules_changed.clear()
             await input_topic.send(key=b"rules", value=RULES_CHANGED)
             await runtime.rules_changed.wait()
-
-    @app.on_partitions_revoked.connect
-    async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
-        if any(tp.topic == input_topic.get_topic_name() for tp in revoked):
-            runtime.reset()
 
     def apply_rule(key: bytes | None, value: bytes | None, offset: int) -> None:
         name = (key or b"").decode("utf-8", "replace")
@@ -351,15 +372,24 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
                        lambda: follow_topic(callqa, names.alert_rules, apply_rule, on_caught_up=runtime.rules_read.set),
                        logger)
 
-    if runtime.webhook is not None:
-        relay = WebhookRelay(settings, names.alerts, runtime.webhook)
 
-        @app.task
-        async def deliver_webhooks() -> None:
-            await retrying(f"creating {names.alerts}",
-                           lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)
-            await retrying("alerts: delivering to the webhook", relay.run, logger)
+def _install_webhook(callqa: Any, poster: WebhookPoster) -> None:
+    """This worker's relay of `callqa.alerts` to the webhook (streams/alert_webhook.py)."""
+    app: faust.App = callqa.app
+    settings = callqa.settings
+    names = callqa.topics
 
+    relay = WebhookRelay(settings, names.alerts, poster)
+
+    @app.task
+    async def deliver_webhooks() -> None:
+        await retrying(f"creating {names.alerts}",
+                       lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)
+        await retrying("alerts: delivering to the webhook", relay.run, logger)
+
+
+def _install_alerts_page(app: faust.App, runtime: AlertsRuntime, table: Any) -> None:
+    """`GET /alerts`, answered by the worker that evaluates them."""
     @app.page("/alerts")
     async def firing_alerts(web: Any, request: Any) -> Any:
         try:  # the worker that owns the evaluation answers; another one passes the request on to it
@@ -380,5 +410,3 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
         counters = {**asdict(runtime.engine.counters), "published": runtime.published, "held": len(runtime.order)}
         return web.json({"firing": runtime.engine.firing(), "watermark_ms": runtime.engine.windows.watermark,
                          "rules": [rule.name for rule in runtime.engine.rules], "counters": counters})
-
-    return runtime
