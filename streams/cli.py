@@ -236,10 +236,9 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
                   "without recording it again", file=sys.stderr)
         raise
     print(
-        f"replayed {report.records} records: {report.events} events, {report.applied} applied, "
-        f"{report.duplicates} duplicates ignored, {report.rejected} dead-lettered, "
-        f"{f'{report.watermarks} watermarks, ' if report.watermarks else ''}{report.swept} calls swept "
-        f"for inactivity; {report.results} results for {report.calls} calls in {report.seconds:.2f} s "
+        f"replayed {report.records} records: {report.events} events; {report.applied} applied (with the "
+        f"{report.swept} inactivity ends of the calls swept), {report.duplicates} duplicates ignored, "
+        f"{report.rejected} dead-lettered{f', {report.watermarks} watermarks' if report.watermarks else ''}; {report.results} results for {report.calls} calls in {report.seconds:.2f} s "
         f"({report.events_per_s:,.0f} events/s{f', {jobs} jobs' if jobs > 1 else ''}) -> {args.out}",
         file=sys.stderr,
     )
@@ -504,6 +503,16 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
+def _broker_hint(exc: Exception) -> str:
+    """What to do about a broker that could not be reached at all."""
+    from aiokafka.errors import KafkaConnectionError
+
+    if not isinstance(exc, KafkaConnectionError):
+        return ""
+    return ("; is the broker running there? `callqa broker` (or `callqa up`) starts the embedded one, and "
+            "--broker or CALLQA_BROKER names another")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.func not in (cmd_worker, cmd_up):  # (the worker's own shutdown handles its signals)
@@ -527,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
         from aiokafka.errors import KafkaError
 
         if isinstance(exc, KafkaError):  # an unreachable or failing broker
-            print(f"callqa: Kafka: {exc}", file=sys.stderr)
+            print(f"callqa: Kafka: {exc}{_broker_hint(exc)}", file=sys.stderr)
             return 3
         raise
 

@@ -132,7 +132,8 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
     dead_live = dead_live + send.refused if isinstance(dead_live, int) else None
     print(
         f"\nrecords: {send.records}, events: {send.events}, messages sent: {send.messages}; "
-        f"worker: applied {health.get('applied', '?')}, duplicates ignored {health.get('duplicate', '?')}, "
+        f"worker: applied {health.get('applied', '?')} (with its own inactivity ends), duplicates ignored "
+        f"{health.get('duplicate', '?')}, "
         f"dead-lettered {health.get('dead_lettered', '?')}"
         + (f" (+ {send.refused} too large to send)" if send.refused else "") + f" (replay: {replay_report.rejected})"
     )

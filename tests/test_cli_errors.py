@@ -477,3 +477,12 @@ def test_sigterm_ends_a_replay_like_ctrl_c_leaving_no_partial_output_nor_spool(t
     _, err = replay.communicate(timeout=60)
     assert replay.returncode == 143 and err.strip().splitlines()[-1] == "callqa: terminated"
     assert list(out.iterdir()) == [] and list(scratch.iterdir()) == []
+
+
+def test_a_broker_that_cannot_be_reached_at_all_is_exit_3_with_what_to_do(capsys):
+    from streams.broker import free_port
+
+    code = main(["send", str(SAMPLE_LOG), "--broker", f"tansu://127.0.0.1:{free_port()}"])
+    err = capsys.readouterr().err
+    assert code == 3 and "Unable to bootstrap" in err
+    assert "is the broker running there? `callqa broker` (or `callqa up`) starts the embedded one" in err

@@ -126,10 +126,11 @@ def test_empty_retrievals_do_not_use_up_the_50_considered():
     assert (m.value, m.details["empty_retrievals"], m.details["ignored_retrievals"]) == (1.0, 50, 0)
 
 
-def test_only_empty_retrievals_are_not_applicable():
-    m = kb_recall(retrieval(), agent("Parking is free."))
+def test_only_empty_retrievals_are_not_applicable_and_counted():
+    m = kb_recall(retrieval(), retrieval("the and of"), agent("Parking is free."))
     assert (m.value, m.score, m.passed) == (None, None, None)
-    assert m.details["reason"] == "No knowledge base retrievals in this call"
+    assert (m.details["reason"], m.details["empty_retrievals"]) == ("No knowledge base retrievals in this call", 2)
+    assert "empty_retrievals" not in kb_recall(agent("Parking is free.")).details
 
 
 def test_the_matched_words_shown_are_capped_as_the_passage_words_are():

@@ -109,7 +109,9 @@ class KbRecall(QaMetric):
 
     def finalize(self, acc: KbRecallAcc, call: CallState) -> MetricResult:
         if not acc.retrievals:
-            return self.not_applicable(NOT_APPLICABLE)
+            # (The specification's reason; lookups that all came back empty are counted beside it.)
+            empty = {"empty_retrievals": acc.empty_retrievals} if acc.empty_retrievals else {}
+            return self.not_applicable(NOT_APPLICABLE, **empty)
         recalled = sum(1 for r in acc.retrievals if r.recalled)
         value = recalled / len(acc.retrievals)
         return self.scored(
