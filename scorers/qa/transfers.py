@@ -16,7 +16,7 @@ of each phase.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from models.call_state import CallState
 from models.events import Event, Transfer
@@ -33,20 +33,29 @@ MAX_TRANSFER_EVENTS = 100
 @dataclass(slots=True)
 class TransferLog:
     attempted: bool = False
-    bridged: bool = False
-    # Event times of the `transfer` events, by phase (the first MAX_TRANSFER_EVENTS of each).
-    started: list[int] = field(default_factory=list)
-    failed: list[int] = field(default_factory=list)
-    bridges: list[int] = field(default_factory=list)
+    # Event times of the `transfer` events, by phase (the first MAX_TRANSFER_EVENTS of each). Made at
+    # the first one: most calls have none, and every call holds a log for each transfer metric.
+    times: dict[str, list[int]] | None = None
+
+    @property
+    def started(self) -> list[int]:
+        return self._phase("started")
+
+    @property
+    def bridged(self) -> bool:
+        return bool(self._phase("bridged"))
+
+    def _phase(self, phase: str) -> list[int]:
+        return self.times.get(phase, []) if self.times is not None else []
 
     def observe(self, event: Event) -> None:
         if isinstance(event, Transfer):
             phase = event.data.phase
-            if phase == "started":
-                self.attempted = True
-            elif phase == "bridged":
-                self.attempted = self.bridged = True
-            times = self.started if phase == "started" else self.failed if phase == "failed" else self.bridges
+            if phase != "failed":
+                self.attempted = True  # (a bridge too: a transfer that connected was attempted)
+            if self.times is None:
+                self.times = {}
+            times = self.times.setdefault(phase, [])
             if len(times) < MAX_TRANSFER_EVENTS:
                 times.append(event.ts_ms)
             return
@@ -60,9 +69,10 @@ class TransferLog:
     def timed_attempt(self) -> tuple[int, int] | None:
         """(start, bridge) of the attempt that connected, in event time; None when no bridge has a
         start before it."""
-        for bridge in sorted(self.bridges):
-            last_failure = max((f for f in self.failed if f <= bridge), default=None)
-            starts = [s for s in self.started if s <= bridge and (last_failure is None or s > last_failure)]
+        failed, started = self._phase("failed"), self.started
+        for bridge in sorted(self._phase("bridged")):
+            last_failure = max((f for f in failed if f <= bridge), default=None)
+            starts = [s for s in started if s <= bridge and (last_failure is None or s > last_failure)]
             if starts:
                 return min(starts), bridge
         return None
