@@ -201,6 +201,9 @@ class _Source:
 
     log: str
     retry_errors: bool = False
+    # By record number, the call_id of each recorded failure: found by the first pass read to its
+    # end, so that the passes after it do not decode every `judge.result` again.
+    _failures: dict[int, str] | None = field(default=None, repr=False)
 
     def records(self) -> Iterable[bytes]:
         for raw, failure_of in self.all_records():
@@ -209,8 +212,17 @@ class _Source:
 
     def all_records(self) -> Iterable[tuple[bytes, str | None]]:
         """Every record of LOG, each with the call_id of the failure it records when it is left out."""
-        for raw in read_log(self.log):
-            yield raw, (_recorded_failure(raw) if self.retry_errors else None)
+        if not self.retry_errors:
+            for raw in read_log(self.log):
+                yield raw, None
+            return
+        known, found = self._failures, {}
+        for index, raw in enumerate(read_log(self.log)):
+            failure_of = known.get(index) if known is not None else _recorded_failure(raw)
+            if failure_of is not None:
+                found[index] = failure_of
+            yield raw, failure_of
+        self._failures = found
 
 
 def _recorded_failure(raw: bytes) -> str | None:
