@@ -238,7 +238,8 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
     print(
         f"replayed {report.records} records: {report.events} events; {report.applied} applied (with the "
         f"{report.swept} inactivity ends of the calls swept), {report.duplicates} duplicates ignored, "
-        f"{report.rejected} dead-lettered{f', {report.watermarks} watermarks' if report.watermarks else ''}; {report.results} results for {report.calls} calls in {report.seconds:.2f} s "
+        f"{report.rejected} dead-lettered{f', {report.watermarks} watermarks' if report.watermarks else ''}; "
+        f"{report.results} results for {report.calls} calls in {report.seconds:.2f} s "
         f"({report.events_per_s:,.0f} events/s{f', {jobs} jobs' if jobs > 1 else ''}) -> {args.out}",
         file=sys.stderr,
     )
@@ -358,8 +359,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     """Validate a file of cohorts or alert rules and publish each to its compacted topic."""
     from models.alert_rules import encode_rule, load_rules
-    from scorers.registry import qa_metric_names
     from models.cohorts import encode_cohort
+    from scorers.registry import qa_metric_names
     from streams.kafka_clients import ensure_topics, producer
     from streams.topics import TopicNames
     from streams.wiring import cohort_book, load_cohorts

@@ -327,7 +327,8 @@ def evaluation_request(call: CallState, context: JudgeContextAcc) -> JudgeReques
         section("prediction", as_json(predicted.predictions)),
         section("conversation", conversation, MAX_TRANSCRIPT_CHARS),
         section("nl_assertions", numbered(assertions)),
-        # (Cut in its own parts: the section's limit is their sum and a little for their headings.)
+        # (Each part is cut to its own limit already: the section's only lets both through, with their
+        # headings and the notes of what was cut.)
         section("agent_context_history", agent_context_history(call, context), 2 * MAX_SECTION_CHARS + MAX_TRANSCRIPT_CHARS),
         section("user_context_history", user_context_history(context)),
     ])
