@@ -223,3 +223,14 @@ def test_rtvi_function_calls_stand_in_only_when_there_are_no_tool_call_events():
     assert section_body(only_rtvi, "tool_calls") == '1. lookup({"id": 3}) -> cancelled'
     both = requests_for(judged_call()[:-1] + rtvi + judged_call()[-1:]).qa.user_content
     assert "lookup" not in both and "place_order" in both
+
+
+def test_a_completed_rtvi_call_without_its_result_is_told_apart_from_one_that_never_returned():
+    def message(type_, data):
+        return event("rtvi", {"side": "agent", "message": {"type": type_, "data": data}})
+
+    rtvi = [message("llm-function-call-in-progress", {"tool_call_id": "r1", "function_name": "lookup"}),
+            message("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": False}),
+            message("llm-function-call-in-progress", {"tool_call_id": "r2", "function_name": "book"})]
+    body = section_body(requests_for(judged_call()[:1] + rtvi + judged_call()[-1:]).qa.user_content, "tool_calls")
+    assert body.splitlines() == ["1. lookup() -> completed, result not reported", "2. book() -> no result"]

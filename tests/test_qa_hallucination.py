@@ -95,6 +95,32 @@ def test_fact_from_an_rtvi_function_call_result_is_grounded():
     assert_clean(hallucination(stopped, agent("Order 48213 has shipped.")))
 
 
+def stopped(tool_call_id: str, **data):
+    return event("rtvi", {"side": "agent", "message": {
+        "type": "llm-function-call-stopped", "data": {"tool_call_id": tool_call_id, "cancelled": False, **data}}})
+
+
+def test_no_fabrication_is_counted_when_a_tool_result_was_not_reported():
+    # Pipecat below its FULL report level says a call completed but not with what: the figures the
+    # agent quotes may be that result's, so none can be called fabricated.
+    m = hallucination(stopped("t1"), agent("Your table is booked for 7:45pm with a deposit of $12.50."))
+    assert_clean(m)
+    assert (m.details["figures_unchecked"], m.details["tool_results_not_reported"]) == (2, 1)
+
+
+def test_figures_are_checked_when_every_completed_tool_reported_its_result():
+    m = hallucination(stopped("t1", result={"deposit": "$12.50"}),
+                      event("rtvi", {"side": "agent", "message": {
+                          "type": "llm-function-call-stopped", "data": {"tool_call_id": "t2", "cancelled": True}}}),
+                      agent("Your table is booked for 7:45pm with a deposit of $12.50."))
+    assert (m.details["fabrications"], m.details["figures_unchecked"], m.details["tool_results_not_reported"]) == (1, 0, 0)
+
+
+def test_an_unreported_result_does_not_hide_contradictions_or_confusion():
+    m = hallucination(stopped("t1"), agent("Sorry, I didn't understand that."))
+    assert (m.details["confusions"], m.details["minor"]) == (1, 1)
+
+
 def test_fact_the_user_said_is_grounded():
     assert_clean(hallucination(user("My zip is 90210"), agent("Thanks, 90210 it is.")))
 

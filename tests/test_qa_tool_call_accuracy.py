@@ -147,6 +147,41 @@ def test_cancelled_rtvi_function_call_is_bad():
     assert m.details["bad_calls"][0]["why"] == "cancelled"
 
 
+def test_completed_rtvi_call_whose_result_pipecat_did_not_report_is_good():
+    # Pipecat sends `result` only at its FULL report level (the default, NONE, sends only the id and
+    # `cancelled`), and never a falsy one: `cancelled: false` still says the call completed.
+    m = scored("tool_call_accuracy",
+               rtvi("llm-function-call-in-progress", {"tool_call_id": "r1"}),
+               rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": False}),
+               rtvi("llm-function-call-in-progress", {"tool_call_id": "r2", "function_name": "set_flag"}),
+               rtvi("llm-function-call-stopped", {"tool_call_id": "r2", "cancelled": False, "function_name": "set_flag"}),
+               rtvi("llm-function-call-in-progress", {"tool_call_id": "r3", "function_name": "lookup"}),
+               rtvi("llm-function-call-stopped", {"tool_call_id": "r3", "cancelled": False, "result": {"id": 3}}))
+    assert (m.details["total"], m.details["good"], m.value) == (3, 3, 1.0)
+    assert m.details["results_not_reported"] == 2
+
+
+def test_a_cancelled_call_is_not_a_result_left_unreported():
+    m = scored("tool_call_accuracy",
+               rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": True}))
+    assert (m.details["good"], m.details["results_not_reported"]) == (0, 0)
+
+
+@pytest.mark.parametrize("stand_in", [
+    "The function `book_table` failed and returned no result.",
+    "The function `book_table` is not currently available.",
+])
+def test_pipecats_stand_in_result_for_a_failed_or_missing_function_is_a_failure(stand_in):
+    # What Pipecat's LLM services give the model when a handler raised or the function is not registered.
+    m = scored("tool_call_accuracy",
+               rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": False,
+                                                  "function_name": "book_table", "result": stand_in}))
+    assert m.value == 0.0
+    assert m.details["bad_calls"][0]["why"].startswith("result says 'The function `book_table`")
+    assert scored("tool_call_accuracy", tool(result=stand_in)).value == 0.0
+    assert scored("tool_call_accuracy", tool(result="The function lookup returned 3 rows.")).value == 1.0
+
+
 def test_rtvi_arguments_given_as_text_must_be_valid_json():
     m = scored("tool_call_accuracy",
                rtvi("llm-function-call-in-progress", {"tool_call_id": "r1", "arguments": "{oops"}),

@@ -24,7 +24,7 @@ from models.call_state import CallState
 from models.events import Event, KbRetrieval, NodeTransition, Rtvi, ToolCall
 from scorers.base import Scorer
 from scorers.qa.kb_recall import MAX_RETRIEVALS
-from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, RTVI_FUNCTION_CALL_TYPES
+from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, RTVI_FUNCTION_CALL_TYPES, result_not_reported
 
 MAX_PASSAGE_CHARS = 1_000
 MAX_TOOL_CALLS = 50
@@ -66,6 +66,8 @@ class ToolRecord:
     arguments: str | None = None
     result: str | None = None
     cancelled: bool = False
+    # Completed, but the pipeline did not say with what (Pipecat below its FULL report level).
+    result_not_reported: bool = False
 
 
 @dataclass(slots=True)
@@ -171,5 +173,6 @@ class JudgeContext(Scorer):
             record.arguments = cut(compact_json(data["arguments"]), MAX_TOOL_TEXT_CHARS)
         if message.type == FUNCTION_CALL_STOPPED:
             record.cancelled = data.get("cancelled") is True
+            record.result_not_reported = result_not_reported(data)
             if data.get("result") is not None:
                 record.result = cut(compact_json(data["result"]), MAX_TOOL_TEXT_CHARS)

@@ -36,7 +36,7 @@ from typing import Any, Iterable, Literal
 from models.call_state import CallState
 from scorers.cohorts import CohortBook, llm_criterion_questions
 from scorers.evaluation.actions import PredictedActionsAcc
-from scorers.judge.context import JudgeContextAcc, ToolLog, cut
+from scorers.judge.context import JudgeContextAcc, ToolLog, ToolRecord, cut
 from scorers.judge.schemas import (
     EVALUATION_SCHEMA_NAME,
     QA_SCHEMA_NAME,
@@ -239,10 +239,18 @@ def knowledge_base(context: JudgeContextAcc) -> str:
     return "\n\n".join(blocks)
 
 
+def tool_outcome(call: ToolRecord) -> str:
+    if call.cancelled:
+        return "cancelled"
+    if call.result is not None:
+        return f"result: {call.result}"
+    return "completed, result not reported" if call.result_not_reported else "no result"
+
+
 def tool_calls(log: ToolLog) -> str:
     lines = []
     for i, call in enumerate(log.calls.values(), start=1):
-        outcome = "cancelled" if call.cancelled else (f"result: {call.result}" if call.result is not None else "no result")
+        outcome = tool_outcome(call)
         lines.append(f"{i}. {call.name or '(unnamed tool)'}({call.arguments or ''}) -> {outcome}")
     if log.left_out:
         lines.append(f"({log.left_out} more tool call events not shown)")

@@ -9,7 +9,11 @@ Heuristic (used when no LLM judge answered):
   simulated user's own tools tell the agent nothing) or the user's turns. Grounding may arrive before
   or after the agent states the figure, so both sides are kept as sets and compared at finalize. A
   figure stated several times, in any wording with the same canonical form ("$12.50", "12.5
-  dollars"), is one fabrication.
+  dollars"), is one fabrication. A call in which a tool completed without its result being reported
+  (an RTVI `llm-function-call-stopped` with `cancelled: false` and no `result`, as Pipecat sends
+  below its `FULL` report level) has no fabrication check: what the agent read from that tool is
+  unknown, and every figure it quoted would count against it. `details.figures_unchecked` counts the
+  figures left unchecked, `details.tool_results_not_reported` the calls that caused it.
 - **Confusion (minor).** An agent turn containing a confusion phrase ("sorry, I didn't understand",
   "could you repeat", …) is one confusion, however many such phrases it holds.
 - **Contradiction (major).** Two agent turns that share 3 or more significant words where exactly one
@@ -33,6 +37,7 @@ from models.call_state import CallState, Record
 from models.events import Event, KbRetrieval, Rtvi, ToolCall, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
+from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, result_not_reported
 from scorers.text import figures, grounding_keys, json_text, reading
 
 MAJOR_PENALTY = 30
@@ -41,7 +46,6 @@ MAX_LISTED_ISSUES = 20
 MIN_SHARED_WORDS_FOR_CONTRADICTION = 3
 EXCERPT_CHARS = 200
 
-FUNCTION_CALL_STOPPED = "llm-function-call-stopped"
 GROUNDING_SOURCES = "the agent configuration, variables, knowledge base, tool results or what the user said"
 
 # Issue types and severities, as the LLM judge names them.
@@ -86,6 +90,7 @@ class HallucinationAcc:
     plain_turns: dict[str, list[int]] = field(default_factory=dict)
     contradictions: int = 0
     confusions: int = 0
+    tool_results_not_reported: int = 0
     # The first MAX_LISTED_ISSUES of each kind decided while the call runs, as (turn, issue).
     listed_contradictions: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     listed_confusions: list[tuple[int, dict[str, str]]] = field(default_factory=list)
@@ -122,7 +127,10 @@ class Hallucination(QaMetric):
         elif isinstance(event, Rtvi):
             message = event.data.message
             if event.data.side == "agent" and message.type == FUNCTION_CALL_STOPPED and isinstance(message.data, dict):
-                acc.grounding |= grounding_keys(json_text(message.data.get("result")))
+                if result_not_reported(message.data):
+                    acc.tool_results_not_reported += 1
+                else:
+                    acc.grounding |= grounding_keys(json_text(message.data.get("result")))
 
     def _agent_turn(self, acc: HallucinationAcc, turn: int, text: str, call: CallState) -> None:
         for fact in figures(text).facts:
@@ -170,14 +178,19 @@ class Hallucination(QaMetric):
 
     # ---------------------------------------------------------------------------------- finalize
 
-    def finalize(self, acc: HallucinationAcc, call: CallState) -> MetricResult:
+    @staticmethod
+    def _fabrications(acc: HallucinationAcc, call: CallState) -> list[tuple[int, dict[str, str]]]:
         grounding = acc.grounding | call_grounding(call)
-        fabrications = [
+        return [
             (claim.turn, {"type": FABRICATION, "severity": MAJOR, "text": claim.text,
                           "evidence": f'"{claim.said}" is not in {GROUNDING_SOURCES}'})
             for claim in acc.claims.values()
             if not any(key in grounding for key in claim.keys)
         ]
+
+    def finalize(self, acc: HallucinationAcc, call: CallState) -> MetricResult:
+        checked = not acc.tool_results_not_reported
+        fabrications = self._fabrications(acc, call) if checked else []
         listed = sorted(
             fabrications[:MAX_LISTED_ISSUES] + acc.listed_contradictions + acc.listed_confusions,
             key=lambda item: (item[0], _TYPE_ORDER[item[1]["type"]]),
@@ -198,4 +211,6 @@ class Hallucination(QaMetric):
             fabrications=len(fabrications),
             contradictions=acc.contradictions,
             confusions=acc.confusions,
+            figures_unchecked=0 if checked else len(acc.claims),
+            tool_results_not_reported=acc.tool_results_not_reported,
         )

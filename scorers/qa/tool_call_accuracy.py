@@ -8,7 +8,10 @@ like a failure. A failure is, on the result as a JSON value (a string that holds
 - `"success": false` or `"ok": false` (the boolean, or the string "false" in any case);
 - a status of 400 or more under `status`, `status_code` or `statusCode` (a number or a numeric string;
   a status in words is the tool's data — an order's or a payment's "failed" — not the call's outcome);
-- text that, stripped and in any case, starts with "error", "failed" or "failure".
+- text that, stripped and in any case, starts with "error", "failed" or "failure";
+- the stand-in text Pipecat returns to the model for a handler that raised ("The function `book`
+  failed and returned no result.") or a function that is not registered ("The function `book` is not
+  currently available."), wherever it stands in the text.
 The specification names the boolean `success`, numeric statuses and the text; `ok: false` and a
 "false" spelled as text are the same failure as other APIs write it.
 A missing or blank result is "no result".
@@ -19,7 +22,9 @@ replace the earlier ones; a `tool.call` without an id is always a call of its ow
 messages describe the same calls from the pipeline, so they count only for a call that has no
 `tool.call` events at all — never both. In RTVI, `arguments` is optional and usually already an
 object; when it is absent there is nothing to find invalid. A stopped message with `cancelled: true`
-is a bad call ("cancelled").
+is a bad call ("cancelled"). A stopped message with `cancelled: false` says the call completed: its
+`result` is judged when it is there, and when it is not (`scorers.qa.tool_calls.result_not_reported`:
+Pipecat below its `FULL` report level) the call is good; `details.results_not_reported` counts them.
 
 Value: good ÷ all calls, rounded to 4 decimals; score: the unrounded share × 100. `details.bad_calls` keeps the first 20 bad calls, each
 with why. An LLM judge's answer, when there is one, replaces this result (a later layer).
@@ -28,6 +33,7 @@ with why. An LLM judge's answer, when there is one, replaces this result (a late
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +42,13 @@ from models.events import Event, Rtvi, ToolCall
 from models.results import MetricResult
 from scorers.numbers import finite_number
 from scorers.qa.base import QaMetric
-from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, RTVI_FUNCTION_CALL_TYPES, rtvi_function_call
+from scorers.qa.tool_calls import (
+    FUNCTION_CALL_STOPPED,
+    RTVI_FUNCTION_CALL_TYPES,
+    blank_result,
+    result_not_reported,
+    rtvi_function_call,
+)
 
 NO_TOOL_CALLS = "No tool calls"
 VALUE_DECIMALS = 4
@@ -50,6 +62,10 @@ STATUS_KEYS = ("status", "status_code", "statusCode")
 FAILED_STATUS_FROM = 400
 FAILURE_PREFIXES = ("error", "failed", "failure")
 SUCCESS_FLAGS = ("success", "ok")
+# What Pipecat's LLM services hand the model in place of a result (`LLMService.
+# FUNCTION_CALL_ERROR_MESSAGE_TEMPLATE` and `MISSING_FUNCTION_CALL_MESSAGE_TEMPLATE`): the call failed.
+PIPECAT_STAND_IN_FAILURE = re.compile(
+    r"the function `[^`]*` (?:failed and returned no result|is not currently available)", re.IGNORECASE)
 
 
 def _parse_json(text: str) -> tuple[bool, Any]:
@@ -77,7 +93,7 @@ def _status(value: Any) -> float | None:
 
 def result_problem(result: Any) -> str | None:
     """Why the result is missing or looks like a failure, or None for a good result."""
-    if result is None or (isinstance(result, str) and not result.strip()):
+    if blank_result(result):
         return NO_RESULT
     value = result
     if isinstance(result, str):
@@ -88,6 +104,9 @@ def result_problem(result: Any) -> str | None:
         for prefix in FAILURE_PREFIXES:
             if text.startswith(prefix):
                 return f"result starts with {prefix!r}"
+        stand_in = PIPECAT_STAND_IN_FAILURE.search(value)
+        if stand_in is not None:
+            return f"result says {stand_in.group(0)!r}"
         return None
     if isinstance(value, dict):
         for key in FAILURE_KEYS:
@@ -110,6 +129,7 @@ class ToolCallRecord:
     name: str | None
     arguments_problem: str | None = None
     result_problem: str | None = NO_RESULT
+    result_reported: bool = True
 
     @property
     def why(self) -> str | None:
@@ -181,7 +201,11 @@ class ToolCallAccuracy(QaMetric):
         if "arguments" in data:
             record.arguments_problem = arguments_problem(data["arguments"])
         if event.data.message.type == FUNCTION_CALL_STOPPED:
-            record.result_problem = CANCELLED if data.get("cancelled") is True else result_problem(data.get("result"))
+            record.result_reported = not result_not_reported(data)
+            if data.get("cancelled") is True:
+                record.result_problem = CANCELLED
+            else:
+                record.result_problem = result_problem(data.get("result")) if record.result_reported else None
 
     def finalize(self, acc: ToolCallAcc, call: CallState) -> MetricResult:
         calls = acc.calls()
@@ -195,6 +219,7 @@ class ToolCallAccuracy(QaMetric):
             share * 100,
             total=len(calls),
             good=good,
+            results_not_reported=sum(1 for record in calls.values() if not record.result_reported),
             bad_calls=[
                 {"tool_call_id": r.tool_call_id, "name": r.name, "why": r.why} for r in bad[:MAX_BAD_CALLS_LISTED]
             ],

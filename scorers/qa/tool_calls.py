@@ -25,6 +25,18 @@ def rtvi_function_call(event: Rtvi) -> dict[str, Any] | None:
     return message.data
 
 
+def blank_result(result: Any) -> bool:
+    """No result at all: absent, null, or text with nothing in it."""
+    return result is None or (isinstance(result, str) and not result.strip())
+
+
+def result_not_reported(stopped: dict[str, Any]) -> bool:
+    """An `llm-function-call-stopped` message's data says the call completed but carries no result.
+    Pipecat sends the result only at its `FULL` function-call report level (its default, `NONE`,
+    sends none) and leaves a falsy one (`{}`, `""`) out even then: the call did return something."""
+    return stopped.get("cancelled") is not True and blank_result(stopped.get("result"))
+
+
 def called_function_name(event: Event) -> str | None:
     """The function an agent-side `tool.call` event or RTVI function-call message names, if any."""
     if isinstance(event, ToolCall):
