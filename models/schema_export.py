@@ -59,10 +59,18 @@ def _ids_not_empty(components: dict[str, Any]) -> dict[str, Any]:
     return components
 
 
+# What the decoder refuses that a JSON Schema cannot: draft 2020-12 counts 1.0 as an integer.
+WHOLE_NUMBERS_COMMENT = ("Integer fields (v, ts_ms, turn_index, partition, ...) must be written as integers: "
+                         "1.0 or 1e3 is refused by the decoder, though JSON Schema counts them as integers. "
+                         "Text must be valid Unicode: a lone surrogate escape (\\ud800) is refused.")
+
+
 def event_schema(tag: str, cls: type[Event]) -> dict[str, Any]:
     schema, components = _single(cls)
     _ids_not_empty(components)
     doc = (cls.__doc__ or "").strip()
+    # A message with an `events` key is read as a batch: an event cannot also carry one.
+    schema = {**schema, "not": {"required": ["events"]}, "$comment": WHOLE_NUMBERS_COMMENT}
     return _document(f"event.{tag}.json", f"callqa event `{tag}`", doc or f"The `{tag}` event (contract v1).",
                      schema, components)
 
@@ -72,11 +80,16 @@ def batch_schema() -> dict[str, Any]:
     _ids_not_empty(components)
     batch_def = dict(components["Batch"])
     batch_def["properties"] = dict(batch_def["properties"])
-    batch_def["properties"]["events"] = {"type": "array", "items": any_event}
+    batch_def["properties"]["events"] = {"type": "array", "items": any_event, "minItems": 1}
+    batch_def["properties"]["call_id"] = {**batch_def["properties"]["call_id"],
+                                          "anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}]}
     components["Batch"] = batch_def
     return _document("batch.json", "callqa batch envelope",
-                     "Several events in one Kafka message: of one call (call_id set) or of several calls of one "
-                     "partition (no call_id, key \"batch\").", batch, components)
+                     "Several events in one Kafka message: of one call (call_id set, and every event's call_id "
+                     "the same) or of several calls of one partition (no call_id, key \"batch\"). The worker "
+                     "dead-letters a bad event alone and keeps the rest; this schema, for a producer checking "
+                     "what it sends, accepts a batch only when every event is valid.",
+                     {**batch, "$comment": WHOLE_NUMBERS_COMMENT}, components)
 
 
 def result_schema() -> dict[str, Any]:
@@ -102,29 +115,97 @@ def result_schema() -> dict[str, Any]:
 
 def cohort_schema() -> dict[str, Any]:
     """The cohort document as the decoder reads it: a criterion without `kind` is a rule, a cohort
-    that is not a delete needs a name, metrics are the registry's, `in`/`not_in` compare with a list.
-    (Unique names within a cohort are checked by the worker only.)"""
-    from models.cohorts import LIST_OPS
+    that is not a delete needs a name, metrics are the registry's, `in`/`not_in` compare with a list,
+    the size limits, a rule's field a path into a call's result. (Unique names within a cohort and a
+    rule value's depth and size are checked by the worker only.)"""
+    from models import cohorts as limits
     from scorers.registry import qa_metric_names
 
     schema, components = _single(CohortDefinition)
     definition = dict(components["CohortDefinition"])
     properties = dict(definition["properties"])
+    properties["cohort_id"] = {"type": "string", "pattern": NOT_BLANK}
     properties["criteria"] = {**properties["criteria"],
                               "items": {"anyOf": properties["criteria"]["items"]["anyOf"]}}  # `kind` may be absent
     definition["properties"] = properties
     definition["if"] = {"properties": {"deleted": {"const": True}}, "required": ["deleted"]}
-    definition["else"] = {"required": ["name"], "properties": {"name": {"type": "string", "pattern": "\\S"}}}
+    # (A delete needs only its id: the limits hold for a cohort that is kept.)
+    definition["else"] = {"required": ["name"], "properties": {
+        "cohort_id": {"maxLength": limits.MAX_NAME_CHARS, "pattern": NO_CONTROL_CHARACTERS},
+        "name": {"type": "string", "pattern": NOT_BLANK, "maxLength": limits.MAX_NAME_CHARS},
+        "agents": {"maxItems": limits.MAX_AGENT_PATTERNS,
+                   "items": {"minLength": 1, "maxLength": limits.MAX_NAME_CHARS}},
+        "metrics": {"maxItems": limits.MAX_METRICS},
+        "criteria": {"maxItems": limits.MAX_CRITERIA},
+    }}
     rule = dict(components["RuleCriterion"])
-    rule["properties"] = {**rule["properties"], "kind": {"enum": ["rule"], "default": "rule"}}
+    rule["properties"] = {**rule["properties"], "kind": {"enum": ["rule"], "default": "rule"},
+                          "name": _criterion_name(limits.MAX_NAME_CHARS),
+                          "field": {"type": "string", "maxLength": limits.MAX_NAME_CHARS,
+                                    "pattern": _result_path_pattern(limits.RESULT_FIELDS, qa_metric_names())}}
     rule["required"] = [key for key in rule["required"] if key != "kind"]
-    rule["if"] = {"properties": {"op": {"enum": sorted(LIST_OPS)}}, "required": ["op"]}
-    rule["then"] = {"properties": {"value": {"type": "array"}}, "required": ["value"]}
+    rule["allOf"] = [
+        {"if": {"properties": {"op": {"enum": sorted(ops)}}, "required": ["op"]},
+         "then": {"properties": {"value": value}, **({"required": ["value"]} if required else {})}}
+        for ops, value, required in (
+            (limits.LIST_OPS, {"type": "array"}, True),
+            (limits.ORDERING_OPS, {"type": ["number", "string"]}, True),
+            ({"contains"}, {"type": ["number", "string", "boolean"]}, True),
+            ({"exists"}, {"type": ["boolean", "null"]}, False),
+        )
+    ]
+    llm = dict(components["LlmCriterion"])
+    llm["properties"] = {**llm["properties"], "name": _criterion_name(limits.MAX_NAME_CHARS),
+                         "question": {"type": "string", "pattern": NOT_BLANK, "maxLength": limits.MAX_QUESTION_CHARS}}
     metric = dict(components["CohortMetric"])
     metric["properties"] = {**metric["properties"], "metric": {"enum": qa_metric_names()}}
-    components.update(CohortDefinition=definition, RuleCriterion=rule, CohortMetric=metric)
+    components.update(CohortDefinition=definition, RuleCriterion=rule, LlmCriterion=llm, CohortMetric=metric)
     return _document("cohort.json", "callqa cohort definition",
                      "A cohort document (callqa.cohorts topic, HTTP API).", schema, components)
+
+
+NOT_BLANK = "\\S"
+NO_CONTROL_CHARACTERS = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+
+
+def _criterion_name(max_chars: int) -> dict[str, Any]:
+    return {"type": "string", "pattern": NOT_BLANK, "maxLength": max_chars}
+
+
+def _result_path_pattern(result_fields: tuple[str, ...], metric_names: list[str]) -> str:
+    """A dotted path from a call result's top level; under `metrics`, a known metric first."""
+    others = "|".join(field for field in result_fields if field != "metrics")
+    return f"^(?:(?:{others})(?:\\.[^.]+)*|metrics(?:\\.(?:{'|'.join(metric_names)})(?:\\.[^.]+)*)?)$"
+
+
+def alert_rule_schema() -> dict[str, Any]:
+    """The rule as the worker checks it, but for what a schema cannot compare: clear_above against
+    fire_below, the long window against the window."""
+    from models import alert_rules as rules
+    from scorers.registry import qa_metric_names
+
+    schema, components = _single(AlertRule)
+    rule = dict(components["AlertRule"])
+    rule["properties"] = {**rule["properties"], "name": {"type": "string", "pattern": NOT_BLANK}}
+    kinds = "|".join(rules.SCOPE_KINDS)
+    rule["if"] = {"properties": {"deleted": {"const": True}}, "required": ["deleted"]}
+    rule["else"] = {
+        "required": ["metric", "window_s", "fire_below"],
+        "properties": {
+            "scope": {"pattern": f"^(?:{rules.SCOPE_ALL}|(?:{kinds}):(?:\\*|[^*]+))$"},
+            "metric": {"enum": [*qa_metric_names(), rules.WEIGHTED_SCORE]},
+            "fire_below": {"type": "number", "exclusiveMinimum": 0},
+            # (Seconds are counted in whole milliseconds: 0.0005 s rounds to none.)
+            "window_s": {"type": "number", "exclusiveMinimum": 0.0005},
+        },
+        "if": {"properties": {"metric": {"const": rules.WEIGHTED_SCORE}}, "required": ["metric"]},
+        "then": {"required": ["scope"], "properties": {"scope": {"pattern": "^cohort:"}}},
+    }
+    components["AlertRule"] = rule
+    return _document("alert-rule.json", "callqa alert rule",
+                     "A rule of a rules file and a record of callqa.alert-rules (key = name). The worker also "
+                     "checks what a schema cannot say: clear_above >= fire_below, the long window longer than "
+                     "the window by a millisecond.", schema, components)
 
 
 def all_schemas() -> dict[str, dict[str, Any]]:
@@ -137,11 +218,7 @@ def all_schemas() -> dict[str, dict[str, Any]]:
     schemas["alert.json"] = _document("alert.json", "callqa alert event",
                                       "A record of callqa.alerts: one state transition of one rule on one scope "
                                       "(key = dedupe_key).", *_single(Alert))
-    schemas["alert-rule.json"] = _document("alert-rule.json", "callqa alert rule",
-                                           "A rule of a rules file and a record of callqa.alert-rules (key = name). "
-                                           "The worker also checks what a schema cannot say: the metric is known, "
-                                           "the scope well formed, clear_above >= fire_below, the long window "
-                                           "longer than the window.", *_single(AlertRule))
+    schemas["alert-rule.json"] = alert_rule_schema()
     return schemas
 
 

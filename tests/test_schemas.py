@@ -180,3 +180,107 @@ def test_alert_events_and_the_sample_rules_validate_against_their_schemas(tmp_pa
     for rule in rules:
         assert validator.is_valid(rule), list(validator.iter_errors(rule))[:1]
     assert not validator.is_valid({**rules[0], "fire_below": 1.5}) and not validator.is_valid({**rules[0], "colour": "red"})
+
+
+def _cohort_accepted(document) -> bool:
+    from models.cohorts import CohortError, decode_cohort
+    from scorers.registry import qa_metric_names
+
+    try:
+        decode_cohort(document, qa_metric_names())
+        return True
+    except CohortError:
+        return False
+
+
+def _rule_accepted(document) -> bool:
+    from models.alert_rules import AlertRuleError, decode_rule
+    from scorers.registry import qa_metric_names
+
+    try:
+        decode_rule(json.dumps(document).encode(), qa_metric_names())
+        return True
+    except AlertRuleError:
+        return False
+
+
+COHORT = {"cohort_id": "c", "name": "C", "agents": ["billing-*"], "metrics": [{"metric": "wer"}],
+          "criteria": [{"name": "r", "field": "evaluation.stop_reason", "op": "eq", "value": "[EXIT]"},
+                       {"name": "q", "kind": "llm", "question": "Resolved?"}]}
+
+
+def _rule(**change):
+    return {**COHORT["criteria"][0], **change}
+
+
+@pytest.mark.parametrize("change", [
+    {},
+    {"cohort_id": " "},
+    {"cohort_id": "a\x01b"},
+    {"cohort_id": "x" * 201},
+    {"name": "x" * 201},
+    {"agents": [""]},
+    {"agents": ["a"] * 101},
+    {"criteria": [_rule(op="lt", value=[1])]},
+    {"criteria": [_rule(op="lt")]},
+    {"criteria": [_rule(op="lt", value=3)]},
+    {"criteria": [_rule(op="contains", value=None)]},
+    {"criteria": [_rule(op="contains", value=True)]},
+    {"criteria": [_rule(op="exists", value=1)]},
+    {"criteria": [_rule(op="exists")]},
+    {"criteria": [_rule(field="foo.bar")]},
+    {"criteria": [_rule(field="metrics.nope.value")]},
+    {"criteria": [_rule(field="metrics.wer.score")]},
+    {"criteria": [_rule(field="a..b")]},
+    {"criteria": [_rule(name=" ")]},
+    {"criteria": [{"name": "q", "kind": "llm", "question": ""}]},
+    {"criteria": [{"name": "q", "kind": "llm", "question": "x" * 2001}]},
+    {"criteria": [_rule(name=f"r{i}") for i in range(51)]},
+])
+def test_the_cohort_schema_refuses_what_the_worker_refuses(change):
+    document = {**COHORT, **change}
+    validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "cohort.json").read_text()))
+    assert validator.is_valid(document) is _cohort_accepted(document)
+
+
+RULE = {"name": "r", "scope": "agent:*", "metric": "latency", "window_s": 60, "fire_below": 0.5}
+
+
+@pytest.mark.parametrize("change, accepted", [
+    ({}, True),
+    ({"name": " "}, False),
+    ({"metric": None}, False),
+    ({"window_s": None}, False),
+    ({"fire_below": None}, False),
+    ({"fire_below": 0}, False),
+    ({"window_s": 1e-7}, False),
+    ({"window_s": 0.002}, True),
+    ({"metric": "nope"}, False),
+    ({"scope": "bogus"}, False),
+    ({"scope": "agent:"}, False),
+    ({"scope": "cohort:a*"}, False),
+    ({"metric": "weighted_score"}, False),
+    ({"metric": "weighted_score", "scope": "cohort:*"}, True),
+    ({"deleted": True, "metric": None, "window_s": None, "fire_below": None}, True),
+])
+def test_the_alert_rule_schema_refuses_what_the_worker_refuses(change, accepted):
+    document = {key: value for key, value in {**RULE, **change}.items() if value is not None}
+    validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "alert-rule.json").read_text()))
+    assert (validator.is_valid(document), _rule_accepted(document)) == (accepted, accepted)
+
+
+TURN = {"v": 1, "event_id": "e1", "call_id": "c1", "ts_ms": 1, "type": "turn", "data": {"role": "user", "text": "hi"}}
+
+
+@pytest.mark.parametrize("document, schema, accepted", [
+    (TURN, "event.turn.json", True),
+    ({**TURN, "events": []}, "event.turn.json", False),
+    ({"v": 1, "call_id": "c1", "events": [TURN]}, "batch.json", True),
+    ({"v": 1, "events": []}, "batch.json", False),
+    ({"v": 1, "call_id": "", "events": [TURN]}, "batch.json", False),
+])
+def test_the_event_and_batch_schemas_refuse_what_the_decoder_refuses(document, schema, accepted):
+    validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / schema).read_text()))
+    decoded = decode_message(json.dumps(document).encode())
+    assert validator.is_valid(document) is accepted
+    assert (not decoded.rejected and bool(decoded.events)) is accepted
