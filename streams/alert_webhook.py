@@ -27,7 +27,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from streams.broker_fixes import probe_high_watermarks
-from streams.config import Settings
+from streams.config import Settings, redacted_url
 from streams.kafka_clients import connection_options, ended_within, reader
 
 logger = logging.getLogger("callqa.alerts.webhook")
@@ -72,7 +72,9 @@ class WebhookPoster:
                     return False
                 return f"HTTP {response.status}"
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            # (An error may quote the URL, and a webhook's URL is often its token.)
+            said = str(exc).replace(self.url, redacted_url(self.url))
+            return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
     def backoff_s(self, failures: int) -> float:
         """The wait after an event's `failures`-th failed attempt: doubling from the first, capped."""
@@ -118,7 +120,7 @@ class WebhookRelay:
 
     @property
     def group_id(self) -> str:
-        return f"{self.settings.app_id}-alert-webhook"
+        return f"{self.settings.app_name}-alert-webhook"
 
     async def run(self) -> None:
         """Deliver the topic's events, forever (cancel the task to stop)."""

@@ -114,7 +114,7 @@ class CallqaApp:
 def faust_app(settings: Settings) -> faust.App:
     """The Faust app with callqa's transports, monitor, scheduler and producer settings."""
     return PromptStopApp(
-        settings.app_id,
+        settings.app_name,
         broker=faust_broker_url(settings.broker),
         broker_credentials=faust_broker_credentials(settings),
         store=settings.store,
@@ -124,6 +124,7 @@ def faust_app(settings: Settings) -> faust.App:
         web_port=settings.web_port,
         web_application_options={"middlewares": [json_errors]},
         topic_partitions=settings.partitions,
+        topic_replication_factor=settings.replication_factor,
         # A 10 s session timeout makes the group join take ~5 s instead of ~30 s (the embedded broker
         # holds a join for half of it; README).
         broker_session_timeout=10.0,

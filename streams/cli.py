@@ -118,6 +118,14 @@ def _run_worker(settings: Settings) -> int:
     from streams.topics import TopicNames
     from streams.tuning import tune_gc
 
+    # Checked before anything is created: Faust would fail on it later, with a traceback.
+    try:
+        os.makedirs(settings.data_dir, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=settings.data_dir, prefix=".callqa-write-check-")
+        probe.close()
+    except OSError as exc:
+        raise ValueError(f"data_dir {settings.data_dir!r} (CALLQA_DATA_DIR) cannot be written: "
+                         f"{exc.strerror or exc}") from None
     # Create every topic with its partition count before Faust subscribes (see ensure_topics).
     asyncio.run(ensure_topics(settings, TopicNames(settings.topic_prefix).specs(settings.partitions),
                               check_partitions=True))
@@ -411,17 +419,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------------------------- parser
 
 
+def port_number(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 1 <= port <= 65_535:
+        raise argparse.ArgumentTypeError(f"a port is 1 to 65535, got {port}")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="callqa", description="Streaming quality scorer for voice-agent calls.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def kafka_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--broker", help="broker URL (kafka://host:9092, or tansu://host:port for the embedded one)")
+    def kafka_options(p: argparse.ArgumentParser, broker: bool = True) -> None:
+        if broker:  # (`up` runs its own)
+            p.add_argument("--broker", help="broker URL (kafka://host:9092, or tansu://host:port for the embedded one)")
         p.add_argument("--partitions", type=int, help="partitions of the events topic (default 4)")
         p.add_argument("--topic-prefix", help="topic name prefix (default callqa)")
 
     p = sub.add_parser("broker", help="start the embedded broker and print its address")
-    p.add_argument("--port", type=int, default=9092)
+    p.add_argument("--port", type=port_number, default=9092)
     p.set_defaults(func=cmd_broker)
 
     p = sub.add_parser("worker", help="run a scoring worker")
@@ -429,8 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("up", help="embedded broker + worker in one command (Ctrl-C stops both)")
-    kafka_options(p)
-    p.add_argument("--port", type=int, default=9092)
+    kafka_options(p, broker=False)
+    p.add_argument("--port", type=port_number, default=9092)
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("send", help="publish a .jsonl or .msgpack event log, batching per partition in its order")

@@ -7,8 +7,10 @@ names (`broker = "kafka://…"`); the environment wins over the file. Secrets ne
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
@@ -32,7 +34,11 @@ class Settings:
     broker: str = "tansu://127.0.0.1:9092"
     topic_prefix: str = "callqa"
     partitions: int = 4
-    app_id: str = "callqa"
+    # The Faust app id: the consumer group, and the prefix of the changelog and internal topics. Empty:
+    # the topic prefix, so that a prefix alone keeps two deployments on one cluster apart (`app_name`).
+    app_id: str = ""
+    # Replicas of every topic callqa creates (1 on the embedded broker; 3 on a production cluster).
+    replication_factor: int = 1
     store: str = "memory://"  # rocksdb:// in production (pip install callqa[rocksdb])
     data_dir: str = "callqa-data"
     web_port: int = 6066
@@ -86,6 +92,11 @@ class Settings:
         _check_ranges(self)
 
     @property
+    def app_name(self) -> str:
+        """The app id in force: `app_id`, or the topic prefix when it is not set."""
+        return self.app_id or self.topic_prefix
+
+    @property
     def max_result_bytes(self) -> int:
         """The largest result published (live) or written (replay); a larger one is dead-lettered."""
         return min(self.max_message_bytes, PRODUCER_MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES)
@@ -105,7 +116,7 @@ class Settings:
 
 # Lower bounds of the numeric settings (a count of partitions, a duration, a size cannot be negative).
 _AT_LEAST: dict[str, float] = {
-    "partitions": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0,
+    "partitions": 1, "replication_factor": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0,
     "max_message_bytes": 1, "judge_timeout_s": 0.1, "judge_concurrency": 1, "judge_retries": 0,
     "judge_backoff_s": 0, "judge_queue_size": 0, "alert_quiet_release_s": 0.1,
 }
@@ -118,6 +129,13 @@ _AT_MOST: dict[str, float] = {"max_message_bytes": 16 * 1024 * 1024, "judge_time
                               "judge_backoff_s": 60, "judge_concurrency": 256}
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+STORE_SCHEMES = ("memory", "rocksdb", "aerospike")  # (Faust's stores)
+# What Kafka allows in a topic or group name; a topic name is at most 249 characters, and the prefix
+# is followed by the longest suffix callqa adds (".alerts-input", "-alert-engine-changelog").
+KAFKA_NAME = re.compile(r"[A-Za-z0-9._-]+")
+MAX_PREFIX_CHARS = 200
 
 
 def _check_ranges(settings: Settings) -> None:
@@ -137,6 +155,64 @@ def _check_ranges(settings: Settings) -> None:
     if settings.log_level.lower() not in LOG_LEVELS:
         raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {settings.log_level!r}")
     _check_broker(settings.broker)
+    _check_names(settings)
+    _check_security(settings)
+    scheme = settings.store.partition("://")[0]
+    if "://" not in settings.store or scheme not in STORE_SCHEMES:
+        raise ValueError(f"store must be one of {', '.join(s + '://' for s in STORE_SCHEMES)}, got {settings.store!r}")
+    for name in ("alert_webhook_url", "openai_base_url"):
+        url = getattr(settings, name)
+        if url is not None and not re.match(r"https?://[^/?#\s]+", url):
+            raise ValueError(f"{name} must be an http:// or https:// URL with a host, got {redacted_url(url)!r}")
+
+
+def _check_names(settings: Settings) -> None:
+    for name in ("topic_prefix", "app_id"):
+        value = getattr(settings, name)
+        if name == "app_id" and not value:
+            continue  # (the topic prefix)
+        if not KAFKA_NAME.fullmatch(value) or len(value) > MAX_PREFIX_CHARS:
+            raise ValueError(f"{name} must be 1 to {MAX_PREFIX_CHARS} letters, digits, '.', '_' or '-' "
+                             f"(what Kafka allows in a topic or group name), got {value!r}")
+
+
+def _check_security(settings: Settings) -> None:
+    """A SASL or SSL setting the protocol would ignore connects without it: refused, not dropped."""
+    protocol = settings.kafka_security_protocol.upper()
+    if protocol not in SECURITY_PROTOCOLS:
+        raise ValueError(f"kafka_security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
+                         f"got {settings.kafka_security_protocol!r}")
+    sasl = {name: getattr(settings, name) for name in ("kafka_sasl_mechanism", "kafka_sasl_username", "kafka_sasl_password")}
+    if not protocol.startswith("SASL"):
+        given = [name for name, value in sasl.items() if value]
+        if given:
+            raise ValueError(f"{', '.join(given)} set, but kafka_security_protocol is {protocol}, which does not "
+                             f"use them: set it to SASL_SSL or SASL_PLAINTEXT")
+    else:
+        missing = [name for name in ("kafka_sasl_username", "kafka_sasl_password") if not sasl[name]]
+        if missing:
+            raise ValueError(f"kafka_security_protocol {protocol} needs {' and '.join(missing)}")
+        mechanism = settings.kafka_sasl_mechanism
+        if mechanism is not None and mechanism.upper() not in SASL_MECHANISMS:
+            raise ValueError(f"kafka_sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)}, got {mechanism!r}")
+    cafile = settings.kafka_ssl_cafile
+    if cafile is not None:
+        if "SSL" not in protocol:
+            raise ValueError(f"kafka_ssl_cafile set, but kafka_security_protocol is {protocol}, which does not use "
+                             f"it: set it to SSL or SASL_SSL")
+        if not os.path.isfile(cafile):
+            raise ValueError(f"kafka_ssl_cafile {cafile!r}: no such file")
+
+
+def redacted_url(url: str, keep_path: bool = False) -> str:
+    """`url` without what may hold a secret: its user and password and its query always, its path
+    too unless `keep_path` (a webhook's path is often its token; a judge's base URL path is not)."""
+    match = re.match(r"([A-Za-z][A-Za-z0-9+.-]*://)?(?:[^@/?#]*@)?([^/?#]*)([^?#]*)", url)
+    if match is None:  # (cannot happen: every part may be empty)
+        return "…"
+    scheme, host, path = match.group(1) or "", match.group(2), match.group(3)
+    rest = path if keep_path else ("/…" if path.strip("/") else path)
+    return f"{scheme}{host}{rest}" + ("?…" if len(url) > len(match.group(0)) else "")
 
 
 # kafka: Apache Kafka (the hot-path transport); tansu: the embedded broker; aiokafka: Faust's stock
@@ -219,8 +295,26 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         if key in environ:
             values[f.name] = environ[key]
             sources[f.name] = key
+    _refuse_unknown_variables(environ)
     coerced = {name: _coerce(name, raw, sources.get(name, name)) for name, raw in values.items()}
     try:
         return Settings(**coerced)
     except ValueError as exc:
         raise ValueError(f"invalid setting: {exc}") from None
+
+
+# CALLQA_* variables that are not settings: the settings file, and the collector's thresholds, read by
+# every process (replay's jobs included) before any settings are (streams/tuning.py).
+OTHER_VARIABLES = frozenset({"CALLQA_CONFIG", "CALLQA_GC_THRESHOLDS"})
+
+
+def _refuse_unknown_variables(environ: Mapping[str, str]) -> None:
+    """A mistyped variable (CALLQA_BROKR) would leave its setting at the default without a word, as a
+    mistyped key of the settings file does not."""
+    known = {f"CALLQA_{f.name.upper()}" for f in fields(Settings)} | OTHER_VARIABLES
+    unknown = sorted(key for key in environ if key.startswith("CALLQA_") and key not in known)
+    if unknown:
+        hints = [f"{key} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(key, known, 1)) else key
+                 for key in unknown]
+        listed = "" if all("did you mean" in hint for hint in hints) else f"; known: {', '.join(sorted(known))}"
+        raise ValueError(f"unknown environment variable{'s' if len(unknown) > 1 else ''} {', '.join(hints)}{listed}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import signal
 from typing import Any, Callable, TypeVar
 
@@ -33,7 +34,7 @@ from scorers.judge.answers import (
 )
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
-from streams.config import Settings
+from streams.config import Settings, redacted_url
 
 RETRIED_CLIENT_STATUSES = frozenset({408, 409, 429})
 MAX_ERROR_CHARS = 300
@@ -44,9 +45,16 @@ MIN_SECRET_KEY_CHARS = 8
 Answer = TypeVar("Answer")
 
 
+# The HTTP clients' own records name each request's URL (a base URL's user and password with it) at
+# INFO and DEBUG: kept to warnings, whatever the worker's log level.
+HTTP_CLIENT_LOGGERS = ("httpx", "httpx2", "httpcore", "openai")
+
+
 class JudgeClient:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        for name in HTTP_CLIENT_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
         self._openai = AsyncOpenAI(
             api_key=settings.openai_api_key,
             base_url=settings.openai_base_url,
@@ -121,7 +129,7 @@ class JudgeClient:
             # refused connection, an unknown host, a connection cut in the middle of an answer.)
             cause = exc.__cause__
             why = f"{type(cause).__name__}: {cause}" if cause is not None and str(cause) else str(exc)
-            text = f"no answer from the judge at {self._openai.base_url}: {why}"
+            text = f"no answer from the judge at {redacted_url(str(self._openai.base_url), keep_path=True)}: {why}"
         elif isinstance(exc, json.JSONDecodeError):
             text = f"the judge's HTTP body is not JSON: {exc}"
         elif isinstance(exc, JudgeAnswerError):

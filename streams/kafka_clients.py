@@ -113,7 +113,7 @@ async def ensure_topics(settings: Settings, topics: dict[str, TopicSpec], check_
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        missing = [NewTopic(name, spec.partitions, 1, topic_configs=spec.configs)
+        missing = [NewTopic(name, spec.partitions, settings.replication_factor, topic_configs=spec.configs)
                    for name, spec in topics.items() if name not in existing]
         if missing:
             try:

@@ -59,6 +59,16 @@ def test_one_post_is_delivered_refused_for_good_or_to_be_tried_again():
     assert isinstance(outcomes[5], str) and outcomes[5].startswith("Client")  # (the connection's error, named)
 
 
+def test_a_failure_that_quotes_the_url_names_its_host_but_not_its_token():
+    async def scenario() -> bool | str:
+        poster = WebhookPoster("http://[bad/services/T0KEN")  # (aiohttp quotes a URL it cannot read)
+        async with aiohttp.ClientSession() as session:
+            return await poster.post(session, b"{}")
+
+    problem = asyncio.run(scenario())
+    assert isinstance(problem, str) and "http://[bad/…" in problem and "T0KEN" not in problem
+
+
 def test_the_backoff_doubles_from_the_first_wait_up_to_its_cap_however_long_the_outage():
     poster = WebhookPoster("http://127.0.0.1:9/hook", first_backoff_s=0.5, max_backoff_s=30.0)
     assert [poster.backoff_s(n) for n in (1, 2, 3, 4, 5, 6, 7, 8, 1000)] == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]

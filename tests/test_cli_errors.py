@@ -168,6 +168,83 @@ def test_settings_from_the_environment_are_checked_and_the_variable_named(enviro
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize("environ, message", [
+    ({"CALLQA_BROKR": "kafka://a:9092"}, "unknown environment variable CALLQA_BROKR (did you mean CALLQA_BROKER?)"),
+    ({"CALLQA_SASL_PASSWORD": "x"}, "CALLQA_SASL_PASSWORD (did you mean CALLQA_KAFKA_SASL_PASSWORD?)"),
+    ({"CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p"},
+     "kafka_sasl_username, kafka_sasl_password set, but kafka_security_protocol is PLAINTEXT, which does not use them"),
+    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL"}, "SASL_SSL needs kafka_sasl_username and kafka_sasl_password"),
+    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "TLS"}, "kafka_security_protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
+    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p",
+      "CALLQA_KAFKA_SASL_MECHANISM": "GSSAPI"}, "kafka_sasl_mechanism must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
+    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SSL", "CALLQA_KAFKA_SSL_CAFILE": "/no/such/ca.pem"},
+     "kafka_ssl_cafile '/no/such/ca.pem': no such file"),
+    ({"CALLQA_STORE": "rockdb://"}, "store must be one of memory://, rocksdb://, aerospike://, got 'rockdb://'"),
+    ({"CALLQA_TOPIC_PREFIX": "my team"}, "topic_prefix must be 1 to 200 letters, digits"),
+    ({"CALLQA_APP_ID": "a/b"}, "app_id must be 1 to 200 letters, digits"),
+    ({"CALLQA_ALERT_WEBHOOK_URL": "hooks.example.com/services/T0KEN"},
+     "alert_webhook_url must be an http:// or https:// URL with a host, got 'hooks.example.com/…'"),
+    ({"CALLQA_REPLICATION_FACTOR": "0"}, "replication_factor must be at least 1, got 0"),
+])
+def test_settings_an_operator_may_get_wrong_are_refused_with_what_to_do(environ, message):
+    with pytest.raises(ValueError) as info:
+        load_settings(environ)
+    assert message in str(info.value)
+    assert "T0KEN" not in str(info.value)
+
+
+def test_the_app_id_is_the_topic_prefix_unless_set_so_a_prefix_alone_keeps_deployments_apart():
+    assert load_settings({}).app_name == "callqa"
+    teama = load_settings({"CALLQA_TOPIC_PREFIX": "teama"})
+    assert teama.app_name == "teama"
+    assert teama.with_overrides(topic_prefix="teamb").app_name == "teamb"  # (`--topic-prefix`)
+    assert load_settings({"CALLQA_TOPIC_PREFIX": "teama", "CALLQA_APP_ID": "callqa"}).app_name == "callqa"
+    # The consumer groups and the changelog topics (Faust names them after its app id) follow it.
+    from streams.alert_webhook import WebhookPoster, WebhookRelay
+    from streams.app import faust_app
+
+    replicated = teama.with_overrides(replication_factor=3)
+    assert (faust_app(replicated).conf.id, faust_app(replicated).conf.topic_replication_factor) == ("teama", 3)
+    assert WebhookRelay(teama, "teama.alerts", WebhookPoster("http://h/")).group_id == "teama-alert-webhook"
+
+
+def test_secured_settings_that_fit_together_are_taken(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("")
+    settings = load_settings({"CALLQA_KAFKA_SECURITY_PROTOCOL": "sasl_ssl", "CALLQA_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+                              "CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p",
+                              "CALLQA_KAFKA_SSL_CAFILE": str(ca), "CALLQA_GC_THRESHOLDS": "700,10,10",
+                              "CALLQA_ALERT_WEBHOOK_URL": "https://hooks.example.com/services/T0KEN"})
+    assert settings.kafka_sasl_username == "u"
+
+
+@pytest.mark.parametrize("url, shown, with_path", [
+    ("http://user:PASSWORD@judge:8000/v1", "http://judge:8000/…", "http://judge:8000/v1"),
+    ("https://hooks.example.com/services/T0KEN?key=K3Y", "https://hooks.example.com/…?…", "https://hooks.example.com/services/T0KEN?…"),
+    ("http://judge:8000", "http://judge:8000", "http://judge:8000"),
+])
+def test_a_url_is_shown_without_what_may_be_a_secret(url, shown, with_path):
+    from streams.config import redacted_url
+
+    assert (redacted_url(url), redacted_url(url, keep_path=True)) == (shown, with_path)
+
+
+def test_the_worker_refuses_a_data_directory_it_cannot_write_before_creating_anything(tmp_path, capsys, monkeypatch):
+    not_a_directory = tmp_path / "a-file"
+    not_a_directory.write_text("")
+    monkeypatch.setenv("CALLQA_DATA_DIR", str(not_a_directory / "data"))
+    monkeypatch.setenv("CALLQA_BROKER", "tansu://127.0.0.1:1")  # (never asked: the check comes first)
+    assert main(["worker"]) == 2
+    assert "cannot be written: Not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["broker", "--port", "-1"], ["up", "--port", "70000"], ["up", "--broker", "kafka://a:1"]])
+def test_a_port_out_of_range_or_a_broker_for_up_is_a_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+
+
 def test_every_numeric_setting_below_its_bound_is_refused_by_name():
     from streams.config import _AT_LEAST
 

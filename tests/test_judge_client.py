@@ -227,6 +227,11 @@ def test_a_judge_that_cannot_be_reached_is_named_with_its_address_and_the_cause(
     _, judge_event, _ = judge_call(fake, openai_base_url=f"http://127.0.0.1:{port}/v1")
     error = judge_event.data.qa["error"]
     assert error.startswith(f"no answer from the judge at http://127.0.0.1:{port}/v1/: ConnectError"), error
+    # A user and password in the base URL (a proxy's) are not recorded with the error.
+    _, judge_event, _ = judge_call(fake, openai_base_url=f"http://judge:S3CRET-PW@127.0.0.1:{port}/v1")
+    error = judge_event.data.qa["error"]
+    assert error.startswith(f"no answer from the judge at http://127.0.0.1:{port}/v1/: ConnectError"), error
+    assert "S3CRET" not in json.dumps(judge_event.data.qa)
 
 
 def test_the_judging_leaves_a_signal_the_process_ignores_ignored_and_puts_the_others_back():
