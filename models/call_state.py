@@ -107,6 +107,8 @@ class CallState:
     # When the accepted attempt began: the last `attempt.discarded` (None: the first attempt).
     attempt_started_ts_ms: int | None = None
     first_ts_ms: int | None = None
+    # The latest event time of the events that could take the call up were it not held: all but the
+    # post-call annotations, corrections and judge answers (the retention of an ended call runs from it).
     last_ts_ms: int | None = None
     # Event time of the last activity that resets the inactivity timer (any event of the call but
     # post-call annotations, watermarks and streamed audio levels: scorers/fold.py).

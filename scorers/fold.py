@@ -33,10 +33,10 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
     first = call.first_ts_ms
     if first is None or ts < first:
         call.first_ts_ms = ts
-    last = call.last_ts_ms
-    if last is None or ts > last:
-        call.last_ts_ms = ts
     if cls not in RESCORE_CLASSES:
+        last = call.last_ts_ms
+        if last is None or ts > last:
+            call.last_ts_ms = ts
         activity = call.last_activity_ts_ms
         # Streamed audio levels say nothing of whether anyone speaks: they never hold a call open
         # (but a call's first event starts its clock, whatever it is, so that every call is swept).

@@ -175,16 +175,24 @@ class InactivitySweeper:
 
 @dataclass
 class RetentionClock:
-    """When ended calls may be forgotten: `retention_ms` of event time after their end, measured
-    against their partition's watermark (the same clock as the sweep)."""
+    """When ended calls may be forgotten: `retention_ms` of event time after the latest event time the
+    call has applied of those that would take a call up (its end, or one stamped later: a `call.ended`
+    stamped before the call's events, a `db.state` after the end; `CallState.last_ts_ms`), measured
+    against their partition's watermark (the same clock as the sweep). Timed from the end alone, a call
+    could be forgotten while such an event was still within the retention behind the watermark, and
+    that event sent again was taken up as a new call: a second version 1. (Post-call annotations,
+    corrections and judge answers never take a call up: one stamped a year fast keeps nothing.)"""
 
     sweeper: InactivitySweeper
     retention_ms: int
     ends: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
 
+    def deadline(self, call: CallState) -> int:
+        return max(call.last_ts_ms or 0, call.ended_ts_ms or 0) + self.retention_ms
+
     def track_end(self, partition: int, call: CallState) -> None:
         if call.ended_ts_ms is not None:
-            heapq.heappush(self.ends.setdefault(partition, []), (call.ended_ts_ms + self.retention_ms, call.call_id))
+            heapq.heappush(self.ends.setdefault(partition, []), (self.deadline(call), call.call_id))
 
     def anything_expired(self, partition: int) -> bool:
         """Whether `expired` can find a call of `partition`: the earliest retention has passed."""
@@ -199,9 +207,15 @@ class RetentionClock:
         clock = self.sweeper.partitions[partition]
         out: list[str] = []
         while heap and heap[0][0] < clock.watermark_ms:
-            _, call_id = heapq.heappop(heap)
-            if call_id in calls:
-                out.append(call_id)
+            deadline, call_id = heapq.heappop(heap)
+            call = calls.get(call_id)
+            if call is None:
+                continue
+            current = self.deadline(call)
+            if current > deadline:  # (an event applied since its end moved it on: looked at again then)
+                heapq.heappush(heap, (current, call_id))
+                continue
+            out.append(call_id)
         return out
 
     def forget_partition(self, partition: int) -> None:

@@ -229,6 +229,34 @@ def test_ended_calls_are_forgotten_after_their_retention():
     assert engine.forget_expired(0) == ["a"] and "a" not in engine.calls
 
 
+def test_a_call_is_kept_its_retention_after_its_latest_event_not_only_after_its_end():
+    # Its end stamped before its start: timed from the end, the call was forgotten at once, and its
+    # start delivered again was taken up as a second call, publishing a second version 1.
+    engine = CallEngine(retention_after_end_ms=60_000)
+    first = started("a", ts=T0 + 100_000)
+    engine.process(first)
+    assert engine.process(ended("a", ts=T0)).result.version == 1
+    assert engine.forget_expired(0) == []
+    assert engine.process(first).status == "duplicate" and engine.counters.results == 1
+    engine.process(started("b", ts=T0 + 160_001))
+    assert engine.forget_expired(0) == ["a"]
+
+
+def test_an_event_applied_after_the_end_moves_the_calls_retention_on():
+    # A db.state stamped a day after the end re-scores the call and moves the watermark itself: the
+    # call stays held, so the same db.state delivered again is a duplicate, not a new call.
+    engine = CallEngine(retention_after_end_ms=60_000)
+    engine.process(started("a", ts=T0))
+    engine.process(ended("a", ts=T0 + 1_000))
+    engine.process(started("b", ts=T0 + 86_400_000))  # (another call bears the watermark's leap out)
+    db_state = event("db.state", {"side": "agent"}, call_id="a", event_id="db-1", ts_ms=T0 + 86_400_000)
+    assert engine.process(db_state).result.version == 2
+    assert engine.forget_expired(0) == [] and "a" in engine.calls
+    assert engine.process(db_state).status == "duplicate"
+    engine.process(started("c", ts=T0 + 86_460_001))
+    assert engine.forget_expired(0) == ["a"] and engine.counters.calls == 3
+
+
 def test_a_deadline_past_the_latest_event_time_is_held_at_it_so_the_synthetic_end_decodes_again():
     from models.events import MAX_TS_MS
     from models.wire import decode_message, encode_event
