@@ -27,7 +27,8 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from streams.broker_fixes import probe_high_watermarks
-from streams.config import Settings, redacted_url
+from streams.config import Settings
+from streams.redaction import without_urls
 from streams.kafka_clients import connection_options, ended_within, reader
 
 logger = logging.getLogger("callqa.alerts.webhook")
@@ -72,8 +73,8 @@ class WebhookPoster:
                     return False
                 return f"HTTP {response.status}"
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            # (An error may quote the URL, and a webhook's URL is often its token.)
-            said = str(exc).replace(self.url, redacted_url(self.url))
+            # (An error may quote the URL, normalised or not, and a webhook's URL is often its token.)
+            said = without_urls(str(exc))
             return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
     def backoff_s(self, failures: int) -> float:

@@ -113,6 +113,7 @@ def _run_worker(settings: Settings) -> int:
     import faust
 
     from streams.app import create_app
+    from streams.former_app_id import refuse_a_moved_group
     from streams.kafka_clients import ensure_topics
     from streams.log_repeats import collapse_aiokafka_repeats
     from streams.topics import TopicNames
@@ -129,6 +130,7 @@ def _run_worker(settings: Settings) -> int:
     # Create every topic with its partition count before Faust subscribes (see ensure_topics).
     asyncio.run(ensure_topics(settings, TopicNames(settings.topic_prefix).specs(settings.partitions),
                               check_partitions=True))
+    asyncio.run(refuse_a_moved_group(settings))
     if settings.web_host in WILDCARD_ADDRESSES:
         print(f"callqa: CALLQA_WEB_HOST={settings.web_host} names no worker: another worker asked for "
               f"GET /alerts cannot pass it on to this one; set CALLQA_WEB_HOST to this worker's host name "

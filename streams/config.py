@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from models.wire import MAX_MESSAGE_BYTES
 from scorers.judge.requests import ANSWER_FORMATS
+from streams.redaction import redacted_url
 
 SECRET_FIELDS = frozenset({"openai_api_key", "kafka_sasl_password"})
 
@@ -162,7 +163,7 @@ def _check_ranges(settings: Settings) -> None:
         raise ValueError(f"store must be one of {', '.join(s + '://' for s in STORE_SCHEMES)}, got {settings.store!r}")
     for name in ("alert_webhook_url", "openai_base_url"):
         url = getattr(settings, name)
-        if url is not None and not re.match(r"https?://[^/?#\s]+", url):
+        if url is not None and not re.match(r"https?://[^/?#\s]+", url, re.IGNORECASE):
             raise ValueError(f"{name} must be an http:// or https:// URL with a host, got {redacted_url(url)!r}")
 
 
@@ -202,17 +203,6 @@ def _check_security(settings: Settings) -> None:
                              f"it: set it to SSL or SASL_SSL")
         if not os.path.isfile(cafile):
             raise ValueError(f"kafka_ssl_cafile {cafile!r}: no such file")
-
-
-def redacted_url(url: str, keep_path: bool = False) -> str:
-    """`url` without what may hold a secret: its user and password and its query always, its path
-    too unless `keep_path` (a webhook's path is often its token; a judge's base URL path is not)."""
-    match = re.match(r"([A-Za-z][A-Za-z0-9+.-]*://)?(?:[^@/?#]*@)?([^/?#]*)([^?#]*)", url)
-    if match is None:  # (cannot happen: every part may be empty)
-        return "…"
-    scheme, host, path = match.group(1) or "", match.group(2), match.group(3)
-    rest = path if keep_path else ("/…" if path.strip("/") else path)
-    return f"{scheme}{host}{rest}" + ("?…" if len(url) > len(match.group(0)) else "")
 
 
 # kafka: Apache Kafka (the hot-path transport); tansu: the embedded broker; aiokafka: Faust's stock
@@ -293,6 +283,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     for f in fields(Settings):
         key = f"CALLQA_{f.name.upper()}"
         if key in environ:
+            if not environ[key] and "None" in str(f.type):
+                continue  # (an optional setting set but empty says nothing, as `${VAR:-}` leaves it)
             values[f.name] = environ[key]
             sources[f.name] = key
     _refuse_unknown_variables(environ)

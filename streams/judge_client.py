@@ -34,7 +34,8 @@ from scorers.judge.answers import (
 )
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
-from streams.config import Settings, redacted_url
+from streams.config import Settings
+from streams.redaction import redacted_url
 
 RETRIED_CLIENT_STATUSES = frozenset({408, 409, 429})
 MAX_ERROR_CHARS = 300

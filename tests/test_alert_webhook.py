@@ -69,6 +69,30 @@ def test_a_failure_that_quotes_the_url_names_its_host_but_not_its_token():
     assert isinstance(problem, str) and "http://[bad/…" in problem and "T0KEN" not in problem
 
 
+def test_a_failure_that_quotes_the_url_as_the_client_rewrote_it_does_not_show_its_token_either():
+    async def scenario() -> bool | str:
+        async def loop(request: web.Request) -> web.Response:
+            raise web.HTTPFound(str(request.rel_url))  # (a redirect to itself, for ever)
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", loop)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        poster = WebhookPoster(f"http://127.0.0.1:{port}/services/T0KÉN/a%2fT0KEN?k=S3CRET")
+        try:
+            async with aiohttp.ClientSession() as session:
+                return await poster.post(session, b"{}")
+        finally:
+            await runner.cleanup()
+
+    problem = asyncio.run(scenario())
+    assert isinstance(problem, str) and problem.startswith("TooManyRedirects"), problem
+    assert "T0K" not in problem and "S3CRET" not in problem and "127.0.0.1" in problem
+
+
 def test_the_backoff_doubles_from_the_first_wait_up_to_its_cap_however_long_the_outage():
     poster = WebhookPoster("http://127.0.0.1:9/hook", first_backoff_s=0.5, max_backoff_s=30.0)
     assert [poster.backoff_s(n) for n in (1, 2, 3, 4, 5, 6, 7, 8, 1000)] == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]

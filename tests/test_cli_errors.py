@@ -185,6 +185,7 @@ def test_settings_from_the_environment_are_checked_and_the_variable_named(enviro
     ({"CALLQA_ALERT_WEBHOOK_URL": "hooks.example.com/services/T0KEN"},
      "alert_webhook_url must be an http:// or https:// URL with a host, got 'hooks.example.com/…'"),
     ({"CALLQA_REPLICATION_FACTOR": "0"}, "replication_factor must be at least 1, got 0"),
+    ({"OPENAI_BASE_URL": "judge:8000/v1"}, "openai_base_url must be an http:// or https:// URL with a host"),
 ])
 def test_settings_an_operator_may_get_wrong_are_refused_with_what_to_do(environ, message):
     with pytest.raises(ValueError) as info:
@@ -208,23 +209,32 @@ def test_the_app_id_is_the_topic_prefix_unless_set_so_a_prefix_alone_keeps_deplo
     assert WebhookRelay(teama, "teama.alerts", WebhookPoster("http://h/")).group_id == "teama-alert-webhook"
 
 
+def test_an_optional_setting_set_but_empty_says_nothing(tmp_path):
+    # (As a compose file's `${CALLQA_ALERT_WEBHOOK_URL:-}` leaves it where it is not set.)
+    settings = load_settings({"CALLQA_ALERT_WEBHOOK_URL": "", "CALLQA_KAFKA_SSL_CAFILE": "", "CALLQA_WEB_BIND": ""})
+    assert (settings.alert_webhook_url, settings.kafka_ssl_cafile, settings.web_bind) == (None, None, None)
+
+
 def test_secured_settings_that_fit_together_are_taken(tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_text("")
     settings = load_settings({"CALLQA_KAFKA_SECURITY_PROTOCOL": "sasl_ssl", "CALLQA_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
                               "CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p",
                               "CALLQA_KAFKA_SSL_CAFILE": str(ca), "CALLQA_GC_THRESHOLDS": "700,10,10",
-                              "CALLQA_ALERT_WEBHOOK_URL": "https://hooks.example.com/services/T0KEN"})
-    assert settings.kafka_sasl_username == "u"
+                              "CALLQA_ALERT_WEBHOOK_URL": "https://hooks.example.com/services/T0KEN",
+                              "OPENAI_BASE_URL": "HTTP://[::1]:8000/v1"})
+    assert settings.kafka_sasl_username == "u" and settings.openai_base_url == "HTTP://[::1]:8000/v1"
 
 
 @pytest.mark.parametrize("url, shown, with_path", [
     ("http://user:PASSWORD@judge:8000/v1", "http://judge:8000/…", "http://judge:8000/v1"),
     ("https://hooks.example.com/services/T0KEN?key=K3Y", "https://hooks.example.com/…?…", "https://hooks.example.com/services/T0KEN?…"),
     ("http://judge:8000", "http://judge:8000", "http://judge:8000"),
+    ("http://user:p@ss@judge/v1", "http://judge/…", "http://judge/v1"),  # (the password ends at the last @)
+    ("http://[::1]:8000/v1", "http://[::1]:8000/…", "http://[::1]:8000/v1"),
 ])
 def test_a_url_is_shown_without_what_may_be_a_secret(url, shown, with_path):
-    from streams.config import redacted_url
+    from streams.redaction import redacted_url
 
     assert (redacted_url(url), redacted_url(url, keep_path=True)) == (shown, with_path)
 

@@ -116,6 +116,20 @@ def test_figures_are_checked_when_every_completed_tool_reported_its_result():
     assert (m.details["fabrications"], m.details["figures_unchecked"], m.details["tool_results_not_reported"]) == (1, 0, 0)
 
 
+def test_figures_are_checked_when_tool_call_events_carry_the_results_the_rtvi_messages_leave_out():
+    # Both sources describe the same calls (never both, as for tool call accuracy): the tool.call
+    # events' results ground the figures; Pipecat's bare stopped message is no reason to skip them.
+    m = hallucination(tool_result({"price": 40}), stopped("t1"), agent("That is $40, and shipping is $999."))
+    assert (m.details["fabrications"], m.details["figures_unchecked"], m.details["tool_results_not_reported"]) == (1, 0, 0)
+
+
+def test_a_stopped_message_that_does_not_say_it_completed_is_no_unreported_result():
+    bare = event("rtvi", {"side": "agent", "message": {
+        "type": "llm-function-call-stopped", "data": {"tool_call_id": "t1"}}})
+    m = hallucination(bare, agent("That is $999."))
+    assert (m.details["fabrications"], m.details["tool_results_not_reported"]) == (1, 0)
+
+
 def test_an_unreported_result_does_not_hide_contradictions_or_confusion():
     m = hallucination(stopped("t1"), agent("Sorry, I didn't understand that."))
     assert (m.details["confusions"], m.details["minor"]) == (1, 1)

@@ -24,7 +24,7 @@ from models.call_state import CallState
 from models.events import Event, KbRetrieval, NodeTransition, Rtvi, ToolCall
 from scorers.base import Scorer
 from scorers.qa.kb_recall import MAX_RETRIEVALS
-from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, RTVI_FUNCTION_CALL_TYPES, result_not_reported
+from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, RTVI_FUNCTION_CALL_TYPES, blank_result, result_not_reported
 
 MAX_PASSAGE_CHARS = 1_000
 MAX_TOOL_CALLS = 50
@@ -174,5 +174,5 @@ class JudgeContext(Scorer):
         if message.type == FUNCTION_CALL_STOPPED:
             record.cancelled = data.get("cancelled") is True
             record.result_not_reported = result_not_reported(data)
-            if data.get("result") is not None:
+            if not blank_result(data.get("result")):
                 record.result = cut(compact_json(data["result"]), MAX_TOOL_TEXT_CHARS)

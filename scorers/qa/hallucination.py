@@ -12,7 +12,9 @@ Heuristic (used when no LLM judge answered):
   dollars"), is one fabrication. A call in which a tool completed without its result being reported
   (an RTVI `llm-function-call-stopped` with `cancelled: false` and no `result`, as Pipecat sends
   below its `FULL` report level) has no fabrication check: what the agent read from that tool is
-  unknown, and every figure it quoted would count against it. `details.figures_unchecked` counts the
+  unknown, and every figure it quoted would count against it. Unless the call has agent-side
+  `tool.call` events: those describe its tool calls, RTVI messages the same calls again (as for tool
+  call accuracy, never both), and their results are the grounding. `details.figures_unchecked` counts the
   figures left unchecked, `details.tool_results_not_reported` the calls that caused it.
 - **Confusion (minor).** An agent turn containing a confusion phrase ("sorry, I didn't understand",
   "could you repeat", …) is one confusion, however many such phrases it holds.
@@ -91,6 +93,7 @@ class HallucinationAcc:
     contradictions: int = 0
     confusions: int = 0
     tool_results_not_reported: int = 0
+    tool_call_events: int = 0  # agent side
     # The first MAX_LISTED_ISSUES of each kind decided while the call runs, as (turn, issue).
     listed_contradictions: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     listed_confusions: list[tuple[int, dict[str, str]]] = field(default_factory=list)
@@ -123,6 +126,7 @@ class Hallucination(QaMetric):
                 acc.grounding |= grounding_keys(passage)
         elif isinstance(event, ToolCall):
             if event.data.side == "agent":
+                acc.tool_call_events += 1
                 acc.grounding |= grounding_keys(json_text(event.data.result))
         elif isinstance(event, Rtvi):
             message = event.data.message
@@ -189,7 +193,8 @@ class Hallucination(QaMetric):
         ]
 
     def finalize(self, acc: HallucinationAcc, call: CallState) -> MetricResult:
-        checked = not acc.tool_results_not_reported
+        unreported = 0 if acc.tool_call_events else acc.tool_results_not_reported
+        checked = not unreported
         fabrications = self._fabrications(acc, call) if checked else []
         listed = sorted(
             fabrications[:MAX_LISTED_ISSUES] + acc.listed_contradictions + acc.listed_confusions,
@@ -212,5 +217,5 @@ class Hallucination(QaMetric):
             contradictions=acc.contradictions,
             confusions=acc.confusions,
             figures_unchecked=0 if checked else len(acc.claims),
-            tool_results_not_reported=acc.tool_results_not_reported,
+            tool_results_not_reported=unreported,
         )

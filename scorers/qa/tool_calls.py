@@ -34,7 +34,7 @@ def result_not_reported(stopped: dict[str, Any]) -> bool:
     """An `llm-function-call-stopped` message's data says the call completed but carries no result.
     Pipecat sends the result only at its `FULL` function-call report level (its default, `NONE`,
     sends none) and leaves a falsy one (`{}`, `""`) out even then: the call did return something."""
-    return stopped.get("cancelled") is not True and blank_result(stopped.get("result"))
+    return stopped.get("cancelled") is False and blank_result(stopped.get("result"))
 
 
 def called_function_name(event: Event) -> str | None:
