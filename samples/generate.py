@@ -271,6 +271,22 @@ def choose_conversation(rng: Random, plan: CallPlan) -> None:
         plan.ending = "agent_tool" if rng.random() < 0.55 else "caller_hangup"
 
 
+def followed_on_every_partitioning(plans: list[CallPlan]) -> set[str]:
+    """The calls that another call starts after by the never-ended headroom on the same partition,
+    whatever the partition count: only such a call may never end, for only a later event of its
+    partition carries the worker's watermark past its deadline (a few calls spread over 8 partitions
+    leave some partitions with none)."""
+    followed = {plan.call_id for plan in plans}
+    for partitions in CHECKED_PARTITION_COUNTS:
+        latest: dict[int, int] = {}
+        for plan in plans:
+            partition = partition_for(plan.call_id, partitions)
+            latest[partition] = max(latest.get(partition, plan.start_ms), plan.start_ms)
+        followed &= {plan.call_id for plan in plans
+                     if latest[partition_for(plan.call_id, partitions)] >= plan.start_ms + NEVER_ENDED_HEADROOM_MS}
+    return followed
+
+
 def assign_rare_features(rng: Random, plans: list[CallPlan]) -> None:
     """Give the rare features to a few eligible calls each, so every one of them is in the log."""
     n = len(plans)
@@ -284,7 +300,9 @@ def assign_rare_features(rng: Random, plans: list[CallPlan]) -> None:
         return chosen
 
     never = quota(n, NEVER_ENDED_PER_240, 5)
-    for i, plan in enumerate(pick(never, lambda p: p.start_ms < early_cutoff and (p.simulated or p.rtvi))):
+    followed = followed_on_every_partitioning(plans)
+    for i, plan in enumerate(pick(never, lambda p: p.start_ms < early_cutoff and (p.simulated or p.rtvi)
+                                  and p.call_id in followed)):
         plan.ending = "never"
         plan.inactivity_timeout_s = NEVER_ENDED_TIMEOUTS_S[i % len(NEVER_ENDED_TIMEOUTS_S)]
     for kind, per_240 in TRANSFER_KINDS_PER_240.items():

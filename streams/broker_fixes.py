@@ -53,7 +53,8 @@ Faust's stock one included:
 6. **A lean monitor**: Faust's default Monitor sensor does bookkeeping for every message and every
    stream event (timings, per-topic and per-stream counters, `str(stream)` lookups), about a fifth of
    a worker's time per message (py-spy). `LeanMonitor` keeps the counters and skips the
-   per-message timings.
+   per-message timings; the time a partition's records were last taken up, which Faust's check for
+   stuck streams reads, it sets once per fetched batch.
 7. **Record order**: Faust's default scheduler hands out a fetch's records round-robin over topics,
    then over partitions, through a generator per topic and one per partition (0.29 µs a record).
    `InterleavedScheduler` deals the same fetch round-robin over its partitions, whatever their
@@ -72,6 +73,7 @@ import logging
 import weakref
 from collections import defaultdict
 from contextlib import contextmanager
+from time import monotonic
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, List, Mapping, cast
 from weakref import WeakKeyDictionary
 
@@ -369,6 +371,16 @@ class LeanMonitor(Monitor):
     def on_stream_event_in(self, tp: TP, offset: int, stream: Any, event: Any) -> None:
         self.events_total += 1
         return None
+
+    def track_tp_end_offset(self, tp: TP, offset: int) -> None:
+        # Called as a fetched batch's first record of `tp` is handed out (DirectHandoffConsumer.getmany):
+        # it also stands for the time a stream last took an event of `tp`, which Faust's own sensor set
+        # per stream event and its consumer's slow-processing check reads. Unset (direct delivery
+        # bypasses the streams, and this monitor their sensor), every partition with a lag was
+        # reported at ERROR as "not started processing" five minutes into a worker's life. A handler
+        # that hangs still holds the next fetch back, so a stuck partition is still reported.
+        self.tp_end_offsets[tp] = offset
+        self.stream_inbound_time[tp] = monotonic()
 
     def on_stream_event_out(self, tp: TP, offset: int, stream: Any, event: Any, state: Any = None) -> None:
         pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -140,6 +141,18 @@ def test_the_worker_app_uses_the_interleaved_scheduler_and_acknowledges_in_bulk(
     assert isinstance(consumer.scheduler, InterleavedScheduler) and isinstance(consumer, DirectHandoffConsumer)
 
 
+def test_the_worker_producer_s_buffer_holds_a_burst_of_sends_without_stopping_a_stream():
+    from streams.app import create_app
+    from streams.config import Settings
+    from streams.prompt_stop import PRODUCER_BUFFER_MAX_MESSAGES
+
+    async def build():
+        return create_app(Settings(broker="tansu://127.0.0.1:9", app_id="t-producer-buffer")).app.producer
+
+    producer = asyncio.run(build())
+    assert producer.buffer.max_messages == PRODUCER_BUFFER_MAX_MESSAGES > 100  # (Faust's own: 100)
+
+
 def test_the_lean_monitor_still_counts_messages_and_events():
     from faust.types import TP
 
@@ -148,6 +161,18 @@ def test_the_lean_monitor_still_counts_messages_and_events():
     monitor.on_message_in(tp, 7, object())
     assert monitor.on_stream_event_in(tp, 7, object(), object()) is None
     assert (monitor.messages_received_total, monitor.events_total, monitor.tp_read_offsets[tp]) == (1, 1, 7)
+
+
+def test_the_lean_monitor_notes_when_a_partition_s_records_were_last_taken_up():
+    # Faust's consumer reports a partition with a lag and no such time as "not started processing",
+    # at ERROR, five minutes after the worker started: direct delivery never passes a stream.
+    from faust.types import TP
+
+    monitor = LeanMonitor()
+    tp = TP("t", 2)
+    before = time.monotonic()
+    monitor.track_tp_end_offset(tp, 40)
+    assert monitor.tp_end_offsets[tp] == 40 and before <= monitor.stream_inbound_time[tp] <= time.monotonic()
 
 
 def test_the_current_event_of_a_stream_is_read_as_the_fixes_set_it():
