@@ -137,6 +137,12 @@ class CohortOverview:
         self._apply(cohorts, +1)
         return True
 
+    def remove(self, call_id: str) -> None:
+        """Stop counting a call (it left the window of the results counted)."""
+        entry = self._calls.pop(call_id, None)
+        if entry is not None:
+            self._apply(entry.cohorts, -1)
+
     def version_of(self, call_id: str) -> int | None:
         entry = self._calls.get(call_id)
         return entry.version if entry is not None else None

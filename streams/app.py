@@ -221,7 +221,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
                 restored = live.restore_quiet_partition(partition, list(journal.items()), time.monotonic())
                 logger.info("partition %s (quiet): restored %s calls from the journal", partition, restored)
 
-    install_api(callqa, engine.cohorts, ResultsView())
+    install_api(callqa, engine.cohorts, ResultsView(window_ms=round(settings.view_window_s * 1000)))
     install_idle_clock(callqa)
     alerts = install_alerts(callqa)
     install_health(callqa, brokers, judge, alerts.webhook)

@@ -62,6 +62,11 @@ class Settings:
     # Ended calls stay in state this long in event time for late annotations and corrections (and
     # never less than the allowed lateness).
     retention_after_end_s: float = 86_400.0
+    # The HTTP API's cohort overviews and run summaries count the calls whose newest result is at
+    # most this much older, in event time, than the newest result read (0: every result, for ever).
+    # Kafka keeps a topic's records a week unless told otherwise: a worker counts what a worker
+    # started now would read back from the results topic.
+    view_window_s: float = 604_800.0
     max_message_bytes: int = MAX_MESSAGE_BYTES
     # LLM judge (any OpenAI-compatible server).
     openai_api_key: str | None = field(default=None, repr=False)
@@ -117,7 +122,7 @@ class Settings:
 
 # Lower bounds of the numeric settings (a count of partitions, a duration, a size cannot be negative).
 _AT_LEAST: dict[str, float] = {
-    "partitions": 1, "replication_factor": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0,
+    "partitions": 1, "replication_factor": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0, "view_window_s": 0,
     "max_message_bytes": 1, "judge_timeout_s": 0.1, "judge_concurrency": 1, "judge_retries": 0,
     "judge_backoff_s": 0, "judge_queue_size": 0, "alert_quiet_release_s": 0.1,
 }

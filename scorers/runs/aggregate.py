@@ -144,6 +144,18 @@ class RunSummary:
         self._put(("call", call_id), version, read_scenario(metrics, judge, fallback_name=call_id))
         return True
 
+    def version_of(self, call_id: str) -> int | None:
+        """The version of the call's result counted, None when none is."""
+        known = self.contributions.get(("call", call_id))
+        return known.version if known is not None else None
+
+    def remove_call(self, call_id: str) -> None:
+        """Stop counting a call's result (it left the window of the results counted)."""
+        known = self.contributions.pop(("call", call_id), None)
+        if known is not None:
+            self._apply(known.signals, -1)
+            self.stalled.pop(("call", call_id), None)
+
     def add_scenario_files(self, metrics_json: Mapping[str, Any], judge_result: Mapping[str, Any] | None = None,
                            *, key: str | None = None) -> None:
         """The resume path: one scenario from its metrics.json and judge_result.json documents.
