@@ -58,6 +58,7 @@ from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 from streams.alert_webhook import WebhookPoster, WebhookRelay
 from streams.api import follow_topic
 from streams.kafka_clients import ensure_topics, retrying
+from streams.tuning import table_store_options
 
 logger = logging.getLogger("callqa.alerts")
 _json = msgspec.json.Encoder()
@@ -265,7 +266,7 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     input_topic = app.topic(names.alerts_input, key_type=bytes, value_type=bytes, partitions=1,
                             internal=True)
     alerts_topic = app.topic(names.alerts, key_type=bytes, value_type=bytes, partitions=1)
-    table = app.Table(ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1)
+    table = app.Table(ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1, options=table_store_options())
     _install_evaluation(callqa, runtime, input_topic, alerts_topic, table)
     _install_rule_reading(callqa, runtime, input_topic, known_metrics)
     if runtime.webhook is not None:

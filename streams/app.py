@@ -30,6 +30,7 @@ from streams.message_flow import MessageFlow, ResultHook
 from streams.prompt_stop import PromptStopApp
 from streams.results_view import ResultsView
 from streams.topics import TopicNames
+from streams.tuning import table_store_options
 from streams.wiring import build_engine
 
 logger = logging.getLogger("callqa.worker")
@@ -161,7 +162,8 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     events_topic = app.topic(names.events, key_type=bytes, value_type=bytes, partitions=settings.partitions)
     results_topic = app.topic(names.results, key_type=bytes, value_type=bytes, partitions=settings.partitions)
     deadletter_topic = app.topic(names.deadletter, key_type=bytes, value_type=bytes, partitions=1)
-    journal = app.Table("call-journal", key_type=bytes, value_type=bytes, partitions=settings.partitions)
+    journal = app.Table("call-journal", key_type=bytes, value_type=bytes, partitions=settings.partitions,
+                        options=table_store_options())
     callqa.events_topic, callqa.results_topic, callqa.deadletter_topic = events_topic, results_topic, deadletter_topic
 
     flow = MessageFlow(live, FaustSink(app, journal, results_topic, deadletter_topic, events_topic),

@@ -269,3 +269,21 @@ def test_the_worker_producer_batches_by_linger_not_by_a_result_or_two():
     assert 256 * 1024 <= settings["max_batch_size"] < 1_048_576
     assert settings["linger_ms"] == 5
     assert settings["max_request_size"] >= settings["max_batch_size"]
+
+
+def test_the_worker_s_tables_ask_rocksdb_for_small_write_buffers_and_cache():
+    # Faust's RocksDB defaults (64 MiB buffers, three of them, a 2 GiB cache, for each partition's
+    # database) let a worker's memory rise for as long as it ran.
+    from streams.app import create_app
+    from streams.config import Settings
+    from streams.tuning import TABLE_STORE_OPTIONS
+
+    async def build():
+        callqa = create_app(Settings(broker="tansu://127.0.0.1:9", app_id="t-table-options", store="rocksdb://"))
+        return callqa.app.tables
+
+    tables = asyncio.run(build())
+    assert {name for name in tables} >= {"call-journal", "alert-engine"}
+    for table in tables.values():
+        assert table.options == TABLE_STORE_OPTIONS and table.options is not TABLE_STORE_OPTIONS
+    assert TABLE_STORE_OPTIONS["block_cache_size"] <= 64 * 1024 * 1024
