@@ -37,10 +37,10 @@ def gc_thresholds(text: str | None) -> tuple[int, int, int]:
 
 # RocksDB's settings for callqa's tables (the call journal, the alert engine), one database per table
 # partition. Faust's defaults are sized for large tables: 64 MiB write buffers, three of them, and a
-# 2 GiB block cache, for each database. The journal holds a second of each partition's events and
-# the alert engine a few keys, so the buffers filled with rewrites of the same few keys before a
-# flush: a worker's memory rose for as long as it ran (a soak: 82 to 134 MB in 33 minutes, the write-
-# ahead log at 24 MB and not yet flushed). Smaller buffers flush sooner; at most 5 x (2 x 8 + 32) MiB.
+# 2 GiB block cache, for each database: up to 2.5 GiB of memory for a worker's five, where the
+# journal holds a second of each partition's events and the alert engine a few keys. What fills the
+# buffers is rewrites of those few keys (in a 33-minute soak the write-ahead log had reached 24 MB,
+# not yet flushed once). Smaller buffers flush sooner; at most 5 x (2 x 8 + 32) MiB.
 TABLE_STORE_OPTIONS = {
     "write_buffer_size": 8 * 1024 * 1024,
     "max_write_buffer_number": 2,
