@@ -37,7 +37,7 @@ def gc_thresholds(text: str | None) -> tuple[int, int, int]:
 
 # RocksDB's settings for callqa's tables (the call journal, the alert engine), one database per table
 # partition. Faust's defaults are sized for large tables: 64 MiB write buffers, three of them, and a
-# 2 GiB block cache, for each database: up to 2.5 GiB of memory for a worker's five, where the
+# 2 GiB block cache, for each database: gigabytes at their limits for a worker's five, where the
 # journal holds a second of each partition's events and the alert engine a few keys. What fills the
 # buffers is rewrites of those few keys (in a 33-minute soak the write-ahead log had reached 24 MB,
 # not yet flushed once). Smaller buffers flush sooner; at most 5 x (2 x 8 + 32) MiB.
