@@ -161,14 +161,6 @@ def test_partitions_must_be_at_least_one(tmp_path, capsys):
     ({"CALLQA_BROKER": "foo://x:1"}, "broker 'foo://x:1': unknown scheme 'foo://' (use one of kafka://, tansu://, aiokafka://, or host:port)"),
     ({"CALLQA_BROKER": "kafka://a:9092;b"}, "broker 'kafka://a:9092;b': expected host:port, got 'b'"),
     ({"CALLQA_BROKER": "kafka://a:port"}, "expected host:port, got 'kafka://a:port'"),
-])
-def test_settings_from_the_environment_are_checked_and_the_variable_named(environ, message):
-    with pytest.raises(ValueError) as info:
-        load_settings(environ)
-    assert message in str(info.value)
-
-
-@pytest.mark.parametrize("environ, message", [
     ({"CALLQA_BROKR": "kafka://a:9092"}, "unknown environment variable CALLQA_BROKR (did you mean CALLQA_BROKER?)"),
     ({"CALLQA_SASL_PASSWORD": "x"}, "CALLQA_SASL_PASSWORD (did you mean CALLQA_KAFKA_SASL_PASSWORD?)"),
     ({"CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p"},
@@ -187,11 +179,11 @@ def test_settings_from_the_environment_are_checked_and_the_variable_named(enviro
     ({"CALLQA_REPLICATION_FACTOR": "0"}, "replication_factor must be at least 1, got 0"),
     ({"OPENAI_BASE_URL": "judge:8000/v1"}, "openai_base_url must be an http:// or https:// URL with a host"),
 ])
-def test_settings_an_operator_may_get_wrong_are_refused_with_what_to_do(environ, message):
+def test_settings_from_the_environment_are_checked_and_the_variable_named(environ, message):
     with pytest.raises(ValueError) as info:
         load_settings(environ)
     assert message in str(info.value)
-    assert "T0KEN" not in str(info.value)
+    assert "T0KEN" not in str(info.value)  # (a webhook URL's path is shown cut)
 
 
 def test_the_app_id_is_the_topic_prefix_unless_set_so_a_prefix_alone_keeps_deployments_apart():
