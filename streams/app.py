@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
@@ -223,7 +224,8 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
                 restored = live.restore_quiet_partition(partition, list(journal.items()), time.monotonic())
                 logger.info("partition %s (quiet): restored %s calls from the journal", partition, restored)
 
-    install_api(callqa, engine.cohorts, ResultsView(window_ms=round(settings.view_window_s * 1000)))
+    install_api(callqa, engine.cohorts, ResultsView(window_ms=math.ceil(settings.view_window_s * 1000),
+                                                    max_leap_ms=settings.max_watermark_leap_ms))
     install_idle_clock(callqa)
     alerts = install_alerts(callqa)
     install_health(callqa, brokers, judge, alerts.webhook)

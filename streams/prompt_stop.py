@@ -70,10 +70,12 @@ class PromptStopApp(faust.App):
                                   "what it holds is made again when its messages are delivered again")
 
 
-# Sends a Faust stream may leave waiting in the producer's buffer before it must stop for them: Faust's
-# 100 was passed by every burst of a worker (a message's results, dead letters and sweep ends, a
-# journal segment), each time a WARNING and a 12-25 ms stop of the stream that found it full.
-PRODUCER_BUFFER_MAX_MESSAGES = 10_000
+# Table writes (journal segments, the alert engine's keys) that may wait in the producer's buffer
+# before the stream that finds it fuller must stop until that many went out: Faust's 100 was passed by
+# every burst of a worker (40 calls ending: the alert engine writes some six keys a result), each time
+# a WARNING and a 12-25 ms stop. Not far more: a stream stopped for a full buffer waits until as many
+# have been sent, and a stop flushes the buffer within its few seconds.
+PRODUCER_BUFFER_MAX_MESSAGES = 1_000
 
 
 class PromptStopProducer(faust_aiokafka.Producer):

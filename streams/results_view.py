@@ -4,7 +4,9 @@ cohort overviews, kept up to date one result at a time (a newer version replaces
 With a window (`CALLQA_VIEW_WINDOW_S`), a call counts until the newest result the view has read is
 that much later than its own, in event time: a worker up for months holds the calls of the window,
 not of its whole life, and counts what a worker started now would count from a results topic that
-keeps that long. A result older than the window, read late, is counted and let go at once.
+keeps that long. A result older than the window, read late, is counted and let go at once. The
+view's time is a watermark (scorers/watermarks.py): one call whose clock runs days fast does not
+move it on its own, or it would let every other call go.
 """
 
 from __future__ import annotations
@@ -15,16 +17,19 @@ from dataclasses import dataclass, field
 from models.results import CallResult
 from scorers.cohort_overview import CohortOverview
 from scorers.runs import RunSummary
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS, Ahead, next_watermark
 
 
 @dataclass
 class ResultsView:
     window_ms: int = 0  # 0: every result, for ever
+    max_leap_ms: int = DEFAULT_MAX_LEAP_MS  # (CALLQA_MAX_WATERMARK_LEAP_MS)
     runs: dict[str, RunSummary] = field(default_factory=dict)
     cohorts: CohortOverview = field(default_factory=CohortOverview)
     results_seen: int = 0
     calls_let_go: int = 0
-    clock_ms: int | None = None  # the latest event time of a result read
+    clock_ms: int | None = None  # the latest event time of the results read, as a watermark
+    _ahead: Ahead | None = None  # a leap of one call's results, held back
     # (event time, call_id, version, run_id) of each result counted, earliest first.
     _counted: list[tuple[int, str, int, str]] = field(default_factory=list)
 
@@ -38,9 +43,11 @@ class ResultsView:
                 summary = self.runs[run_id] = RunSummary(run_id=run_id)
             summary.add(result)
         if self.window_ms:
-            ts = result.event_ts_ms if result.event_ts_ms is not None else result.ended_ts_ms or 0
+            ts = result.event_ts_ms if result.event_ts_ms is not None else result.ended_ts_ms
+            if ts is None:  # (not a worker's result: it stamps every one) counted as of now
+                ts = self.clock_ms or 0
             heapq.heappush(self._counted, (ts, result.call_id, result.version, run_id or ""))
-            self.clock_ms = ts if self.clock_ms is None else max(self.clock_ms, ts)
+            self.clock_ms, self._ahead = next_watermark(self.clock_ms, self._ahead, ts, result.call_id, self.max_leap_ms)
             self._let_go(self.clock_ms - self.window_ms)
 
     def _let_go(self, horizon_ms: int) -> None:
