@@ -330,8 +330,18 @@ def signalled_on_the_third_question(signum: int):
     return answer
 
 
+@pytest.fixture
+def ctrl_c_taken():
+    """SIGINT as an interactive shell leaves it. A job a non-interactive shell starts in the
+    background (`.ci/run &`, say) inherits SIGINT ignored, and the judging rightly keeps a signal the
+    process was started ignoring ignored: there this test would see no Ctrl-C at all."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_judging_interrupted_keeps_the_answers_that_came_and_a_second_recording_asks_only_for_the_rest(
-        tmp_path, judge_env, capsys):
+        tmp_path, judge_env, capsys, ctrl_c_taken):
     log, partial, complete = tmp_path / "calls.jsonl", tmp_path / "partial.jsonl", tmp_path / "complete.jsonl"
     write_log(log)
 
