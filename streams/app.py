@@ -49,7 +49,7 @@ def faust_broker_credentials(settings: Settings) -> Any:
         return faust.SASLCredentials(
             username=settings.kafka_sasl_username,
             password=settings.kafka_sasl_password,
-            mechanism=settings.kafka_sasl_mechanism or "PLAIN",
+            mechanism=settings.sasl_mechanism,
             ssl_context=context,
         )
     return faust.SSLCredentials(context)

@@ -103,6 +103,11 @@ class Settings:
         return self.app_id or self.topic_prefix
 
     @property
+    def sasl_mechanism(self) -> str:
+        """The SASL mechanism as the Kafka clients spell it (PLAIN unless set; any case accepted)."""
+        return (self.kafka_sasl_mechanism or "PLAIN").upper()
+
+    @property
     def max_result_bytes(self) -> int:
         """The largest result published (live) or written (replay); a larger one is dead-lettered."""
         return min(self.max_message_bytes, PRODUCER_MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES)
@@ -193,7 +198,7 @@ def _check_security(settings: Settings) -> None:
         given = [name for name, value in sasl.items() if value]
         if given:
             raise ValueError(f"{', '.join(given)} set, but kafka_security_protocol is {protocol}, which does not "
-                             f"use them: set it to SASL_SSL or SASL_PLAINTEXT")
+                             f"use {'it' if len(given) == 1 else 'them'}: set it to SASL_SSL or SASL_PLAINTEXT")
     else:
         missing = [name for name in ("kafka_sasl_username", "kafka_sasl_password") if not sasl[name]]
         if missing:

@@ -45,7 +45,7 @@ def connection_options(settings: Settings) -> dict[str, Any]:
         if "SSL" in protocol:
             options["ssl_context"] = ssl.create_default_context(cafile=settings.kafka_ssl_cafile)
         if protocol.startswith("SASL"):
-            options["sasl_mechanism"] = settings.kafka_sasl_mechanism or "PLAIN"
+            options["sasl_mechanism"] = settings.sasl_mechanism
             options["sasl_plain_username"] = settings.kafka_sasl_username
             options["sasl_plain_password"] = settings.kafka_sasl_password
     return options

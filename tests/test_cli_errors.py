@@ -165,6 +165,7 @@ def test_partitions_must_be_at_least_one(tmp_path, capsys):
     ({"CALLQA_SASL_PASSWORD": "x"}, "CALLQA_SASL_PASSWORD (did you mean CALLQA_KAFKA_SASL_PASSWORD?)"),
     ({"CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p"},
      "kafka_sasl_username, kafka_sasl_password set, but kafka_security_protocol is PLAINTEXT, which does not use them"),
+    ({"CALLQA_KAFKA_SASL_MECHANISM": "PLAIN"}, "kafka_sasl_mechanism set, but kafka_security_protocol is PLAINTEXT, which does not use it"),
     ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL"}, "SASL_SSL needs kafka_sasl_username and kafka_sasl_password"),
     ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "TLS"}, "kafka_security_protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
     ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p",
@@ -216,6 +217,14 @@ def test_secured_settings_that_fit_together_are_taken(tmp_path):
                               "CALLQA_ALERT_WEBHOOK_URL": "https://hooks.example.com/services/T0KEN",
                               "OPENAI_BASE_URL": "HTTP://[::1]:8000/v1"})
     assert settings.kafka_sasl_username == "u" and settings.openai_base_url == "HTTP://[::1]:8000/v1"
+    # Every Kafka client is given the mechanism as the clients spell it, whatever its case here.
+    from streams.app import faust_broker_credentials
+    from streams.kafka_clients import connection_options
+
+    lower = load_settings({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "CALLQA_KAFKA_SASL_MECHANISM": "scram-sha-512",
+                           "CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p"})
+    assert connection_options(lower)["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert faust_broker_credentials(lower).mechanism.name == "SCRAM_SHA_512"
 
 
 @pytest.mark.parametrize("url, shown, with_path", [
