@@ -132,7 +132,7 @@ def cohort_schema() -> dict[str, Any]:
     # (A delete needs only its id: the limits hold for a cohort that is kept.)
     definition["else"] = {"required": ["name"], "properties": {
         "cohort_id": {"maxLength": limits.MAX_NAME_CHARS, "pattern": NO_CONTROL_CHARACTERS},
-        "name": {"type": "string", "pattern": NOT_BLANK, "maxLength": limits.MAX_NAME_CHARS},
+        "name": _not_blank(limits.MAX_NAME_CHARS),
         "agents": {"maxItems": limits.MAX_AGENT_PATTERNS,
                    "items": {"minLength": 1, "maxLength": limits.MAX_NAME_CHARS}},
         "metrics": {"maxItems": limits.MAX_METRICS},
@@ -140,7 +140,7 @@ def cohort_schema() -> dict[str, Any]:
     }}
     rule = dict(components["RuleCriterion"])
     rule["properties"] = {**rule["properties"], "kind": {"enum": ["rule"], "default": "rule"},
-                          "name": _criterion_name(limits.MAX_NAME_CHARS),
+                          "name": _not_blank(limits.MAX_NAME_CHARS),
                           "field": {"type": "string", "maxLength": limits.MAX_NAME_CHARS,
                                     "pattern": _result_path_pattern(limits.RESULT_FIELDS, qa_metric_names())}}
     rule["required"] = [key for key in rule["required"] if key != "kind"]
@@ -155,8 +155,8 @@ def cohort_schema() -> dict[str, Any]:
         )
     ]
     llm = dict(components["LlmCriterion"])
-    llm["properties"] = {**llm["properties"], "name": _criterion_name(limits.MAX_NAME_CHARS),
-                         "question": {"type": "string", "pattern": NOT_BLANK, "maxLength": limits.MAX_QUESTION_CHARS}}
+    llm["properties"] = {**llm["properties"], "name": _not_blank(limits.MAX_NAME_CHARS),
+                         "question": _not_blank(limits.MAX_QUESTION_CHARS)}
     metric = dict(components["CohortMetric"])
     metric["properties"] = {**metric["properties"], "metric": {"enum": qa_metric_names()}}
     components.update(CohortDefinition=definition, RuleCriterion=rule, LlmCriterion=llm, CohortMetric=metric)
@@ -168,7 +168,8 @@ NOT_BLANK = "\\S"
 NO_CONTROL_CHARACTERS = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
 
 
-def _criterion_name(max_chars: int) -> dict[str, Any]:
+def _not_blank(max_chars: int) -> dict[str, Any]:
+    """Text with something in it, up to `max_chars` (a name, a question)."""
     return {"type": "string", "pattern": NOT_BLANK, "maxLength": max_chars}
 
 

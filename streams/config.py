@@ -203,9 +203,9 @@ def _check_security(settings: Settings) -> None:
         missing = [name for name in ("kafka_sasl_username", "kafka_sasl_password") if not sasl[name]]
         if missing:
             raise ValueError(f"kafka_security_protocol {protocol} needs {' and '.join(missing)}")
-        mechanism = settings.kafka_sasl_mechanism
-        if mechanism is not None and mechanism.upper() not in SASL_MECHANISMS:
-            raise ValueError(f"kafka_sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)}, got {mechanism!r}")
+        if settings.sasl_mechanism not in SASL_MECHANISMS:
+            raise ValueError(f"kafka_sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)}, "
+                             f"got {settings.kafka_sasl_mechanism!r}")
     cafile = settings.kafka_ssl_cafile
     if cafile is not None:
         if "SSL" not in protocol:

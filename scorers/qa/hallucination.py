@@ -39,7 +39,7 @@ from models.call_state import CallState, Record
 from models.events import Event, KbRetrieval, Rtvi, ToolCall, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, result_not_reported
+from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, result_not_reported, rtvi_function_call
 from scorers.text import figures, grounding_keys, json_text, reading
 
 MAJOR_PENALTY = 30
@@ -129,12 +129,12 @@ class Hallucination(QaMetric):
                 acc.tool_call_events += 1
                 acc.grounding |= grounding_keys(json_text(event.data.result))
         elif isinstance(event, Rtvi):
-            message = event.data.message
-            if event.data.side == "agent" and message.type == FUNCTION_CALL_STOPPED and isinstance(message.data, dict):
-                if result_not_reported(message.data):
+            data = rtvi_function_call(event)
+            if data is not None and event.data.message.type == FUNCTION_CALL_STOPPED:
+                if result_not_reported(data):
                     acc.tool_results_not_reported += 1
                 else:
-                    acc.grounding |= grounding_keys(json_text(message.data.get("result")))
+                    acc.grounding |= grounding_keys(json_text(data.get("result")))
 
     def _agent_turn(self, acc: HallucinationAcc, turn: int, text: str, call: CallState) -> None:
         for fact in figures(text).facts:
