@@ -26,6 +26,7 @@ from streams.broker_fixes import (DirectHandoffConsumer, InterleavedScheduler, L
 from streams.clock import install_idle_clock
 from streams.config import PRODUCER_MAX_REQUEST_BYTES, Settings
 from streams.journal import SEGMENT_SECONDS
+from streams.kafka_clients import kafka_ssl_context
 from streams.live import LiveScorer
 from streams.message_flow import MessageFlow, ResultHook
 from streams.prompt_stop import PromptStopApp
@@ -42,9 +43,7 @@ def faust_broker_credentials(settings: Settings) -> Any:
     protocol = settings.kafka_security_protocol.upper()
     if protocol == "PLAINTEXT":
         return None
-    import ssl
-
-    context = ssl.create_default_context(cafile=settings.kafka_ssl_cafile) if "SSL" in protocol else None
+    context = kafka_ssl_context(settings)
     if protocol.startswith("SASL"):
         return faust.SASLCredentials(
             username=settings.kafka_sasl_username,

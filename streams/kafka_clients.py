@@ -37,13 +37,22 @@ async def retrying(what: str, attempt: Callable[[], Awaitable[T]], log: logging.
             await asyncio.sleep(retry_s)
 
 
+def kafka_ssl_context(settings: Settings) -> ssl.SSLContext | None:
+    """The TLS context of an SSL or SASL_SSL cluster (its CA file, if one is set); None without TLS.
+    Every client takes it from here, the worker's Faust app as the plain clients."""
+    if "SSL" not in settings.kafka_security_protocol.upper():
+        return None
+    return ssl.create_default_context(cafile=settings.kafka_ssl_cafile)
+
+
 def connection_options(settings: Settings) -> dict[str, Any]:
     options: dict[str, Any] = {"bootstrap_servers": settings.bootstrap}
     protocol = settings.kafka_security_protocol.upper()
     if protocol != "PLAINTEXT":
         options["security_protocol"] = protocol
-        if "SSL" in protocol:
-            options["ssl_context"] = ssl.create_default_context(cafile=settings.kafka_ssl_cafile)
+        context = kafka_ssl_context(settings)
+        if context is not None:
+            options["ssl_context"] = context
         if protocol.startswith("SASL"):
             options["sasl_mechanism"] = settings.sasl_mechanism
             options["sasl_plain_username"] = settings.kafka_sasl_username
