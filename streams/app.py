@@ -144,6 +144,7 @@ def faust_app(settings: Settings) -> faust.App:
         producer_max_batch_size=512 * 1024,
         # A dead letter carries up to 256 KiB of its original (base64 and text): well under this.
         producer_max_request_size=PRODUCER_MAX_REQUEST_BYTES,
+        producer_compression_type=settings.compression_type,
         autodiscover=False,
         key_serializer="raw",
         value_serializer="raw",

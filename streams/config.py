@@ -84,6 +84,9 @@ class Settings:
     kafka_sasl_username: str | None = None
     kafka_sasl_password: str | None = field(default=None, repr=False)
     kafka_ssl_cafile: str | None = None
+    # How callqa's own producers compress what they send (results, journal, dead letters, `send`'s
+    # events): none, gzip, snappy, lz4 or zstd. What other producers compress is read whatever this says.
+    kafka_compression: str = "none"
     alert_webhook_url: str | None = None
     # How long the alert input stays quiet before the results held for event-time order are counted
     # without waiting for the other results partitions (streams/alerts_live.py).
@@ -106,6 +109,12 @@ class Settings:
     def sasl_mechanism(self) -> str:
         """The SASL mechanism as the Kafka clients spell it (PLAIN unless set; any case accepted)."""
         return (self.kafka_sasl_mechanism or "PLAIN").upper()
+
+    @property
+    def compression_type(self) -> str | None:
+        """The producers' codec as the Kafka clients spell it (None: no compression)."""
+        codec = self.kafka_compression.lower()
+        return None if codec == "none" else codec
 
     @property
     def max_result_bytes(self) -> int:
@@ -142,6 +151,7 @@ _AT_MOST: dict[str, float] = {"max_message_bytes": 16 * 1024 * 1024, "judge_time
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+COMPRESSION_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")  # (Kafka's, all readable by every client here)
 STORE_SCHEMES = ("memory", "rocksdb", "aerospike")  # (Faust's stores)
 # What Kafka allows in a topic or group name; a topic name is at most 249 characters, and the prefix
 # is followed by the longest suffix callqa adds (".alerts-input", "-alert-engine-changelog").
@@ -163,6 +173,9 @@ def _check_ranges(settings: Settings) -> None:
     if settings.judge_response_format not in ANSWER_FORMATS:
         raise ValueError(f"judge_response_format must be one of {', '.join(ANSWER_FORMATS)}, "
                          f"got {settings.judge_response_format!r}")
+    if settings.kafka_compression.lower() not in COMPRESSION_CODECS:
+        raise ValueError(f"kafka_compression must be one of {', '.join(COMPRESSION_CODECS)}, "
+                         f"got {settings.kafka_compression!r}")
     if settings.log_level.lower() not in LOG_LEVELS:
         raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {settings.log_level!r}")
     _check_broker(settings.broker)

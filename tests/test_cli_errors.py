@@ -3,6 +3,7 @@ traceback, never a destroyed input, never a partial output left as if complete."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
@@ -178,6 +179,7 @@ def test_partitions_must_be_at_least_one(tmp_path, capsys):
     ({"CALLQA_ALERT_WEBHOOK_URL": "hooks.example.com/services/T0KEN"},
      "alert_webhook_url must be an http:// or https:// URL with a host, got 'hooks.example.com/…'"),
     ({"CALLQA_REPLICATION_FACTOR": "0"}, "replication_factor must be at least 1, got 0"),
+    ({"CALLQA_KAFKA_COMPRESSION": "brotli"}, "kafka_compression must be one of none, gzip, snappy, lz4, zstd, got 'brotli'"),
     ({"OPENAI_BASE_URL": "judge:8000/v1"}, "openai_base_url must be an http:// or https:// URL with a host"),
 ])
 def test_settings_from_the_environment_are_checked_and_the_variable_named(environ, message):
@@ -200,6 +202,21 @@ def test_the_app_id_is_the_topic_prefix_unless_set_so_a_prefix_alone_keeps_deplo
     replicated = teama.with_overrides(replication_factor=3)
     assert (faust_app(replicated).conf.id, faust_app(replicated).conf.topic_replication_factor) == ("teama", 3)
     assert WebhookRelay(teama, "teama.alerts", WebhookPoster("http://h/")).group_id == "teama-alert-webhook"
+
+
+def test_the_compression_setting_reaches_every_producer_as_the_clients_spell_it():
+    from streams.app import faust_app
+    from streams.kafka_clients import producer
+
+    assert load_settings({}).compression_type is None
+    zstd = load_settings({"CALLQA_KAFKA_COMPRESSION": "ZSTD"})
+    assert zstd.compression_type == "zstd"
+    assert faust_app(zstd).conf.producer_compression_type == "zstd"  # results, journal, dead letters
+
+    async def plain_producer_codec() -> str:  # (aiokafka makes its producers inside a running loop)
+        return producer(zstd)._compression_type
+
+    assert asyncio.run(plain_producer_codec()) == "zstd"  # `send`, cohort and rule publishing
 
 
 def test_an_optional_setting_set_but_empty_says_nothing(tmp_path):

@@ -119,3 +119,22 @@ def test_the_bundled_sample_scores_live_exactly_as_replay(broker, topic_prefix):
     assert latest_by_call(live) == expected
     assert len(letters) == report.rejected
     assert health["applied"] == report.applied and health["dead_lettered"] == report.rejected
+
+
+@pytest.mark.parametrize("sent_with, published_with", [("lz4", "zstd"), ("snappy", "gzip")])
+def test_compressed_messages_are_scored_and_results_can_be_compressed(broker, topic_prefix, tmp_path, sent_with, published_with):
+    """Java producers often compress with lz4, snappy or zstd: a worker without those codecs stopped at
+    the first such batch (aiokafka's UnsupportedCodecError) and again after every restart."""
+    log = str(tmp_path / "calls.jsonl")
+    build_log(log, calls=20)
+    expected = latest_by_call(replay_results(log)[0])
+    settings = settings_for(broker, topic_prefix)
+    worker = start_worker(broker, topic_prefix, env={"CALLQA_KAFKA_COMPRESSION": published_with})
+    try:
+        send(log, settings.with_overrides(kafka_compression=sent_with))
+        live = collect_results(settings, expected)
+        health = worker.health()
+    finally:
+        worker.stop()
+    assert latest_by_call(live) == expected
+    assert health["status"] == "ok"
