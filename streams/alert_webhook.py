@@ -26,7 +26,7 @@ import aiohttp
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
-from streams.broker_fixes import probe_high_watermarks
+from streams.broker_fixes import verified_end_offsets
 from streams.config import Settings
 from streams.redaction import without_urls
 from streams.kafka_clients import connection_options, ended_within, reader
@@ -177,9 +177,7 @@ class WebhookRelay:
                 partitions = probe.partitions_for_topic(self.topic)
                 if not partitions:
                     await asyncio.sleep(0.5)
-            reported = await probe.end_offsets([TopicPartition(self.topic, p) for p in sorted(partitions)])
-            probed = await probe_high_watermarks(probe._client, reported)
-            return {tp: max(end, probed.get(tp, end)) for tp, end in reported.items()}
+            return await verified_end_offsets(probe, [TopicPartition(self.topic, p) for p in sorted(partitions)])
         finally:
             await probe.stop()
 

@@ -119,6 +119,15 @@ async def probe_high_watermarks(client: Any, offsets: Mapping[TP, int]) -> dict[
     return found
 
 
+async def verified_end_offsets(consumer: Any, partitions: Iterable[Any]) -> dict[Any, int]:
+    """Where each partition ends now, for a started aiokafka consumer: the broker's "latest offset"
+    answer checked against a fetch's high watermark (the embedded broker answers the first offset of
+    the last batch + 1, which would leave the rest of that batch unread)."""
+    reported = await consumer.end_offsets(list(partitions))
+    probed = await probe_high_watermarks(consumer._client, reported)
+    return {tp: max(end, probed.get(tp, end)) for tp, end in reported.items()}
+
+
 # How long the worker's fetches may wait on this broker (see 2. above); Faust asks for 1500 ms.
 FETCH_MAX_WAIT_MS = 10
 

@@ -34,7 +34,7 @@ async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None, 
     count = 0
     try:
         await consumer.start()  # (inside: a broker that cannot be reached still gets its consumer closed)
-        partitions = await _partitions(consumer, topic, idle_exit_s if idle_exit_s is not None else timeout_s, on_waiting)
+        partitions = await topic_partitions(consumer, topic, idle_exit_s if idle_exit_s is not None else timeout_s, on_waiting)
         consumer.assign([TopicPartition(topic, p) for p in partitions])
         await consumer.seek_to_beginning()
         idle = 0.0
@@ -58,7 +58,7 @@ async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None, 
     return count
 
 
-async def _partitions(consumer: Any, topic: str, wait_s: float | None, on_waiting: Callable[[str], None] | None) -> list[int]:
+async def topic_partitions(consumer: Any, topic: str, wait_s: float | None, on_waiting: Callable[[str], None] | None) -> list[int]:
     """The topic's partitions, once it exists; it is waited for up to `wait_s` (None: for ever)."""
     loop = asyncio.get_running_loop()
     deadline = None if wait_s is None else loop.time() + wait_s
