@@ -18,7 +18,7 @@ import msgspec
 
 from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.results import CallResult
-from models.wire import MSGPACK_LOG, log_format, read_log, refuse_unreadable
+from models.wire import JSONL_LOG, MSGPACK_LOG, log_format, read_log, refuse_unreadable
 from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
 from streams.output_files import STANDARD_INPUT, Terminated
@@ -290,6 +290,42 @@ def _record(args: argparse.Namespace, settings: Settings, log: str) -> str:
     return args.record
 
 
+def cmd_record(args: argparse.Namespace) -> int:
+    from streams.output_files import AtomicOutput
+    from streams.progress import progress_bar
+    from streams.topic_log import record_events_topic
+    from streams.topics import TopicNames
+
+    settings = _settings(args)
+    topic = TopicNames(settings.topic_prefix).events
+    format_ = MSGPACK_LOG if args.log.lower().endswith(".msgpack") else JSONL_LOG
+    bar = progress_bar(total=None, desc="record", unit="message")
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        with AtomicOutput(args.log) as out:  # (complete or not at all)
+            recording = record_events_topic(settings, topic, out.file.write, format_, progress)
+    finally:
+        bar.close()
+    print(f"recorded {recording.events} events of {recording.messages} messages from {topic} "
+          f"({recording.partitions} partitions) -> {args.log}", file=sys.stderr)
+    left_out = []
+    if recording.undecodable:
+        left_out.append(f"{recording.undecodable} undecodable or oversized")
+    if recording.strays:
+        left_out.append(f"{recording.strays} on another partition than their call's")
+    if left_out:
+        print(f"left out, as the workers dead-lettered them: {' and '.join(left_out)}", file=sys.stderr)
+    for partition, first in sorted(recording.truncated.items()):
+        print(f"partition {partition} begins at offset {first}: the topic's retention deleted what came before, "
+              "so calls begun earlier are scored from what is left", file=sys.stderr)
+    print(f"score it: callqa replay {args.log} --partitions {recording.partitions} --out RESULTS.jsonl", file=sys.stderr)
+    return 0
+
+
 def cmd_tail(args: argparse.Namespace) -> int:
     from streams.tail import tail
     from streams.topics import TopicNames
@@ -479,6 +515,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, help="processes sharing the partitions, same output as one "
                    "(default: one per CPU, at most one per partition; 1: in this process)")
     p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("record", help="write the events topic as a log that replay scores as the workers did")
+    kafka_options(p)
+    p.add_argument("log", help="the log to write: MessagePack when named *.msgpack, else JSON Lines; - writes "
+                               "standard output")
+    p.set_defaults(func=cmd_record)
 
     p = sub.add_parser("tail", help="print results, dead letters or alerts readably")
     kafka_options(p)

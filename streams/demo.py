@@ -2,7 +2,8 @@
 
 Starts the embedded broker and a worker, sends the bundled sample log, waits until every call's
 latest result is on `callqa.results`, prints the table and totals, checks the live results against
-an in-process replay of the same log, and stops everything it started.
+an in-process replay of the same log and against the replay of the events topic as `callqa record`
+writes it, and stops everything it started.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import msgspec
 
 from models.results import CallResult
-from models.wire import read_log
+from models.wire import MSGPACK_LOG, read_log
 from streams.broker import EmbeddedBroker
 from streams.config import Settings, load_settings
 from streams.processes import WorkerProcess
@@ -27,6 +28,7 @@ from streams.render import alert_line, results_table, totals_block
 from streams.replay import ReplayReport, replay
 from streams.sender import send_log
 from streams.tail import read_topic
+from streams.topic_log import record_events_topic
 from streams.topics import TopicNames
 from streams.wiring import build_engine
 
@@ -119,6 +121,11 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
             scored_in = time.perf_counter() - sent_at
             health = worker.health() or {}
             alerts = firing_alerts(worker, sum(doc["version"] for doc in expected.values()))
+        # What re-scoring history starts from: the events topic itself, the worker's ticks and sweeps included.
+        recorded_log = f"{workdir}/events.msgpack"
+        with open(recorded_log, "wb") as out:
+            record_events_topic(settings, TopicNames(settings.topic_prefix).events, out.write, MSGPACK_LOG)
+        from_topic, _ = replay_latest(recorded_log, configured, cohorts_file)
     print()
     print(results_table(live.values()))
     print()
@@ -137,7 +144,9 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
         f"dead-lettered {health.get('dead_lettered', '?')}"
         + (f" (+ {send.refused} too large to send)" if send.refused else "") + f" (replay: {replay_report.rejected})"
     )
-    print(f"calls scored live: {len(live)}/{len(expected)}; identical to replay: {same}/{len(expected)}")
+    same_recorded = sum(1 for call_id, doc in live.items() if from_topic.get(call_id) == doc)
+    print(f"calls scored live: {len(live)}/{len(expected)}; identical to replay: {same}/{len(expected)}, "
+          f"to the replay of the events topic recorded (`callqa record`): {same_recorded}/{len(live)}")
     print(f"send → all results: {scored_in:.1f} s ({send.events / scored_in:,.0f} events/s end to end); "
           f"demo total {time.perf_counter() - started:.1f} s")
     if alerts is not None:
@@ -150,7 +159,9 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
         print(f"EXTRA results, for {len(extra)} calls replay did not score, e.g. {extra[:5]}")
     if dead_live is not None and dead_live != replay_report.rejected:
         print(f"DIFFERENT dead letters: {dead_live} live, {replay_report.rejected} in replay")
-    if missing or extra or same != len(expected):
+    if same_recorded != len(live) or len(from_topic) != len(live):
+        print(f"DIFFERENT from the replay of the recorded topic ({recorded_log}): {len(live) - same_recorded} calls")
+    if missing or extra or same != len(expected) or same_recorded != len(live) or len(from_topic) != len(live):
         print(f"the broker's and the worker's logs are kept in {workdir}")
         return 1
     shutil.rmtree(workdir, ignore_errors=True)
