@@ -471,10 +471,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="callqa", description="Streaming quality scorer for voice-agent calls.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def kafka_options(p: argparse.ArgumentParser, broker: bool = True) -> None:
+    def kafka_options(p: argparse.ArgumentParser, broker: bool = True, partitions: bool = True) -> None:
         if broker:  # (`up` runs its own)
             p.add_argument("--broker", help="broker URL (kafka://host:9092, or tansu://host:port for the embedded one)")
-        p.add_argument("--partitions", type=int, help="partitions of the events topic (default 4)")
+        if partitions:  # (`record` reads the topic's own)
+            p.add_argument("--partitions", type=int, help="partitions of the events topic (default 4)")
         p.add_argument("--topic-prefix", help="topic name prefix (default callqa)")
 
     p = sub.add_parser("broker", help="start the embedded broker and print its address")
@@ -517,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("record", help="write the events topic as a log that replay scores as the workers did")
-    kafka_options(p)
+    kafka_options(p, partitions=False)
     p.add_argument("log", help="the log to write: MessagePack when named *.msgpack, else JSON Lines; - writes "
                                "standard output")
     p.set_defaults(func=cmd_record)
