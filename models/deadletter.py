@@ -13,7 +13,9 @@ class DeadLetterDocument(Struct, kw_only=True):
     batch_index: int | None = None  # the item's index when the message was a batch
     event_id: str | None = None
     call_id: str | None = None
-    original_b64: str  # the original message bytes, base64 (the first ORIGINAL_KEPT_BYTES when larger)
+    # The original message bytes, base64 (the first ORIGINAL_KEPT_BYTES when larger); for an item of a
+    # batch (batch_index set), the item alone, encoded as the message was (JSON or MessagePack).
+    original_b64: str
     original_text: str | None = None  # the same bytes as text, when they are UTF-8
     # A dead letter must fit in a Kafka message itself: past ORIGINAL_KEPT_BYTES the original is cut here
     # and stays whole at topic/partition/offset; its size and digest identify it.

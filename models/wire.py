@@ -357,6 +357,15 @@ def encode_event(event: Event) -> bytes:
     return _encode_msgpack(event)
 
 
+_encode_json = msgspec.json.Encoder().encode
+
+
+def encode_like(event: Event, message: bytes) -> bytes:
+    """`event` alone, in the encoding of the `message` it came in (JSON or MessagePack): a batch item
+    as its own document, for a dead letter that need not carry the whole batch."""
+    return _encode_json(event) if message and _codec_for(message) is _JSON else _encode_msgpack(event)
+
+
 def encode_batch(events: list[Event], call_id: str | None) -> bytes:
     """One message holding several events: of one call (call_id given) or of several (call_id None)."""
     body: dict[str, Any] = {"v": CONTRACT_VERSION, "events": events}

@@ -20,7 +20,7 @@ import msgspec
 from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
 from models.events import Event, JudgeResult, Watermark
 from models.results import CallResult
-from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message, encode_event
+from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message, encode_event, encode_like
 from scorers.engine import CallEngine, Processed
 from streams.journal import (
     JournalBook,
@@ -51,6 +51,14 @@ def event_position(offset: int, index: int) -> int:
 def sweep_position(offset: int, index: int) -> int:
     """The position of what the sweep after the message's event `index` ends."""
     return (offset << INDEX_BITS) | (index << 1 | 1)
+
+
+def _original(event: Event, message: bytes, batch_index: int | None) -> tuple[bytes, str, str, int | None]:
+    """What a dead letter of `event` keeps of the `message` it came in: the message itself, or for an
+    item of a batch the item alone (a batch of a thousand events refused one by one, each dead letter
+    carrying the whole batch, made hundreds of megabytes of one message)."""
+    original = message if batch_index is None else encode_like(event, message)
+    return original, event.event_id, event.call_id, batch_index
 
 
 @dataclass(slots=True)
@@ -183,7 +191,7 @@ class LiveScorer:
                     f"partition {partition}: a call's events must all reach its partition (key its messages by "
                     "call_id; librdkafka-based clients such as confluent-kafka and kcat hash keys with CRC32 "
                     "unless set with partitioner=murmur2_random)",
-                    topic, partition, offset, value, event.event_id, event.call_id, decoded.batch_index_of(index)))
+                    topic, partition, offset, *_original(event, value, decoded.batch_index_of(index))))
                 continue
             position = (offset << INDEX_BITS) | (index << 1)  # (`event_position`, inline)
             processed = process(event, partition, position)
@@ -284,9 +292,7 @@ class LiveScorer:
     def _refused(reason: str, event: Event, topic: str, partition: int, offset: int, out: Outbox,
                  where: tuple[bytes, int | None]) -> None:
         """Dead-letter `event` with `reason`; `where`: the original bytes and its index in a batch."""
-        original, batch_index = where
-        out.dead_letters.append(DeadLetter(reason, topic, partition, offset, original, event.event_id,
-                                           event.call_id, batch_index))
+        out.dead_letters.append(DeadLetter(reason, topic, partition, offset, *_original(event, *where)))
 
     def _republish_lost_results(self, state: PartitionState, offset: int, out: Outbox) -> None:
         """Publish again the results that this very message produced before a crash.

@@ -205,6 +205,34 @@ def test_a_batch_item_refused_by_the_engine_names_its_place_in_the_batch_after_a
         assert [(letter.event_id, letter.batch_index) for letter in out.dead_letters] == [(f"bad-{tag}", 0), (f"late-{tag}", 1)]
 
 
+def test_a_refused_batch_item_is_dead_lettered_alone_not_with_the_whole_batch():
+    """A thousand items refused one by one, each carrying the whole batch, made hundreds of megabytes."""
+    from models.wire import decode_message
+    from streams.partitioning import partition_for
+
+    home = partition_for("c1", 4)
+    live = LiveScorer(CallEngine(), topic_partitions=4)
+    for offset, raw in enumerate(MESSAGES[:3]):
+        live.handle(raw, "callqa.events", home, offset)
+    after_the_end = [json.loads(message("turn", {"role": "user", "text": f"late {k}" * 50}, f"late-{k}", T0 + 3_000 + k))
+                     for k in range(200)]
+    offsets = iter(range(10, 20))
+    for encode in (lambda doc: json.dumps(doc).encode(), msgspec.msgpack.encode):
+        batch = encode({"v": 1, "call_id": "c1", "events": after_the_end})
+        for partition in (home, (home + 1) % 4):  # refused by the engine, then as strays
+            out = live.handle(batch, "callqa.events", partition, next(offsets))
+            assert len(out.dead_letters) == 200
+            for index, letter in enumerate(out.dead_letters):
+                assert letter.batch_index == index and len(letter.original) < len(batch) / 100
+                assert (letter.original[:1] == b"{") == (batch[:1] == b"{")  # (encoded as the batch: JSON or MessagePack)
+                (event,) = decode_message(letter.original).events
+                assert event.event_id == letter.event_id == f"late-{index}"
+    # A message that is no batch is kept whole, as it came.
+    single = message("turn", {"role": "user", "text": "late"}, "late-x", T0 + 9_000)
+    (letter,) = live.handle(single, "callqa.events", home, next(offsets)).dead_letters
+    assert letter.original == single and letter.batch_index is None
+
+
 def test_an_event_reusing_an_applied_id_is_dead_lettered_and_the_same_event_again_is_not():
     live = LiveScorer(CallEngine())
     live.handle(message("call.started", {"agent_id": "a1"}, "s1", T0), "callqa.events", 0, 0)
