@@ -25,6 +25,7 @@ from scorers.cohorts import CohortBook
 from scorers.fold import MAX_SCORER_ERROR_CHARS, apply_event, new_call
 from scorers.inactivity import (
     DEFAULT_ALLOWED_LATENESS_MS,
+    INACTIVITY_ID_SUFFIX,
     InactivitySweeper,
     RetentionClock,
     inactivity_end_event,
@@ -34,6 +35,12 @@ from scorers.registry import ScorerRegistry, default_registry
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
+
+# What a producer whose events come late does about it (README, "Late events").
+LATE_DELIVERY_ADVICE = ("A call's events must reach its partition within its inactivity timeout and the allowed "
+                        "lateness of the partition's newest event time: a producer that sends calls once they end, "
+                        "or whose clock runs behind the others', needs CALLQA_ALLOWED_LATENESS_MS of at least its "
+                        "delay")
 
 
 def unscored_reason(event: Event, version: int, exc: Exception) -> str:
@@ -184,7 +191,10 @@ class CallEngine:
                 call.seen_event_ids.discard(event_id)  # (not applied: see `_refused`)
                 return self._superseded_sweep_end(call)
             tag = event.__struct_config__.tag
-            return self._refused(call, event_id, f"a {tag!r} event cannot change call {call_id!r}, which has already ended")
+            reason = f"a {tag!r} event cannot change call {call_id!r}, which has already ended"
+            if f"{call_id}{INACTIVITY_ID_SUFFIX}" in call.seen_event_ids:
+                reason += self._swept_because(call)
+            return self._refused(call, event_id, reason)
         if rescores and type(event) is TranscriptCorrected:
             refusal = uncorrectable_turn(call, event)
             if refusal is not None:
@@ -229,6 +239,14 @@ class CallEngine:
             return Processed("applied", call, reason=unscored_reason(event, call.version, exc))
         self.counters.results += 1
         return Processed("applied", call, result)
+
+    def _swept_because(self, call: CallState) -> str:
+        """Why the sweep ended `call`, for the events refused after that end: a producer behind the
+        others (calls sent once they end, a clock that runs behind) sees its calls ended this way."""
+        return (f": the inactivity sweep ended it at event time {call.ended_ts_ms}, once its partition's time had "
+                f"passed its last activity by more than its inactivity timeout "
+                f"({int(round(call.inactivity_timeout_s * 1000))} ms) and the allowed lateness "
+                f"({self.allowed_lateness_ms} ms) together. {LATE_DELIVERY_ADVICE}")
 
     def _forgetting_span_ms(self) -> int:
         """How far behind its partition's watermark an event's call may have ended and been forgotten.

@@ -431,3 +431,22 @@ def test_a_judges_answer_does_not_move_its_partitions_time():
     assert not engine.anything_due(0) and engine.sweep(0) == []
     engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="other", ts_ms=T0 + 60_001))
     assert [e.call_id for e in engine.sweep(0)] == ["quiet"]  # any other event moves it
+
+
+def test_an_event_after_a_sweeps_end_says_the_sweep_ended_its_call_and_what_a_late_producer_sets():
+    """Calls sent once they end, beside another producer's (or a clock behind the others'): the sweep
+    ends them at once, and a bare "already ended" read as if the producer had sent events after its end."""
+    engine = CallEngine(allowed_lateness_ms=30_000)
+    engine.process(started("current", T0 + 600_000), partition=0)  # the partition's time: ten minutes on
+    engine.process(started("late", T0), partition=0)
+    for swept in engine.sweep(0):
+        engine.process(swept, partition=0)
+    refused = engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="late", ts_ms=T0 + 1_000), partition=0)
+    assert refused.status == "rejected"
+    assert f"which has already ended: the inactivity sweep ended it at event time {T0 + 120_000}" in refused.reason
+    assert "inactivity timeout (120000 ms) and the allowed lateness (30000 ms)" in refused.reason
+    assert "CALLQA_ALLOWED_LATENESS_MS of at least its delay" in refused.reason
+    # A call that ended by its own end says no more than that.
+    engine.process(ended("current", T0 + 601_000), partition=0)
+    after = engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="current", ts_ms=T0 + 602_000), partition=0)
+    assert after.reason.endswith("which has already ended")
