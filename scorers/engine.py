@@ -43,6 +43,17 @@ LATE_DELIVERY_ADVICE = ("A call's events must reach its partition within its ina
                         "delay")
 
 
+# Unix milliseconds below this are before March 1973: a time in seconds, or counted from the call's start.
+_PLAUSIBLE_UNIX_MS = 100_000_000_000
+
+
+def _seconds_hint(ts_ms: int) -> str:
+    if ts_ms >= _PLAUSIBLE_UNIX_MS:
+        return ""
+    return (f" (an event time of {ts_ms} is {ts_ms / 86_400_000:.1f} days after 1970: ts_ms is Unix time in "
+            "milliseconds, not seconds, nor time since the call started)")
+
+
 def unscored_reason(event: Event, version: int, exc: Exception) -> str:
     failure = f"{type(exc).__name__}: {exc}"[:MAX_SCORER_ERROR_CHARS]
     return (f"event {event.event_id!r}: applied to call {event.call_id!r}, but its result (version {version}) "
@@ -263,7 +274,8 @@ class CallEngine:
         return Processed("rejected", reason=(
             f"event {event.event_id!r}: a {tag!r} event of call {event.call_id!r}, which is not held, at event time "
             f"{event.ts_ms}, more than the retention ({self._forgetting_span_ms()} ms) behind its partition's "
-            f"watermark ({watermark}): its call may have ended and been forgotten, so it is not taken up as a new call"))
+            f"watermark ({watermark}): its call may have ended and been forgotten, so it is not taken up as a new call"
+            f"{_seconds_hint(event.ts_ms)}"))
 
     def _refused(self, call: CallState, event_id: str, reason: str) -> Processed:
         """An event of a held call refused after its id was recorded: the id is taken back. Only what
@@ -281,7 +293,9 @@ class CallEngine:
         return Processed("rejected", call, reason=(
             f"event {event.event_id!r}: call {call.call_id!r} has already applied another event under this event_id "
             f"(a {tag!r} event at event time {ts_ms}; this one is a {event.__struct_config__.tag!r} event at event time "
-            f"{event.ts_ms}): an event_id names one event of its call, so give this one an id of its own and send it again"))
+            f"{event.ts_ms}): an event_id names one event of its call, so give this one an id of its own and send it again "
+            f"(or, when it belongs to another call than the one held under {call.call_id!r}, give that call an id of its own: "
+            "a call_id names one call)"))
 
     def _superseded_sweep_end(self, call: CallState | None) -> Processed:
         """A sweep's end, recorded to the log, coming back when it no longer applies: its call has

@@ -190,7 +190,8 @@ class LiveScorer:
                     f"(the Java client's default partitioner, murmur2, on its call_id), but this message came on "
                     f"partition {partition}: a call's events must all reach its partition (key its messages by "
                     "call_id; librdkafka-based clients such as confluent-kafka and kcat hash keys with CRC32 "
-                    "unless set with partitioner=murmur2_random)",
+                    "unless set with partitioner=murmur2_random, and Go's sarama and kafka-go need a murmur2 "
+                    "partitioner too)",
                     topic, partition, offset, *_original(event, value, decoded.batch_index_of(index))))
                 continue
             position = (offset << INDEX_BITS) | (index << 1)  # (`event_position`, inline)

@@ -46,7 +46,8 @@ def test_another_event_under_an_id_already_applied_is_refused_with_what_each_was
         assert processed.reason == (
             f"event 't1': call 'c1' has already applied another event under this event_id (a 'turn' event at event "
             f"time {T0 + 5}; this one is a {tag!r} event at event time {reused.ts_ms}): an event_id names one event "
-            "of its call, so give this one an id of its own and send it again")
+            "of its call, so give this one an id of its own and send it again (or, when it belongs to another call "
+            "than the one held under 'c1', give that call an id of its own: a call_id names one call)")
     assert [t.text for t in engine.calls["c1"].turns] == ["hi"]
     assert engine.counters.rejected == 2 and engine.counters.duplicate == 0
     # The id stays the first event's: sent again, that one is still a duplicate.
@@ -450,3 +451,14 @@ def test_an_event_after_a_sweeps_end_says_the_sweep_ended_its_call_and_what_a_la
     engine.process(ended("current", T0 + 601_000), partition=0)
     after = engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="current", ts_ms=T0 + 602_000), partition=0)
     assert after.reason.endswith("which has already ended")
+
+
+def test_an_event_time_in_seconds_refused_as_too_late_says_so():
+    engine = CallEngine()
+    engine.process(started("c1", T0), partition=0)
+    refused = engine.process(started("c2", T0 // 1000), partition=0)
+    assert refused.status == "rejected" and "more than the retention" in refused.reason
+    assert refused.reason.endswith("days after 1970: ts_ms is Unix time in milliseconds, not seconds, nor time since "
+                                   "the call started)")
+    stale = engine.process(started("c3", T0 - 2 * 86_400_000), partition=0)  # (plausible, only too old)
+    assert stale.status == "rejected" and "1970" not in stale.reason
