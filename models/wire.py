@@ -271,8 +271,37 @@ def decode_message(raw: bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> Decoded:
     return _decode_full(codec, raw)
 
 
+# A serializer's framing or an encoding that is not the contract's, each of which would otherwise be
+# read as MessagePack and refused as "Expected `object`, got `int`": what it is, and what to send.
+_SCHEMA_REGISTRY_MAGIC = 0  # Confluent's wire format: a 0 byte and a 4-byte schema id before the payload
+
+
+def _wrapping(raw: bytes) -> str | None:
+    if raw[:2] == GZIP_MAGIC:
+        return ("a gzip-compressed value: send the event itself (a producer's compression.type compresses "
+                "messages on the wire, and callqa reads gzip, snappy, lz4 and zstd there)")
+    if raw[0] == _SCHEMA_REGISTRY_MAGIC and len(raw) > 5 and (raw[5:6] in (b"{", b"[") or _FIXMAP_FIRST <= raw[5] <= _FIXMAP_LAST):
+        return ("Confluent Schema Registry framing (a 0 byte and a 4-byte schema id before the document): "
+                "send the JSON object or MessagePack map alone, with a plain serializer")
+    if raw[:2] in UTF16_BOMS or (len(raw) > 3 and raw[1] == raw[3] == 0 and 32 <= raw[0] < 127 and 32 <= raw[2] < 127):
+        return "UTF-16 text: JSON must be UTF-8"
+    if raw.lstrip(b" \t\r\n")[:1] == b"[":
+        return ("a JSON array: send each event as a message of its own, or several in one batch "
+                '({"v": 1, "events": [...]})')
+    return None
+
+
 def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
     """Item by item, with a reason for everything that cannot be accepted."""
+    decoded = _decode_items(codec, raw)
+    if not decoded.events:  # (only then: no cost to a message that decodes)
+        wrapped = _wrapping(raw)
+        if wrapped is not None:
+            return Decoded([], [Rejected(f"undecodable: {wrapped}", raw)])
+    return decoded
+
+
+def _decode_items(codec: _Codec, raw: bytes) -> Decoded:
     single = _decode_one(codec, raw)
     if isinstance(single, Event):
         if codec.may_hold_events(raw) and _holds_a_batch(codec, raw):
@@ -358,6 +387,11 @@ def encode_event(event: Event) -> bytes:
 
 
 _encode_json = msgspec.json.Encoder().encode
+
+
+def is_json_message(raw: bytes) -> bool:
+    """Whether a message is read as JSON (else as MessagePack)."""
+    return bool(raw) and _codec_for(raw) is _JSON
 
 
 def encode_like(event: Event, message: bytes) -> bytes:

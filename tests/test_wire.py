@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import msgpack
+import msgspec
+import pytest
 
 from models.wire import decode_message, encode_batch, encode_event
 
@@ -199,6 +202,24 @@ def test_a_json_message_behind_a_byte_order_mark_is_refused_saying_so():
     (rejected,) = decode_message(b"\xef\xbb\xbf" + body).rejected
     assert rejected.reason == "a UTF-8 byte-order mark starts the message: send the JSON object alone"
     assert (rejected.event_id, rejected.call_id, rejected.raw[3:]) == ("m10:0", "m10", body)
+
+
+@pytest.mark.parametrize("wrap, says", [
+    (lambda body: b"\x00\x00\x00\x00\x07" + body, "Confluent Schema Registry framing"),
+    (lambda body: b"\x00\x00\x00\x00\x07" + msgspec.msgpack.encode(json.loads(body)), "Confluent Schema Registry framing"),
+    (lambda body: gzip.compress(body), "a gzip-compressed value: send the event itself"),
+    (lambda body: body.decode().encode("utf-16"), "UTF-16 text: JSON must be UTF-8"),
+    (lambda body: body.decode().encode("utf-16-le"), "UTF-16 text: JSON must be UTF-8"),
+    (lambda body: b"[" + body + b"]", "a JSON array: send each event as a message of its own"),
+    (lambda body: b"[\n  " + body + b"\n]", "a JSON array: send each event as a message of its own"),
+])
+def test_a_serializers_framing_or_another_encoding_is_named_not_read_as_a_stray_number(wrap, says):
+    """Read as MessagePack, each was refused as "Expected `object`, got `int`"."""
+    body = json.dumps({"v": 1, "event_id": "m11:0", "call_id": "m11", "ts_ms": 1_760_000_000_000,
+                       "type": "call.started", "data": {"agent_id": "a"}}).encode()
+    raw = wrap(body)
+    (rejected,) = decode_message(raw).rejected
+    assert rejected.reason.startswith(f"undecodable: {says}") and rejected.raw == raw
 
 
 def test_a_type_given_twice_is_refused_saying_so_not_as_an_unknown_type():
