@@ -5,10 +5,14 @@ workers themselves put there for replay to agree (the idle clock's watermark tic
 the judge's answers). Reading it whole, partition after partition in offset order, gives a log whose
 replay reproduces the workers' results: re-scoring history after a fix starts here.
 
-What a worker dead-lettered as it read a message is left out, as replay would otherwise score it:
-a message it could not decode or that was over `max_message_bytes`, and an event that came on
-another partition than its call's (replay places every call on its own partition). A batch's events
-are written one by one, as the worker applies them (DESIGN §2).
+A message goes into the log as it came, byte for byte, when it is in the log's encoding (MessagePack,
+or JSON on one line) and the worker applied or judged all of it: decoded and encoded again, an event
+could grow past the message size limit, and JSON has no bytes, NaN or integer keys. Otherwise its
+events are written one by one, as the worker applies a batch's (DESIGN §2), leaving out what a worker
+dead-lettered as it read the message — a message it could not decode or that was over
+`max_message_bytes`, and an event that came on another partition than its call's (replay places every
+call on its own partition) — and a watermark is given the partition it came on, which is the one the
+worker applied it to (replay applies it to the partition it names).
 
 Each partition is read up to where it ended when the command started (verified as the transport
 does: streams/broker_fixes.py), so a busy topic still gives a finite log. A call still open then has
@@ -23,9 +27,10 @@ from typing import Callable
 
 import msgspec
 from aiokafka import TopicPartition
+from aiokafka.errors import KafkaTimeoutError
 
 from models.events import Event, Watermark
-from models.wire import MSGPACK_LOG, decode_message, encode_event
+from models.wire import MSGPACK_LOG, decode_message, encode_event, is_json_message
 from streams.broker_fixes import verified_end_offsets
 from streams.config import Settings
 from streams.kafka_clients import reader
@@ -45,8 +50,16 @@ class TopicRecording:
     events: int = 0
     undecodable: int = 0  # messages or batch items the worker dead-lettered on decoding
     strays: int = 0  # events that came on another partition than their call's
+    # Events the log's encoding cannot hold (MessagePack: an integer beyond 64 bits), left out.
+    unwritable: int = 0
     # partition -> its first offset, where retention had deleted what came before
     truncated: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class MessageToRecord:
+    events: list[Event]  # what the worker applied or judged of the message
+    whole: bool  # all of it, as it came
 
 
 def encoder_for(log_format: str) -> Callable[[Event], bytes]:
@@ -57,19 +70,34 @@ def encoder_for(log_format: str) -> Callable[[Event], bytes]:
 
 
 def events_to_record(value: bytes | None, partition: int, partitions: int, max_message_bytes: int,
-                     recording: TopicRecording) -> list[Event]:
-    """The events of one message of `partition` that its worker applied or judged (not those it
-    dead-lettered on reading), counting what is left out in `recording`."""
+                     recording: TopicRecording) -> MessageToRecord:
+    """What the worker applied or judged of one message of `partition` (not what it dead-lettered on
+    reading), counting what is left out in `recording`."""
     decoded = decode_message(value or b"", max_message_bytes)
     recording.undecodable += len(decoded.rejected)
+    whole = not decoded.rejected
     kept = []
     for event in decoded.events:
-        # (A watermark names its own partition; it changes no call.)
-        if type(event) is not Watermark and partition_for(event.call_id, partitions) != partition:
+        if type(event) is Watermark:  # (it changes no call: applied to the partition it came on)
+            if event.data.partition != partition:
+                data = msgspec.structs.replace(event.data, partition=partition)
+                event = msgspec.structs.replace(event, data=data)
+                whole = False
+        elif partition_for(event.call_id, partitions) != partition:
             recording.strays += 1
+            whole = False
             continue
         kept.append(event)
-    return kept
+    return MessageToRecord(kept, whole)
+
+
+def as_it_came(value: bytes, log_format: str) -> bytes | None:
+    """The message itself as a record of the log, where its encoding is the log's (None: not)."""
+    if log_format == MSGPACK_LOG:
+        return None if is_json_message(value) else value
+    if not is_json_message(value) or b"\n" in value or b"\r" in value:
+        return None
+    return value + b"\n"
 
 
 async def record_topic(settings: Settings, topic: str, write: Callable[[bytes], object], log_format: str,
@@ -100,24 +128,39 @@ async def record_topic(settings: Settings, topic: str, write: Callable[[bytes], 
                 if not batches:
                     waited += 0.5
                     if waited >= STALL_S:
-                        raise RuntimeError(f"{topic}[{tp.partition}]: nothing came for {STALL_S:.0f} s at offset "
-                                           f"{await consumer.position(tp)} of {ends[tp]}; is the broker reachable? "
-                                           "Nothing was written")
+                        raise KafkaTimeoutError(f"{topic}[{tp.partition}]: nothing came for {STALL_S:.0f} s at offset "
+                                                f"{await consumer.position(tp)} of {ends[tp]}; nothing was written")
                     continue
                 waited = 0.0
                 for message in batches.get(tp, []):
                     if message.offset >= ends[tp]:
                         break
-                    for event in events_to_record(message.value, tp.partition, len(numbers),
-                                                  settings.max_message_bytes, recording):
-                        write(encode(event))
-                        recording.events += 1
-                    recording.messages += 1
+                    record_message(message.value, tp.partition, len(numbers), settings.max_message_bytes,
+                                    log_format, encode, write, recording)
                     if on_message is not None:
                         on_message(recording.messages, total)
     finally:
         await consumer.stop()
     return recording
+
+
+def record_message(value: bytes | None, partition: int, partitions: int, max_message_bytes: int, log_format: str,
+                    encode: Callable[[Event], bytes], write: Callable[[bytes], object], recording: TopicRecording) -> None:
+    to_record = events_to_record(value, partition, partitions, max_message_bytes, recording)
+    recording.messages += 1
+    record = as_it_came(value, log_format) if to_record.whole and value else None
+    if record is not None:
+        write(record)
+        recording.events += len(to_record.events)
+        return
+    for event in to_record.events:
+        try:
+            encoded = encode(event)
+        except (OverflowError, TypeError, ValueError):  # (an integer beyond 64 bits, in MessagePack)
+            recording.unwritable += 1
+            continue
+        write(encoded)
+        recording.events += 1
 
 
 def record_events_topic(settings: Settings, topic: str, write: Callable[[bytes], object], log_format: str,

@@ -15,7 +15,7 @@ from logkit import build_log
 from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, read_log
 from streams.kafka_clients import producer
 from streams.partitioning import partition_for
-from streams.topic_log import TopicRecording, encoder_for, events_to_record, record_events_topic
+from streams.topic_log import TopicRecording, record_message, encoder_for, events_to_record, record_events_topic
 from streams.topics import TopicNames
 
 T0 = 1_760_000_000_000
@@ -35,13 +35,46 @@ def test_what_the_worker_dead_letters_on_reading_is_left_out_and_counted():
     recording = TopicRecording()
     batch = json.dumps({"v": 1, "events": [_event(home, 1), _event(other, 2), {"v": 1, "type": "turn"}]}).encode()
     kept = events_to_record(batch, 0, 4, 1 << 20, recording)
-    assert [event.call_id for event in kept] == [home]
+    assert [event.call_id for event in kept.events] == [home] and not kept.whole
     assert (recording.strays, recording.undecodable) == (1, 1)
-    assert events_to_record(None, 0, 4, 1 << 20, recording) == []  # (a tombstone)
-    assert events_to_record(b"\xff not an event", 0, 4, 1 << 20, recording) == []
+    assert events_to_record(None, 0, 4, 1 << 20, recording).events == []  # (a tombstone)
+    assert events_to_record(b"\xff not an event", 0, 4, 1 << 20, recording).events == []
     big = json.dumps(_event(home, 3, data={"role": "user", "text": "x" * 2000, "start_ms": 0, "end_ms": 1})).encode()
-    assert events_to_record(big, 0, 4, 1000, recording) == []  # over the worker's max_message_bytes
+    assert events_to_record(big, 0, 4, 1000, recording).events == []  # over the worker's max_message_bytes
     assert recording.undecodable == 4
+
+
+def test_a_watermark_is_recorded_on_the_partition_it_came_on_which_the_worker_applied_it_to():
+    # Without a partition of its own, replay would apply it to the partition its call_id hashes to.
+    for data in ({}, {"partition": 1}):
+        tick = json.dumps({"v": 1, "event_id": "w1", "call_id": "__watermark__", "ts_ms": T0, "type": "watermark",
+                           "data": data}).encode()
+        kept = events_to_record(tick, 3, 4, 1 << 20, TopicRecording())
+        assert [event.data.partition for event in kept.events] == [3] and not kept.whole
+
+
+def test_a_message_in_the_logs_encoding_is_written_as_it_came_and_what_no_encoding_holds_is_counted():
+    """Decoded and encoded again, an event may grow past the size limit, and JSON holds no bytes or NaN."""
+    call = _call_on(0)
+    packed = msgspec.msgpack.encode(_event(call, 1, "db.state", {"side": "agent", "hash": "h",
+                                                                 "db": {"blob": b"\x00\x01", "ratio": float("nan")}}))
+    as_json = json.dumps(_event(call, 2)).encode()
+    huge = json.dumps(_event(call, 3, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "server-message",
+                                                                            "data": {"trace": 2 ** 70}}})).encode()
+
+    def record(value: bytes, log_format: str, recording: TopicRecording) -> list[bytes]:
+        written: list[bytes] = []
+        record_message(value, 0, 4, 1 << 20, log_format, encoder_for(log_format), written.append, recording)
+        return written
+
+    into_msgpack, into_jsonl = TopicRecording(), TopicRecording()
+    assert record(packed, MSGPACK_LOG, into_msgpack) == [packed]
+    assert record(as_json, JSONL_LOG, into_jsonl) == [as_json + b"\n"]
+    assert record(huge, JSONL_LOG, into_jsonl) == [huge + b"\n"]
+    # In the other encoding, re-encoded; the 2**70 MessagePack cannot hold, counted (not a crash).
+    assert decode_message(record(as_json, MSGPACK_LOG, into_msgpack)[0]).events == decode_message(as_json).events
+    assert record(huge, MSGPACK_LOG, into_msgpack) == []
+    assert (into_msgpack.events, into_msgpack.unwritable, into_jsonl.events, into_jsonl.unwritable) == (2, 1, 2, 0)
 
 
 @pytest.mark.parametrize("log_format", [MSGPACK_LOG, JSONL_LOG])
