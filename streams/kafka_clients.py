@@ -107,9 +107,15 @@ async def stop_producer(producer: AIOKafkaProducer, timeout_s: float) -> bool:
     return True
 
 
+# Every consumer of callqa's reads what transactional producers committed, and skips what they
+# aborted: the worker scores such events once committed, and `callqa record` must read what it scored.
+READ_COMMITTED = "read_committed"
+
+
 def reader(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
     """A consumer outside any group: assign partitions and read from the beginning."""
-    return AIOKafkaConsumer(enable_auto_commit=False, auto_offset_reset="earliest", **connection_options(settings), **extra)
+    return AIOKafkaConsumer(enable_auto_commit=False, auto_offset_reset="earliest", isolation_level=READ_COMMITTED,
+                            **connection_options(settings), **extra)
 
 
 async def ensure_topics(settings: Settings, topics: dict[str, TopicSpec], check_partitions: bool = False) -> None:

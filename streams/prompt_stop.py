@@ -40,7 +40,7 @@ import faust
 from aiokafka.consumer.group_coordinator import GroupCoordinator
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
-from streams.kafka_clients import close_producer_without_broker, ended_within
+from streams.kafka_clients import READ_COMMITTED, close_producer_without_broker, ended_within
 
 logger = logging.getLogger("callqa.broker")
 
@@ -108,6 +108,15 @@ class PromptStopConsumer(faust_aiokafka.Consumer):
 
 class PromptStopConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
     """Faust's consumer thread whose stop does not wait on a broker that is gone (2. above)."""
+
+    def _create_worker_consumer(self, transport: Any) -> Any:
+        consumer = super()._create_worker_consumer(transport)
+        # Events of a transactional producer count once committed, as `callqa record` and every reader
+        # of callqa's own read them: Faust reads uncommitted unless it runs transactions itself, and
+        # would score an aborted transaction's events. (Read when the consumer starts and builds its
+        # fetcher, aiokafka 0.14, pinned; a producer without transactions is read as before.)
+        consumer._isolation_level = READ_COMMITTED
+        return consumer
 
     async def on_thread_stop(self) -> None:
         # Faust's own first step: the thread's method queue (QueueServiceThread.on_thread_stop).

@@ -216,6 +216,23 @@ def test_a_worker_s_kafka_url_selects_the_hot_path_transport_without_the_embedde
     assert asyncio.run(build("aiokafka://10.0.0.1:9092"))[:2] == (faust_aiokafka.Transport, faust_aiokafka.Consumer)
 
 
+def test_the_worker_and_callqa_s_readers_skip_what_a_transactional_producer_aborted():
+    import faust
+
+    from streams.config import Settings
+    from streams.kafka_clients import READ_COMMITTED, reader
+
+    async def isolation(url: str) -> str:
+        app = faust.App("t-isolation", broker=faust_broker_url(url), autodiscover=False)
+        return app.consumer._thread._create_worker_consumer(app.transport)._isolation_level
+
+    async def reader_isolation() -> str:
+        return reader(Settings())._isolation_level
+
+    assert asyncio.run(isolation("kafka://10.0.0.1:9092")) == asyncio.run(isolation("tansu://10.0.0.1:9092")) == READ_COMMITTED
+    assert asyncio.run(reader_isolation()) == READ_COMMITTED
+
+
 def test_every_kafka_url_faust_would_read_as_kafka_goes_to_the_hot_path_transport_with_its_hosts():
     both = "callqa-kafka://a:9092;callqa-kafka://b:9093"
     assert faust_broker_url("kafka://a:9092;kafka://b:9093") == both
