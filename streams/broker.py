@@ -61,9 +61,10 @@ def refuse_a_port_in_use(host: str, port: int) -> None:
                                     "stop it or choose another port (--port)") from None
 
 
-def _die_with_parent() -> None:
-    """In the broker's process, before it runs: ask Linux to stop it when its parent dies, so that a
-    killed `callqa up` or test session leaves no broker holding the port (elsewhere: nothing)."""
+def die_with_parent() -> None:
+    """In a child process, before it runs: ask Linux to stop it (SIGTERM) when its parent dies, so that
+    a killed `callqa up`, demo, bench or test session leaves no broker holding its port and no worker
+    retrying a broker that is gone (elsewhere: nothing). Linux's parent is the thread that started it."""
     try:
         import ctypes
 
@@ -97,7 +98,7 @@ class EmbeddedBroker:
         self.process = subprocess.Popen(
             [broker_binary(), "broker", "--listener-url", address, "--advertised-listener-url", address,
              "--storage-engine", "memory://tansu/"],
-            stdout=log, stderr=log, start_new_session=True, preexec_fn=_die_with_parent,
+            stdout=log, stderr=log, start_new_session=True, preexec_fn=die_with_parent,
             env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
         )
         try:

@@ -585,6 +585,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.func not in (cmd_worker, cmd_up):  # (the worker's own shutdown handles its signals)
         signal.signal(signal.SIGTERM, _terminate)
+        # A closed terminal or SSH session: stopped as by SIGTERM, its outputs and children cleaned up,
+        # where Python's default would end it at once and leave them.
+        signal.signal(signal.SIGHUP, _terminate)
     try:
         return args.func(args) or 0
     except KeyboardInterrupt as exc:

@@ -8,6 +8,7 @@ import json
 import os
 import resource
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,24 @@ def test_ctrl_c_is_one_line_and_exit_code_130_and_leaves_no_output(tmp_path, cap
     monkeypatch.setattr(streams.replay_parallel, "replay_log", interrupted)
     code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"))
     assert (code, err.strip().splitlines()[-1]) == (130, "callqa: interrupted")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_closed_terminal_s_sighup_stops_a_command_as_sigterm_does_leaving_no_output(tmp_path, capsys, monkeypatch):
+    """Python's default for SIGHUP ends the process at once, its temporary files and children left behind."""
+    import streams.replay_parallel
+
+    def hung_up(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGHUP)
+        time.sleep(5)
+
+    previous = signal.getsignal(signal.SIGHUP)
+    monkeypatch.setattr(streams.replay_parallel, "replay_log", hung_up)
+    try:
+        code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"))
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert (code, err.strip().splitlines()[-1]) == (143, "callqa: terminated")
     assert list(tmp_path.iterdir()) == []
 
 

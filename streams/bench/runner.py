@@ -46,7 +46,7 @@ import msgspec
 
 from streams.bench.kafka import Message, create_topic, produce, topic_bytes
 from streams.bench.workload import Workload
-from streams.broker import EmbeddedBroker
+from streams.broker import EmbeddedBroker, die_with_parent
 from streams.broker_fixes import FETCH_MAX_WAIT_MS
 from streams.processes import WorkerProcess
 from streams.send_plan import SendPlan
@@ -251,7 +251,7 @@ class Bench:
         # (TMPDIR: the peers' state directories go into the run's working directory, removed with it.)
         done = subprocess.run([sys.executable, "-m", "streams.bench.peers", kind, self.bootstrap, topic, str(events)],
                               capture_output=True, text=True, timeout=self.scale.timeout_s,
-                              env={**os.environ, "TMPDIR": self.workdir})
+                              env={**os.environ, "TMPDIR": self.workdir}, preexec_fn=die_with_parent)
         # A Faust worker draws its spinner on stdout too: the report is the line's JSON object.
         lines = [line[line.index("{"):] for line in done.stdout.splitlines() if '{"events"' in line]
         if done.returncode != 0 or not lines:
@@ -404,7 +404,7 @@ class Bench:
 
     def _probe(self, *args: str) -> dict[str, Any]:
         done = subprocess.run([sys.executable, "-m", "streams.bench.probes", *args], capture_output=True, text=True,
-                              timeout=self.scale.timeout_s * 2)
+                              timeout=self.scale.timeout_s * 2, preexec_fn=die_with_parent)
         if done.returncode != 0:
             raise BenchError(f"probe {args[0]} failed: {done.stderr[-2000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])
