@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable, TypeVar
 
 import msgspec
 from aiokafka.errors import KafkaTimeoutError
@@ -26,6 +26,8 @@ from streams.kafka_clients import close_producer_without_broker, ensure_topics, 
 from streams.live import DeadLetter
 from streams.send_plan import Outgoing, SendPlan, SendReport, end_of_input_messages
 from streams.topics import TopicNames
+
+T = TypeVar("T")
 
 __all__ = ["SendReport", "send_end_of_input", "send_log"]
 
@@ -64,8 +66,8 @@ async def send_log(
                 # takes nothing: bounded by what is left of the stall time, so that a broker that
                 # stops answering ends the send once, not once per wait (three in a row, 91 s).
                 try:
-                    delivery = await asyncio.wait_for(sending, acknowledgements.time_left())
-                except asyncio.TimeoutError:
+                    delivery = await within(sending, acknowledgements.time_left())
+                except TimeoutError:
                     raise acknowledgements.stalled() from None
                 except KafkaTimeoutError as exc:  # (its buffer full, and the broker taking nothing)
                     raise NotAcknowledged(f"the broker took no more messages ({exc!r}); {AGAIN}") from exc
@@ -90,6 +92,14 @@ async def send_log(
         raise
     await stop_producer(kafka, PRODUCER_STOP_TIMEOUT_S)
     return plan.report
+
+
+async def within(step: Awaitable[T], timeout_s: float | None) -> T:
+    """`step`, for at most `timeout_s` (TimeoutError after). Not `asyncio.wait_for`: on Python 3.11 it
+    returns the step's result when a cancellation comes as the step completes, and Ctrl-C, which
+    `asyncio.run` turns into one cancellation, was lost: the whole log went out, reported as sent."""
+    async with asyncio.timeout(timeout_s):
+        return await step
 
 
 def refused_document(message: Outgoing, events_topic: str) -> bytes:

@@ -140,3 +140,28 @@ def test_a_send_whose_broker_stops_answering_fails_once_within_its_stall_time_an
         gc.collect()
     assert elapsed < 4 * 3  # the stall time once (and the start), the producer closed without a flush
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+
+
+def test_a_cancellation_that_comes_as_a_send_completes_is_not_lost():
+    """Ctrl-C: `asyncio.run` cancels the send once. With `asyncio.wait_for` (Python 3.11), a cancellation
+    arriving as the awaited send completed was dropped and the rest of the log sent."""
+    from streams.sender import within
+
+    async def race() -> str:
+        acknowledged = asyncio.get_running_loop().create_future()
+        sending = asyncio.ensure_future(within(acknowledged, 30))
+        await asyncio.sleep(0)  # (the send is waiting)
+        acknowledged.set_result("delivered")
+        sending.cancel()  # (the Ctrl-C, in the same turn of the loop)
+        try:
+            return await sending
+        except asyncio.CancelledError:
+            return "cancelled"
+
+    assert asyncio.run(race()) == "cancelled"
+
+    async def slow() -> None:
+        await within(asyncio.sleep(5), 0.05)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(slow())
