@@ -156,6 +156,17 @@ def test_a_closed_terminal_s_sighup_stops_a_command_as_sigterm_does_leaving_no_o
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_bench_report_that_cannot_be_written_fails_before_the_run_not_after_it(tmp_path, capsys, monkeypatch):
+    import tempfile
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))  # (where a run would make its working directory)
+    code, err = run(capsys, "bench", "--quick", "--out", str(tmp_path / "missing" / "report.json"))
+    assert code == 2 and "cannot write" in err and "report.json" in err
+    assert list(work.iterdir()) == []  # no run was started
+
+
 def test_a_batch_size_below_one_is_refused_before_anything_is_sent(capsys):
     code, err = run(capsys, "send", str(SAMPLE_LOG), "--batch-size", "0", "--broker", "kafka://127.0.0.1:1")
     assert code == 2 and "--batch-size must be at least 1, got 0" in err

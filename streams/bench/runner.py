@@ -39,7 +39,6 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import msgspec
@@ -48,6 +47,7 @@ from streams.bench.kafka import Message, create_topic, produce, topic_bytes
 from streams.bench.workload import Workload
 from streams.broker import EmbeddedBroker, die_with_parent
 from streams.broker_fixes import FETCH_MAX_WAIT_MS
+from streams.output_files import AtomicOutput
 from streams.processes import WorkerProcess
 from streams.send_plan import SendPlan
 
@@ -508,6 +508,19 @@ def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | N
     """Run every stage and write the report to `out_path`; on `broker` when given (it must be
     fresh of load), else on an embedded broker started for the run."""
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    # Opened first: a report that cannot be written fails now, not after the run (complete or not at all).
+    output = AtomicOutput(out_path)
+    try:
+        report = _measure(quick, log, broker)
+        output.file.write((json.dumps(report, indent=2) + "\n").encode())
+    except BaseException:
+        output.discard()
+        raise
+    output.commit()
+    return report
+
+
+def _measure(quick: bool, log: Callable[[str], None], broker: EmbeddedBroker | None) -> dict[str, Any]:
     scale = QUICK if quick else FULL
     started = time.time()
     report: dict[str, Any] = {"quick": quick, "machine": machine(), "versions": versions(),
@@ -581,7 +594,6 @@ def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | N
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
     report["duration_s"] = time.time() - started
     report["goals"] = goals(report)
-    Path(out_path).write_text(json.dumps(report, indent=2) + "\n")
     return report
 
 
