@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import sys
 import tempfile
@@ -109,6 +110,26 @@ def cmd_broker(args: argparse.Namespace) -> int:
         broker.stop()
 
 
+def _refuse_a_taken_web_port(settings: Settings) -> None:
+    """The HTTP API's address, tried before the worker starts: Faust would find it taken only once
+    running, and stop with a page of traceback."""
+    if settings.web_port == 0:
+        return
+    host = settings.web_bind or settings.web_host
+    try:
+        infos = socket.getaddrinfo(host, settings.web_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror:
+        return  # (a host name not resolvable here: left to the web server to say)
+    family, kind, _, _, address = infos[0]
+    with socket.socket(family, kind) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as the web server binds)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ValueError(f"the HTTP API's address {host}:{settings.web_port} cannot be taken ({exc.strerror}): "
+                             "another worker may run there; set CALLQA_WEB_PORT to a free port") from None
+
+
 def _run_worker(settings: Settings) -> int:
     import faust
 
@@ -127,6 +148,7 @@ def _run_worker(settings: Settings) -> int:
     except OSError as exc:
         raise ValueError(f"data_dir {settings.data_dir!r} (CALLQA_DATA_DIR) cannot be written: "
                          f"{exc.strerror or exc}") from None
+    _refuse_a_taken_web_port(settings)
     # Create every topic with its partition count before Faust subscribes (see ensure_topics).
     asyncio.run(ensure_topics(settings, TopicNames(settings.topic_prefix).specs(settings.partitions),
                               check_partitions=True))

@@ -167,6 +167,20 @@ def test_a_bench_report_that_cannot_be_written_fails_before_the_run_not_after_it
     assert list(work.iterdir()) == []  # no run was started
 
 
+def test_a_worker_whose_web_port_is_taken_says_so_in_one_line_before_starting(capsys, monkeypatch):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("CALLQA_WEB_PORT", str(port))
+        code, err = run(capsys, "worker", "--broker", "tansu://127.0.0.1:1")
+    assert code == 2 and err.strip() == (f"callqa: the HTTP API's address 127.0.0.1:{port} cannot be "
+                                         "taken (Address already in use): another worker may run there; set "
+                                         "CALLQA_WEB_PORT to a free port")
+
+
 def test_a_batch_size_below_one_is_refused_before_anything_is_sent(capsys):
     code, err = run(capsys, "send", str(SAMPLE_LOG), "--batch-size", "0", "--broker", "kafka://127.0.0.1:1")
     assert code == 2 and "--batch-size must be at least 1, got 0" in err
