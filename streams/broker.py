@@ -61,16 +61,23 @@ def refuse_a_port_in_use(host: str, port: int) -> None:
                                     "stop it or choose another port (--port)") from None
 
 
-def die_with_parent() -> None:
-    """In a child process, before it runs: ask Linux to stop it (SIGTERM) when its parent dies, so that
+def die_with_parent(signum: int = signal.SIGTERM) -> None:
+    """In a child process, before it runs: ask Linux to send it `signum` when its parent dies, so that
     a killed `callqa up`, demo, bench or test session leaves no broker holding its port and no worker
     retrying a broker that is gone (elsewhere: nothing). Linux's parent is the thread that started it."""
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, signum)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def killed_with_parent() -> None:
+    """`die_with_parent` for a child whose work is its parent's alone (a demo's or a bench's worker, a
+    replay job): nothing of it is wanted once the parent is gone, and a worker on Faust's stock
+    transport, its broker gone too, never finishes stopping on SIGTERM."""
+    die_with_parent(signal.SIGKILL)
 
 
 @dataclass

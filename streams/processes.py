@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from streams.broker import die_with_parent, free_port
+from streams.broker import free_port, killed_with_parent
 
 
 @dataclass
@@ -38,7 +38,7 @@ class WorkerProcess:
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
             [sys.executable, "-m", "streams.cli", "worker"], env=env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=die_with_parent,
+            start_new_session=True, preexec_fn=killed_with_parent,
         )
         return self
 

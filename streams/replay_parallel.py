@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from models.wire import MAX_MESSAGE_BYTES, read_log
 from scorers.engine import CallEngine
-from streams.broker import die_with_parent
+from streams.broker import killed_with_parent
 from streams.replay import ReplayReport, replay_partitions
 from streams.replay_files import ReplayFiles
 from streams.replay_spool import RESULT, SpoolWriter, read_spool
@@ -87,7 +87,7 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
     """A child's whole life: replay its partitions into its spool, then send its report (or its failure)."""
     # A job is stopped by its parent (SIGTERM) only when the replay is over for it: it goes quietly.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    die_with_parent()  # (a replay killed outright leaves no job running on, writing a spool nobody reads)
+    killed_with_parent()  # (a replay killed outright leaves no job running on, writing a spool nobody reads)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_WHILE_FORKING)  # (held by the parent: see `_start`)
     try:
         engine = job.new_engine()

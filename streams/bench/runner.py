@@ -45,7 +45,7 @@ import msgspec
 
 from streams.bench.kafka import Message, create_topic, produce, topic_bytes
 from streams.bench.workload import Workload
-from streams.broker import EmbeddedBroker, die_with_parent
+from streams.broker import EmbeddedBroker, killed_with_parent
 from streams.broker_fixes import FETCH_MAX_WAIT_MS
 from streams.output_files import AtomicOutput
 from streams.processes import WorkerProcess
@@ -251,7 +251,7 @@ class Bench:
         # (TMPDIR: the peers' state directories go into the run's working directory, removed with it.)
         done = subprocess.run([sys.executable, "-m", "streams.bench.peers", kind, self.bootstrap, topic, str(events)],
                               capture_output=True, text=True, timeout=self.scale.timeout_s,
-                              env={**os.environ, "TMPDIR": self.workdir}, preexec_fn=die_with_parent)
+                              env={**os.environ, "TMPDIR": self.workdir}, preexec_fn=killed_with_parent)
         # A Faust worker draws its spinner on stdout too: the report is the line's JSON object.
         lines = [line[line.index("{"):] for line in done.stdout.splitlines() if '{"events"' in line]
         if done.returncode != 0 or not lines:
@@ -404,7 +404,7 @@ class Bench:
 
     def _probe(self, *args: str) -> dict[str, Any]:
         done = subprocess.run([sys.executable, "-m", "streams.bench.probes", *args], capture_output=True, text=True,
-                              timeout=self.scale.timeout_s * 2, preexec_fn=die_with_parent)
+                              timeout=self.scale.timeout_s * 2, preexec_fn=killed_with_parent)
         if done.returncode != 0:
             raise BenchError(f"probe {args[0]} failed: {done.stderr[-2000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])
@@ -643,9 +643,23 @@ def _run_all(runs: dict[str, Callable[[], Any]], parallel: bool, results: dict[s
         for name, run in runs.items():
             results[name] = run()
         return
-    from concurrent.futures import ThreadPoolExecutor
+    # Daemon threads, not a thread pool: on Ctrl-C a pool is waited for, every stage run to its end
+    # first; these are left, and what they started (workers, peers) dies with the process.
+    outcomes: dict[str, tuple[bool, Any]] = {}
 
-    with ThreadPoolExecutor(max_workers=len(runs)) as pool:
-        futures = {name: pool.submit(run) for name, run in runs.items()}
-        for name, future in futures.items():
-            results[name] = future.result()
+    def run_one(name: str, run: Callable[[], Any]) -> None:
+        try:
+            outcomes[name] = (True, run())
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
+            outcomes[name] = (False, exc)
+
+    threads = {name: threading.Thread(target=run_one, args=(name, run), name=f"bench-{name}", daemon=True)
+               for name, run in runs.items()}
+    for thread in threads.values():
+        thread.start()
+    for name, thread in threads.items():
+        thread.join()
+        done, value = outcomes[name]
+        if not done:
+            raise value
+        results[name] = value
