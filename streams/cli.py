@@ -198,9 +198,25 @@ def cmd_send(args: argparse.Namespace) -> int:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     settings = _settings(args)
     with _log_as_file(args.log) as log:
-        bar = progress_bar(total=_count_records(log), desc="send", unit="record")
-        report = asyncio.run(send_log(read_log(log), settings, batch_size=args.batch_size,
-                                      end_of_input=not args.keep_open, on_record=lambda n: bar.update(1)))
+        total = _count_records(log)
+        bar = progress_bar(total=total, desc="send", unit="record")
+        handed_over = 0
+
+        def sent_one(size: int) -> None:
+            nonlocal handed_over
+            handed_over += 1
+            bar.update(1)
+
+        try:
+            report = asyncio.run(send_log(read_log(log), settings, batch_size=args.batch_size,
+                                          end_of_input=not args.keep_open, on_record=sent_one))
+        except KeyboardInterrupt:
+            bar.close()
+            from streams.acknowledgements import AGAIN
+
+            print(f"callqa: stopped after {handed_over:,}{f' of {total:,}' if total else ''} records were handed to the "
+                  f"producer, not all of them acknowledged; to finish, {AGAIN}", file=sys.stderr)
+            raise
         bar.close()
     print(f"sent {report.records} records ({report.events} events) as {report.messages} messages to "
           f"{settings.topic_prefix}.events", file=sys.stderr)

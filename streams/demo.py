@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sys
 import tempfile
 import time
 import urllib.request
@@ -94,6 +95,15 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
     configured = load_settings().with_overrides(partitions=partitions)
     expected, replay_report = replay_latest(log, configured, cohorts_file)
     workdir = tempfile.mkdtemp(prefix="callqa-demo-")
+    try:
+        return _run(log, partitions, timeout_s, workdir, configured, cohorts_file, expected, replay_report, started)
+    except BaseException:  # (Ctrl-C, SIGTERM, a failure: what happened is in the logs)
+        print(f"callqa demo: stopped; the broker's and the worker's logs are kept in {workdir}", file=sys.stderr)
+        raise
+
+
+def _run(log: str, partitions: int, timeout_s: float, workdir: str, configured: Settings, cohorts_file: str | None,
+         expected: dict[str, dict], replay_report: ReplayReport, started: float) -> int:
     print(f"callqa demo: {log}\n  replay (in-process): {replay_report.events} events, {len(expected)} calls "
           f"in {replay_report.seconds:.2f} s ({replay_report.events_per_s:,.0f} events/s)")
     with EmbeddedBroker().start(log_path=f"{workdir}/broker.log") as broker:

@@ -181,6 +181,22 @@ def test_a_worker_whose_web_port_is_taken_says_so_in_one_line_before_starting(ca
                                          "CALLQA_WEB_PORT to a free port")
 
 
+def test_a_send_stopped_says_how_far_it_came_and_how_to_finish(capsys, monkeypatch):
+    import streams.sender
+
+    async def interrupted_send(records, settings, on_record=None, **options):
+        for _ in range(3):
+            on_record(100)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(streams.sender, "send_log", interrupted_send)
+    code, err = run(capsys, "send", str(SAMPLE_LOG), "--broker", "kafka://127.0.0.1:1")
+    lines = err.strip().splitlines()
+    assert code == 130 and lines[-1] == "callqa: interrupted"
+    assert lines[-2].startswith(f"callqa: stopped after 3 of {sum(1 for line in open(SAMPLE_LOG) if line.strip()):,} records "
+                                "were handed to the producer, not all of them acknowledged; to finish, send the log again")
+
+
 def test_a_batch_size_below_one_is_refused_before_anything_is_sent(capsys):
     code, err = run(capsys, "send", str(SAMPLE_LOG), "--batch-size", "0", "--broker", "kafka://127.0.0.1:1")
     assert code == 2 and "--batch-size must be at least 1, got 0" in err
