@@ -81,25 +81,6 @@ def test_worker_killed_mid_send_restarts_to_the_same_results(broker, topic_prefi
     assert_one_content_per_version(live)
 
 
-def test_a_quiet_partition_still_sweeps_its_silent_calls(broker, topic_prefix, tmp_path):
-    """No end-of-input watermark: the worker's idle clock moves event time on and records the ticks."""
-    log = str(tmp_path / "calls.jsonl")
-    stats = build_log(log, calls=40, inactivity_timeout_s=2)
-    assert stats["never_end"] >= 2
-    expected = latest_by_call(replay_results(log, allowed_lateness_ms=500)[0])
-    settings = settings_for(broker, topic_prefix)
-    worker = start_worker(broker, topic_prefix, env={"CALLQA_IDLE_TICK_S": "0.5", "CALLQA_ALLOWED_LATENESS_MS": "500"})
-    try:
-        # One event per message: no batching reorder, which a 500 ms lateness could not absorb.
-        send(log, settings, end_of_input=False, batch_size=1)
-        live = latest_by_call(collect_results(settings, expected, timeout_s=60))
-    finally:
-        worker.stop()
-    assert live == expected
-    swept = [r for r in live.values() if r["evaluation"]["stop_reason"] == "[INACTIVITY_TIMEOUT]"]
-    assert len(swept) == stats["never_end"]
-
-
 SAMPLE = __import__("pathlib").Path(__file__).resolve().parent.parent / "samples" / "calls.jsonl"
 
 

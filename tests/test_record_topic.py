@@ -87,9 +87,10 @@ def test_a_recorded_event_reads_back_as_the_same_event(log_format):
 
 
 @pytest.mark.broker
-def test_replaying_the_recorded_topic_gives_every_result_the_worker_published(broker, topic_prefix, tmp_path):
-    """The topic holds what the worker needs replay to agree: its idle clock's watermark ticks and the
-    ends its sweeps made. Here calls are left silent, so only those ticks end them."""
+def test_silent_calls_on_a_quiet_partition_are_swept_and_the_recorded_topic_replays_to_every_result(
+        broker, topic_prefix, tmp_path):
+    """No end-of-input watermark: the worker's idle clock moves event time on and records the ticks.
+    The topic then holds what replay needs to agree: those ticks and the ends the sweeps made."""
     log = str(tmp_path / "calls.jsonl")
     stats = build_log(log, calls=40, inactivity_timeout_s=2)
     assert stats["never_end"] >= 2
@@ -97,6 +98,7 @@ def test_replaying_the_recorded_topic_gives_every_result_the_worker_published(br
     settings = settings_for(broker, topic_prefix)
     worker = start_worker(broker, topic_prefix, env={"CALLQA_IDLE_TICK_S": "0.5", "CALLQA_ALLOWED_LATENESS_MS": "500"})
     try:
+        # One event per message: no batching reorder, which a 500 ms lateness could not absorb.
         send(log, settings, end_of_input=False, batch_size=1)
         stray = _call_on(3)
         asyncio.run(_produce(settings, TopicNames(topic_prefix).events, stray, partition=0,
@@ -104,6 +106,7 @@ def test_replaying_the_recorded_topic_gives_every_result_the_worker_published(br
         live = collect_results(settings, expected, timeout_s=60)
     finally:
         worker.stop()
+    assert latest_by_call(live) == expected
     recorded = str(tmp_path / "topic.msgpack")
     with open(recorded, "wb") as out:
         recording = record_events_topic(settings, TopicNames(topic_prefix).events, out.write, MSGPACK_LOG)
