@@ -22,7 +22,7 @@ from models.results import CallResult
 from models.wire import JSONL_LOG, MSGPACK_LOG, log_format, read_log, refuse_unreadable
 from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
-from streams.output_files import STANDARD_INPUT, Terminated
+from streams.output_files import STANDARD_INPUT, STOP_SIGNALS, Terminated
 
 # Addresses that listen everywhere and name no host (CALLQA_WEB_HOST must name one).
 WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
@@ -321,10 +321,10 @@ def _record(args: argparse.Namespace, settings: Settings, log: str) -> str:
             bar.close()
     print_summary(report, args.record)
     if report.stopped_by is not None:  # (also when every answer had come: the command was stopped)
-        print(f"callqa: {'terminated' if report.stopped_by == signal.SIGTERM else 'interrupted'} while judging: "
+        print(f"callqa: {'interrupted' if report.stopped_by == signal.SIGINT else 'terminated'} while judging: "
               f"{args.record} holds the {report.judged} answers that came; `callqa replay {args.record} --judge "
               f"--record LOG3 --out …` asks only for the other {report.interrupted} calls", file=sys.stderr)
-        raise Terminated() if report.stopped_by == signal.SIGTERM else KeyboardInterrupt()
+        raise KeyboardInterrupt() if report.stopped_by == signal.SIGINT else Terminated()
     return args.record
 
 
@@ -622,10 +622,10 @@ def _broker_hint(exc: Exception) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.func not in (cmd_worker, cmd_up):  # (the worker's own shutdown handles its signals)
-        signal.signal(signal.SIGTERM, _terminate)
-        # A closed terminal or SSH session: stopped as by SIGTERM, its outputs and children cleaned up,
-        # where Python's default would end it at once and leave them.
-        signal.signal(signal.SIGHUP, _terminate)
+        # SIGTERM, and a closed terminal's SIGHUP (whose default would end it at once, its outputs and
+        # children left), stop a command as Ctrl-C does.
+        for signum in STOP_SIGNALS[1:]:
+            signal.signal(signum, _terminate)
     try:
         return args.func(args) or 0
     except KeyboardInterrupt as exc:

@@ -35,6 +35,7 @@ from scorers.judge.answers import (
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
 from streams.config import Settings
+from streams.output_files import STOP_SIGNALS
 from streams.redaction import redacted_url
 
 RETRIED_CLIENT_STATUSES = frozenset({408, 409, 429})
@@ -258,12 +259,12 @@ async def judge_all(settings: Settings, requests: list[JudgeRequests],
 
 
 def _on_signals(handler: Callable[[int], None]) -> Callable[..., None]:
-    """Route SIGINT and SIGTERM to `handler` in the running loop (not one the process ignores);
+    """Route SIGINT, SIGTERM and SIGHUP to `handler` in the running loop (not one the process ignores);
     returns what puts the handlers found back, or with `ignoring` ignores both (nothing happens off
     the main thread, where signals cannot be caught)."""
     loop = asyncio.get_running_loop()
     installed: list[tuple[int, Any]] = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in STOP_SIGNALS:
         previous = signal.getsignal(signum)
         if previous is signal.SIG_IGN:
             continue  # (started ignoring it, as a background job of a script: it stays so)

@@ -36,7 +36,7 @@ from scorers.inactivity import INACTIVITY_ID_SUFFIX, is_inactivity_end
 from scorers.judge.requests import JudgeRequests, build_requests
 from scorers.judge.schemas import QA_ERROR_KEY
 from streams.config import Settings
-from streams.output_files import AtomicOutput, Terminated
+from streams.output_files import STOP_SIGNALS, AtomicOutput, Terminated
 from streams.replay import replay
 
 # Where a judge answer goes in LOG2: (N, -1) right after record N of LOG, (N, K) right after the K-th
@@ -170,7 +170,7 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
 
 
 class _HeldSignals:
-    """Ctrl-C and SIGTERM ignored from an interrupted judging until LOG2 is written and in place: a
+    """Ctrl-C, SIGTERM and SIGHUP ignored from an interrupted judging until LOG2 is written and in place: a
     second Ctrl-C then threw away every answer paid for, or left a temporary file of the whole log.
     The handlers in place when the recording began are put back after (the judging, once stopped,
     leaves both ignored: streams/judge_client.py)."""
@@ -179,7 +179,7 @@ class _HeldSignals:
         self._found: list[tuple[int, Any]] = []
         self._held = False
         if threading.current_thread() is threading.main_thread():  # (signals reach the main thread only)
-            self._found = [(signum, signal.getsignal(signum)) for signum in (signal.SIGINT, signal.SIGTERM)]
+            self._found = [(signum, signal.getsignal(signum)) for signum in STOP_SIGNALS]
 
     def hold(self) -> None:
         for signum, _ in self._found:

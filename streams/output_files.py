@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import stat
 import sys
 from typing import BinaryIO
@@ -20,9 +21,13 @@ from typing import BinaryIO
 STANDARD_OUTPUT = STANDARD_INPUT = "-"  # as an output, standard output; as an input, standard input
 
 
+# What stops a command as Ctrl-C does: Ctrl-C itself, `kill`, and a closed terminal or SSH session.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (`kill`, `timeout`, a supervisor), raised where the command is, so that it ends as it
-    does on Ctrl-C: its half-written outputs and temporary files removed."""
+    """SIGTERM (`kill`, `timeout`, a supervisor) or SIGHUP (a closed terminal), raised where the command
+    is, so that it ends as it does on Ctrl-C: its half-written outputs and temporary files removed."""
 
 
 class AtomicOutput:

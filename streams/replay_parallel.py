@@ -28,6 +28,7 @@ from typing import Any, Callable
 from models.wire import MAX_MESSAGE_BYTES, read_log
 from scorers.engine import CallEngine
 from streams.broker import killed_with_parent
+from streams.output_files import STOP_SIGNALS
 from streams.replay import ReplayReport, replay_partitions
 from streams.replay_files import ReplayFiles
 from streams.replay_spool import RESULT, SpoolWriter, read_spool
@@ -87,6 +88,7 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
     """A child's whole life: replay its partitions into its spool, then send its report (or its failure)."""
     # A job is stopped by its parent (SIGTERM) only when the replay is over for it: it goes quietly.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)  # (the parent's handler raises where the parent is)
     killed_with_parent()  # (a replay killed outright leaves no job running on, writing a spool nobody reads)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_WHILE_FORKING)  # (held by the parent: see `_start`)
     try:
@@ -185,7 +187,7 @@ def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[
 # Ctrl-C and SIGTERM raise where the parent is (streams/cli.py). Arriving during a fork, their handler
 # ran inside a hook the fork calls (logging's), which ignores exceptions: the interruption was lost and
 # the replay went on to its end. Held while a job is forked, they arrive just after, in plain code.
-HELD_WHILE_FORKING = frozenset({signal.SIGINT, signal.SIGTERM})
+HELD_WHILE_FORKING = frozenset(STOP_SIGNALS)
 
 
 def _start(process: multiprocessing.process.BaseProcess) -> None:

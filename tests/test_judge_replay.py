@@ -448,12 +448,32 @@ def test_a_recorded_error_of_a_call_not_asked_again_stays_and_is_not_counted(tmp
     assert any(json.loads(line)["call_id"] == "ghost" for line in (tmp_path / "dead.jsonl").read_text().splitlines())
 
 
-def test_judging_stopped_by_sigterm_is_said_to_be_terminated_and_ends_as_sigterm_does(tmp_path, judge_env, capsys):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])  # (SIGHUP: a closed terminal)
+def test_judging_stopped_by_sigterm_is_said_to_be_terminated_and_ends_as_sigterm_does(tmp_path, judge_env, capsys, signum):
     log, partial = tmp_path / "calls.jsonl", tmp_path / "partial.jsonl"
     write_log(log)
-    with FakeLlm(signalled_on_the_third_question(signal.SIGTERM), EVALUATION_ANSWER) as fake:
+    with FakeLlm(signalled_on_the_third_question(signum), EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
         assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(partial)]) == 143
     err = capsys.readouterr().err
     assert "terminated while judging" in err and err.rstrip().endswith("callqa: terminated")
     assert partial.exists()
+
+
+def test_while_the_answers_of_an_interrupted_judging_are_written_no_stop_signal_can_throw_them_away():
+    # A closed terminal often sends SIGHUP twice: the second, arriving while LOG2 was written, lost it.
+    from streams.judge_offline import _HeldSignals
+
+    def handler(signum, frame):
+        raise AssertionError("not while held")
+
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        held = _HeldSignals()
+        held.hold()
+        assert {signal.getsignal(signum) for signum in previous} == {signal.SIG_IGN}
+        held.release()
+        assert {signal.getsignal(signum) for signum in previous} == {handler}
+    finally:
+        for signum, found in previous.items():
+            signal.signal(signum, found)
