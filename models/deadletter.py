@@ -14,7 +14,7 @@ class DeadLetterDocument(Struct, kw_only=True):
     event_id: str | None = None
     call_id: str | None = None
     # The original message bytes, base64 (the first ORIGINAL_KEPT_BYTES when larger); for an item of a
-    # batch (batch_index set), the item alone, encoded as the message was (JSON or MessagePack).
+    # batch (batch_index set), the item's own bytes in it.
     original_b64: str
     original_text: str | None = None  # the same bytes as text, when they are UTF-8
     # A dead letter must fit in a Kafka message itself: past ORIGINAL_KEPT_BYTES the original is cut here

@@ -12,6 +12,7 @@ import itertools
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Iterator
 
 import msgspec
@@ -386,18 +387,24 @@ def encode_event(event: Event) -> bytes:
     return _encode_msgpack(event)
 
 
-_encode_json = msgspec.json.Encoder().encode
-
-
 def is_json_message(raw: bytes) -> bool:
     """Whether a message is read as JSON (else as MessagePack)."""
     return bool(raw) and _codec_for(raw) is _JSON
 
 
-def encode_like(event: Event, message: bytes) -> bytes:
-    """`event` alone, in the encoding of the `message` it came in (JSON or MessagePack): a batch item
-    as its own document, for a dead letter that need not carry the whole batch."""
-    return _encode_json(event) if message and _codec_for(message) is _JSON else _encode_msgpack(event)
+def batch_item(message: bytes, index: int) -> bytes | None:
+    """The bytes of item `index` of a batch message, as they are in it (None: no such item). A message
+    refused item by item asks for each: it is read once (the last message is remembered)."""
+    items = _batch_items(message)
+    return items[index] if items is not None and 0 <= index < len(items) else None
+
+
+@lru_cache(maxsize=1)
+def _batch_items(message: bytes) -> tuple[bytes, ...] | None:
+    try:
+        return tuple(bytes(item) for item in _codec_for(message).batch.decode(message).events)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
 
 
 def encode_batch(events: list[Event], call_id: str | None) -> bytes:

@@ -20,7 +20,7 @@ import msgspec
 from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
 from models.events import Event, JudgeResult, Watermark
 from models.results import CallResult
-from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message, encode_event, encode_like
+from models.wire import MAX_MESSAGE_BYTES, Rejected, batch_item, decode_message, encode_event
 from scorers.engine import CallEngine, Processed
 from streams.journal import (
     JournalBook,
@@ -55,9 +55,9 @@ def sweep_position(offset: int, index: int) -> int:
 
 def _original(event: Event, message: bytes, batch_index: int | None) -> tuple[bytes, str, str, int | None]:
     """What a dead letter of `event` keeps of the `message` it came in: the message itself, or for an
-    item of a batch the item alone (a batch of a thousand events refused one by one, each dead letter
-    carrying the whole batch, made hundreds of megabytes of one message)."""
-    original = message if batch_index is None else encode_like(event, message)
+    item of a batch the item's own bytes (a batch of a thousand events refused one by one, each dead
+    letter carrying the whole batch, made hundreds of megabytes of one message)."""
+    original = message if batch_index is None else batch_item(message, batch_index) or message
     return original, event.event_id, event.call_id, batch_index
 
 
