@@ -358,8 +358,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     if left_out:
         print(f"left out, as the workers dead-lettered them: {' and '.join(left_out)}", file=sys.stderr)
     if recording.unwritable:
-        print(f"left out, though the workers applied them: {recording.unwritable} events with an integer beyond "
-              "64 bits, which MessagePack cannot hold: record to a .jsonl log instead", file=sys.stderr)
+        print(f"left out, though the workers applied them: {recording.unwritable} events this log's encoding cannot "
+              "hold as they are (" + ("an integer beyond 64 bits: record to a .jsonl log instead" if format_ == MSGPACK_LOG
+              else "bytes, NaN or infinity: record to a .msgpack log instead") + ")", file=sys.stderr)
     for partition, first in sorted(recording.truncated.items()):
         print(f"partition {partition} begins at offset {first}: the topic's retention deleted what came before, "
               "so calls begun earlier are scored from what is left", file=sys.stderr)

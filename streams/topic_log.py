@@ -50,7 +50,8 @@ class TopicRecording:
     events: int = 0
     undecodable: int = 0  # messages or batch items the worker dead-lettered on decoding
     strays: int = 0  # events that came on another partition than their call's
-    # Events the log's encoding cannot hold (MessagePack: an integer beyond 64 bits), left out.
+    # Events the log's encoding cannot hold as they are (MessagePack: an integer beyond 64 bits; JSON:
+    # bytes, NaN or infinity), left out rather than written as other events.
     unwritable: int = 0
     # partition -> its first offset, where retention had deleted what came before
     truncated: dict[int, int] = field(default_factory=dict)
@@ -157,6 +158,10 @@ def record_message(value: bytes | None, partition: int, partitions: int, max_mes
         try:
             encoded = encode(event)
         except (OverflowError, TypeError, ValueError):  # (an integer beyond 64 bits, in MessagePack)
+            recording.unwritable += 1
+            continue
+        if log_format != MSGPACK_LOG and decode_message(encoded, len(encoded)).events != [event]:
+            # JSON has no bytes, NaN or infinity: written, such an event would read back as another.
             recording.unwritable += 1
             continue
         write(encoded)

@@ -74,7 +74,9 @@ def test_a_message_in_the_logs_encoding_is_written_as_it_came_and_what_no_encodi
     # In the other encoding, re-encoded; the 2**70 MessagePack cannot hold, counted (not a crash).
     assert decode_message(record(as_json, MSGPACK_LOG, into_msgpack)[0]).events == decode_message(as_json).events
     assert record(huge, MSGPACK_LOG, into_msgpack) == []
-    assert (into_msgpack.events, into_msgpack.unwritable, into_jsonl.events, into_jsonl.unwritable) == (2, 1, 2, 0)
+    # JSON has no bytes or NaN: the MessagePack event is left out and counted, not written as another.
+    assert record(packed, JSONL_LOG, into_jsonl) == []
+    assert (into_msgpack.events, into_msgpack.unwritable, into_jsonl.events, into_jsonl.unwritable) == (2, 1, 2, 1)
 
 
 @pytest.mark.parametrize("log_format", [MSGPACK_LOG, JSONL_LOG])
