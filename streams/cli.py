@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import os
 import shutil
@@ -120,14 +121,21 @@ def _refuse_a_taken_web_port(settings: Settings) -> None:
         infos = socket.getaddrinfo(host, settings.web_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror:
         return  # (a host name not resolvable here: left to the web server to say)
-    family, kind, _, _, address = infos[0]
-    with socket.socket(family, kind) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as the web server binds)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise ValueError(f"the HTTP API's address {host}:{settings.web_port} cannot be taken ({exc.strerror}): "
-                             "another worker may run there; set CALLQA_WEB_PORT to a free port") from None
+    for family, kind, _, _, address in infos:  # (the web server binds every address the name has)
+        with socket.socket(family, kind) as probe:
+            # As asyncio's server binds: reusing a port in TIME_WAIT, IPv6 apart from IPv4.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                shown = f"[{address[0]}]:{address[1]}" if family == socket.AF_INET6 else f"{address[0]}:{address[1]}"
+                if exc.errno == errno.EADDRINUSE:
+                    raise ValueError(f"the HTTP API's port {shown} is in use: another worker may run there; set "
+                                     "CALLQA_WEB_PORT to a free port") from None
+                raise ValueError(f"the HTTP API cannot listen on {shown} ({exc.strerror}): set CALLQA_WEB_BIND to an "
+                                 "address of this machine (0.0.0.0 for all)") from None
 
 
 def _run_worker(settings: Settings) -> int:

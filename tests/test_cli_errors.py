@@ -176,9 +176,19 @@ def test_a_worker_whose_web_port_is_taken_says_so_in_one_line_before_starting(ca
         port = taken.getsockname()[1]
         monkeypatch.setenv("CALLQA_WEB_PORT", str(port))
         code, err = run(capsys, "worker", "--broker", "tansu://127.0.0.1:1")
-    assert code == 2 and err.strip() == (f"callqa: the HTTP API's address 127.0.0.1:{port} cannot be "
-                                         "taken (Address already in use): another worker may run there; set "
-                                         "CALLQA_WEB_PORT to a free port")
+    assert code == 2 and err.strip() == (f"callqa: the HTTP API's port 127.0.0.1:{port} is in use: another worker "
+                                         "may run there; set CALLQA_WEB_PORT to a free port")
+    # Taken on IPv4 only, the port is free for a worker listening on IPv6 alone (as the web server binds it).
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        monkeypatch.setenv("CALLQA_WEB_PORT", str(taken.getsockname()[1]))
+        monkeypatch.setenv("CALLQA_WEB_BIND", "::1")
+        code, err = run(capsys, "worker", "--broker", "tansu://127.0.0.1:1")
+    assert "HTTP API" not in err  # (it went on, to the broker it could not reach)
+    monkeypatch.setenv("CALLQA_WEB_BIND", "192.0.2.1")  # (TEST-NET: no address of this machine)
+    code, err = run(capsys, "worker", "--broker", "tansu://127.0.0.1:1")
+    assert code == 2 and "the HTTP API cannot listen on 192.0.2.1:" in err and "set CALLQA_WEB_BIND" in err
 
 
 def test_a_send_stopped_says_how_far_it_came_and_how_to_finish(capsys, monkeypatch):
