@@ -100,13 +100,19 @@ PROBE_MAX_WAIT_MS = 1
 
 async def probe_high_watermarks(client: Any, offsets: Mapping[TP, int]) -> dict[TP, int]:
     """High watermark of each partition, read from a one-byte Fetch at the given offset."""
+    return {tp: high for tp, (high, _) in (await probe_ends(client, offsets)).items()}
+
+
+async def probe_ends(client: Any, offsets: Mapping[TP, int]) -> dict[TP, tuple[int, int]]:
+    """(high watermark, last stable offset) of each partition, read from a one-byte Fetch at the given
+    offset (the stable offset -1 where the response has none: Fetch before version 4)."""
     by_node: dict[int, dict[str, list[tuple[int, int, int]]]] = defaultdict(lambda: defaultdict(list))
     for tp, offset in offsets.items():
         node = client.cluster.leader_for_partition(tp)
         if node is None or node < 0:
             raise RuntimeError(f"no leader known for {tp}")
         by_node[node][tp.topic].append((tp.partition, max(int(offset), 0), 1))
-    found: dict[TP, int] = {}
+    found: dict[TP, tuple[int, int]] = {}
     for node, topics in by_node.items():
         request = FetchRequest(PROBE_MAX_WAIT_MS, 1, 1, READ_UNCOMMITTED, list(topics.items()))
         response = await client.send(node, request)
@@ -115,17 +121,23 @@ async def probe_high_watermarks(client: Any, offsets: Mapping[TP, int]) -> dict[
                 number, error_code, high_watermark = partition[0], partition[1], partition[2]
                 if error_code != 0:
                     raise RuntimeError(f"fetch probe of {topic}[{number}] failed with error code {error_code}")
-                found[TP(topic, number)] = int(high_watermark)
+                stable = int(partition[3]) if len(partition) > 4 else -1
+                found[TP(topic, number)] = (int(high_watermark), stable)
     return found
 
 
 async def verified_end_offsets(consumer: Any, partitions: Iterable[Any]) -> dict[Any, int]:
-    """Where each partition ends now, for a started aiokafka consumer: the broker's "latest offset"
-    answer checked against a fetch's high watermark (the embedded broker answers the first offset of
-    the last batch + 1, which would leave the rest of that batch unread)."""
+    """Where each partition ends now for a started aiokafka consumer that reads committed records: the
+    broker's "latest offset" answer checked against a fetch's (the embedded broker answers the first
+    offset of the last batch + 1, which would leave the rest of that batch unread), and never past an
+    open transaction, which such a consumer cannot read beyond until it ends."""
     reported = await consumer.end_offsets(list(partitions))
-    probed = await probe_high_watermarks(consumer._client, reported)
-    return {tp: max(end, probed.get(tp, end)) for tp, end in reported.items()}
+    probed = await probe_ends(consumer._client, reported)
+    ends = {}
+    for tp, end in reported.items():
+        high, stable = probed.get(tp, (end, -1))
+        ends[tp] = max(end, high) if stable < 0 else stable
+    return ends
 
 
 # How long the worker's fetches may wait on this broker (see 2. above); Faust asks for 1500 ms.
