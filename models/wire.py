@@ -298,7 +298,9 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
     if not decoded.events:  # (only then: no cost to a message that decodes)
         wrapped = _wrapping(raw)
         if wrapped is not None:
-            return Decoded([], [Rejected(f"undecodable: {wrapped}", raw)])
+            framed = raw[5:] if raw[0] == _SCHEMA_REGISTRY_MAGIC else b""  # (the document, after the framing)
+            event_id, call_id = _readable_ids(_codec_for(framed), framed) if framed else (None, None)
+            return Decoded([], [Rejected(f"undecodable: {wrapped}", raw, event_id, call_id)])
     return decoded
 
 

@@ -222,8 +222,8 @@ def cmd_send(args: argparse.Namespace) -> int:
             bar.close()
             from streams.acknowledgements import AGAIN
 
-            print(f"callqa: stopped after {handed_over:,}{f' of {total:,}' if total else ''} records were handed to the "
-                  f"producer, not all of them acknowledged; to finish, {AGAIN}", file=sys.stderr)
+            print(f"callqa: stopped after reading {handed_over:,}{f' of {total:,}' if total else ''} records of the log, "
+                  f"with no word that all it sent arrived; to finish, {AGAIN}", file=sys.stderr)
             raise
         bar.close()
     print(f"sent {report.records} records ({report.events} events) as {report.messages} messages to "

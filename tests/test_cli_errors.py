@@ -203,8 +203,8 @@ def test_a_send_stopped_says_how_far_it_came_and_how_to_finish(capsys, monkeypat
     code, err = run(capsys, "send", str(SAMPLE_LOG), "--broker", "kafka://127.0.0.1:1")
     lines = err.strip().splitlines()
     assert code == 130 and lines[-1] == "callqa: interrupted"
-    assert lines[-2].startswith(f"callqa: stopped after 3 of {sum(1 for line in open(SAMPLE_LOG) if line.strip()):,} records "
-                                "were handed to the producer, not all of them acknowledged; to finish, send the log again")
+    assert lines[-2].startswith(f"callqa: stopped after reading 3 of {sum(1 for line in open(SAMPLE_LOG) if line.strip()):,} "
+                                "records of the log, with no word that all it sent arrived; to finish, send the log again")
 
 
 def test_a_batch_size_below_one_is_refused_before_anything_is_sent(capsys):

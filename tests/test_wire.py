@@ -220,6 +220,8 @@ def test_a_serializers_framing_or_another_encoding_is_named_not_read_as_a_stray_
     raw = wrap(body)
     (rejected,) = decode_message(raw).rejected
     assert rejected.reason.startswith(f"undecodable: {says}") and rejected.raw == raw
+    if says.startswith("Confluent"):  # (the document is there after the framing: its ids name the dead letter)
+        assert (rejected.event_id, rejected.call_id) == ("m11:0", "m11")
 
 
 def test_a_type_given_twice_is_refused_saying_so_not_as_an_unknown_type():
