@@ -78,7 +78,7 @@ def load_document_file(path: str | Path, key: str, error: type[Exception]) -> li
     if not isinstance(document, list):
         raise error(f"{path}: expected a list of {key}")
     if not document:  # (an empty list is as likely a mistake as a file without the key)
-        raise error(f"{path}: defines no {key} (an empty list)")
+        raise error(f"{path}: defines no {key} (an empty list): with none to apply, leave the file out")
     return document
 
 

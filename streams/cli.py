@@ -23,7 +23,7 @@ from models.results import CallResult
 from models.wire import JSONL_LOG, MSGPACK_LOG, log_format, read_log, refuse_unreadable
 from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
-from streams.output_files import STANDARD_INPUT, STOP_SIGNALS, Terminated
+from streams.output_files import STANDARD_INPUT, STANDARD_OUTPUT, STOP_SIGNALS, Terminated
 
 # Addresses that listen everywhere and name no host (CALLQA_WEB_HOST must name one).
 WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
@@ -372,7 +372,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     for partition, first in sorted(recording.truncated.items()):
         print(f"partition {partition} begins at offset {first}: the topic's retention deleted what came before, "
               "so calls begun earlier are scored from what is left", file=sys.stderr)
-    print(f"score it: callqa replay {args.log} --partitions {recording.partitions} --out RESULTS.jsonl", file=sys.stderr)
+    # (Without the cohorts in force, no cohort verdict would match the workers'.)
+    log = "LOG" if args.log == STANDARD_OUTPUT else args.log
+    print(f"score it: callqa replay {log} --partitions {recording.partitions} --cohorts COHORTS.json --out RESULTS.jsonl "
+          f"(COHORTS.json: the cohorts in force, `curl WORKER:6066/cohorts > COHORTS.json`; no --cohorts when there "
+          "are none)", file=sys.stderr)
     return 0
 
 

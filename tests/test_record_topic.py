@@ -142,7 +142,7 @@ def test_the_record_command_writes_a_json_lines_log_that_replays_as_the_sent_one
     done = subprocess.run([sys.executable, "-m", "streams.cli", "record", str(recorded), "--broker", broker.url,
                            "--topic-prefix", topic_prefix], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert f"score it: callqa replay {recorded} --partitions 4" in done.stderr
+    assert f"score it: callqa replay {recorded} --partitions 4 --cohorts COHORTS.json" in done.stderr
     assert "left out, as the workers dead-lettered them: 3 undecodable or oversized" in done.stderr
     assert recorded.read_bytes().startswith(b"{")  # (JSON Lines, by its name)
     def by_version(results: list[dict]) -> dict:  # (the log's calls come partition by partition now)
