@@ -114,6 +114,7 @@ def _json_may_hold_events(raw: bytes) -> bool:
 _MSGPACK = _Codec(msgspec.msgpack, _msgpack_may_hold_events)
 _JSON = _Codec(msgspec.json, _json_may_hold_events)
 _encode_msgpack = msgspec.msgpack.Encoder().encode
+_encode_json = msgspec.json.Encoder().encode
 
 
 _OPEN_BRACE = ord("{")
@@ -449,9 +450,20 @@ def log_format(path: str) -> str:
     with open(path, "rb") as handle:
         first = handle.read(2)
     refuse_unreadable(first, path)
-    if path.lower().endswith(".msgpack"):
+    if log_format_by_name(path) == MSGPACK_LOG:
         return MSGPACK_LOG
     return MSGPACK_LOG if first and first[0] in _MAP_HEADERS else JSONL_LOG
+
+
+def log_format_by_name(path: str) -> str:
+    """The format a log is written in, by its name alone (a log being written cannot be read yet):
+    MSGPACK_LOG when it ends in `.msgpack` (any case), else JSONL_LOG."""
+    return MSGPACK_LOG if path.lower().endswith(".msgpack") else JSONL_LOG
+
+
+def encode_record(event: Event, log_format: str) -> bytes:
+    """`event` as one record of a log in `log_format` (a JSON Lines record ends its line)."""
+    return _encode_msgpack(event) if log_format == MSGPACK_LOG else _encode_json(event) + b"\n"
 
 
 def refuse_unreadable(first: bytes, name: str, piped: bool = False) -> None:

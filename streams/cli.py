@@ -20,7 +20,7 @@ import msgspec
 
 from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.results import CallResult
-from models.wire import JSONL_LOG, MSGPACK_LOG, log_format, read_log, refuse_unreadable
+from models.wire import MSGPACK_LOG, log_format, log_format_by_name, read_log, refuse_unreadable
 from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
 from streams.output_files import STANDARD_INPUT, STANDARD_OUTPUT, STOP_SIGNALS, Terminated
@@ -344,7 +344,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     topic = TopicNames(settings.topic_prefix).events
-    format_ = MSGPACK_LOG if args.log.lower().endswith(".msgpack") else JSONL_LOG
+    format_ = log_format_by_name(args.log)
     bar = progress_bar(total=None, desc="record", unit="message")
 
     def progress(done: int, total: int) -> None:

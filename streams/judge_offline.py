@@ -26,11 +26,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Iterable
 
-import msgspec
-
 from models.events import Event, JudgeResult
 from models.results import CallResult
-from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, encode_event, is_cut_short, log_format, read_log
+from models.wire import (MSGPACK_LOG, decode_message, encode_record, is_cut_short, log_format, log_format_by_name,
+                         read_log)
 from scorers.engine import CallEngine
 from scorers.inactivity import INACTIVITY_ID_SUFFIX, is_inactivity_end
 from scorers.judge.requests import JudgeRequests, build_requests
@@ -51,7 +50,6 @@ RETRY_NEEDS_JUDGE = "--retry-judge-errors needs --judge: the calls whose recorde
 SAME_FORMAT = ("--record must have the format of the log it records: name it *.msgpack for a MessagePack log, "
                "anything else for JSON Lines")
 
-_encode_json = msgspec.json.Encoder().encode
 
 
 @dataclass
@@ -133,11 +131,6 @@ class _Pass:
                 self.pending.append(entry)
 
 
-def output_format(path: str) -> str:
-    """The format LOG2 is written in, by its name (it does not exist yet to be read)."""
-    return MSGPACK_LOG if path.lower().endswith(".msgpack") else JSONL_LOG
-
-
 @dataclass
 class RecordProgress:
     """What `record_log` tells as it goes (each None: not told). The first pass reads every record of
@@ -157,7 +150,7 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
         raise ValueError(NEEDS_KEY)
     if retry_errors and not judge:
         raise ValueError(RETRY_NEEDS_JUDGE)
-    if log_format(log) != output_format(record):
+    if log_format(log) != log_format_by_name(record):
         raise ValueError(SAME_FORMAT)
     # Opened now: a path that cannot be written must fail before any judge is paid.
     held = _HeldSignals()
@@ -292,11 +285,12 @@ def _write(source: _Source, output: AtomicOutput, records: int, sweeps: dict[int
     """LOG's records in order, each followed by what was decided right after it; then the sweep of
     the end of input (position `records`). Returns the sweeps written and the recorded errors left
     out (their calls asked again)."""
-    binary = output_format(output.path) == MSGPACK_LOG
+    written_as = log_format_by_name(output.path)
+    binary = written_as == MSGPACK_LOG
 
     def emit(out: BinaryIO, events: Iterable[Event]) -> None:
         for event in events:
-            out.write(encode_event(event) if binary else _encode_json(event) + b"\n")
+            out.write(encode_record(event, written_as))
 
     def copy(out: BinaryIO, raw: bytes) -> None:
         out.write(raw if binary else raw + b"\n")

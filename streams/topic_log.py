@@ -30,14 +30,13 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 
 from models.events import Event, Watermark
-from models.wire import MSGPACK_LOG, decode_message, encode_event, is_json_message
+from models.wire import MSGPACK_LOG, decode_message, encode_record, is_json_message
 from streams.broker_fixes import verified_end_offsets
 from streams.config import Settings
 from streams.kafka_clients import reader
 from streams.partitioning import partition_for
 from streams.tail import topic_partitions
 
-_JSON = msgspec.json.Encoder()
 STALL_S = 30.0  # how long a partition may give nothing before its end before the recording fails
 
 
@@ -61,13 +60,6 @@ class TopicRecording:
 class MessageToRecord:
     events: list[Event]  # what the worker applied or judged of the message
     whole: bool  # all of it, as it came
-
-
-def encoder_for(log_format: str) -> Callable[[Event], bytes]:
-    """One event as a record of a log in `log_format` (MSGPACK_LOG or JSONL_LOG)."""
-    if log_format == MSGPACK_LOG:
-        return encode_event
-    return lambda event: _JSON.encode(event) + b"\n"
 
 
 def events_to_record(value: bytes | None, partition: int, partitions: int, max_message_bytes: int,
@@ -105,7 +97,6 @@ async def record_topic(settings: Settings, topic: str, write: Callable[[bytes], 
                        on_message: Callable[[int, int], None] | None = None) -> TopicRecording:
     """Write every event of `topic` that its workers applied, through `write`, as records of a
     `log_format` log; `on_message(done, total)` after each message."""
-    encode = encoder_for(log_format)
     recording = TopicRecording()
     consumer = reader(settings)
     try:
@@ -137,7 +128,7 @@ async def record_topic(settings: Settings, topic: str, write: Callable[[bytes], 
                     if message.offset >= ends[tp]:
                         break
                     record_message(message.value, tp.partition, len(numbers), settings.max_message_bytes,
-                                    log_format, encode, write, recording)
+                                   log_format, write, recording)
                     if on_message is not None:
                         on_message(recording.messages, total)
     finally:
@@ -146,7 +137,8 @@ async def record_topic(settings: Settings, topic: str, write: Callable[[bytes], 
 
 
 def record_message(value: bytes | None, partition: int, partitions: int, max_message_bytes: int, log_format: str,
-                    encode: Callable[[Event], bytes], write: Callable[[bytes], object], recording: TopicRecording) -> None:
+                   write: Callable[[bytes], object], recording: TopicRecording) -> None:
+    """One message of `partition` into the log: as it came, or event by event (module docstring)."""
     to_record = events_to_record(value, partition, partitions, max_message_bytes, recording)
     recording.messages += 1
     record = as_it_came(value, log_format) if to_record.whole and value else None
@@ -156,7 +148,7 @@ def record_message(value: bytes | None, partition: int, partitions: int, max_mes
         return
     for event in to_record.events:
         try:
-            encoded = encode(event)
+            encoded = encode_record(event, log_format)
         except (OverflowError, TypeError, ValueError):  # (an integer beyond 64 bits, in MessagePack)
             recording.unwritable += 1
             continue

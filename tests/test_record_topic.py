@@ -12,10 +12,10 @@ import pytest
 
 from livekit import collect_results, latest_by_call, replay_results, send, settings_for, start_worker
 from logkit import build_log
-from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, read_log
+from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, encode_record, read_log
 from streams.kafka_clients import producer
 from streams.partitioning import partition_for
-from streams.topic_log import TopicRecording, record_message, encoder_for, events_to_record, record_events_topic
+from streams.topic_log import TopicRecording, events_to_record, record_events_topic, record_message
 from streams.topics import TopicNames
 
 T0 = 1_760_000_000_000
@@ -64,7 +64,7 @@ def test_a_message_in_the_logs_encoding_is_written_as_it_came_and_what_no_encodi
 
     def record(value: bytes, log_format: str, recording: TopicRecording) -> list[bytes]:
         written: list[bytes] = []
-        record_message(value, 0, 4, 1 << 20, log_format, encoder_for(log_format), written.append, recording)
+        record_message(value, 0, 4, 1 << 20, log_format, written.append, recording)
         return written
 
     into_msgpack, into_jsonl = TopicRecording(), TopicRecording()
@@ -84,7 +84,7 @@ def test_a_recorded_event_reads_back_as_the_same_event(log_format):
     raw = msgspec.json.encode(_event("c1", 1, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics",
                                                                                     "data": {"ttfb": [{"value": 0.25}]}}}))
     event = decode_message(raw).events[0]
-    again = decode_message(encoder_for(log_format)(event).rstrip(b"\n")).events
+    again = decode_message(encode_record(event, log_format).rstrip(b"\n")).events
     assert again == [event]
 
 
