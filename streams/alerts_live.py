@@ -29,9 +29,10 @@ has the full rule set. A change is announced on the input topic (RULES_CHANGED),
 agent applies it, publishes what it causes and keeps its state at once, not with the next result.
 
 `GET /alerts` answers `{"firing": [...], "watermark_ms", "rules", "counters"}`: the firing events of
-the open episodes as they were published, the rule names in force and the engine's counters. It is
-routed to the worker that owns the evaluation (through the `alert-engine` table), so any worker of the
-deployment answers it (503 until the evaluation is assigned).
+the open episodes as they were published, the rule names in force and the engine's counters;
+`GET /alerts/rules` the rules in force whole, as a JSON rules file. Both are routed to the worker that
+owns the evaluation (through the `alert-engine` table), so any worker of the deployment answers them
+(503 until the evaluation is assigned).
 """
 
 from __future__ import annotations
@@ -390,9 +391,9 @@ def _install_webhook(callqa: Any, poster: WebhookPoster) -> None:
 
 
 def _install_alerts_page(app: faust.App, runtime: AlertsRuntime, table: Any) -> None:
-    """`GET /alerts`, answered by the worker that evaluates them."""
-    @app.page("/alerts")
-    async def firing_alerts(web: Any, request: Any) -> Any:
+    """`GET /alerts` and `GET /alerts/rules`, answered by the worker that evaluates them: the rules in
+    force are that worker's (each worker reads its own rules file), not whichever worker was asked."""
+    async def by_the_evaluator(web: Any, request: Any, answer: Any) -> Any:
         try:  # the worker that owns the evaluation answers; another one passes the request on to it
             return await app.router.route_req(table.name, EPISODES_KEY, web, request)
         except SameNode:
@@ -407,7 +408,21 @@ def _install_alerts_page(app: faust.App, runtime: AlertsRuntime, table: Any) -> 
             return web.error(503, "the alert rules are still being read")
         if not runtime.restored:
             return web.error(503, "the alert evaluation is being restored")
-        # (Read only: what the rules in force cause is the evaluating agent's to publish and keep.)
-        counters = {**asdict(runtime.engine.counters), "published": runtime.published, "held": len(runtime.order)}
-        return web.json({"firing": runtime.engine.firing(), "watermark_ms": runtime.engine.windows.watermark,
-                         "rules": [rule.name for rule in runtime.engine.rules], "counters": counters})
+        return answer()
+
+    @app.page("/alerts")
+    async def firing_alerts(web: Any, request: Any) -> Any:
+        def answer() -> Any:
+            # (Read only: what the rules in force cause is the evaluating agent's to publish and keep.)
+            counters = {**asdict(runtime.engine.counters), "published": runtime.published, "held": len(runtime.order)}
+            return web.json({"firing": runtime.engine.firing(), "watermark_ms": runtime.engine.windows.watermark,
+                             "rules": [rule.name for rule in runtime.engine.rules], "counters": counters})
+        return await by_the_evaluator(web, request, answer)
+
+    @app.page("/alerts/rules")
+    async def rules_in_force(web: Any, request: Any) -> Any:
+        # A JSON rules file as `callqa replay --rules` reads it: what a faithful replay of the events
+        # topic needs, the rules file and every rule published since merged (disabled ones evaluate
+        # nothing and are left out).
+        return await by_the_evaluator(web, request, lambda: web.json(
+            {"rules": [msgspec.to_builtins(rule) for rule in runtime.engine.rules]}))

@@ -376,7 +376,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     log = "LOG" if args.log == STANDARD_OUTPUT else args.log
     print(f"score it: callqa replay {log} --partitions {recording.partitions} --cohorts COHORTS.json --out RESULTS.jsonl "
           f"(COHORTS.json: the cohorts in force, `curl WORKER:6066/cohorts > COHORTS.json`; no --cohorts when there "
-          "are none)", file=sys.stderr)
+          "are none; for the alerts too, add --rules RULES.json --alerts-out ALERTS.jsonl, RULES.json from "
+          "`curl WORKER:6066/alerts/rules`)", file=sys.stderr)
     return 0
 
 

@@ -36,9 +36,9 @@ def a1_slow(agent: str, second: int) -> bool:
     return agent == "a1" and 600 <= second < 1200
 
 
-def get_alerts(worker: WorkerProcess) -> dict | None:
+def get_alerts(worker: WorkerProcess, page: str = "/alerts") -> dict | None:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}/alerts", timeout=2) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}{page}", timeout=2) as response:
             return json.loads(response.read())
     except (OSError, ValueError):
         return None
@@ -106,6 +106,7 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
         while time.monotonic() < deadline and (get_alerts(worker) or {}).get("rules") != ["agent latency", "all latency"]:
             time.sleep(0.3)
         assert (get_alerts(worker) or {}).get("rules") == ["agent latency", "all latency"]
+        in_force = get_alerts(worker, "/alerts/rules")
         send(str(log), settings)
         live = collect(settings, names.alerts, lambda records: len(records) >= len(expected), timeout_s=60)
         firing_now = get_alerts(worker)
@@ -120,6 +121,13 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
     # Both episodes resolved by the end of the log: nothing is firing.
     assert firing_now is not None and firing_now["firing"] == []
     assert firing_now["counters"]["published"] == len(expected)
+    # The rules in force, fetched whole, are a rules file a replay of the same log raises the same
+    # alerts with: the file's rule and the one published on the topic.
+    fetched = tmp_path / "in-force.json"
+    fetched.write_text(json.dumps(in_force))
+    assert main(["replay", str(log), "--out", str(tmp_path / "again.jsonl"), "--partitions", "1",
+                 "--rules", str(fetched), "--alerts-out", str(tmp_path / "again-alerts.jsonl")]) == 0
+    assert [json.loads(line) for line in (tmp_path / "again-alerts.jsonl").read_text().splitlines()] == expected
 
 
 def test_removing_a_rule_resolves_its_firing_episode_at_once_and_once(broker, topic_prefix, tmp_path):
@@ -175,24 +183,29 @@ def test_results_reordered_by_partitions_and_batches_raise_the_alerts_replay_wri
     assert live == expected
 
 
-def _alerts_answer(worker: WorkerProcess) -> tuple[int, dict]:
+def _alerts_answer(worker: WorkerProcess, page: str = "/alerts") -> tuple[int, dict]:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}/alerts", timeout=10) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}{page}", timeout=10) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
 
 
 @pytest.mark.parametrize("first", ["misnamed", "reachable"])
-def test_alerts_asked_of_either_worker_come_from_the_one_evaluating_them(broker, topic_prefix, first):
+def test_alerts_asked_of_either_worker_come_from_the_one_evaluating_them(broker, topic_prefix, first, tmp_path):
     """GET /alerts is passed on to the worker that evaluates alerts, reached by its CALLQA_WEB_HOST.
     One worker here names itself by an address it does not listen on (as 0.0.0.0 would in a
     container): asked through the other worker, its alerts are a 502 that says so, not a 503 that
     blames the assignment; and the other worker's alerts, asked through it, arrive. (The worker
-    started first keeps the evaluation: each order sees one of the two cases.)"""
+    started first keeps the evaluation: each order sees one of the two cases.) Each has a rules file
+    of its own: the rules in force, names and whole, are the evaluating worker's."""
     from livekit import start_worker
 
     env = {"misnamed": {"CALLQA_WEB_HOST": "127.0.0.3", "CALLQA_WEB_BIND": "127.0.0.1"}, "reachable": {}}
+    for name in env:
+        rules_file = tmp_path / f"{name}.toml"
+        rules_file.write_text(AGENT_LATENCY_TOML.replace('"agent latency"', f'"{name} latency"'))
+        env[name]["CALLQA_ALERT_RULES_FILE"] = str(rules_file)
     workers: dict[str, WorkerProcess] = {}
     try:
         for name in (first, "reachable" if first == "misnamed" else "misnamed"):
@@ -204,12 +217,21 @@ def test_alerts_asked_of_either_worker_come_from_the_one_evaluating_them(broker,
             if all(status in (200, 502) for status, _ in answers.values()):
                 break
             time.sleep(0.5)
+        rules = {name: _alerts_answer(worker, "/alerts/rules") for name, worker in workers.items()}
         if answers["misnamed"][0] == 200 and answers["reachable"][0] == 502:  # the misnamed one evaluates
             assert "127.0.0.3" in answers["reachable"][1]["error"]
             assert "CALLQA_WEB_HOST" in answers["reachable"][1]["error"]
+            assert answers["misnamed"][1]["rules"] == ["misnamed latency"]
+            assert rules["misnamed"][0] == 200 and rules["reachable"][0] == 502
+            assert [rule["name"] for rule in rules["misnamed"][1]["rules"]] == ["misnamed latency"]
         else:  # the reachable one evaluates: the misnamed one passes the request on to it
             assert answers["misnamed"] == answers["reachable"]
-            assert answers["reachable"][0] == 200 and answers["reachable"][1]["rules"] == []
+            assert answers["reachable"][0] == 200 and answers["reachable"][1]["rules"] == ["reachable latency"]
+            assert rules["misnamed"] == rules["reachable"]
+            assert rules["reachable"][0] == 200
+            assert rules["reachable"][1]["rules"] == [{**tomllib.loads(AGENT_LATENCY_TOML)["rules"][0], "name": "reachable latency",
+                                                       "description": "", "long_window_s": None, "enabled": True,
+                                                       "deleted": False}]
     finally:
         for worker in workers.values():
             worker.stop()
