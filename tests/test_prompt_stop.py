@@ -149,3 +149,24 @@ def test_a_worker_whose_broker_goes_away_mid_traffic_stops_on_sigterm_within_the
             if process is not None:
                 process.kill()
         own.stop()
+
+
+def test_a_closed_terminals_sighup_stops_a_worker_as_sigterm_does_unless_it_was_started_ignoring_it(broker, topic_prefix):
+    # Before, SIGHUP's default ended the worker at once: no last commit, nothing of its stop ran.
+    worker = start_worker(broker, topic_prefix, partitions=1)
+    try:
+        os.kill(worker.process.pid, signal.SIGHUP)
+        assert worker.process.wait(timeout=25) == 0
+    finally:
+        worker.kill()
+    found = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:  # (as `nohup callqa worker` starts it: the disposition is inherited)
+        immune = start_worker(broker, f"{topic_prefix}-nohup", partitions=1)
+    finally:
+        signal.signal(signal.SIGHUP, found)
+    try:
+        os.kill(immune.process.pid, signal.SIGHUP)
+        time.sleep(2)
+        assert immune.process.poll() is None and immune.health() is not None
+    finally:
+        immune.stop()
