@@ -403,16 +403,22 @@ def cmd_tail(args: argparse.Namespace) -> int:
     return 0
 
 
+def _results_file(path: str) -> list[dict]:
+    """The result documents of a results file (`callqa replay --out`, `callqa tail results --json`), each
+    checked; `-`: standard input."""
+    documents = []
+    name = "standard input" if path == STANDARD_INPUT else path
+    with (open(sys.stdin.fileno(), "rb", closefd=False) if path == STANDARD_INPUT else open(path, "rb")) as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                documents.append(_result_document(line, f"{name} line {number}"))
+    return documents
+
+
 def _run_results(args: argparse.Namespace) -> list[dict]:
     """The results of one run: from a results file (`callqa replay --out`) or the results topic."""
     if args.results:
-        documents = []
-        name = "standard input" if args.results == STANDARD_INPUT else args.results
-        with (open(sys.stdin.fileno(), "rb", closefd=False) if args.results == STANDARD_INPUT
-              else open(args.results, "rb")) as handle:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    documents.append(_result_document(line, f"{name} line {number}"))
+        documents = _results_file(args.results)
     else:
         from streams.tail import read_topic
         from streams.topics import TopicNames
@@ -462,6 +468,24 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     written = write_export(export_run(_run_results(args), min_agent_turns=args.min_agent_turns), args.dir)
     print(f"wrote {len(written)} files under {args.dir}", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """What re-scoring changed: the workers' results against a replay's, verdict by verdict."""
+    from scorers.result_changes import compare_results
+    from streams.render import result_changes_text
+
+    if args.before == args.after == STANDARD_INPUT:
+        raise ValueError("only one of BEFORE and AFTER can be - (standard input)")
+    if args.calls < 0:
+        raise ValueError(f"--calls must be 0 or more, got {args.calls}")
+    report = compare_results(_results_file(args.before), _results_file(args.after))
+    document = report.to_dict()
+    print(json.dumps(document, indent=2) if args.json else result_changes_text(document, args.calls))
+    if args.fail_on_regression and report.regressions:
+        print(f"callqa: {report.regressions} verdicts passed before and fail now", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -608,6 +632,17 @@ def build_parser() -> argparse.ArgumentParser:
                             f"runner's --min-agent-turns; default {DEFAULT_MIN_AGENT_TURNS}); a scenario's own "
                             "min_agent_turns decides whether it stalled")
         p.set_defaults(func=cmd_summary if name == "summary" else cmd_export)
+
+    p = sub.add_parser("compare", help="what re-scoring changed: two results files compared call by call, "
+                                       "verdict by verdict")
+    p.add_argument("before", help="results as the workers published them (`callqa tail results --json --no-follow "
+                                  "> BEFORE`) or an earlier replay's; - reads standard input")
+    p.add_argument("after", help="results of the same calls scored again (`callqa replay LOG --out AFTER`)")
+    p.add_argument("--json", action="store_true", help="the comparison as JSON, every changed call in it")
+    p.add_argument("--calls", type=int, default=20, metavar="N", help="changed calls listed (default 20)")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1 when a verdict that passed before fails now")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("publish", help="validate cohorts or alert rules from a file and publish them to their topic")
     kafka_options(p)

@@ -105,3 +105,39 @@ def totals_block(results: list[dict[str, Any]]) -> str:
     if successes:
         lines.append(f"\nscenarios with a verdict: {len(successes)}, successful: {sum(successes)} ({100 * sum(successes) / len(successes):.1f}%)")
     return "\n".join(lines)
+
+
+def result_changes_text(report: dict[str, Any], calls_shown: int) -> str:
+    """`callqa compare`'s report (scorers/result_changes.py, as its `to_dict`) for people."""
+    lines = [f"calls: {report['calls_compared']} compared (before {report['calls_before']}, after "
+             f"{report['calls_after']}), {report['calls_changed']} with a verdict changed; only before: "
+             f"{len(report['only_before'])}, only after: {len(report['only_after'])}"]
+    header = ("verdict", "compared", "changed", "mean score change", "pass→fail", "fail→pass", "now judged",
+              "no longer judged")
+    rows = [header] + [(shown(t["name"]), str(t["compared"]), str(t["changed"]),
+                        "-" if t["mean_score_change"] is None else f"{t['mean_score_change']:+.2f}",
+                        str(t["passed_to_failed"]), str(t["failed_to_passed"]), str(t["became_judged"]),
+                        str(t["became_unjudged"])) for t in report["verdicts"]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines += ["  ".join(cell.ljust(widths[0]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
+              for row in rows]
+    changed = report["changed_calls"]
+    if changed:
+        lines.append(f"calls changed{f' (the first {calls_shown} of {len(changed)})' if len(changed) > calls_shown else ''}:")
+        for call in changed[:calls_shown]:
+            lines.append(shown(f"  {call['call_id']}: " + "; ".join(
+                f"{change['name']} {_verdict_text(change['before'])} → {_verdict_text(change['after'])}"
+                for change in call["changes"])))
+    for side in ("only_before", "only_after"):
+        if report[side]:
+            shown_ids = ", ".join(report[side][:calls_shown])
+            more = f" and {len(report[side]) - calls_shown} more" if len(report[side]) > calls_shown else ""
+            lines.append(shown(f"{side.replace('_', ' ')}: {shown_ids}{more}"))
+    return "\n".join(lines)
+
+
+def _verdict_text(verdict: dict[str, Any] | None) -> str:
+    if verdict is None:
+        return "absent"
+    judged = {True: "pass", False: "fail", None: "not judged"}[verdict["passed"]]
+    return judged if verdict["score"] is None else f"{_fmt(verdict['score'])} {judged}"
