@@ -455,7 +455,10 @@ def json_text(value: Any) -> str:
 # agents say again and again across calls (greetings, confirmations, closings), which is most of what
 # they say. Full, the two hold about 30 MB (some 1.9 KB a text, measured in a soak: a worker's memory
 # rises to it over its first hour or so of varied traffic, then stays). Same definitions as above.
+# A text longer than CACHED_TEXT_MAX_CHARS is read again each time instead: such monologues are not
+# said again word for word, and cached, distinct texts of 50,000 characters took gigabytes.
 READING_CACHE_SIZE = 16384
+CACHED_TEXT_MAX_CHARS = 1_000
 
 
 def _anchor_words(phrases: frozenset[str]) -> frozenset[str]:
@@ -479,8 +482,11 @@ class Reading(msgspec.Struct, frozen=True, gc=False):
     robotic: tuple[str, ...]  # robotic_phrases(text)
 
 
-@lru_cache(maxsize=READING_CACHE_SIZE)
 def reading(text: str) -> Reading:
+    return _read(text) if len(text) > CACHED_TEXT_MAX_CHARS else _cached_reading(text)
+
+
+def _read(text: str) -> Reading:
     found = words(text)
     phrase = " ".join(found)
     # has_negation(found), looking at single words only when the text holds an "n't" at all.
@@ -488,6 +494,9 @@ def reading(text: str) -> Reading:
     confusion = CONFUSION_RE.findall(phrase) if not _CONFUSION_ANCHORS.isdisjoint(found) else ()
     robotic = ROBOTIC_RE.findall(phrase) if not _ROBOTIC_ANCHORS.isdisjoint(found) else ()
     return Reading(tuple(found), phrase, tuple(significant(found)), negated, tuple(confusion), tuple(robotic))
+
+
+_cached_reading = lru_cache(maxsize=READING_CACHE_SIZE)(_read)
 
 
 class Figures(msgspec.Struct, frozen=True, gc=False):
@@ -498,8 +507,11 @@ class Figures(msgspec.Struct, frozen=True, gc=False):
 _NO_FIGURES = Figures((), frozenset())
 
 
-@lru_cache(maxsize=READING_CACHE_SIZE)
 def figures(text: str) -> Figures:
+    return _figures(text) if len(text) > CACHED_TEXT_MAX_CHARS else _cached_figures(text)
+
+
+def _figures(text: str) -> Figures:
     if _DIGIT.search(text) is None:
         return _NO_FIGURES
     facts: list[Fact] = []
@@ -509,3 +521,6 @@ def figures(text: str) -> Figures:
             facts.append(fact)
         keys.update(found)
     return Figures(tuple(facts), frozenset(keys))
+
+
+_cached_figures = lru_cache(maxsize=READING_CACHE_SIZE)(_figures)

@@ -156,3 +156,31 @@ def test_wer_word_count_ignores_punctuation_and_collapses_spaces():
     # "hello," → "hello"; "—" is punctuation and vanishes; a lone tab does not split "a\tb" (jiwer
     # splits on spaces after collapsing runs of 2+ whitespace): hello / world / a\tb → 3 words.
     assert word_count("Hello,  world — a\tb") == 3
+
+
+def test_long_distinct_texts_are_read_but_not_kept():
+    """A worker that hears many long monologues must not hold each one: 16,384 cached texts of 50,000
+    characters were gigabytes. A long text reads the same, and memory does not grow with such texts."""
+    import random
+    import tracemalloc
+
+    from scorers import text as text_module
+
+    rng = random.Random(5)
+    vocabulary = [f"word{n}" for n in range(500)] + ["$12.50", "4pm", "1,200", "not"]
+
+    def monologue() -> str:
+        return " ".join(rng.choice(vocabulary) for _ in range(3_000))
+
+    sample = monologue()
+    assert reading(sample) == text_module._read(sample) and figures(sample) == text_module._figures(sample)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(100):
+            said = monologue()
+            reading(said), figures(said)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 1_000_000, f"{grown:,} bytes kept after reading 100 long texts"
