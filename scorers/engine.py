@@ -32,6 +32,7 @@ from scorers.inactivity import (
     is_inactivity_end,
 )
 from scorers.registry import ScorerRegistry, default_registry
+from scorers.text import unicode_normal
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
@@ -72,7 +73,9 @@ def uncorrectable_turn(call: CallState, event: TranscriptCorrected) -> str | Non
     if turns[index].role != "user":
         return f"turn_index {index} of call {call.call_id!r} is the {turns[index].role}'s turn; only user turns are corrected"
     original = event.data.original
-    if original is not None and original.split() != turns[index].text.split():
+    # (Compared in one Unicode form: a correction typed on another system may spell the same text
+    # decomposed, or with invisible direction marks.)
+    if original is not None and unicode_normal(original).split() != unicode_normal(turns[index].text).split():
         return (f"turn_index {index} of call {call.call_id!r} is {_excerpt(turns[index].text)!r}, not the text this "
                 f"correction replaces ({_excerpt(original)!r}): a turn sent before it may have been refused "
                 "(dead-lettered), which moves the turns after it")

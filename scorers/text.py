@@ -5,8 +5,10 @@ metric) read a turn the same way.
 
 Words
     `words(text)`: the text lowercased, the typographic apostrophe (’) made straight, then every run of
-    Unicode letters and digits, keeping apostrophes *inside* a word ("don't", "customer's"). Punctuation,
-    underscores and hyphens separate words ("follow-up" is "follow", "up").
+    Unicode letters, digits and combining marks, keeping apostrophes *inside* a word ("don't",
+    "customer's"). Punctuation, underscores and hyphens separate words ("follow-up" is "follow", "up").
+    Text that is not ASCII is read in one Unicode form, case folded (below, "Unicode forms"), so that
+    "résumé" is one word however its accents were typed and "Straße" is "strasse".
 
 Significant words
     `significant_words(text)`: the words that carry content, in order of appearance. A word is
@@ -116,10 +118,77 @@ _ASCII_WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 
 def words(text: str) -> list[str]:
     """The text's words, lowercased, apostrophes inside words kept."""
-    lowered = text.lower()
-    if lowered.isascii():
-        return _ASCII_WORD_RE.findall(lowered)
-    return WORD_RE.findall(lowered.replace(_TYPOGRAPHIC_APOSTROPHE, "'"))
+    if text.isascii():
+        return _ASCII_WORD_RE.findall(text.lower())
+    return _word_re_with_marks().findall(folded(text).replace(_TYPOGRAPHIC_APOSTROPHE, "'"))
+
+
+# ------------------------------------------------------------------------------- Unicode forms
+
+# The same word can reach two texts as different code points: composed or decomposed ("é" as one
+# character or as "e" and a combining accent: a correction typed on another system), with invisible
+# format characters in it (the direction marks an editor puts around a number in Arabic or Hebrew, a
+# soft hyphen, a zero-width space between words), or in another case than `lower` can match ("ß" and
+# "SS", Turkish "İ"). Non-ASCII text is compared in one form: format characters removed (a zero-width
+# space made a space), case folded, the dot that folding puts on Turkish "İ" dropped, then composed
+# (NFC). ASCII text, nearly every transcript, is already in it.
+_ZERO_WIDTH_SPACE = 0x200B
+_DOTTED_I_FOLDED = "i\u0307"  # "İ".casefold()
+
+
+class _FormatCharacters(dict):
+    """A `str.translate` table that removes format characters (Unicode category Cf) and makes a
+    zero-width space a space; each character is classified the first time a text holds it (the
+    table keeps the first 65,536 characters met, as wer's punctuation table does)."""
+
+    __slots__ = ()
+    MAX_REMEMBERED = 65_536
+
+    def __missing__(self, code: int) -> int | None:
+        kept: int | None = code if unicodedata.category(chr(code)) != "Cf" else None
+        if len(self) < self.MAX_REMEMBERED:
+            self[code] = kept
+        return kept
+
+
+_FORMAT_CHARACTERS = _FormatCharacters({_ZERO_WIDTH_SPACE: ord(" ")})
+
+
+def unicode_normal(text: str) -> str:
+    """`text` composed (NFC), its format characters removed and a zero-width space made a space."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text.translate(_FORMAT_CHARACTERS))
+
+
+def folded(text: str) -> str:
+    """`text` in the form texts are compared in (above), case folded."""
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFC", text.translate(_FORMAT_CHARACTERS).casefold().replace(_DOTTED_I_FOLDED, "i"))
+
+
+@lru_cache(maxsize=1)
+def _word_re_with_marks() -> re.Pattern[str]:
+    """WORD_RE with combining marks as word characters: Devanagari's vowel signs, Arabic's and
+    Hebrew's vowel points, an accent left uncomposed, which `\\w` leaves out and so cut a word in two
+    ("नमस्ते" into "नमस" and "त"). Built on the first text that is not ASCII (it scans ~130,000 code
+    points, some 40 ms)."""
+    marks = "".join(f"{chr(first)}-{chr(last)}" for first, last in _combining_mark_ranges())
+    letter = f"(?:[^\\W_]|[{marks}])"
+    return re.compile(f"{letter}+(?:'{letter}+)*")
+
+
+def _combining_mark_ranges() -> list[tuple[int, int]]:
+    """The runs of code points of the categories Mn, Mc and Me: all lie from U+0300 to U+1FFFF but
+    for the variation selectors supplement."""
+    ranges: list[tuple[int, int]] = []
+    for code in [*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)]:
+        if unicodedata.category(chr(code))[0] != "M":
+            continue
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1] = (ranges[-1][0], code)
+        else:
+            ranges.append((code, code))
+    return ranges
 
 
 def significant_form(word: str) -> str | None:

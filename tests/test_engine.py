@@ -131,6 +131,20 @@ def test_a_correction_whose_original_is_not_its_turns_text_is_refused_not_applie
     assert fixed.status == "applied" and fixed.result.version == 2  # (whitespace aside, the same text)
 
 
+def test_a_correction_s_original_in_another_unicode_form_names_its_turn():
+    """Typed on another system, the text a correction replaces may be decomposed ("ö" as "o" and a
+    combining diaeresis) or carry invisible direction marks: it is still that turn's text."""
+    engine = CallEngine()
+    engine.process(started())
+    engine.process(event("turn", {"role": "user", "text": "Ich m\u00f6chte nach M\u00fcnchen"}))
+    engine.process(ended())
+    fixed = engine.process(event("transcript.corrected", {"turn_index": 0, "text": "Ich m\u00f6chte nach M\u00fcnster",
+                                                           "original": "Ich mo\u0308chte nach \u200eMu\u0308nchen"}))
+    assert fixed.status == "applied" and fixed.result.version == 2
+    wer = next(m for m in fixed.result.metrics if m.metric == "wer")
+    assert (wer.value, wer.details["errors"]) == (0.25, 1)
+
+
 def test_a_second_start_of_an_open_call_is_rejected_and_the_first_start_stands():
     engine = CallEngine()
     engine.process(started(run_id="R", cohort_ids=["support"]))

@@ -53,6 +53,24 @@ def test_case_and_punctuation_are_not_errors():
     assert m.details["estimated"] is False
 
 
+def test_the_same_text_in_another_unicode_form_is_no_error():
+    # Heard composed, corrected decomposed: the same eight words.
+    m = scored("wer", user("Ich m\u00f6chte gr\u00fcne \u00c4pfel f\u00fcr M\u00fcnchen kaufen, bitte"),
+               correct(0, "Ich mo\u0308chte gru\u0308ne A\u0308pfel fu\u0308r Mu\u0308nchen kaufen, bitte"))
+    assert (m.value, m.details["errors"], m.details["reference_words"]) == (0.0, 0, 8)
+    # Direction marks around a number, a zero-width space between words, a soft hyphen inside one.
+    m = scored("wer", user("\u05d4\u05de\u05e1\u05e4\u05e8 \u200e4521\u200e \u05d1\u05d1\u05e7\u05e9\u05d4"),
+               correct(0, "\u05d4\u05de\u05e1\u05e4\u05e8 4521 \u05d1\u05d1\u05e7\u05e9\u05d4"))
+    assert (m.value, m.details["reference_words"]) == (0.0, 3)
+    m = scored("wer", user("call\u200bback to\u00admorrow"), correct(0, "call back tomorrow"))
+    assert (m.value, m.details["reference_words"]) == (0.0, 3)
+
+
+def test_case_is_folded_beyond_lower_case():
+    m = scored("wer", user("HAUPTSTRASSE in \u0130STANBUL"), correct(0, "Hauptstra\u00dfe in Istanbul"))
+    assert (m.value, m.score) == (0.0, 100.0)
+
+
 def test_a_dash_slash_or_ellipsis_between_words_is_no_error():
     m = scored("wer", user("Yes, I can do 4:30 5:00. Fine, thanks."), correct(0, "Yes\u2014I can do 4:30/5:00 \u2026 fine...thanks"))
     assert (m.value, m.score) == (0.0, 100.0)
