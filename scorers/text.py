@@ -37,7 +37,8 @@ Facts
     - durations in minutes, hours or days: "30 minutes", "2 hrs", "3-day", "1 min";
     - any other number whose integer part has 3 or more digits: "1200", "1,200", "48213", "2024".
     Numbers written as words ("twelve fifty") are not recognised. Digits glued to letters (a code such
-    as "XK1234", an ordinal such as "4th") are not facts.
+    as "XK1234", an ordinal such as "4th") are not facts, but for the letters of scripts written
+    without spaces, and Korean's: "订单号是4521" and "9800円" state figures.
 
     Each fact is matched by its *value*, not by how it was written or by its unit:
     - an amount (price, percent, duration, number) by its number with thousands separators removed and
@@ -329,6 +330,14 @@ def robotic_phrases(text: str) -> list[str]:
 MIN_FACT_NUMBER_DIGITS = 3
 
 _NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+# A figure glued to a letter is part of a code ("XK1234") or an ordinal ("4th"), not a figure; but
+# scripts written without spaces between words (Han, kana, Thai, Lao, Khmer, Myanmar), and Korean,
+# whose particles and counters attach to a number, glue figures to words as a matter of course:
+# "订单号是4521", "9800円", "4521번" state figures. Their letters do not count as glue.
+_UNSPACED_LETTERS = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
+                     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
+_NOT_GLUED_AFTER = rf"(?<![.,])(?<!\d)(?<![^\W{_UNSPACED_LETTERS}])"  # (the digits of those scripts are digits)
+_NOT_GLUED_BEFORE = rf"(?!\d)(?![^\W{_UNSPACED_LETTERS}])"
 # "pm", "p m", "p.m." and "p.m"; a dot after a plain "pm" ends the sentence and is not taken.
 _AM_PM = r"\s*(?P<{0}>[ap])(?:\.\s?m\.|\.\s?m\b|\s?m\b)"
 # One scanner for every figure; at each position the first alternative that matches wins, so "4:30 pm"
@@ -336,12 +345,12 @@ _AM_PM = r"\s*(?P<{0}>[ap])(?:\.\s?m\.|\.\s?m\b|\s?m\b)"
 FACT_RE = re.compile(
     rf"""
       (?P<clock> (?<![\d:.]) (?P<clock_h>\d{{1,2}}) : (?P<clock_m>\d{{2}}) (?!\d) (?:{_AM_PM.format("clock_ap")})? )
-    | (?P<hour> (?<![\w.,]) (?P<hour_h>\d{{1,2}}) {_AM_PM.format("hour_ap")} )
-    | (?P<money> \$\s?(?P<money_n>{_NUMBER}) (?!\w) )
-    | (?P<amount> (?<![\w.,]) (?P<amount_n>{_NUMBER})
+    | (?P<hour> {_NOT_GLUED_AFTER} (?P<hour_h>\d{{1,2}}) {_AM_PM.format("hour_ap")} )
+    | (?P<money> \$\s?(?P<money_n>{_NUMBER}) {_NOT_GLUED_BEFORE} )
+    | (?P<amount> {_NOT_GLUED_AFTER} (?P<amount_n>{_NUMBER})
         (?: \s*(?P<percent>%|percent\b|per\s+cent\b)
           | (?:\s+|-)?(?P<unit>dollars?|bucks?|minutes?|mins?|hours?|hrs?|days?)\b ) )
-    | (?P<number> (?<![\w.,]) (?P<number_n>{_NUMBER}) (?!\w) )
+    | (?P<number> {_NOT_GLUED_AFTER} (?P<number_n>{_NUMBER}) {_NOT_GLUED_BEFORE} )
     """,
     re.IGNORECASE | re.VERBOSE,
 )

@@ -283,3 +283,10 @@ def test_a_rescore_gives_the_same_result():
     (after,) = [m for m in second.metrics if m.metric == "hallucination"]
     assert (second.version, after) == (2, before)
     assert before.value == 3
+
+
+def test_a_figure_the_caller_glued_to_chinese_grounds_the_agent_s_and_one_never_given_is_found():
+    said = hallucination(user("我的订单号是4521"), agent("订单 4521 已经为您取消。"))
+    assert_clean(said)
+    invented = hallucination(user("我想查一下余额"), tool_result({"balance": 345}), agent("您的余额是1250元。"))
+    assert invented.details["fabrications"] == 1

@@ -169,6 +169,13 @@ def test_digits_glued_to_letters_are_not_facts():
     assert canonicals("code XK1234, the 4th, 1234abc") == []
 
 
+def test_digits_glued_to_the_letters_of_scripts_written_without_spaces_are_facts():
+    # Chinese and Japanese glue figures to words; Korean its particles and counters; Thai writes no spaces.
+    assert canonicals("我的订单号是4521, 合計は9800円です, 4521번 주문, ราคา1500บาท") == ["4521", "9800", "4521", "1500"]
+    assert canonicals("余额是$12.50元") == ["$12.5"]
+    assert canonicals("订单XK1234号") == []  # (still a code: glued to a Latin letter)
+
+
 def test_unit_words_that_only_start_like_a_unit_are_not_durations():
     # "hourly" is not "hour"; 2 is then a short bare number, not a fact
     assert canonicals("2 hourly checks, 3 daily") == []
