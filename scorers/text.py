@@ -8,12 +8,15 @@ Words
     Unicode letters, digits and combining marks, keeping apostrophes *inside* a word ("don't",
     "customer's"). Punctuation, underscores and hyphens separate words ("follow-up" is "follow", "up").
     Text that is not ASCII is read in one Unicode form, case folded (below, "Unicode forms"), so that
-    "résumé" is one word however its accents were typed and "Straße" is "strasse".
+    "résumé" is one word however its accents were typed and "Straße" is "strasse". Chinese and
+    Japanese, written without spaces, are read as overlapping pairs of characters ("余额不足" is
+    "余额", "额不", "不足"); where words are counted or aligned, each of their characters is one.
 
 Significant words
     `significant_words(text)`: the words that carry content, in order of appearance. A word is
     significant when, after dropping a possessive "'s" ("account's" → "account"), it
-    - has at least `MIN_SIGNIFICANT_WORD_LENGTH` (3) characters,
+    - has at least `MIN_SIGNIFICANT_WORD_LENGTH` (3) characters, or is a pair of Chinese or Japanese
+      characters (above),
     - contains at least one letter: pure numbers ("12", "2024") are not significant words, because
       figures are checked as facts (below) and digits alone must not make two texts look alike,
     - is not in `ENGLISH_STOP_WORDS`.
@@ -118,10 +121,60 @@ _ASCII_WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 
 
 def words(text: str) -> list[str]:
-    """The text's words, lowercased, apostrophes inside words kept."""
+    """The text's words, lowercased, apostrophes inside words kept; Chinese and Japanese as character
+    pairs."""
     if text.isascii():
         return _ASCII_WORD_RE.findall(text.lower())
-    return _word_re_with_marks().findall(folded(text).replace(_TYPOGRAPHIC_APOSTROPHE, "'"))
+    found = _word_re_with_marks().findall(folded(text).replace(_TYPOGRAPHIC_APOSTROPHE, "'"))
+    if _IDEOGRAPH.search(text) is None:
+        return found
+    return [piece for word in found for piece in _ideograph_pairs(word)]
+
+
+# Chinese and Japanese are written without spaces between words, and no rule here can tell where one
+# ends. So each Han or kana character is a word where words are counted or aligned (WER, a turn's
+# length: as a character error rate does), and where texts are matched by their words (knowledge
+# base recall, repeated turns), a run of them is read as its overlapping character pairs ("余额不足"
+# as "余额", "额不", "不足"), which match the same passage said inside a longer sentence. (The Unicode
+# blocks of kana, the CJK ideographs, their extensions and compatibility forms, half-width katakana.)
+_IDEOGRAPHS = ("\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+               "\U00020000-\U0003134f")
+_IDEOGRAPH = re.compile(f"[{_IDEOGRAPHS}]")
+_IDEOGRAPH_RUNS_AND_THE_REST = re.compile(f"[{_IDEOGRAPHS}]+|[^{_IDEOGRAPHS}]+")
+
+
+def _ideograph_pairs(word: str) -> list[str]:
+    """A word as words() gives it: its runs of ideographs as overlapping pairs (a lone one as itself)."""
+    if _IDEOGRAPH.search(word) is None:
+        return [word]
+    pieces = []
+    for part in _IDEOGRAPH_RUNS_AND_THE_REST.findall(word):
+        if _IDEOGRAPH.match(part):
+            pieces.extend([part] if len(part) == 1 else [part[i:i + 2] for i in range(len(part) - 1)])
+        elif part.strip("'"):
+            pieces.append(part.strip("'"))
+    return pieces
+
+
+def ideographs_spaced(text: str) -> str:
+    """`text` with each Han or kana character a word of its own (above): for aligning (WER)."""
+    if text.isascii() or _IDEOGRAPH.search(text) is None:
+        return text
+    return _IDEOGRAPH.sub(r" \g<0>", text)
+
+
+def ideograph_count(text: str) -> int:
+    """How many Han or kana characters `text` holds."""
+    return 0 if text.isascii() else len(_IDEOGRAPH.findall(text))
+
+
+def without_ideographs(text: str) -> str:
+    """`text` with each Han or kana character made a space."""
+    return text if text.isascii() else _IDEOGRAPH.sub(" ", text)
+
+
+def is_ideograph_pair(word: str) -> bool:
+    return len(word) == 2 and _IDEOGRAPH.match(word) is not None and _IDEOGRAPH.match(word, 1) is not None
 
 
 # ------------------------------------------------------------------------------- Unicode forms
@@ -211,7 +264,7 @@ _UNKNOWN = object()
 def _significant_form(word: str) -> str | None:
     if word.endswith(_POSSESSIVE):
         word = word[: -len(_POSSESSIVE)]
-    if len(word) < MIN_SIGNIFICANT_WORD_LENGTH or word in ENGLISH_STOP_WORDS:
+    if (len(word) < MIN_SIGNIFICANT_WORD_LENGTH and not is_ideograph_pair(word)) or word in ENGLISH_STOP_WORDS:
         return None
     if not any(ch.isalpha() for ch in word):
         return None

@@ -161,3 +161,10 @@ def test_a_rescore_gives_the_same_result():
     (after,) = [m for m in second.metrics if m.metric == "kb_recall"]
     assert (second.version, after) == (2, before)
     assert before.value == 0.5
+
+
+def test_a_chinese_passage_said_inside_a_longer_sentence_is_recalled():
+    # "余额不足，请充值" is the pairs 余额 额不 不足 and 请充 充值; said after "您的", all five are used.
+    m = kb_recall(retrieval("余额不足，请充值"), agent("您的余额不足，请充值。"))
+    assert (m.value, m.passed) == (1.0, True)
+    assert m.details["per_retrieval"][0]["matched_words"] == m.details["per_retrieval"][0]["passage_words"] == 5

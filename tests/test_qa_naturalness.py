@@ -97,3 +97,11 @@ def test_score_is_floored_at_zero():
     # five robotic phrases: 100 − 125 → 0
     m = naturalness(agent("As an AI. " * 5))
     assert (m.score, m.passed) == (0.0, False)
+
+
+def test_each_chinese_or_japanese_character_is_a_word():
+    # 61 characters, no spaces: one long turn, as 61 English words are (before, one word).
+    m = naturalness(agent("您" * 61))
+    assert (m.value, m.details["long_turns"]) == (61.0, 1)
+    m = naturalness(agent("はい、OKです。"))  # 2 + 1 + 2: punctuation after a character stays with it
+    assert m.value == 5.0

@@ -164,3 +164,12 @@ def test_rescoring_twice_gives_the_same_numbers():
     ]
     _, results = run_call(events)
     assert [metric(r, "wer").value for r in results] == [0.0, 0.1667, 0.3333]
+
+
+def test_chinese_is_aligned_character_by_character():
+    # One character of twelve misheard: 1 / 12, not the whole sentence as one wrong word.
+    m = scored("wer", user("我想查询一下我的帐单余额"), correct(0, "我想查询一下我的账单余额"))
+    assert (m.details["reference_words"], m.details["errors"], m.value) == (12, 1, round(1 / 12, 4))
+    # Two sentences do not merge into one word when their full stop is removed; Latin words stay words.
+    m = scored("wer", user("好的。谢谢 OK"), correct(0, "好的 谢谢 OK"))
+    assert (m.details["reference_words"], m.value) == (5, 0.0)

@@ -15,7 +15,9 @@ from scorers.qa.wer import SEPARATORS, _PUNCTUATION, _normalise_sentences, edit_
 from scorers.text import (
     FACT_RE,
     WORD_RE,
+    _IDEOGRAPH as IDEOGRAPH,
     _figure_matches,
+    _ideograph_pairs,
     _word_re_with_marks,
     confusion_phrases,
     figures,
@@ -81,7 +83,8 @@ def test_figures_are_found_where_fact_re_finds_them():
 
 def test_words_of_ascii_text_are_the_words_of_the_unicode_rule():
     for text in TEXTS + _random_texts(3000, seed=5):
-        assert words(text) == _word_re_with_marks().findall(folded(text).replace("\u2019", "'")), text
+        unicode_rule = _word_re_with_marks().findall(folded(text).replace("\u2019", "'"))
+        assert words(text) == [piece for word in unicode_rule for piece in _ideograph_pairs(word)], text
         if text.isascii():
             assert words(text) == WORD_RE.findall(text.lower().replace("\u2019", "'")), text
 
@@ -91,6 +94,14 @@ def test_a_word_is_the_same_word_in_any_unicode_form_or_case():
     assert words("İstanbul HAUPTSTRASSE") == words("istanbul Hauptstraße") == ["istanbul", "hauptstrasse"]
     assert words("call\u00adback num\u200eber") == ["callback", "number"]  # soft hyphen, direction mark
     assert words("two\u200bwords") == ["two", "words"]  # a zero-width space separates
+
+
+def test_chinese_and_japanese_are_read_as_overlapping_character_pairs():
+    assert words("您的余额不足。") == ["您的", "的余", "余额", "额不", "不足"]
+    assert words("订单4521的状态, thanks") == ["订单", "4521", "的状", "状态", "thanks"]
+    assert words("残高") == ["残高"] and words("是 的") == ["是", "的"]  # (a lone character is itself)
+    # A pair is significant (no stop words are known for these languages); a lone character is not.
+    assert significant_words("是 余额") == ["余额"]
 
 
 def test_combining_marks_stay_inside_their_word():
@@ -105,7 +116,8 @@ def test_a_robotic_phrase_found_through_its_anchor_word():
 
 
 # jiwer's own normalisation, which `normalise` and `word_count` stand in for, with the punctuation that
-# separates words made a space first and text lowercased in one Unicode form.
+# separates words made a space first, text lowercased in one Unicode form, and each Chinese or Japanese
+# character a word.
 class _FoldCase(jiwer.AbstractTransform):
     """jiwer's ToLowerCase as callqa reads text: in one Unicode form, case folded (scorers/text.py)."""
 
@@ -114,7 +126,8 @@ class _FoldCase(jiwer.AbstractTransform):
 
 
 JIWER_NORMALISE = jiwer.Compose([_FoldCase(), jiwer.SubstituteRegexes({r"\.\.+|--+|[/\u2014\u2015\u2026]": " "}),
-                                 jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(), jiwer.Strip(),
+                                 jiwer.RemovePunctuation(), jiwer.SubstituteRegexes({IDEOGRAPH.pattern: r" \g<0>"}),
+                                 jiwer.RemoveMultipleSpaces(), jiwer.Strip(),
                                  jiwer.ReduceToListOfListOfWords()])
 
 

@@ -2,7 +2,9 @@
 
 Heuristic (used when no LLM judge answered), over the agent's turns:
 - a turn's words are the whitespace-separated tokens of its text ("I'm here, okay?" is 3 words); a
-  blank agent turn is not a turn the agent spoke and is ignored;
+  blank agent turn is not a turn the agent spoke and is ignored. Chinese and Japanese use no spaces
+  (a whole sentence was one word): each of their characters is a word, and the rest of such a text
+  counts its whitespace-separated tokens that hold a letter or digit ("はい、OKです。" is 5 words);
 - start at 100;
 - −15 per repeated turn: a turn whose normalised text (`scorers.text.phrase_text`: lowercase, words
   only, so case and punctuation do not matter) equals an earlier agent turn's; the third identical
@@ -19,13 +21,14 @@ The turns already seen are kept as fixed-size digests of their normalised text, 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 from models.call_state import CallState
 from models.events import Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.text import reading
+from scorers.text import ideograph_count, reading, without_ideographs
 
 REPEATED_TURN_PENALTY = 15
 ROBOTIC_PHRASE_PENALTY = 25
@@ -40,6 +43,16 @@ def _digest(normalised: str) -> int:
     # A stable digest (unlike hash()), so a restored state still recognises the turns it saw; kept as
     # an int (a third of the memory of its hex text).
     return int.from_bytes(hashlib.blake2b(normalised.encode("utf-8"), digest_size=16).digest(), "big")
+
+
+def _word_count(text: str) -> int:
+    ideographs = ideograph_count(text)
+    if not ideographs:
+        return len(text.split())
+    return ideographs + sum(1 for token in without_ideographs(text).split() if _HAS_LETTER_OR_DIGIT.search(token))
+
+
+_HAS_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
 
 @dataclass(slots=True)
@@ -66,7 +79,7 @@ class Naturalness(QaMetric):
     def update(self, acc: NaturalnessAcc, event: Turn, call: CallState) -> None:
         if event.data.role != "agent":
             return
-        word_count = len(event.data.text.split())
+        word_count = _word_count(event.data.text)
         if word_count == 0:
             return
         acc.turns += 1

@@ -11,7 +11,9 @@ Both texts are normalised the same way before aligning: lower case, punctuation 
 and "dont", "Hello," and "hello" are the same word), runs of whitespace collapsed. Text that is not
 ASCII is first put in one Unicode form (scorers/text.py, "Unicode forms"): composed, invisible format
 characters removed, case folded, so a word typed decomposed in a correction, or "ß" against "SS",
-is the same word. Punctuation that
+is the same word. Chinese and Japanese, written without spaces, are aligned character by character:
+each Han or kana character is a word (a character error rate for them, the words of other scripts
+in the same text still words). Punctuation that
 only ever stands between words — a slash, an em dash or horizontal bar, a typed one ("--"), an
 ellipsis ("…" or a run of periods) — becomes a space instead: deleted, "Yes—I" would be the one word
 "yesi", and a correction that differs from the transcript only in how it punctuates ("Yes, I") would
@@ -38,7 +40,7 @@ from models.call_state import CallState, Record
 from models.events import Event, TranscriptCorrected, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.text import folded, unicode_normal
+from scorers.text import folded, ideographs_spaced, unicode_normal
 
 NO_USER_SPEECH = "No user speech"
 VALUE_DECIMALS = 4
@@ -95,7 +97,7 @@ def normalise(text: str) -> list[list[str]]:
     """What jiwer's ToLowerCase, RemovePunctuation, RemoveMultipleSpaces, Strip and
     ReduceToListOfListOfWords make of `text`, in that order, but for the separators above: its words,
     as one sentence."""
-    collapsed = _MULTIPLE_SPACES.sub(" ", without_punctuation(folded(text))).strip()
+    collapsed = _MULTIPLE_SPACES.sub(" ", ideographs_spaced(without_punctuation(folded(text)))).strip()
     return [[word for word in collapsed.split(" ") if word]]
 
 
@@ -104,7 +106,7 @@ def normalise(text: str) -> list[list[str]]:
 # change the count.
 def word_count(text: str) -> int:
     """len(normalise(text)[0]): the words jiwer aligns, counted."""
-    words = _MULTIPLE_SPACES.sub(" ", without_punctuation(unicode_normal(text))).strip().split(" ")
+    words = _MULTIPLE_SPACES.sub(" ", ideographs_spaced(without_punctuation(unicode_normal(text)))).strip().split(" ")
     return len(words) - words.count("")
 
 
