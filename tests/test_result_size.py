@@ -91,3 +91,36 @@ def test_the_worker_publishes_the_cut_result_replay_writes_it_the_same_and_the_r
                       max_result_bytes=limit)
     assert len(live) == 2 and live == replayed
     assert all(CUT_KEY in json.loads(value)["cohorts"][0]["details"] for value in live)
+
+
+def test_a_transcript_too_large_for_a_message_is_cut_turn_by_turn_and_the_rest_kept():
+    """8 turns of 50,000 Chinese characters (1.2 MB): every metric, the evaluation's signals and the
+    turns' order, roles and times stay; each turn's text is cut to the longest length that fits."""
+    engine = CallEngine()
+    messages = [message("call.started", {"agent_id": "a1"}, "c1-0", T0, "c1")]
+    for index in range(8):
+        messages.append(message("turn", {"role": ("user", "agent")[index % 2], "text": "余额" * 25_000},
+                                f"c1-{index + 1}", T0 + 1000 * (index + 1), "c1"))
+    messages.append(message("call.ended", {"stop_reason": "[EXIT]"}, "c1-9", T0 + 10_000, "c1"))
+    results = []
+    replay_partitions(messages, engine, 1, lambda key, result, line: results.append(result))
+    whole = fitted(results[-1], None)
+    limit = 1_048_576
+    assert whole.full_size > limit
+    fit = fitted(results[-1], limit)
+    assert fit.value is not None and len(fit.value) <= limit
+    published, original = json.loads(fit.value), json.loads(whole.value)
+    assert published["metrics"] == original["metrics"]
+    kept = {key: value for key, value in published["evaluation"].items() if key not in ("turns", "turns_cut")}
+    assert kept == {key: value for key, value in original["evaluation"].items() if key != "turns"}
+    cut_turns = published["evaluation"]["turns"]
+    assert [(t["role"], t["timestamp"]) for t in cut_turns] == [(t["role"], t["timestamp"]) for t in original["evaluation"]["turns"]]
+    length = len(cut_turns[0]["text"]) - 1
+    assert all(t["text"] == ("余额" * 25_000)[:length] + "\u2026" for t in cut_turns)
+    assert f"cut to its first {length} characters" in published["evaluation"]["turns_cut"]
+    # The longest that fits: one character more each would not.
+    longer = json.loads(fit.value)
+    for turn in longer["evaluation"]["turns"]:
+        turn["text"] = ("余额" * 25_000)[:length + 1] + "\u2026"
+    longer["evaluation"]["turns_cut"] = longer["evaluation"]["turns_cut"].replace(str(length), str(length + 1))
+    assert len(json.dumps(longer, ensure_ascii=False, separators=(",", ":")).encode()) > limit
