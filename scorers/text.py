@@ -382,15 +382,31 @@ def robotic_phrases(text: str) -> list[str]:
 
 MIN_FACT_NUMBER_DIGITS = 3
 
-_NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+# A number as English writes it ("1,234.56"), and as much of Europe and the Arabic-speaking world
+# does: a dot, a no-break or narrow no-break space (or a plain space before a decimal comma) between
+# thousands and a decimal comma ("1.234,56", "1 234,56", "1.234.567"); U+066C and U+066B. One dot
+# and three digits alone ("125.000") is either 125 or 125000 and is read both ways (`number_readings`).
+# The English form is tried first, as nearly every figure is in it, and gives way when a separator
+# and a digit follow it (its end was not the number's); the other forms are tried then.
+# (FACT_RE is verbose: a plain space is written [ ].)
+_NUMBER = (r"(?:\d+(?:,\d{3})*(?:\.\d+)?(?![.,\u00a0\u202f\u066b\u066c]?\d)(?![ ]\d{3},\d)"
+           r"|\d{1,3}(?:\.\d{3})+,\d+|\d{1,3}(?:\.\d{3}){2,}|\d{1,3}(?:[\u00a0\u202f]\d{3})+(?:,\d+)?"
+           r"|\d{1,3}(?:[ ]\d{3})+,\d+|\d{1,3}(?:\u066c\d{3})+(?:\u066b\d+)?|\d+\u066b\d+)")
+_GROUPED_AS_IN_EUROPE = re.compile(r"\d{1,3}(?:[.\u00a0\u202f ]\d{3})+,\d+|\d{1,3}(?:\.\d{3}){2,}"
+                                   r"|\d{1,3}(?:[\u00a0\u202f]\d{3})+")
+_DOT_AND_THREE_DIGITS = re.compile(r"\d{1,3}\.\d{3}")
+_ARABIC_SEPARATORS = str.maketrans({"\u066c": None, "\u066b": "."})
+_EUROPEAN_SEPARATORS = str.maketrans({".": None, "\u00a0": None, "\u202f": None, " ": None, ",": "."})
 # A figure glued to a letter is part of a code ("XK1234") or an ordinal ("4th"), not a figure; but
 # scripts written without spaces between words (Han, kana, Thai, Lao, Khmer, Myanmar), and Korean,
 # whose particles and counters attach to a number, glue figures to words as a matter of course:
 # "订单号是4521", "9800円", "4521번" state figures. Their letters do not count as glue.
 _UNSPACED_LETTERS = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
                      "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
-_NOT_GLUED_AFTER = rf"(?<![.,])(?<!\d)(?<![^\W{_UNSPACED_LETTERS}])"  # (the digits of those scripts are digits)
-_NOT_GLUED_BEFORE = rf"(?!\d)(?![^\W{_UNSPACED_LETTERS}])"
+# (Case-sensitive within FACT_RE's IGNORECASE: a class of this size compiled case-insensitively took
+# 25 ms of every process's start.)
+_NOT_GLUED_AFTER = rf"(?-i:(?<![.,])(?<!\d)(?<![^\W{_UNSPACED_LETTERS}]))"  # (the digits of those scripts are digits)
+_NOT_GLUED_BEFORE = rf"(?-i:(?!\d)(?![^\W{_UNSPACED_LETTERS}]))"
 # "pm", "p m", "p.m." and "p.m"; a dot after a plain "pm" ends the sentence and is not taken.
 _AM_PM = r"\s*(?P<{0}>[ap])(?:\.\s?m\.|\.\s?m\b|\s?m\b)"
 # One scanner for every figure; at each position the first alternative that matches wins, so "4:30 pm"
@@ -458,6 +474,44 @@ def _integer_digits(number: str) -> int:
     return len(number.split(".", 1)[0].replace(",", ""))
 
 
+def number_readings(number: str) -> tuple[str, ...]:
+    """What a number as written means, canonical: "1.234,56" → ("1234.56",); "125.000" → ("125",
+    "125000"), English's reading first; anything else → (canonical_number(number),)."""
+    return _read_number(number)[0]
+
+
+def _read_number(number: str) -> tuple[tuple[str, ...], int]:
+    """(number_readings(number), the integer digits that make it fact-like as a bare number): as
+    written ("007" has three), or of its longest reading when it is written with other separators
+    ("1.234,56" has four). Memoised as canonical_number is: both run on every figure."""
+    known = _NUMBER_READINGS.get(number)
+    if known is None:
+        if len(_NUMBER_READINGS) >= _MAX_CANONICAL_NUMBERS:
+            _NUMBER_READINGS.clear()
+        if number.isascii() and "." not in number and " " not in number:  # (most figures: "48213", "1,200")
+            known = ((canonical_number(number),), _integer_digits(number))
+        else:
+            readings = _number_readings(number)
+            digits = (_integer_digits(number) if readings == (canonical_number(number),)
+                      else max(_integer_digits(reading) for reading in readings))
+            known = (readings, digits)
+        _NUMBER_READINGS[number] = known
+    return known
+
+
+_NUMBER_READINGS: dict[str, tuple[tuple[str, ...], int]] = {}
+
+
+def _number_readings(number: str) -> tuple[str, ...]:
+    if "\u066b" in number or "\u066c" in number:
+        return (canonical_number(number.translate(_ARABIC_SEPARATORS)),)
+    if _GROUPED_AS_IN_EUROPE.fullmatch(number):
+        return (canonical_number(number.translate(_EUROPEAN_SEPARATORS)),)
+    if _DOT_AND_THREE_DIGITS.fullmatch(number):
+        return (canonical_number(number), canonical_number(number.replace(".", "")))
+    return (canonical_number(number),)
+
+
 def _clock(hour: int, minute: int, am_pm: str | None) -> tuple[str, ...] | None:
     """The 24-hour readings of a time, or None when it is not a valid time."""
     if minute > 59:
@@ -514,24 +568,32 @@ def _scan(text: str) -> Iterator[tuple[Fact | None, tuple[str, ...]]]:
             else:
                 yield Fact("time", said, readings[0], readings), readings
         elif m.group("money") is not None:
-            number = canonical_number(m.group("money_n"))
-            yield Fact("price", said, f"${number}", (number,)), (number,)
+            numbers = _read_number(m.group("money_n"))[0]
+            yield Fact("price", said, _canonical("$", numbers, ""), numbers), numbers
         elif m.group("amount") is not None:
-            number = canonical_number(m.group("amount_n"))
+            numbers = _read_number(m.group("amount_n"))[0]
             if m.group("percent") is not None:
-                yield Fact("percent", said, f"{number}%", (number,)), (number,)
+                yield Fact("percent", said, _canonical("", numbers, "%"), numbers), numbers
                 continue
             unit = _UNITS[m.group("unit").lower()]
             if unit == "price":
-                yield Fact("price", said, f"${number}", (number,)), (number,)
+                yield Fact("price", said, _canonical("$", numbers, ""), numbers), numbers
             else:
-                name = unit[:-1] if number == "1" else unit
-                yield Fact("duration", said, f"{number} {name}", (number,)), (number,)
+                name = unit[:-1] if numbers == ("1",) else unit
+                yield Fact("duration", said, _canonical("", numbers, f" {name}"), numbers), numbers
         else:
-            raw = m.group("number_n")
-            number = canonical_number(raw)
-            fact = Fact("number", said, number, (number,)) if _integer_digits(raw) >= MIN_FACT_NUMBER_DIGITS else None
-            yield fact, (number,)
+            numbers, digits = _read_number(m.group("number_n"))
+            if digits < MIN_FACT_NUMBER_DIGITS:
+                yield None, numbers
+            else:
+                yield Fact("number", said, numbers[0] if len(numbers) == 1 else "/".join(numbers), numbers), numbers
+
+
+def _canonical(before: str, numbers: tuple[str, ...], after: str) -> str:
+    """A fact's canonical form: its number (each reading, "/" between) with its kind's marks."""
+    if len(numbers) == 1:
+        return f"{before}{numbers[0]}{after}"
+    return "/".join(f"{before}{number}{after}" for number in numbers)
 
 
 def extract_facts(text: str) -> list[Fact]:

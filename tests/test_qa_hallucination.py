@@ -290,3 +290,11 @@ def test_a_figure_the_caller_glued_to_chinese_grounds_the_agent_s_and_one_never_
     assert_clean(said)
     invented = hallucination(user("我想查一下余额"), tool_result({"balance": 345}), agent("您的余额是1250元。"))
     assert invented.details["fabrications"] == 1
+
+
+def test_figures_written_as_in_europe_are_grounded_by_their_value_and_checked():
+    grounded = hallucination(tool_result({"price": 125000, "total": 1234.56}),
+                             agent("Der Preis ist 125.000 Euro, insgesamt 1.234,56 \u20ac."))
+    assert_clean(grounded)
+    invented = hallucination(tool_result({"total": 1234.56}), agent("Insgesamt 9.876,54 \u20ac."))
+    assert invented.details["fabrications"] == 1

@@ -176,6 +176,20 @@ def test_digits_glued_to_the_letters_of_scripts_written_without_spaces_are_facts
     assert canonicals("订单XK1234号") == []  # (still a code: glued to a Latin letter)
 
 
+def test_numbers_grouped_as_in_europe_or_with_arabic_separators_are_read_by_their_value():
+    assert canonicals("9.876,54 \u20ac, 1 234,56 \u20ac, 1\u00a0234,56, 1\u202f234, 1.234.567") == [
+        "9876.54", "1234.56", "1234.56", "1234", "1234567"]
+    assert canonicals("\u0663\u066c\u0664\u0665\u0660\u066b\u0665\u0660") == ["3450.5"]  # ٣٬٤٥٠٫٥٠
+    assert canonicals("$1,200.50, 3.14159, 007") == ["$1200.5", "7"]  # (English as before)
+
+
+def test_a_dot_and_three_digits_is_read_both_ways():
+    # 125 as English writes it, 125000 as German does: either grounds it.
+    (fact,) = extract_facts("125.000 Euro")
+    assert (fact.canonical, fact.keys) == ("125/125000", ("125", "125000"))
+    assert grounding_keys("price 125000") >= {"125000"} and "125000" in fact.keys
+
+
 def test_unit_words_that_only_start_like_a_unit_are_not_durations():
     # "hourly" is not "hour"; 2 is then a short bare number, not a fact
     assert canonicals("2 hourly checks, 3 daily") == []
