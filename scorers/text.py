@@ -39,6 +39,8 @@ Facts
     - amounts with percent: "15%", "15 percent", "15 per cent";
     - durations in minutes, hours or days: "30 minutes", "2 hrs", "3-day", "1 min";
     - any other number whose integer part has 3 or more digits: "1200", "1,200", "48213", "2024".
+    A number may be grouped as English does ("1,234.56") or as much of Europe and the Arabic-speaking
+    world does ("1.234,56", "1 234,56", "٣٬٤٥٠٫٥٠"); "125.000" has both readings, 125 and 125000.
     Numbers written as words ("twelve fifty") are not recognised. Digits glued to letters (a code such
     as "XK1234", an ordinal such as "4th") are not facts, but for the letters of scripts written
     without spaces, and Korean's: "订单号是4521" and "9800円" state figures.
