@@ -32,7 +32,7 @@ from scorers.inactivity import (
     is_inactivity_end,
 )
 from scorers.registry import ScorerRegistry, default_registry
-from scorers.text import unicode_normal
+from scorers.text_forms import unicode_normal
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]

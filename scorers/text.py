@@ -7,7 +7,7 @@ Words
     `words(text)`: the text lowercased, the typographic apostrophe (’) made straight, then every run of
     Unicode letters, digits and combining marks, keeping apostrophes *inside* a word ("don't",
     "customer's"). Punctuation, underscores and hyphens separate words ("follow-up" is "follow", "up").
-    Text that is not ASCII is read in one Unicode form, case folded (below, "Unicode forms"), so that
+    Text that is not ASCII is read in one Unicode form, case folded (scorers/text_forms.py), so that
     "résumé" is one word however its accents were typed and "Straße" is "strasse". Chinese and
     Japanese, written without spaces, are read as overlapping pairs of characters ("余额不足" is
     "余额", "额不", "不足"); where words are counted or aligned, each of their characters is one.
@@ -16,7 +16,7 @@ Significant words
     `significant_words(text)`: the words that carry content, in order of appearance. A word is
     significant when, after dropping a possessive "'s" ("account's" → "account"), it
     - has at least `MIN_SIGNIFICANT_WORD_LENGTH` (3) characters, or is a pair of Chinese or Japanese
-      characters (above),
+      characters (scorers/text_forms.py),
     - contains at least one letter: pure numbers ("12", "2024") are not significant words, because
       figures are checked as facts (below) and digits alone must not make two texts look alike,
     - is not in `ENGLISH_STOP_WORDS`.
@@ -79,9 +79,17 @@ from typing import Any, Iterable, Iterator
 
 import msgspec
 
+from scorers.text_forms import (
+    UNSPACED_LETTERS,
+    folded,
+    has_ideographs,
+    ideograph_pairs,
+    is_ideograph_pair,
+    word_pattern,
+)
+
 # ------------------------------------------------------------------------------------------ words
 
-WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _TYPOGRAPHIC_APOSTROPHE = "\u2019"
 _POSSESSIVE = "'s"
 
@@ -118,7 +126,8 @@ NEGATION_WORDS = frozenset(
 _NEGATING_SUFFIX = "n't"
 
 
-# WORD_RE on ASCII text, where [^\W_] is just [a-z0-9] once lowercased: the same words, faster.
+# word_pattern() on ASCII text, where a letter or digit is just [a-z0-9] once lowercased: the same
+# words, faster.
 _ASCII_WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 
 
@@ -127,124 +136,10 @@ def words(text: str) -> list[str]:
     pairs."""
     if text.isascii():
         return _ASCII_WORD_RE.findall(text.lower())
-    found = _word_re_with_marks().findall(folded(text).replace(_TYPOGRAPHIC_APOSTROPHE, "'"))
-    if _IDEOGRAPH.search(text) is None:
+    found = word_pattern().findall(folded(text).replace(_TYPOGRAPHIC_APOSTROPHE, "'"))
+    if not has_ideographs(text):
         return found
-    return [piece for word in found for piece in _ideograph_pairs(word)]
-
-
-# Chinese and Japanese are written without spaces between words, and no rule here can tell where one
-# ends. So each Han or kana character is a word where words are counted or aligned (WER, a turn's
-# length: as a character error rate does), and where texts are matched by their words (knowledge
-# base recall, repeated turns), a run of them is read as its overlapping character pairs ("余额不足"
-# as "余额", "额不", "不足"), which match the same passage said inside a longer sentence. (The Unicode
-# blocks of kana, the CJK ideographs, their extensions and compatibility forms, half-width katakana.)
-_IDEOGRAPHS = ("\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
-               "\U00020000-\U0003134f")
-_IDEOGRAPH = re.compile(f"[{_IDEOGRAPHS}]")
-_IDEOGRAPH_RUNS_AND_THE_REST = re.compile(f"[{_IDEOGRAPHS}]+|[^{_IDEOGRAPHS}]+")
-
-
-def _ideograph_pairs(word: str) -> list[str]:
-    """A word as words() gives it: its runs of ideographs as overlapping pairs (a lone one as itself)."""
-    if _IDEOGRAPH.search(word) is None:
-        return [word]
-    pieces = []
-    for part in _IDEOGRAPH_RUNS_AND_THE_REST.findall(word):
-        if _IDEOGRAPH.match(part):
-            pieces.extend([part] if len(part) == 1 else [part[i:i + 2] for i in range(len(part) - 1)])
-        elif part.strip("'"):
-            pieces.append(part.strip("'"))
-    return pieces
-
-
-def ideographs_spaced(text: str) -> str:
-    """`text` with each Han or kana character a word of its own (above): for aligning (WER)."""
-    if text.isascii() or _IDEOGRAPH.search(text) is None:
-        return text
-    return _IDEOGRAPH.sub(r" \g<0>", text)
-
-
-def ideograph_count(text: str) -> int:
-    """How many Han or kana characters `text` holds."""
-    return 0 if text.isascii() else len(_IDEOGRAPH.findall(text))
-
-
-def without_ideographs(text: str) -> str:
-    """`text` with each Han or kana character made a space."""
-    return text if text.isascii() else _IDEOGRAPH.sub(" ", text)
-
-
-def is_ideograph_pair(word: str) -> bool:
-    return len(word) == 2 and _IDEOGRAPH.match(word) is not None and _IDEOGRAPH.match(word, 1) is not None
-
-
-# ------------------------------------------------------------------------------- Unicode forms
-
-# The same word can reach two texts as different code points: composed or decomposed ("é" as one
-# character or as "e" and a combining accent: a correction typed on another system), with invisible
-# format characters in it (the direction marks an editor puts around a number in Arabic or Hebrew, a
-# soft hyphen, a zero-width space between words), or in another case than `lower` can match ("ß" and
-# "SS", Turkish "İ"). Non-ASCII text is compared in one form: format characters removed (a zero-width
-# space made a space), case folded, the dot that folding puts on Turkish "İ" dropped, then composed
-# (NFC). ASCII text, nearly every transcript, is already in it.
-_ZERO_WIDTH_SPACE = 0x200B
-_DOTTED_I_FOLDED = "i\u0307"  # "İ".casefold()
-
-
-class _FormatCharacters(dict):
-    """A `str.translate` table that removes format characters (Unicode category Cf) and makes a
-    zero-width space a space; each character is classified the first time a text holds it (the
-    table keeps the first 65,536 characters met, as wer's punctuation table does)."""
-
-    __slots__ = ()
-    MAX_REMEMBERED = 65_536
-
-    def __missing__(self, code: int) -> int | None:
-        kept: int | None = code if unicodedata.category(chr(code)) != "Cf" else None
-        if len(self) < self.MAX_REMEMBERED:
-            self[code] = kept
-        return kept
-
-
-_FORMAT_CHARACTERS = _FormatCharacters({_ZERO_WIDTH_SPACE: ord(" ")})
-
-
-def unicode_normal(text: str) -> str:
-    """`text` composed (NFC), its format characters removed and a zero-width space made a space."""
-    return text if text.isascii() else unicodedata.normalize("NFC", text.translate(_FORMAT_CHARACTERS))
-
-
-def folded(text: str) -> str:
-    """`text` in the form texts are compared in (above), case folded."""
-    if text.isascii():
-        return text.lower()
-    return unicodedata.normalize("NFC", text.translate(_FORMAT_CHARACTERS).casefold().replace(_DOTTED_I_FOLDED, "i"))
-
-
-@lru_cache(maxsize=1)
-def _word_re_with_marks() -> re.Pattern[str]:
-    """WORD_RE with combining marks as word characters: Devanagari's vowel signs, Arabic's and
-    Hebrew's vowel points, an accent left uncomposed, which `\\w` leaves out and so cut a word in two
-    ("नमस्ते" into "नमस" and "त"). Built on the first text that is not ASCII (it scans ~130,000 code
-    points, some 40 ms)."""
-    marks = "".join(f"{chr(first)}-{chr(last)}" for first, last in _combining_mark_ranges())
-    letter = f"(?:[^\\W_]|[{marks}])"
-    return re.compile(f"{letter}+(?:'{letter}+)*")
-
-
-def _combining_mark_ranges() -> list[tuple[int, int]]:
-    """The runs of code points of the categories Mn, Mc and Me: all lie from U+0300 to U+1FFFF but
-    for the variation selectors supplement."""
-    ranges: list[tuple[int, int]] = []
-    for code in [*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)]:
-        if unicodedata.category(chr(code))[0] != "M":
-            continue
-        if ranges and ranges[-1][1] == code - 1:
-            ranges[-1] = (ranges[-1][0], code)
-        else:
-            ranges.append((code, code))
-    return ranges
+    return [piece for word in found for piece in ideograph_pairs(word)]
 
 
 def significant_form(word: str) -> str | None:
@@ -399,16 +294,12 @@ _GROUPED_AS_IN_EUROPE = re.compile(r"\d{1,3}(?:[.\u00a0\u202f ]\d{3})+,\d+|\d{1,
 _DOT_AND_THREE_DIGITS = re.compile(r"\d{1,3}\.\d{3}")
 _ARABIC_SEPARATORS = str.maketrans({"\u066c": None, "\u066b": "."})
 _EUROPEAN_SEPARATORS = str.maketrans({".": None, "\u00a0": None, "\u202f": None, " ": None, ",": "."})
-# A figure glued to a letter is part of a code ("XK1234") or an ordinal ("4th"), not a figure; but
-# scripts written without spaces between words (Han, kana, Thai, Lao, Khmer, Myanmar), and Korean,
-# whose particles and counters attach to a number, glue figures to words as a matter of course:
-# "订单号是4521", "9800円", "4521번" state figures. Their letters do not count as glue.
-_UNSPACED_LETTERS = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
-                     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
+# A figure glued to a letter is part of a code ("XK1234") or an ordinal ("4th"), not a figure; but not
+# glued to the letters of the scripts that write figures against their words (UNSPACED_LETTERS).
 # (Case-sensitive within FACT_RE's IGNORECASE: a class of this size compiled case-insensitively took
 # 25 ms of every process's start.)
-_NOT_GLUED_AFTER = rf"(?-i:(?<![.,])(?<!\d)(?<![^\W{_UNSPACED_LETTERS}]))"  # (the digits of those scripts are digits)
-_NOT_GLUED_BEFORE = rf"(?-i:(?!\d)(?![^\W{_UNSPACED_LETTERS}]))"
+_NOT_GLUED_AFTER = rf"(?-i:(?<![.,])(?<!\d)(?<![^\W{UNSPACED_LETTERS}]))"  # (the digits of those scripts are digits)
+_NOT_GLUED_BEFORE = rf"(?-i:(?!\d)(?![^\W{UNSPACED_LETTERS}]))"
 # "pm", "p m", "p.m." and "p.m"; a dot after a plain "pm" ends the sentence and is not taken.
 _AM_PM = r"\s*(?P<{0}>[ap])(?:\.\s?m\.|\.\s?m\b|\s?m\b)"
 # One scanner for every figure; at each position the first alternative that matches wins, so "4:30 pm"

@@ -28,7 +28,8 @@ from models.call_state import CallState
 from models.events import Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.text import ideograph_count, reading, without_ideographs
+from scorers.text import reading
+from scorers.text_forms import ideograph_count, without_ideographs
 
 REPEATED_TURN_PENALTY = 15
 ROBOTIC_PHRASE_PENALTY = 25

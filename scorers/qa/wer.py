@@ -40,7 +40,7 @@ from models.call_state import CallState, Record
 from models.events import Event, TranscriptCorrected, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.text import folded, ideographs_spaced, unicode_normal
+from scorers.text_forms import folded, ideographs_spaced, unicode_normal
 
 NO_USER_SPEECH = "No user speech"
 VALUE_DECIMALS = 4
