@@ -17,6 +17,11 @@ from fake_llm_server import EVALUATION_SCHEMA_NAME, QA_SCHEMA_NAME, FakeLlm
 from judgekit import API_KEY, EVALUATION_ANSWER, QA_ANSWER, judged_call
 from streams.cli import main
 
+# The replay's jobs are forked while this test process runs its fake judge server's thread, which
+# CPython 3.12 and later warn of; a command run from a shell has no such thread when it forks.
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:This process \(pid=\d+\) is multi-threaded, use of fork\(\) may lead to deadlocks:DeprecationWarning")
+
 LLM_METRICS = ("hallucination", "kb_recall", "naturalness", "tool_call_accuracy", "transition_accuracy")
 
 
