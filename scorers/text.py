@@ -283,22 +283,31 @@ MIN_FACT_NUMBER_DIGITS = 3
 # does: a dot, a no-break or narrow no-break space (or a plain space before a decimal comma) between
 # thousands and a decimal comma ("1.234,56", "1 234,56", "1.234.567"); U+066C and U+066B. One dot
 # and three digits alone ("125.000") is either 125 or 125000 and is read both ways (`number_readings`).
-# The English form is tried first, as nearly every figure is in it, and gives way when a separator
-# and a digit follow it (its end was not the number's); the other forms are tried then.
+# - The other groupings are tried only where a number starts as one of them (`_OTHER_GROUPING_AHEAD`,
+#   which an English number fails within a few digits), and each takes a whole run of its groups or
+#   nothing: "1.800.555.0199", a phone number, is no number at all, as "1.2.3" is not.
+# - Their groups repeat a bounded number of times (up to 10^21): unbounded, a run of "234 234 …"
+#   was tried from each of its groups to its end, in quadratic time.
+# - An English number does not stop where a dot and a digit follow ("1.800" of "1.800.555.0199").
 # (FACT_RE is verbose: a plain space is written [ ].)
-_NUMBER = (r"(?:\d+(?:,\d{3})*(?:\.\d+)?(?![.,\u00a0\u202f\u066b\u066c]?\d)(?![ ]\d{3},\d)"
-           r"|\d{1,3}(?:\.\d{3})+,\d+|\d{1,3}(?:\.\d{3}){2,}|\d{1,3}(?:[\u00a0\u202f]\d{3})+(?:,\d+)?"
-           r"|\d{1,3}(?:[ ]\d{3})+,\d+|\d{1,3}(?:\u066c\d{3})+(?:\u066b\d+)?|\d+\u066b\d+)")
+_OTHER_GROUPING_AHEAD = r"(?=\d{1,3}[.\u00a0\u202f\u066c ]\d{3}|\d+\u066b)"
+_NUMBER = (rf"(?:{_OTHER_GROUPING_AHEAD}"
+           r"(?:\d{1,3}(?:\.\d{3}){1,6},\d+(?![.,]\d)"
+           r"|\d{1,3}(?:\.\d{3}){2,6}(?![.,]?\d)"
+           r"|\d{1,3}(?:[\u00a0\u202f]\d{3}){1,6}(?:,\d+)?(?![\u00a0\u202f,]?\d)"
+           r"|\d{1,3}(?:[ ]\d{3}){1,6},\d+(?![.,]\d)"
+           r"|\d{1,3}(?:\u066c\d{3}){1,6}(?:\u066b\d+)?(?![\u066b\u066c]?\d)|\d+\u066b\d+(?![\u066b\u066c]?\d))"
+           r"|\d+(?:,\d{3})*(?:\.\d+)?(?!\.\d))")
 _GROUPED_AS_IN_EUROPE = re.compile(r"\d{1,3}(?:[.\u00a0\u202f ]\d{3})+,\d+|\d{1,3}(?:\.\d{3}){2,}"
                                    r"|\d{1,3}(?:[\u00a0\u202f]\d{3})+")
-_DOT_AND_THREE_DIGITS = re.compile(r"\d{1,3}\.\d{3}")
+_DOT_AND_THREE_DIGITS = re.compile(r"(?!0)\d{1,3}\.\d{3}")  # ("0.125" has no thousands)
 _ARABIC_SEPARATORS = str.maketrans({"\u066c": None, "\u066b": "."})
 _EUROPEAN_SEPARATORS = str.maketrans({".": None, "\u00a0": None, "\u202f": None, " ": None, ",": "."})
 # A figure glued to a letter is part of a code ("XK1234") or an ordinal ("4th"), not a figure; but not
 # glued to the letters of the scripts that write figures against their words (UNSPACED_LETTERS).
 # (Case-sensitive within FACT_RE's IGNORECASE: a class of this size compiled case-insensitively took
 # 25 ms of every process's start.)
-_NOT_GLUED_AFTER = rf"(?-i:(?<![.,])(?<!\d)(?<![^\W{UNSPACED_LETTERS}]))"  # (the digits of those scripts are digits)
+_NOT_GLUED_AFTER = rf"(?-i:(?<![.,\d]|[^\W{UNSPACED_LETTERS}]))"  # (the digits of those scripts are digits)
 _NOT_GLUED_BEFORE = rf"(?-i:(?!\d)(?![^\W{UNSPACED_LETTERS}]))"
 # "pm", "p m", "p.m." and "p.m"; a dot after a plain "pm" ends the sentence and is not taken.
 _AM_PM = r"\s*(?P<{0}>[ap])(?:\.\s?m\.|\.\s?m\b|\s?m\b)"
@@ -307,15 +316,18 @@ _AM_PM = r"\s*(?P<{0}>[ap])(?:\.\s?m\.|\.\s?m\b|\s?m\b)"
 FACT_RE = re.compile(
     rf"""
       (?P<clock> (?<![\d:.]) (?P<clock_h>\d{{1,2}}) : (?P<clock_m>\d{{2}}) (?!\d) (?:{_AM_PM.format("clock_ap")})? )
-    | (?P<hour> {_NOT_GLUED_AFTER} (?P<hour_h>\d{{1,2}}) {_AM_PM.format("hour_ap")} )
     | (?P<money> \$\s?(?P<money_n>{_NUMBER}) {_NOT_GLUED_BEFORE} )
-    | (?P<amount> {_NOT_GLUED_AFTER} (?P<amount_n>{_NUMBER})
-        (?: \s*(?P<percent>%|percent\b|per\s+cent\b)
-          | (?:\s+|-)?(?P<unit>dollars?|bucks?|minutes?|mins?|hours?|hrs?|days?)\b ) )
-    | (?P<number> {_NOT_GLUED_AFTER} (?P<number_n>{_NUMBER}) {_NOT_GLUED_BEFORE} )
+    | {_NOT_GLUED_AFTER}
+      (?: (?P<hour> (?P<hour_h>\d{{1,2}}) {_AM_PM.format("hour_ap")} )
+        | (?P<amount> (?P<amount_n>{_NUMBER})
+            (?: \s*(?P<percent>%|percent\b|per\s+cent\b)
+              | (?:\s+|-)?(?P<unit>dollars?|bucks?|minutes?|mins?|hours?|hrs?|days?)\b ) )
+        | (?P<number> (?P<number_n>{_NUMBER}) {_NOT_GLUED_BEFORE} ) )
     """,
     re.IGNORECASE | re.VERBOSE,
 )
+# (Money starts with "$", the rest with a digit: the order of the alternatives that can start at one
+# position is clock, hour, amount, number, and those three share the one glue check.)
 
 _UNITS = {
     "dollar": "price", "dollars": "price", "buck": "price", "bucks": "price",
@@ -515,7 +527,9 @@ def _json_scalars(value: Any) -> Iterator[str]:
             continue
         if isinstance(value, str):
             yield value
-        elif isinstance(value, (int, float)):
+        elif isinstance(value, float):
+            yield _unambiguous(repr(value))
+        elif isinstance(value, int):
             yield repr(value)
         elif isinstance(value, dict):
             for key in reversed(sorted(value, key=str)):
@@ -525,6 +539,14 @@ def _json_scalars(value: Any) -> Iterator[str]:
             stack.extend(reversed(value))
         else:
             yield str(value)
+
+
+def _unambiguous(number: str) -> str:
+    """A JSON number is written as English writes it; with three decimals ("6.125") it would also be
+    read as thousands (6125, `number_readings`) and ground an invented "$6,125". A fourth, zero,
+    decimal keeps its value and its one reading."""
+    whole, dot, fraction = number.partition(".")
+    return f"{number}0" if dot and len(fraction) == 3 and fraction.isdigit() else number
 
 
 def json_text(value: Any) -> str:
@@ -610,3 +632,8 @@ def _figures(text: str) -> Figures:
 
 
 _cached_figures = lru_cache(maxsize=READING_CACHE_SIZE)(_figures)
+
+# An agent's prompt and flow are long and the same for every call of the agent: their figures are
+# cached whatever their length, in a cache of their own sized for agents, not for turns.
+AGENT_CONFIGURATION_CACHE_SIZE = 256
+agent_configuration_figures = lru_cache(maxsize=AGENT_CONFIGURATION_CACHE_SIZE)(_figures)

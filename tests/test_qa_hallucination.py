@@ -298,3 +298,15 @@ def test_figures_written_as_in_europe_are_grounded_by_their_value_and_checked():
     assert_clean(grounded)
     invented = hallucination(tool_result({"total": 1234.56}), agent("Insgesamt 9.876,54 \u20ac."))
     assert invented.details["fabrications"] == 1
+
+
+def test_a_long_prompt_shared_by_the_calls_of_an_agent_is_read_once():
+    from scorers.text import CACHED_TEXT_MAX_CHARS, agent_configuration_figures
+
+    prompt = "A consultation costs $40. " * 100
+    assert len(prompt) > CACHED_TEXT_MAX_CHARS  # (longer than a turn the turn caches keep)
+    agent_configuration_figures.cache_clear()
+    for _ in range(3):
+        assert_clean(hallucination(agent("It costs $40."), agent_config={"prompt": prompt}))
+    info = agent_configuration_figures.cache_info()
+    assert info.misses == 2 and info.hits >= 4  # (the prompt and the flow, each read by the first call only)

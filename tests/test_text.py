@@ -1,5 +1,7 @@
 """The shared text rules: words, significant words, negation, stock phrases, facts and grounding keys."""
 
+import pytest
+
 from scorers.text import (
     CONFUSION_PHRASES,
     ENGLISH_STOP_WORDS,
@@ -188,6 +190,31 @@ def test_a_dot_and_three_digits_is_read_both_ways():
     (fact,) = extract_facts("125.000 Euro")
     assert (fact.canonical, fact.keys) == ("125/125000", ("125", "125000"))
     assert grounding_keys("price 125000") >= {"125000"} and "125000" in fact.keys
+
+
+def test_a_dotted_run_of_groups_is_read_whole_or_not_at_all():
+    # A phone number, an IP address, a version: no part of them is a number of thousands.
+    assert grounding_keys("Call 1.800.555.0199, or +1.415.555.2671; host 192.168.1.1, version 1.2.3") == set()
+    assert canonicals("1.800.555") == ["1800555"]  # (a whole run of thousands is one)
+
+
+def test_a_leading_zero_or_a_json_number_has_one_reading():
+    assert [f.keys for f in extract_facts("a rate of 0.125% and 4.125%")] == [("0.125",), ("4.125", "4125")]
+    # A JSON number is English: 6.125 grounds 6.125, not an invented "$6,125".
+    assert grounding_keys(json_text({"rate": 6.125, "fee": 1.5})) == {"6.125", "1.5"}
+
+
+@pytest.mark.timeout(30)
+def test_long_runs_of_grouped_digits_are_read_in_linear_time():
+    """Each group of "1 234 234 …" starts a number that may be grouped with spaces; the groups were
+    once tried from every one of them to the run's end (100,000 characters: 24 s). Now each try is
+    bounded: every run here reads in well under a second."""
+    tail = "234" * 7  # (the last seven groups, as many as a number takes, are one)
+    expected = {" ": {"1", "234"}, "\u00a0": {"1", "234", tail}, "\u066c": {"1", "234", tail},
+                ".": set(),  # (more groups than any number has: none of them is one)
+                ",": {"1" + "234" * 25_000}}  # (English thousands, unbounded as before)
+    for separator, keys in expected.items():
+        assert grounding_keys(separator.join(["1"] + ["234"] * 25_000)) == keys, repr(separator)
 
 
 def test_unit_words_that_only_start_like_a_unit_are_not_durations():

@@ -40,7 +40,7 @@ from models.events import Event, KbRetrieval, Rtvi, ToolCall, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
 from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, result_not_reported, rtvi_function_call
-from scorers.text import figures, grounding_keys, json_text, reading
+from scorers.text import agent_configuration_figures, figures, grounding_keys, json_text, reading
 
 MAJOR_PENALTY = 30
 MINOR_PENALTY = 10
@@ -65,12 +65,12 @@ def excerpt(text: str) -> str:
 
 def call_grounding(call: CallState) -> frozenset[str]:
     """The figures of what the call started with: its agent configuration (prompt and flow) and its
-    variables, keys and values. (`figures` is cached by text: a prompt shared by many calls is read
-    once.)"""
+    variables, keys and values. (A prompt or flow shared by many calls is read once.)"""
     config = call.agent_config
     keys = figures(json_text(call.variables)).keys
     if config is not None:
-        keys = keys | figures(config.prompt or "").keys | figures(json_text(config.flow)).keys
+        keys = (keys | agent_configuration_figures(config.prompt or "").keys
+                | agent_configuration_figures(json_text(config.flow)).keys)
     return keys
 
 
