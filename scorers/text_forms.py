@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+
+from scorers.combining_marks import COMBINING_MARK_RANGES
 
 # ------------------------------------------------------------------------------- Unicode forms
 
@@ -59,29 +60,16 @@ def folded(text: str) -> str:
     return unicodedata.normalize("NFC", text.translate(_FORMAT_CHARACTERS).casefold().replace(_DOTTED_I_FOLDED, "i"))
 
 
-@lru_cache(maxsize=1)
+# A word as `scorers.text.words` reads it: a run of letters, digits and combining marks, with
+# apostrophes inside. The marks (Devanagari's vowel signs, Arabic's and Hebrew's vowel points, an
+# accent left uncomposed) are not in `\w`, which cut a word in two at each ("नमस्ते" into "नमस" and
+# "त").
+_LETTER = f"(?:[^\\W_]|[{COMBINING_MARK_RANGES}])"
+_WORD = re.compile(f"{_LETTER}+(?:'{_LETTER}+)*")
+
+
 def word_pattern() -> re.Pattern[str]:
-    """A word as `scorers.text.words` reads it: a run of letters, digits and combining marks, with
-    apostrophes inside. The marks (Devanagari's vowel signs, Arabic's and Hebrew's vowel points, an
-    accent left uncomposed) are not in `\\w`, which cut a word in two at each ("नमस्ते" into "नमस"
-    and "त"). Built on the first text that is not ASCII (it scans ~130,000 code points, some 40 ms)."""
-    marks = "".join(f"{chr(first)}-{chr(last)}" for first, last in _combining_mark_ranges())
-    letter = f"(?:[^\\W_]|[{marks}])"
-    return re.compile(f"{letter}+(?:'{letter}+)*")
-
-
-def _combining_mark_ranges() -> list[tuple[int, int]]:
-    """The runs of code points of the categories Mn, Mc and Me: all lie from U+0300 to U+1FFFF but
-    for the variation selectors supplement."""
-    ranges: list[tuple[int, int]] = []
-    for code in [*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)]:
-        if unicodedata.category(chr(code))[0] != "M":
-            continue
-        if ranges and ranges[-1][1] == code - 1:
-            ranges[-1] = (ranges[-1][0], code)
-        else:
-            ranges.append((code, code))
-    return ranges
+    return _WORD
 
 
 # --------------------------------------------------------------------- scripts without spaces

@@ -215,3 +215,22 @@ def test_long_distinct_texts_are_read_but_not_kept():
     finally:
         tracemalloc.stop()
     assert grown < 1_000_000, f"{grown:,} bytes kept after reading 100 long texts"
+
+
+def test_the_combining_marks_written_out_are_those_of_the_unicode_database():
+    import unicodedata
+
+    from scorers.combining_marks import COMBINING_MARK_RANGES, UNICODE_VERSION, character_class, scanned_ranges
+
+    ranges = scanned_ranges()
+    if unicodedata.unidata_version == UNICODE_VERSION:
+        assert COMBINING_MARK_RANGES == character_class(ranges)
+    else:  # (a later Unicode adds marks; one written out is still a mark)
+        marks = {code for first, last in ranges for code in range(first, last + 1)}
+        written, text, i = set(), COMBINING_MARK_RANGES, 0
+        while i < len(text):
+            is_range = i + 2 < len(text) and text[i + 1] == "-"
+            last = text[i + 2] if is_range else text[i]
+            written.update(range(ord(text[i]), ord(last) + 1))
+            i += 3 if is_range else 1
+        assert written and written <= marks
