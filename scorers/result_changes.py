@@ -142,8 +142,18 @@ def compare_results(before: Iterable[dict[str, Any]], after: Iterable[dict[str, 
                 changes.append(VerdictChange(name, before, after))
         if changes:
             report.changed_calls.append(CallChanges(call_id, tuple(changes)))
-    report.tallies = list(tallies.values())
+    report.tallies = sorted(tallies.values(), key=_verdict_order)
     return report
+
+
+def _verdict_order(tally: VerdictTally) -> tuple[int, str]:
+    """Metrics first, in the order the results list them (a stable sort keeps it), then cohorts by id,
+    then the scenario's success."""
+    if tally.name == IS_SUCCESSFUL:
+        return 2, ""
+    if tally.name.startswith(COHORT_PREFIX):
+        return 1, tally.name
+    return 0, ""
 
 
 def _rounded(value: float | None) -> float | None:

@@ -122,14 +122,14 @@ def result_changes_text(report: dict[str, Any], calls_shown: int) -> str:
     lines += ["  ".join(cell.ljust(widths[0]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
               for row in rows]
     changed = report["changed_calls"]
-    if changed:
+    if changed and calls_shown:
         lines.append(f"calls changed{f' (the first {calls_shown} of {len(changed)})' if len(changed) > calls_shown else ''}:")
         for call in changed[:calls_shown]:
             lines.append(shown(f"  {call['call_id']}: " + "; ".join(
                 f"{change['name']} {_verdict_text(change['before'])} → {_verdict_text(change['after'])}"
                 for change in call["changes"])))
     for side in ("only_before", "only_after"):
-        if report[side]:
+        if report[side] and calls_shown:
             shown_ids = ", ".join(report[side][:calls_shown])
             more = f" and {len(report[side]) - calls_shown} more" if len(report[side]) > calls_shown else ""
             lines.append(shown(f"{side.replace('_', ' ')}: {shown_ids}{more}"))

@@ -85,7 +85,9 @@ def tail(settings: Settings, topic: str, kind: str, follow: bool, raw: bool) -> 
             # --json: the document as published, byte for byte (workers write it on one line).
             text = value.decode("utf-8") if raw else render(json.loads(value))
         except ValueError:  # (UnicodeDecodeError and JSONDecodeError alike)
-            print(f"(undecodable record, key={key!r}, {len(value)} bytes)")
+            # With --json, standard output holds documents only (`callqa compare` reads it): the
+            # note goes to standard error.
+            print(f"(undecodable record, key={key!r}, {len(value)} bytes)", file=sys.stderr if raw else sys.stdout)
             return
         print(text, flush=True)
 

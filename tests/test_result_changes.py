@@ -101,3 +101,22 @@ def test_a_replay_after_a_change_of_cohorts_shows_what_the_cohorts_changed(tmp_p
     assert all(t["changed"] == 0 for t in document["verdicts"])  # cohorts change no metric
     in_a_cohort = {r["call_id"] for r in map(json.loads, with_cohorts.read_text().splitlines()) if r["cohorts"]}
     assert document["calls_changed"] == len(in_a_cohort) > 0
+
+
+def test_verdicts_are_listed_metrics_first_then_cohorts_by_id_then_the_scenario_s_success():
+    def both(cohorts):
+        return result("c", metrics={"wer": (1.0, True), "latency": (50.0, False)}, cohorts=cohorts, successful=True)
+
+    # (The first call compared has no cohort: its success would come first in the order met.)
+    before = [result("a", metrics={"wer": (1.0, True)}, successful=True), both({"zeta": (1.0, True), "alpha": (1.0, True)})]
+    after = [result("a", metrics={"wer": (1.0, True)}, successful=True), both({"zeta": (1.0, True), "alpha": (1.0, True)})]
+    assert [t.name for t in compare_results(before, after).tallies] == [
+        "wer", "latency", "cohort alpha", "cohort zeta", "is_successful"]
+
+
+def test_listing_no_calls_lists_none_of_them(tmp_path, capsys):
+    before = _write(tmp_path / "before.jsonl", [result("gone"), result("kept", metrics={"wer": (90.0, True)})])
+    after = _write(tmp_path / "after.jsonl", [result("kept", metrics={"wer": (60.0, False)})])
+    assert main(["compare", before, after, "--calls", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "only before: 1" in out and "gone" not in out and "kept" not in out and "calls changed" not in out
