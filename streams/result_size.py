@@ -9,8 +9,9 @@ themselves (weighted score, passed, the metrics counted) and each metric's score
 cohort stay; names, thresholds, weights, reasons and criteria verdicts go, and `details.cut` says why.
 A long call's transcript, which the evaluation document carries whole (`evaluation.turns`, as the
 harness's metrics.json does), can be larger than a message on its own: 8 turns of 50,000 Chinese
-characters are 1.2 MB. Then every turn's text is cut to the longest length that fits (the same for
-all, the end marked "…"), and `evaluation.turns_cut` says why: losing the call's every metric, run
+characters are 1.2 MB. Then every turn's text is cut to one length at which the result fits, found by
+halving (the same for all, the end marked "…"; near the longest such length, not always it, as the
+mark's bytes make the size uneven in the length), and `evaluation.turns_cut` says why: losing the call's every metric, run
 summary line and alert to its transcript would be worse than a shortened transcript.
 Live and replay both call `fitted`, so both write the same bytes.
 """
@@ -54,8 +55,8 @@ def fitted(result: CallResult, limit: int | None) -> Fitted:
 
 
 def _with_turns_cut(result: CallResult, size: int, limit: int) -> tuple[CallResult, bytes]:
-    """`result` with each turn's text cut to the longest length at which it fits (found by halving;
-    a rare path), or cut to nothing when even that does not fit."""
+    """`result` with each turn's text cut to a length at which it fits (found by halving; a rare
+    path), or cut to nothing when even that does not fit."""
     turns = result.evaluation[TURNS]
     note = (f"each turn's text was cut to its first {{}} characters (marked {CUT_MARK!r}): the whole result was "
             f"{size} bytes, above the {limit}-byte limit for a message")
