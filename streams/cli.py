@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import errno
 import json
 import os
@@ -139,6 +138,8 @@ def _refuse_a_taken_web_port(settings: Settings) -> None:
 
 
 def _run_worker(settings: Settings) -> int:
+    import asyncio
+
     import faust
 
     from streams.app import create_app
@@ -205,6 +206,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
+    import asyncio
+
     from streams.log_repeats import collapse_aiokafka_repeats
     from streams.progress import progress_bar
     from streams.sender import send_log
@@ -260,7 +263,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -> int:
-    from streams.progress import progress_bar
+    from streams.progress import progress_bar, shown
     from streams.replay_alerts import alerts_file
     from streams.replay_files import ReplayFiles
     from streams.replay_parallel import replay_log
@@ -289,7 +292,7 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
             bar = progress_bar(total=total, desc="replay", unit="record")
             try:
                 report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts),
-                                    files, on_progress=lambda records: bar.update(records - bar.n),
+                                    files, on_progress=(lambda records: bar.update(records - bar.n)) if shown(bar) else None,
                                     max_message_bytes=settings.max_message_bytes,
                                     max_result_bytes=settings.max_result_bytes)
             finally:
@@ -417,6 +420,8 @@ def _results_file(path: str) -> list[dict]:
 
 def _run_results(args: argparse.Namespace) -> list[dict]:
     """The results of one run: from a results file (`callqa replay --out`) or the results topic."""
+    import asyncio
+
     if args.results:
         documents = _results_file(args.results)
     else:
@@ -491,6 +496,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     """Validate a file of cohorts or alert rules and publish each to its compacted topic."""
+    import asyncio
+
     from models.alert_rules import encode_rule, load_rules
     from models.cohorts import encode_cohort
     from scorers.registry import qa_metric_names
