@@ -154,6 +154,8 @@ def test_a_worker_whose_broker_goes_away_mid_traffic_stops_on_sigterm_within_the
 def test_a_closed_terminals_sighup_stops_a_worker_as_sigterm_does_unless_it_was_started_ignoring_it(broker, topic_prefix):
     # Before, SIGHUP's default ended the worker at once: no last commit, nothing of its stop ran.
     worker = start_worker(broker, topic_prefix, partitions=1)
+    # (Once started: a stop asked for while the worker still subscribes can hang — left open.)
+    worker.wait_ready(assigned=True)
     try:
         os.kill(worker.process.pid, signal.SIGHUP)
         assert worker.process.wait(timeout=25) == 0
@@ -165,6 +167,7 @@ def test_a_closed_terminals_sighup_stops_a_worker_as_sigterm_does_unless_it_was_
     finally:
         signal.signal(signal.SIGHUP, found)
     try:
+        immune.wait_ready(assigned=True)
         os.kill(immune.process.pid, signal.SIGHUP)
         time.sleep(2)
         assert immune.process.poll() is None and immune.health() is not None
