@@ -76,8 +76,15 @@ async def ended_within(step: Awaitable[Any], timeout_s: float) -> asyncio.Future
     if task.done():
         return task
     task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    # A step that swallows its cancellation and goes on waiting is left to itself after a moment:
+    # awaited until it ended, it held a stopping worker past any grace period. (Its outcome, when it
+    # comes, is read, so that nothing is logged as never retrieved.)
+    task.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
+    await asyncio.wait([task], timeout=CANCELLED_STEP_GRACE_S)
     return None
+
+
+CANCELLED_STEP_GRACE_S = 1.0
 
 
 async def close_producer_without_broker(producer: Any) -> None:

@@ -173,3 +173,22 @@ def test_a_closed_terminals_sighup_stops_a_worker_as_sigterm_does_unless_it_was_
         assert immune.process.poll() is None and immune.health() is not None
     finally:
         immune.stop()
+
+
+def test_a_step_that_swallows_its_cancellation_does_not_hold_the_stop():
+    from streams.kafka_clients import CANCELLED_STEP_GRACE_S, ended_within
+
+    async def stubborn() -> None:
+        for _ in range(2):  # (as a step retrying on every error might; it ends at the loop's close)
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                continue
+
+    async def scenario() -> tuple[object, float]:
+        started = time.monotonic()
+        outcome = await ended_within(stubborn(), 0.2)
+        return outcome, time.monotonic() - started
+
+    outcome, took = asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert outcome is None and took < 0.2 + CANCELLED_STEP_GRACE_S + 1
