@@ -282,7 +282,7 @@ MIN_FACT_NUMBER_DIGITS = 3
 # A number as English writes it ("1,234.56"), and as much of Europe and the Arabic-speaking world
 # does: a dot, a no-break or narrow no-break space (or a plain space before a decimal comma) between
 # thousands and a decimal comma ("1.234,56", "1 234,56", "1.234.567"); U+066C and U+066B. One dot
-# and three digits alone ("125.000") is either 125 or 125000 and is read both ways (`number_readings`).
+# and three digits alone ("125.000") is either 125 or 125000 and is read both ways (`_read_number`).
 # - The other groupings are tried only where a number starts as one of them (`_OTHER_GROUPING_AHEAD`,
 #   which an English number fails within a few digits), and each takes a whole run of its groups or
 #   nothing: "1.800.555.0199", a phone number, is no number at all, as "1.2.3" is not.
@@ -379,16 +379,12 @@ def _integer_digits(number: str) -> int:
     return len(number.split(".", 1)[0].replace(",", ""))
 
 
-def number_readings(number: str) -> tuple[str, ...]:
-    """What a number as written means, canonical: "1.234,56" → ("1234.56",); "125.000" → ("125",
-    "125000"), English's reading first; anything else → (canonical_number(number),)."""
-    return _read_number(number)[0]
-
-
 def _read_number(number: str) -> tuple[tuple[str, ...], int]:
-    """(number_readings(number), the integer digits that make it fact-like as a bare number): as
-    written ("007" has three), or of its longest reading when it is written with other separators
-    ("1.234,56" has four). Memoised as canonical_number is: both run on every figure."""
+    """(What a number as written means, canonical; the integer digits that make it fact-like as a
+    bare number). The readings: "1.234,56" → ("1234.56",); "125.000" → ("125", "125000"), English's
+    reading first; anything else → (canonical_number(number),). The digits: as written ("007" has
+    three), or of its longest reading when it is written with other separators ("1.234,56" has four).
+    Memoised as canonical_number is: both run on every figure."""
     known = _NUMBER_READINGS.get(number)
     if known is None:
         if len(_NUMBER_READINGS) >= _MAX_CANONICAL_NUMBERS:
@@ -543,7 +539,7 @@ def _json_scalars(value: Any) -> Iterator[str]:
 
 def _unambiguous(number: str) -> str:
     """A JSON number is written as English writes it; with three decimals ("6.125") it would also be
-    read as thousands (6125, `number_readings`) and ground an invented "$6,125". A fourth, zero,
+    read as thousands (6125, `_read_number`) and ground an invented "$6,125". A fourth, zero,
     decimal keeps its value and its one reading."""
     whole, dot, fraction = number.partition(".")
     return f"{number}0" if dot and len(fraction) == 3 and fraction.isdigit() else number

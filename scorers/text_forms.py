@@ -102,9 +102,7 @@ def ideograph_pairs(word: str) -> list[str]:
 
 def ideographs_spaced(text: str) -> str:
     """`text` with each Han or kana character a word of its own (above): for aligning (WER)."""
-    if text.isascii() or IDEOGRAPH.search(text) is None:
-        return text
-    return IDEOGRAPH.sub(r" \g<0>", text)
+    return IDEOGRAPH.sub(r" \g<0>", text) if has_ideographs(text) else text
 
 
 def ideograph_count(text: str) -> int:

@@ -9,7 +9,7 @@ floored at 0.
 
 Both texts are normalised the same way before aligning: lower case, punctuation removed (so "don't"
 and "dont", "Hello," and "hello" are the same word), runs of whitespace collapsed. Text that is not
-ASCII is first put in one Unicode form (scorers/text.py, "Unicode forms"): composed, invisible format
+ASCII is first put in one Unicode form (scorers/text_forms.py): composed, invisible format
 characters removed, case folded, so a word typed decomposed in a correction, or "ß" against "SS",
 is the same word. Chinese and Japanese, written without spaces, are aligned character by character:
 each Han or kana character is a word (a character error rate for them, the words of other scripts
