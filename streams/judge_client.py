@@ -10,7 +10,8 @@ Requests: the structured-output `response_format` (or `json_object`, `judge_resp
 `judge_concurrency` in flight, each attempt bounded by `judge_timeout_s`, and up to `judge_retries`
 retries after `judge_backoff_s`, doubling (or after the Retry-After a 429 or 503 gives, when longer,
 up to a minute). A client error (HTTP 4xx other than 408, 409 and 429) is
-not retried: it would fail the same way. The API key goes to the server and nowhere else: errors and
+not retried: it would fail the same way, nor is an answer whose body passes MAX_ANSWER_BYTES (not read
+on past that). The API key goes to the server and nowhere else: errors and
 answers are scrubbed of it and the event records only the prompts.
 """
 
@@ -34,6 +35,7 @@ from scorers.judge.answers import (
 )
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
+from streams.bounded_http import UNCOMPRESSED, BodyTooLarge, BoundedAsyncClient
 from streams.config import Settings
 from streams.output_files import STOP_SIGNALS
 from streams.redaction import redacted_url
@@ -43,6 +45,8 @@ MAX_ERROR_CHARS = 300
 # A server's Retry-After is honoured up to this, so that one call cannot hold a judge slot for long.
 MAX_RETRY_AFTER_S = 60.0
 MIN_SECRET_KEY_CHARS = 8
+# A chat completion is a few kilobytes; a body past this is not read on (streams/bounded_http.py).
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
 Answer = TypeVar("Answer")
 
@@ -62,6 +66,8 @@ class JudgeClient:
             base_url=settings.openai_base_url,
             timeout=settings.judge_timeout_s,
             max_retries=0,  # retried here, with backoff, under the same timeout per attempt
+            default_headers=UNCOMPRESSED,
+            http_client=BoundedAsyncClient(MAX_ANSWER_BYTES, timeout=settings.judge_timeout_s),
         )
         self._slots = asyncio.Semaphore(max(1, settings.judge_concurrency))
 
@@ -126,6 +132,8 @@ class JudgeClient:
             text = f"the judge did not answer within {self.settings.judge_timeout_s:g} s"
         elif isinstance(exc, openai.APIStatusError):
             text = f"HTTP {exc.status_code} from the judge: {exc.message}"
+        elif isinstance(exc, BodyTooLarge):
+            text = str(exc)
         elif isinstance(exc, openai.APIConnectionError):
             # (The client's own message is only "Connection error.": what failed is in its cause, a
             # refused connection, an unknown host, a connection cut in the middle of an answer.)
@@ -196,7 +204,7 @@ def retry_after_s(exc: BaseException) -> float:
 def retryable(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code >= 500 or exc.status_code in RETRIED_CLIENT_STATUSES
-    return True
+    return not isinstance(exc, BodyTooLarge)  # (a server that sent too much once sends it again)
 
 
 class JudgingInterrupted(Exception):

@@ -3,13 +3,18 @@
 Modes: "correct" answers with the configured answers, "slow" answers correctly but only after
 `delay_s`, "error" answers HTTP 500, "garbage" answers 200 with a message that is not JSON,
 "not-json-body" an HTML page, "json-body-not-json" the same labelled JSON, "error-document" a 200
-carrying an error document, "busy" 429s with Retry-After before it answers. The QA
+carrying an error document, "busy" 429s with Retry-After before it answers, "gzip" answers correctly
+but gzip-compressed whatever was asked, "gzip-bomb" sends a small gzip body that inflates to 64 MiB,
+"huge-declared" and "huge-undeclared" stream up to 1 GiB with and without a Content-Length (the
+bytes that went out are counted in `bytes_sent`). The QA
 and evaluation requests are told apart by the JSON Schema name they send. Every request body received
 is kept in `requests`.
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
 import threading
 import time
@@ -17,6 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 QA_SCHEMA_NAME = "callqa_qa_judge"
+HUGE_BYTES = 1024 * 1024 * 1024
+BOMB_BYTES = 64 * 1024 * 1024
 EVALUATION_SCHEMA_NAME = "callqa_evaluation_judge"
 
 
@@ -43,6 +50,7 @@ class FakeLlm:
         self.retry_after_s = 1
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
+        self.bytes_sent = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -88,6 +96,7 @@ class FakeLlm:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 with fake._lock:
                     fake.requests.append({"path": self.path, "authorization": self.headers.get("Authorization"),
+                                          "accept_encoding": self.headers.get("Accept-Encoding"),
                                           "received_at": time.monotonic(), **body})
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
@@ -116,9 +125,34 @@ class FakeLlm:
                     return self._send(200, {"error": {"message": "upstream overloaded", "type": "server_error"}})
                 if fake.mode == "garbage":
                     return self._send(200, completion(body["model"], "I think the agent did fine!! 10/10"))
+                if fake.mode == "gzip-bomb":
+                    return self._send(200, None, {"Content-Encoding": "gzip"}, raw=gzip_bomb(),
+                                      content_type="application/json")
+                if fake.mode.startswith("huge-"):
+                    return self._stream_huge(declared=fake.mode == "huge-declared")
                 answer = fake.answer_for(body)
                 content = answer if isinstance(answer, str) else json.dumps(answer)
+                if fake.mode == "gzip":
+                    payload = gzip.compress(json.dumps(completion(body["model"], content)).encode())
+                    return self._send(200, None, {"Content-Encoding": "gzip"}, raw=payload, content_type="application/json")
                 self._send(200, completion(body["model"], content))
+
+            def _stream_huge(self, declared: bool) -> None:
+                """A JSON document that never seems to end: spaces after its opening brace."""
+                chunk = b" " * 65_536
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    if declared:
+                        self.send_header("Content-Length", str(HUGE_BYTES))
+                    self.end_headers()
+                    self.wfile.write(b"{")
+                    for _ in range(HUGE_BYTES // len(chunk)):
+                        self.wfile.write(chunk)
+                        with fake._lock:
+                            fake.bytes_sent += len(chunk)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped reading
 
             def _send(self, status: int, document: dict[str, Any] | None, headers: dict[str, str] | None = None,
                       raw: bytes | None = None, content_type: str | None = None) -> None:
@@ -135,6 +169,11 @@ class FakeLlm:
                     pass  # the client gave up (timeout)
 
         return Handler
+
+
+@functools.cache
+def gzip_bomb() -> bytes:
+    return gzip.compress(b" " * BOMB_BYTES)
 
 
 def schema_of(body: dict[str, Any]) -> str | None:

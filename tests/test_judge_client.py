@@ -11,14 +11,14 @@ import msgspec
 import pytest
 
 from eventkit import run_call
-from fake_llm_server import EVALUATION_SCHEMA_NAME, QA_SCHEMA_NAME, FakeLlm
+from fake_llm_server import EVALUATION_SCHEMA_NAME, HUGE_BYTES, QA_SCHEMA_NAME, FakeLlm
 from judgekit import API_KEY, ASSERTIONS, EVALUATION_ANSWER, QA_ANSWER, judged_call, settings
 from qa_kit import metric
 from scorers.cohorts import CohortBook
 from scorers.engine import CallEngine
 from scorers.judge.requests import QA_SYSTEM_PROMPT, build_requests
 from scorers.judge.schemas import qa_answer_schema
-from streams.judge_client import JudgeClient, judge_all
+from streams.judge_client import MAX_ANSWER_BYTES, JudgeClient, judge_all
 
 LLM_METRICS = ("hallucination", "kb_recall", "naturalness", "tool_call_accuracy", "transition_accuracy")
 BOOK = [{"cohort_id": "pizza", "name": "Pizza", "agents": ["pizza-*"],
@@ -195,6 +195,32 @@ def test_no_more_requests_in_flight_than_the_concurrency(fake):
     assert [e.call_id for e in events] == ["c0", "c1", "c2", "c3"]
     assert len(fake.requests) == 8  # a QA and an evaluation request per call
     assert fake.max_in_flight == 2
+
+
+# ------------------------------------------------------------------------------- answer size
+
+
+def test_a_compressed_answer_is_read_though_uncompressed_ones_were_asked_for(fake):
+    fake.mode = "gzip"  # a proxy that compresses whatever was asked
+    _, judge_event, second = judge_call(fake)
+    assert {r["accept_encoding"] for r in fake.requests} == {"identity"}
+    assert "error" not in judge_event.data.qa
+    assert metric(second, "kb_recall").details["judge"] == "llm"
+
+
+@pytest.mark.parametrize(("mode", "error"), [
+    ("huge-declared", f"the judge's answer is {HUGE_BYTES:,} bytes, above the {MAX_ANSWER_BYTES:,}-byte limit"),
+    ("huge-undeclared", f"the judge's answer ran past the {MAX_ANSWER_BYTES:,}-byte limit"),
+    ("gzip-bomb", f"the judge's answer ran past the {MAX_ANSWER_BYTES:,}-byte limit"),
+])
+def test_an_answer_past_the_size_limit_is_an_error_not_read_on_and_not_retried(fake, mode, error):
+    fake.mode = mode
+    first, judge_event, second = judge_call(fake, judge_retries=2, judge_backoff_s=0.01)
+    assert judge_event.data.qa["error"] == error
+    assert len(fake.received(QA_SCHEMA_NAME)) == 1  # the same server would send it again
+    if mode.startswith("huge-"):  # reading stopped near the limit (the rest in socket buffers), not at the end
+        assert fake.bytes_sent < HUGE_BYTES / 8
+    assert [(m.value, m.score) for m in second.metrics] == [(m.value, m.score) for m in first.metrics]
 
 
 # -------------------------------------------------------------------------------- prompt injection
