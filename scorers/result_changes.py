@@ -48,6 +48,10 @@ class VerdictTally:
     failed_to_passed: int = 0
     became_unjudged: int = 0  # a pass or fail before, none after (the metric no longer applies)
     became_judged: int = 0
+    # Calls whose result holds this verdict on one side only (a cohort that now matches the call, or no
+    # longer does; a metric added): not compared, but counted, so that every changed call shows somewhere.
+    added: int = 0
+    gone: int = 0
     score_change_sum: float = 0.0
     scored_both: int = 0  # calls with a score before and after: the mean change is over these
 
@@ -95,7 +99,8 @@ class ResultChanges:
             "verdicts": [{"name": t.name, "compared": t.compared, "changed": t.changed,
                           "mean_score_change": _rounded(t.mean_score_change),
                           "passed_to_failed": t.passed_to_failed, "failed_to_passed": t.failed_to_passed,
-                          "became_judged": t.became_judged, "became_unjudged": t.became_unjudged}
+                          "became_judged": t.became_judged, "became_unjudged": t.became_unjudged,
+                          "added": t.added, "gone": t.gone}
                          for t in self.tallies],
             "changed_calls": [{"call_id": call.call_id,
                                "changes": [{"name": c.name, "before": _verdict_dict(c.before),
@@ -136,8 +141,13 @@ def compare_results(before: Iterable[dict[str, Any]], after: Iterable[dict[str, 
         changes = []
         for name in [*was, *(name for name in now if name not in was)]:
             before, after = was.get(name), now.get(name)
-            if before is not None and after is not None:
-                tallies.setdefault(name, VerdictTally(name)).count(before, after)
+            tally = tallies.setdefault(name, VerdictTally(name))
+            if before is None:
+                tally.added += 1
+            elif after is None:
+                tally.gone += 1
+            else:
+                tally.count(before, after)
             if before != after:
                 changes.append(VerdictChange(name, before, after))
         if changes:

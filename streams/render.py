@@ -113,11 +113,11 @@ def result_changes_text(report: dict[str, Any], calls_shown: int) -> str:
              f"{report['calls_after']}), {report['calls_changed']} with a verdict changed; only before: "
              f"{len(report['only_before'])}, only after: {len(report['only_after'])}"]
     header = ("verdict", "compared", "changed", "mean score change", "pass→fail", "fail→pass", "now judged",
-              "no longer judged")
+              "no longer judged", "added", "gone")
     rows = [header] + [(shown(t["name"]), str(t["compared"]), str(t["changed"]),
                         "-" if t["mean_score_change"] is None else f"{t['mean_score_change']:+.2f}",
                         str(t["passed_to_failed"]), str(t["failed_to_passed"]), str(t["became_judged"]),
-                        str(t["became_unjudged"])) for t in report["verdicts"]]
+                        str(t["became_unjudged"]), str(t["added"]), str(t["gone"])) for t in report["verdicts"]]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines += ["  ".join(cell.ljust(widths[0]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
               for row in rows]

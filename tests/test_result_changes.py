@@ -4,6 +4,7 @@ newest result in each file)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from scorers.result_changes import Verdict, compare_results, verdicts
 from streams.cli import main
@@ -57,6 +58,10 @@ def test_a_verdict_a_result_gained_is_a_change_of_that_call():
     assert call.call_id == "a" and [(c.name, c.before, c.after) for c in call.changes] == [
         ("cohort billing", None, Verdict(80.0, True))]
     assert report.regressions == 0
+    [tally] = report.tallies  # counted as added, not compared
+    assert (tally.name, tally.compared, tally.added, tally.gone) == ("cohort billing", 0, 1, 0)
+    [tally] = compare_results([result("a", cohorts={"billing": (80.0, True)})], [result("a")]).tallies
+    assert (tally.compared, tally.added, tally.gone) == (0, 0, 1)
 
 
 def _write(path, documents) -> str:
@@ -77,7 +82,7 @@ def test_the_command_prints_the_changes_and_fails_on_a_regression_only_when_aske
     document = json.loads(capsys.readouterr().out)
     assert document["verdicts"] == [{"name": "wer", "compared": 1, "changed": 1, "mean_score_change": 30.0,
                                      "passed_to_failed": 0, "failed_to_passed": 1, "became_judged": 0,
-                                     "became_unjudged": 0}]
+                                     "became_unjudged": 0, "added": 0, "gone": 0}]
 
 
 def test_a_line_that_is_no_result_is_named_with_its_file_and_line(tmp_path, capsys):
@@ -99,8 +104,12 @@ def test_a_replay_after_a_change_of_cohorts_shows_what_the_cohorts_changed(tmp_p
     document = json.loads(capsys.readouterr().out)
     assert document["calls_compared"] == 240 and document["only_before"] == document["only_after"] == []
     assert all(t["changed"] == 0 for t in document["verdicts"])  # cohorts change no metric
-    in_a_cohort = {r["call_id"] for r in map(json.loads, with_cohorts.read_text().splitlines()) if r["cohorts"]}
+    newest = {r["call_id"]: r for r in map(json.loads, with_cohorts.read_text().splitlines())}  # (versions ascend)
+    in_a_cohort = {call_id for call_id, r in newest.items() if r["cohorts"]}
     assert document["calls_changed"] == len(in_a_cohort) > 0
+    members = Counter(cohort["cohort_id"] for r in newest.values() for cohort in r["cohorts"])
+    assert {t["name"]: t["added"] for t in document["verdicts"] if t["added"]} == {
+        f"cohort {cohort_id}": count for cohort_id, count in members.items()}
 
 
 def test_verdicts_are_listed_metrics_first_then_cohorts_by_id_then_the_scenario_s_success():
@@ -115,8 +124,8 @@ def test_verdicts_are_listed_metrics_first_then_cohorts_by_id_then_the_scenario_
 
 
 def test_listing_no_calls_lists_none_of_them(tmp_path, capsys):
-    before = _write(tmp_path / "before.jsonl", [result("gone"), result("kept", metrics={"wer": (90.0, True)})])
-    after = _write(tmp_path / "after.jsonl", [result("kept", metrics={"wer": (60.0, False)})])
+    before = _write(tmp_path / "before.jsonl", [result("dropped-call"), result("kept-call", metrics={"wer": (90.0, True)})])
+    after = _write(tmp_path / "after.jsonl", [result("kept-call", metrics={"wer": (60.0, False)})])
     assert main(["compare", before, after, "--calls", "0"]) == 0
     out = capsys.readouterr().out
-    assert "only before: 1" in out and "gone" not in out and "kept" not in out and "calls changed" not in out
+    assert "only before: 1" in out and "-call" not in out and "calls changed" not in out
