@@ -10,7 +10,9 @@ once: an event delivered just before a stop, and not yet committed, comes again 
 by its `dedupe_key` and `state`).
 
 A failed POST (a connection error, a timeout, a 5xx, 408 or 429 answer) is retried; any other answer
-from 300 up is final, logged and counted, as retrying it cannot help. A relay group with no committed
+from 300 up is final, logged and counted, as retrying it cannot help. A redirect is not followed: an
+HTTP client following a 301 or 302 sends the event again as a GET without its body, which a receiver
+answers 200 having received nothing; the log names where it pointed, for the webhook URL to be set to. A relay group with no committed
 offset starts where the topic ended when its first relay started, and commits that at once:
 configuring a webhook does not send the history, and a relay started later resumes from there.
 """
@@ -28,7 +30,7 @@ from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from streams.broker_fixes import verified_end_offsets
 from streams.config import Settings
-from streams.redaction import without_urls
+from streams.redaction import redacted_url, without_urls
 from streams.kafka_clients import connection_options, ended_within, reader
 
 logger = logging.getLogger("callqa.alerts.webhook")
@@ -46,7 +48,7 @@ WARN_EVERY = 10
 @dataclass(slots=True)
 class DeliveryCounters:
     delivered: int = 0
-    refused: int = 0  # a 4xx answer that retrying cannot change: given up, and committed
+    refused: int = 0  # a 3xx or 4xx answer that retrying cannot change: given up, and committed
     retries: int = 0
     assigned: bool = False  # whether this worker's relay holds the alerts topic (one worker does)
 
@@ -63,13 +65,17 @@ class WebhookPoster:
     async def post(self, session: aiohttp.ClientSession, body: bytes) -> bool | str:
         """True once delivered; False when refused for good; else why it failed, to try again."""
         try:
-            async with session.post(self.url, data=body, headers={"Content-Type": "application/json"}) as response:
+            async with session.post(self.url, data=body, headers={"Content-Type": "application/json"},
+                                    allow_redirects=False) as response:
                 if response.status < 300:
                     self.counters.delivered += 1
                     return True
                 if response.status < 500 and response.status not in RETRIED_CLIENT_STATUSES:
                     self.counters.refused += 1
-                    logger.warning("alert webhook refused an event for good: HTTP %s", response.status)
+                    location = response.headers.get("Location")
+                    redirect = (f" (a redirect to {redacted_url(location)}, not followed: set the webhook URL to "
+                                "where it points)") if response.status < 400 and location else ""
+                    logger.warning("alert webhook refused an event for good: HTTP %s%s", response.status, redirect)
                     return False
                 return f"HTTP {response.status}"
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
