@@ -173,3 +173,45 @@ def test_chinese_is_aligned_character_by_character():
     # Two sentences do not merge into one word when their full stop is removed; Latin words stay words.
     m = scored("wer", user("好的。谢谢 OK"), correct(0, "好的 谢谢 OK"))
     assert (m.details["reference_words"], m.value) == (5, 0.0)
+
+
+def _han(count, seed):
+    import random
+
+    rng = random.Random(seed)
+    return "".join(chr(0x4E00 + rng.randrange(2000)) for _ in range(count))
+
+
+def _changed(text, index):
+    """`text` with its character at `index` replaced by another Han character."""
+    return text[:index] + ("丁" if text[index] != "丁" else "七") + text[index + 1:]
+
+
+def test_a_long_turn_corrected_in_one_place_is_aligned_exactly():
+    # The words both texts share at each end are set aside: a 100,000-character turn with one character
+    # misheard in its middle costs one error, exactly, however long the turn.
+    heard = _han(100_000, seed=1)
+    m = scored("wer", user(heard), correct(0, _changed(heard, 50_000)))
+    assert (m.details["errors"], m.details["reference_words"]) == (1, 100_000)
+    assert "unaligned_turns" not in m.details
+
+
+def test_two_long_unrelated_texts_are_counted_at_their_upper_bound_not_aligned_for_a_minute(monkeypatch):
+    import time
+
+    from scorers.qa import wer
+
+    monkeypatch.setattr(wer, "MAX_ALIGNED_CELLS", 10_000)  # (a 100 × 100 budget, so the test stays small)
+    heard, said = _han(400, seed=2), _han(300, seed=3)
+    started = time.process_time()
+    m = scored("wer", user(heard), user("fine thanks"), correct(0, said))
+    assert time.process_time() - started < 5
+    # The longer text's words are the most errors the turn can have; the estimate is said.
+    assert (m.details["errors"], m.details["reference_words"], m.details["unaligned_turns"]) == (400, 302, 1)
+    # A distance found within the band is exact: two characters changed far apart in the same long turn
+    # (201 × 201 words between them, past the budget).
+    m = scored("wer", user(heard), correct(0, _changed(_changed(heard, 100), 300)))
+    assert (m.details["errors"], "unaligned_turns" in m.details) == (2, False)
+    # A later correction that aligns takes the turn off the count.
+    _, results = run_call(call_events(user(heard)) + [correct(0, said), correct(0, heard[:-1])])
+    assert [metric(r, "wer").details.get("unaligned_turns") for r in results] == [None, 1, None]

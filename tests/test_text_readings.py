@@ -11,7 +11,7 @@ import sys
 
 import jiwer
 
-from scorers.qa.wer import SEPARATORS, _PUNCTUATION, _normalise_sentences, edit_distance, normalise, word_count
+from scorers.qa.wer import SEPARATORS, _PUNCTUATION, edit_distance, normalise, word_count
 from scorers.text import (
     FACT_RE,
     _figure_matches,
@@ -148,7 +148,7 @@ def test_wer_aligns_as_jiwer_does_with_its_own_normalisation():
     texts = TEXTS + _random_texts(600, seed=7) + _random_unicode_texts(600, seed=8)
     rng = random.Random(9)
     for reference, hypothesis in zip(texts, rng.sample(texts, len(texts))):
-        assert edit_distance(reference, hypothesis) == _jiwer_edit_distance(reference, hypothesis), (reference, hypothesis)
+        assert edit_distance(reference, hypothesis).errors == _jiwer_edit_distance(reference, hypothesis), (reference, hypothesis)
 
 
 def test_the_punctuation_table_stops_remembering_other_characters_at_its_cap_and_reads_the_same(monkeypatch):
@@ -158,11 +158,6 @@ def test_the_punctuation_table_stops_remembering_other_characters_at_its_cap_and
         assert normalise(text) == JIWER_NORMALISE(text), repr(text)
     remembered_others = [code for code, to in _PUNCTUATION.items() if to is not None and chr(code) not in SEPARATORS]
     assert len(remembered_others) <= type(_PUNCTUATION).MAX_REMEMBERED
-
-
-def test_the_transform_given_to_jiwer_reads_a_text_or_a_list_of_texts_as_jiwer_s_own_does():
-    for given in ["Hello,  World!", ["Hello,  World!", "", "a\u2014b"], []]:
-        assert _normalise_sentences(given) == JIWER_NORMALISE(given), given
 
 
 def test_wer_removes_every_punctuation_character_jiwer_removes():

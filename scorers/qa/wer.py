@@ -1,8 +1,8 @@
 """Word error rate: how accurately the caller's speech was transcribed, against human corrections.
 
-Per user utterance, the word-level edit distance (substitutions + deletions + insertions, aligned by
-jiwer) between the reference and the transcribed text; summed over the call's user utterances and
-divided by the total number of reference words. The reference is the corrected text when a
+Per user utterance, the word-level edit distance (substitutions + deletions + insertions, the count
+jiwer's alignment gives, computed by rapidfuzz as jiwer's is) between the reference and the transcribed
+text; summed over the call's user utterances and divided by the total number of reference words. The reference is the corrected text when a
 `transcript.corrected` event names that turn, else the transcript itself (so WER is 0 and
 `details.estimated` is true until a correction of a user turn arrives). Score: (1 − WER) × 100,
 floored at 0.
@@ -26,6 +26,13 @@ nothing; a later correction of the same turn replaces the earlier one. Correctio
 the call ended; the engine then re-scores the call, and only the corrected turn is re-aligned here.
 
 `value` is the WER rounded to 4 decimals; the score is computed from the unrounded WER.
+
+Aligning costs the product of the two texts' lengths, and a turn may hold a third of a million Chinese
+characters within the message size limit: aligned in full, one correction of it took a minute of a
+worker's time. The words the two texts share at their start and at their end are set aside first (that
+changes no edit distance), and what is left is aligned in full up to MAX_ALIGNED_CELLS, past that only
+for a distance small enough to find within the same work. A distance larger than that is counted as
+its upper bound, the longer text's word count, and the turn as `details.unaligned_turns`.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-import jiwer
+from rapidfuzz.distance import Levenshtein
 
 from models.call_state import CallState, Record
 from models.events import Event, TranscriptCorrected, Turn
@@ -110,19 +117,39 @@ def word_count(text: str) -> int:
     return len(words) - words.count("")
 
 
-def _normalise_sentences(sentences: str | list[str]) -> list[list[str]]:
-    # jiwer hands a transform its texts as a list of sentences (one here), and wants a list of word
-    # lists back; a plain text is read too, as jiwer's own transforms read both.
-    if isinstance(sentences, str):
-        return normalise(sentences)
-    return [normalise(sentence)[0] for sentence in sentences] or [[]]
+# Word pairs aligned per utterance: two texts of 14,000 words each, some 40 ms.
+MAX_ALIGNED_CELLS = 200_000_000
 
 
-def edit_distance(reference: str, hypothesis: str) -> int:
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    errors: int
+    exact: bool  # False: too long to align within MAX_ALIGNED_CELLS, `errors` is the upper bound
+
+
+def edit_distance(reference: str, hypothesis: str) -> Alignment:
     """Word-level substitutions + deletions + insertions turning `reference` into `hypothesis`."""
-    out = jiwer.process_words(reference, hypothesis, reference_transform=_normalise_sentences,
-                              hypothesis_transform=_normalise_sentences)
-    return out.substitutions + out.deletions + out.insertions
+    ref, hyp = normalise(reference)[0], normalise(hypothesis)[0]
+    shared_start = 0
+    for ref_word, hyp_word in zip(ref, hyp):
+        if ref_word != hyp_word:
+            break
+        shared_start += 1
+    ref, hyp = ref[shared_start:], hyp[shared_start:]
+    shared_end = 0
+    for ref_word, hyp_word in zip(reversed(ref), reversed(hyp)):
+        if ref_word != hyp_word:
+            break
+        shared_end += 1
+    if shared_end:
+        ref, hyp = ref[:-shared_end], hyp[:-shared_end]
+    longer = max(len(ref), len(hyp))
+    if not ref or not hyp or len(ref) * len(hyp) <= MAX_ALIGNED_CELLS:
+        return Alignment(Levenshtein.distance(ref, hyp), exact=True)
+    # (With a cutoff the alignment keeps to a band of that width: the work is the cutoff × the length.)
+    cutoff = MAX_ALIGNED_CELLS // longer
+    distance = Levenshtein.distance(ref, hyp, score_cutoff=cutoff)
+    return Alignment(distance, exact=True) if distance <= cutoff else Alignment(longer, exact=False)
 
 
 class UserUtterance(Record):
@@ -139,6 +166,8 @@ class WerAcc:
     reference_words: int = 0
     errors: int = 0
     corrected_turns: int = 0
+    # Turns whose errors are the upper bound (see MAX_ALIGNED_CELLS); a tuple, as nearly always empty.
+    unaligned: tuple[int, ...] = ()
 
 
 class WordErrorRate(QaMetric):
@@ -162,16 +191,19 @@ class WordErrorRate(QaMetric):
         elif isinstance(event, TranscriptCorrected):
             utterance = acc.utterances.get(event.data.turn_index)
             if utterance is not None:
-                self._correct(acc, utterance, event.data.text)
+                self._correct(acc, event.data.turn_index, utterance, event.data.text)
 
     @staticmethod
-    def _correct(acc: WerAcc, utterance: UserUtterance, reference: str) -> None:
+    def _correct(acc: WerAcc, turn_index: int, utterance: UserUtterance, reference: str) -> None:
         acc.reference_words -= utterance.reference_words
         acc.errors -= utterance.errors
+        alignment = edit_distance(reference, utterance.transcript)
         utterance.reference_words = word_count(reference)
-        utterance.errors = edit_distance(reference, utterance.transcript)
+        utterance.errors = alignment.errors
         acc.reference_words += utterance.reference_words
         acc.errors += utterance.errors
+        if alignment.exact != (turn_index not in acc.unaligned):
+            acc.unaligned = tuple(sorted(set(acc.unaligned) ^ {turn_index}))
         if not utterance.corrected:
             utterance.corrected = True
             acc.corrected_turns += 1
@@ -187,4 +219,5 @@ class WordErrorRate(QaMetric):
             errors=acc.errors,
             estimated=acc.corrected_turns == 0,
             corrected_turns=acc.corrected_turns,
+            **({"unaligned_turns": len(acc.unaligned)} if acc.unaligned else {}),
         )
