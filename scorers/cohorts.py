@@ -25,6 +25,7 @@ from models.call_state import CallState
 from models.cohorts import (
     CohortDefinition,
     LlmCriterion,
+    LIST_OPS,
     RuleCriterion,
     decode_cohort,
     is_number,
@@ -54,6 +55,8 @@ class CohortBook:
         metrics: Iterable[QaMetric] = registry.qa if registry is not None else qa_metrics()
         self.default_thresholds: dict[str, float] = {m.name: m.default_threshold for m in metrics}
         self._cohorts: dict[str, CohortDefinition] = {}
+        # Each cohort's `in` and `not_in` lists as sets (None for its other criteria), made once.
+        self._members: dict[str, tuple[Members | None, ...]] = {}
         for document in cohorts:
             self.apply(document)
 
@@ -67,13 +70,17 @@ class CohortBook:
         """Upsert a cohort, or remove it when the document says `deleted: true`. Raises CohortError."""
         definition = self.decode(document)
         if definition.deleted:
-            self._cohorts.pop(definition.cohort_id, None)
+            self.delete(definition.cohort_id)
         else:
             self._cohorts[definition.cohort_id] = definition
+            self._members[definition.cohort_id] = tuple(
+                Members(criterion.value) if isinstance(criterion, RuleCriterion) and criterion.op in LIST_OPS else None
+                for criterion in definition.criteria)
 
     def delete(self, cohort_id: str) -> None:
         """Remove a cohort (a Kafka tombstone on `callqa.cohorts` carries only the key)."""
         self._cohorts.pop(cohort_id, None)
+        self._members.pop(cohort_id, None)
 
     def get(self, cohort_id: str) -> CohortDefinition | None:
         return self._cohorts.get(cohort_id)
@@ -117,13 +124,15 @@ class CohortBook:
             metric_details[selection.metric] = detail
 
         criterion_details: dict[str, dict[str, Any]] = {}
-        for criterion in cohort.criteria:
+        held = self._cohorts.get(cohort.cohort_id) is cohort
+        members = self._members[cohort.cohort_id] if held else (None,) * len(cohort.criteria)
+        for criterion, its_members in zip(cohort.criteria, members):
             if isinstance(criterion, LlmCriterion):
                 key = (keys or {}).get((cohort.cohort_id, criterion.name), criterion.name)
                 met, reason = llm_criterion_met(criterion, view.call, key)
                 detail = {"met": met, "weight": criterion.weight, "reason": reason}
             else:
-                met = rule_met(criterion, view.resolve(criterion.field))
+                met = rule_met(criterion, view.resolve(criterion.field), its_members)
                 detail = {"met": met, "weight": criterion.weight}
             criterion_details[criterion.name] = detail
             if met is not None:
@@ -205,8 +214,9 @@ def llm_criterion_met(criterion: LlmCriterion, call: CallState, key: str | None 
     return passed, reason if isinstance(reason, str) else ""
 
 
-def rule_met(rule: RuleCriterion, actual: Any) -> bool:
-    """Whether `actual` (the field's value, or MISSING) satisfies the rule. A missing field reads as null."""
+def rule_met(rule: RuleCriterion, actual: Any, members: Members | None = None) -> bool:
+    """Whether `actual` (the field's value, or MISSING) satisfies the rule. A missing field reads as null.
+    `members`: the rule's list as `Members`, for `in` and `not_in` (else it is looked through)."""
     op, expected = rule.op, rule.value
     if op == "exists":
         present = actual is not MISSING and actual is not None
@@ -217,10 +227,9 @@ def rule_met(rule: RuleCriterion, actual: Any) -> bool:
         return _equal(actual, expected)
     if op == "ne":
         return not _equal(actual, expected)
-    if op == "in":
-        return any(_equal(actual, item) for item in expected)
-    if op == "not_in":
-        return not any(_equal(actual, item) for item in expected)
+    if op in LIST_OPS:
+        found = actual in members if members is not None else any(_equal(actual, item) for item in expected)
+        return found if op == "in" else not found
     if op == "contains":
         if isinstance(actual, str):
             return isinstance(expected, str) and expected in actual
@@ -245,6 +254,35 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     return a == b
+
+
+# A field's value of these types is looked up in a set; each equals only an item of these types.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class Members:
+    """A rule's `in` list, to ask whether a value is one of its items as `_equal` would, without
+    comparing it with each: a cohort may hold 50 rules of 1,000 items, asked for every result.
+
+    The items of a scalar type are kept in sets, booleans apart from the numbers they equal in Python
+    (`True == 1`). A value of a scalar type can equal no other item (a list, an object, NaN), so the
+    sets answer for it; any other value is compared with every item."""
+
+    __slots__ = ("_items", "_values", "_booleans")
+
+    def __init__(self, items: list[Any]) -> None:
+        self._items = items
+        scalars = [item for item in items if type(item) in _SCALARS and item == item]
+        self._values = frozenset(item for item in scalars if type(item) is not bool)
+        self._booleans = frozenset(item for item in scalars if type(item) is bool)
+
+    def __contains__(self, actual: Any) -> bool:
+        kind = type(actual)
+        if kind is bool:
+            return actual in self._booleans
+        if kind in _SCALARS and actual == actual:  # (NaN equals nothing: compared, and found in nothing)
+            return actual in self._values
+        return any(_equal(actual, item) for item in self._items)
 
 
 # ---------------------------------------------------------------------------------- the result

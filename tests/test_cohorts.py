@@ -423,3 +423,36 @@ def test_cohorts_asking_different_questions_under_one_criterion_name_each_get_th
     result = engine.process(event("judge.result", {"criteria": answer}, ts_ms=requests.ts_ms)).result
     met = {v.cohort_id: v.details["criteria"]["ok"]["met"] for v in result.cohorts}
     assert met == {"a": True, "b": False, "c": True}
+
+
+def test_an_in_list_looked_up_as_a_set_answers_as_comparing_each_item_does():
+    import math
+    import random
+
+    from scorers.cohorts import Members, _equal
+
+    rng = random.Random(5)
+    pool = [0, 1, 2, -1, 1.0, 0.0, 2.5, True, False, None, "1", "a", "", "True", math.nan, math.inf, 10**30,
+            float(10**30), [], [1], [True], {}, {"a": 1}, b"a", "agent-1"]
+    for _ in range(3000):
+        items = rng.sample(pool, rng.randint(0, 8))
+        members = Members(items)
+        for actual in pool:
+            assert (actual in members) == any(_equal(actual, item) for item in items), (actual, items)
+
+
+def test_a_cohort_of_many_long_in_lists_is_scored_without_comparing_every_item(monkeypatch):
+    from scorers import cohorts as cohort_scoring
+
+    rules = [{"name": f"r{j}", "field": "agent_id", "op": "in", "value": [f"v{k}" for k in range(998)] + ["agent-1"]}
+             for j in range(50)]
+    cohorts = book(*[cohort(cohort_id=f"c{i}", agents=["agent-*"], criteria=rules) for i in range(20)])
+    compared = []
+    equal = cohort_scoring._equal
+    monkeypatch.setattr(cohort_scoring, "_equal", lambda a, b: compared.append(1) or equal(a, b))
+    verdicts = cohorts.verdicts(call(), METRICS, EVALUATION)
+    assert len(verdicts) == 20 and all(v.details["criteria"]["r49"]["met"] is True for v in verdicts)
+    assert compared == []  # a million comparisons, one by one, for every result
+    # Replaced, the cohort's lists are the new ones.
+    cohorts.apply(cohort(cohort_id="c0", agents=["agent-*"], criteria=[{**rules[0], "value": ["agent-2"]}]))
+    assert cohorts.verdicts(call(), METRICS, EVALUATION)[0].details["criteria"]["r0"]["met"] is False
