@@ -15,6 +15,7 @@ answer for every partition.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from typing import Any
 
@@ -44,6 +45,27 @@ async def json_errors(request: Any, handler: Any) -> Any:
             raise
         detail = exc.text if exc.text and not exc.text.startswith(f"{exc.status}:") else exc.reason
         return aiohttp.web.json_response({"error": detail}, status=exc.status, headers=_kept_headers(exc))
+
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def write_token_check(token: str | None) -> Any:
+    """A middleware asking every request that is not a read for `Authorization: Bearer <token>`
+    (CALLQA_API_TOKEN); with no token, none is asked."""
+
+    @aiohttp.web.middleware
+    async def check(request: Any, handler: Any) -> Any:
+        if token and request.method not in READ_METHODS:
+            scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+                return aiohttp.web.json_response(
+                    {"error": f"{request.method} {request.path} needs the API token: Authorization: Bearer "
+                              "<CALLQA_API_TOKEN>"},
+                    status=401, headers={"WWW-Authenticate": 'Bearer realm="callqa"'})
+        return await handler(request)
+
+    return check
 
 
 def _kept_headers(exc: Any) -> dict[str, str]:

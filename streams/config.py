@@ -19,7 +19,7 @@ from models.wire import MAX_MESSAGE_BYTES
 from scorers.judge.requests import ANSWER_FORMATS
 from streams.redaction import redacted_url
 
-SECRET_FIELDS = frozenset({"openai_api_key", "kafka_sasl_password"})
+SECRET_FIELDS = frozenset({"openai_api_key", "kafka_sasl_password", "api_token"})
 
 
 # The largest produce request the worker sends, and what a request adds around one record (headers,
@@ -48,6 +48,9 @@ class Settings:
     # the API listens on 0.0.0.0, which names no worker: there web_host is the container's host name.
     web_host: str = "127.0.0.1"
     web_bind: str | None = None
+    # Asked of every HTTP API request that changes something (cohort writes) as `Authorization: Bearer
+    # <token>`; reads stay open, for dashboards. None: writes are open to whoever reaches the API.
+    api_token: str | None = field(default=None, repr=False)
     # Event time: how far a partition's watermark must pass a call's inactivity deadline before the
     # call is swept, to absorb the reordering a batching producer introduces between calls.
     allowed_lateness_ms: int = 30_000

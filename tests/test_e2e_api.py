@@ -27,11 +27,16 @@ COHORT = {"cohort_id": "support", "name": "Support line",
           "metrics": [{"metric": "latency", "weight": 2, "threshold": 70}, {"metric": "wer"}, {"metric": "sentiment"}]}
 
 
+API_TOKEN = "t0ken-for-writes"
+
+
 def http(worker, method: str, path: str, body: dict | bytes | None = None,
-         headers: dict[str, str] | None = None) -> tuple[int, dict | str]:
+         headers: dict[str, str] | None = None, token: str | None = API_TOKEN) -> tuple[int, dict | str]:
+    """A request to the worker's API, with the API token (a worker that asks for none ignores it)."""
     data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    authorization = {"Authorization": f"Bearer {token}"} if token else {}
     request = urllib.request.Request(f"http://127.0.0.1:{worker.web_port}{path}", method=method, data=data,
-                                     headers={"Content-Type": "application/json", **(headers or {})})
+                                     headers={"Content-Type": "application/json", **authorization, **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             raw = response.read().decode()
@@ -63,14 +68,22 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
     replay(read_log(log), CallEngine(cohorts=book), 4, lambda r: expected_results.append(json.loads(__import__("msgspec").json.encode(r))))
     expected = latest_by_call(expected_results)
 
-    worker = start_worker(broker, topic_prefix)
+    worker = start_worker(broker, topic_prefix, env={"CALLQA_API_TOKEN": API_TOKEN})
     try:
         # The API (cohort writes included) listens on CALLQA_WEB_HOST only, 127.0.0.1 by default:
         # another loopback address, which a wildcard bind would answer, is refused.
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.2", worker.web_port), timeout=5).close()
-        status, catalog = http(worker, "GET", "/qa/metrics")
+        status, catalog = http(worker, "GET", "/qa/metrics", token=None)  # reads need no token
         assert status == 200 and [m["metric"] for m in catalog["metrics"]][:3] == ["hallucination", "kb_recall", "wer"]
+        # Writes need the API token: without it, or with another, nothing is written.
+        for token in (None, "t0ken-for-write", API_TOKEN + "s"):
+            for method, path in (("POST", "/cohorts"), ("PUT", "/cohorts/support"), ("DELETE", "/cohorts/support")):
+                status, body = http(worker, method, path, COHORT if method != "DELETE" else None, token=token)
+                assert status == 401 and "needs the API token" in body["error"], (method, token)
+        status, body = http(worker, "POST", "/cohorts", COHORT, headers={"Authorization": f"Basic {API_TOKEN}"})
+        assert status == 401
+        assert http(worker, "GET", "/cohorts", token=None)[1] == {"cohorts": []}
 
         status, body = http(worker, "POST", "/cohorts", {"cohort_id": "x", "name": "X", "metrics": [{"metric": "empathy"}]})
         assert status == 422 and "empathy" in body["error"]
