@@ -317,6 +317,11 @@ def _decode_full(codec: _Codec, raw: bytes) -> Decoded:
     return decoded
 
 
+# A batch's bad items are dead-lettered one by one up to this many, the rest in one dead letter holding
+# the message: a megabyte of four-byte items would otherwise be some 260,000 dead letters, 90 MB.
+MAX_ITEMS_DEAD_LETTERED = 1_000
+
+
 def _decode_items(codec: _Codec, raw: bytes) -> Decoded:
     single = _decode_one(codec, raw)
     if isinstance(single, Event):
@@ -340,17 +345,25 @@ def _decode_items(codec: _Codec, raw: bytes) -> Decoded:
         return Decoded([], [Rejected("batch: it holds no events", raw, call_id=batch.call_id)])
     out = Decoded([], [], is_batch=True)
     accepted: list[int] = []
+    refused_beyond = 0
     for index, item in enumerate(batch.events):
         decoded = _decode_one(codec, bytes(item), index)
+        if isinstance(decoded, Event) and batch.call_id is not None and decoded.call_id != batch.call_id:
+            decoded = _reject(codec, bytes(item), f"call_id {decoded.call_id!r} differs from its batch's {batch.call_id!r}",
+                              index)
         if isinstance(decoded, Rejected):
-            out.rejected.append(decoded)
-        elif batch.call_id is not None and decoded.call_id != batch.call_id:
-            out.rejected.append(
-                _reject(codec, bytes(item), f"call_id {decoded.call_id!r} differs from its batch's {batch.call_id!r}", index)
-            )
+            if len(out.rejected) < MAX_ITEMS_DEAD_LETTERED:
+                out.rejected.append(decoded)
+            else:
+                refused_beyond += 1
         else:
             out.events.append(decoded)
             accepted.append(index)
+    if refused_beyond:
+        out.rejected.append(Rejected(
+            f"batch: {refused_beyond} more of its {len(batch.events)} items were refused as well, not dead-lettered "
+            f"one by one past the first {MAX_ITEMS_DEAD_LETTERED} (which name their reasons): the message is here "
+            "and whole at its topic, partition and offset", raw, call_id=batch.call_id))
     if out.rejected:
         out.item_indexes = accepted
     return out

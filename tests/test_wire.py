@@ -9,7 +9,7 @@ import msgpack
 import msgspec
 import pytest
 
-from models.wire import decode_message, encode_batch, encode_event
+from models.wire import MAX_ITEMS_DEAD_LETTERED, decode_message, encode_batch, encode_event
 
 
 def envelope(**overrides):
@@ -111,6 +111,21 @@ def test_a_batch_item_of_another_call_is_rejected():
     decoded = decode_message(msgpack.packb({"v": 1, "call_id": "c1", "events": [envelope(call_id="c2")]}))
     assert decoded.events == []
     assert "differs from its batch's 'c1'" in decoded.rejected[0].reason
+
+
+def test_past_a_thousand_bad_items_a_batch_is_dead_lettered_once_more_whole_not_item_by_item():
+    items = [envelope(event_id="first")] + [4] * 1_200 + [envelope(call_id="c2")] * 300 + [envelope(event_id="last")]
+    raw = msgpack.packb({"v": 1, "call_id": "c1", "events": items})
+    decoded = decode_message(raw, max_bytes=len(raw))
+    assert [e.event_id for e in decoded.events] == ["first", "last"]
+    assert decoded.batch_index_of(1) == len(items) - 1  # (the event's place, past the items refused)
+    *one_by_one, whole = decoded.rejected
+    assert [r.batch_index for r in one_by_one] == list(range(1, MAX_ITEMS_DEAD_LETTERED + 1))
+    assert whole.raw == raw and whole.batch_index is None and whole.call_id == "c1"
+    assert whole.reason.startswith(f"batch: 500 more of its {len(items)} items were refused as well")
+    # Up to the cap, every bad item has a dead letter of its own, and no more is added.
+    raw = msgpack.packb({"v": 1, "call_id": "c1", "events": [4] * MAX_ITEMS_DEAD_LETTERED})
+    assert [r.batch_index for r in decode_message(raw).rejected] == list(range(MAX_ITEMS_DEAD_LETTERED))
 
 
 def test_a_cross_call_batch_has_no_call_id():
