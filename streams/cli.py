@@ -19,7 +19,7 @@ import msgspec
 
 from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.results import CallResult
-from models.wire import MSGPACK_LOG, log_format, log_format_by_name, read_log, refuse_unreadable
+from models.wire import MAX_ITEMS_DEAD_LETTERED, MSGPACK_LOG, log_format, log_format_by_name, read_log, refuse_unreadable
 from streams.broker import BrokerUnavailable
 from streams.config import Settings, load_settings
 from streams.output_files import STANDARD_INPUT, STANDARD_OUTPUT, STOP_SIGNALS, Terminated
@@ -246,6 +246,10 @@ def cmd_send(args: argparse.Namespace) -> int:
     if report.refused:
         print(f"{report.refused} records over CALLQA_MAX_MESSAGE_BYTES ({settings.max_message_bytes}) were not sent: "
               f"dead-lettered to {settings.topic_prefix}.deadletter, as the worker refuses such messages", file=sys.stderr)
+    if report.rest_refused:
+        print(f"{report.rest_refused} batch records held more than {MAX_ITEMS_DEAD_LETTERED:,} bad items: the rest of "
+              f"each were dead-lettered to {settings.topic_prefix}.deadletter in one letter, as the worker does",
+              file=sys.stderr)
     return 0
 
 

@@ -61,6 +61,9 @@ class SendReport:
     events: int = 0
     passed_through: int = 0  # records or batch items sent as they were (they do not decode)
     refused: int = 0  # records too large for the worker, dead-lettered instead of sent
+    # Batch records taken apart with more bad items than the worker dead-letters one by one: the rest
+    # are dead-lettered here in one letter, as the worker and replay do for the record whole.
+    rest_refused: int = 0
     # Per partition, the two calls that reached the latest event times (time, call_id), and the
     # latest watermark event's time: what `SendPlan.end_ts_ms` is read from.
     latest_calls: dict[int, LatestTwo] = field(default_factory=dict)
@@ -132,18 +135,22 @@ class SendPlan:
             return out
         accepted = {decoded.batch_index_of(i): event for i, event in enumerate(decoded.events)}
         rejected = {r.batch_index: r for r in decoded.rejected}
+        # (Past MAX_ITEMS_DEAD_LETTERED bad items, the rest have one rejection for them all, of no item.)
+        rest = rejected.pop(None, None)
         partitions = {partition_of(event, self.partitions) for event in decoded.events}
         if len(partitions) == 1:
             self._whole(raw, decoded, partitions.pop(), out)
             return out
         if partitions:
-            self._several_partitions(raw, batch, accepted, rejected, out)
+            self._several_partitions(raw, batch, accepted, rejected, rest, out)
             return out
         for index, item in enumerate(batch.events):
             if index in accepted:
                 self._event(accepted[index], item, out)
             elif index in rejected:
                 self._refused_item(raw, batch, item, rejected[index], out)
+        if rest is not None:
+            self._refuse_the_rest(raw, rest, out)
         return out
 
     def finish(self) -> list[Outgoing]:
@@ -211,13 +218,15 @@ class SendPlan:
         self._one_message(partition, events, events[0].call_id.encode() if one_call else _SEVERAL_CALLS_KEY, raw, out)
 
     def _several_partitions(self, raw: bytes, batch: _BatchRecord, accepted: dict[int | None, AnyEvent],
-                            rejected: dict[int | None, Rejected], out: list[Outgoing]) -> None:
+                            rejected: dict[int | None, Rejected], rest: Rejected | None, out: list[Outgoing]) -> None:
         """A record of events of several partitions: each partition's share goes as one message of
         its own, after what the partition holds. Refused items go first, as both the worker and
         replay report a record's refusals before its events."""
         for index, item in enumerate(batch.events):
             if index in rejected:
                 self._refused_item(raw, batch, item, rejected[index], out)
+        if rest is not None:
+            self._refuse_the_rest(raw, rest, out)
         shares: dict[int, list[tuple[AnyEvent, bytes]]] = {}
         for index, item in enumerate(batch.events):
             if index in accepted:
@@ -278,12 +287,22 @@ class SendPlan:
         self._send(out, Outgoing((call_id or MALFORMED_KEY).encode(), raw))
 
     def _refuse(self, raw: bytes, rejected: Rejected, out: list[Outgoing]) -> None:
-        """A record the worker would refuse for its size, dead-lettered in its place: after what its
-        call's partition holds, on that partition (-1 when it names no call)."""
+        """A record the worker would refuse for its size, dead-lettered in its place."""
+        self.report.refused += 1
+        self._dead_letter(raw, rejected, out)
+
+    def _refuse_the_rest(self, raw: bytes, rest: Rejected, out: list[Outgoing]) -> None:
+        """The bad items of a batch record taken apart past the ones sent to be refused item by item:
+        one dead letter for them all, holding the record, as the worker writes for the record whole."""
+        self.report.rest_refused += 1
+        self._dead_letter(raw, rest, out)
+
+    def _dead_letter(self, raw: bytes, rejected: Rejected, out: list[Outgoing]) -> None:
+        """`rejected`'s dead letter, written by `send` itself: after what its call's partition holds, on
+        that partition (-1 when it names no call)."""
         call_id = rejected.call_id
         self._flush_partition_of(call_id, out)
         partition = partition_for(call_id, self.partitions) if call_id is not None else -1
-        self.report.refused += 1
         out.append(Outgoing((call_id or MALFORMED_KEY).encode(), raw, partition, refused=rejected))
 
     def _flush(self, partition: int, out: list[Outgoing]) -> None:

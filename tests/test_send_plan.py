@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 
 import msgspec
+import pytest
 
-from models.wire import decode_message
+from models.wire import MAX_ITEMS_DEAD_LETTERED, decode_message
 from streams.partitioning import partition_for
 from streams.send_plan import SendPlan, end_of_input_messages
 
@@ -119,6 +120,24 @@ def test_a_batch_item_refused_for_its_batchs_call_id_is_refused_by_the_worker_to
     refused = [r for m in sent for r in decode_message(m.value).rejected]
     assert [e.event_id for m in sent for e in decode_message(m.value).events] == [f"{a}:1"]
     assert len(refused) == 1 and refused[0].event_id == f"{b}:2" and "differs from its batch's" in refused[0].reason
+
+
+@pytest.mark.parametrize("good_events", [0, 2])
+def test_a_batch_record_taken_apart_with_more_bad_items_than_are_dead_lettered_one_by_one_has_the_rest_dead_lettered_once(good_events):
+    a, b = two_calls_on_two_partitions()
+    items = [doc(a, 1), doc(b, 2)][:good_events] + [4] * (MAX_ITEMS_DEAD_LETTERED + 500)
+    record = pack({"v": 1, "events": items})
+    replayed = decode_message(record, max_bytes=len(record)).rejected
+    plan = SendPlan(PARTITIONS, max_message_bytes=len(record))
+    sent = [m for m in plan.add(record)] + plan.finish()
+    # What the worker dead-letters of what was sent, and what `send` dead-letters itself: as many as
+    # replay's, the rest's letter the same.
+    by_worker = [r for m in sent if m.refused is None for r in decode_message(m.value).rejected]
+    (rest,) = [m for m in sent if m.refused is not None]
+    assert len(by_worker) + 1 == len(replayed) == MAX_ITEMS_DEAD_LETTERED + 1
+    assert rest.refused == replayed[-1] and rest.value == record and plan.report.rest_refused == 1
+    assert [e.event_id for m in sent if m.refused is None for e in decode_message(m.value).events] == \
+        [f"{a}:1", f"{b}:2"][:good_events]
 
 
 def test_a_record_too_large_for_the_worker_is_not_sent_but_dead_lettered_in_its_place():
