@@ -26,20 +26,24 @@ class BodyTooLarge(Exception):
 
 
 class BoundedAsyncClient(DefaultAsyncHttpxClient):  # type: ignore[misc, valid-type]
-    """The `openai` package's own client (its timeouts, connection limits and redirects, the proxies
-    the environment names), with every body that is read whole held to `limit_bytes`. A caller that
-    asks to stream gets the stream as it is: the judge never does."""
+    """The `openai` package's own client (its timeouts, connection limits, the proxies the environment
+    names), with every body that is read whole held to `limit_bytes`. A caller that asks to stream gets
+    the stream as it is: the judge never does. Redirects are not followed: the client would read each
+    redirect's body whole itself, before this one reads the last (a judge's API has no reason to
+    redirect; its answer says where it pointed)."""
 
     def __init__(self, limit_bytes: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**{**kwargs, "follow_redirects": False})
         self.limit_bytes = limit_bytes
 
     async def send(self, request: httpx2.Request, *, stream: bool = False, **kwargs: Any) -> httpx2.Response:
+        kwargs["follow_redirects"] = False  # (`openai` may ask for them per request)
         response = await super().send(request, stream=True, **kwargs)
         if stream:
             return response
         try:
-            body = await read_bounded(response, self.limit_bytes)
+            # (A redirect's body is not the answer, and nothing reads it: left unread.)
+            body = b"" if 300 <= response.status_code < 400 else await read_bounded(response, self.limit_bytes)
         finally:
             await response.aclose()
         headers = [(name, value) for name, value in response.headers.multi_items()

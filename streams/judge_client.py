@@ -132,6 +132,10 @@ class JudgeClient:
             text = f"the judge did not answer within {self.settings.judge_timeout_s:g} s"
         elif isinstance(exc, openai.APIStatusError):
             text = f"HTTP {exc.status_code} from the judge: {exc.message}"
+            location = exc.response.headers.get("location") if 300 <= exc.status_code < 400 else None
+            if location:
+                where = redacted_url(str(exc.response.url.join(location)), keep_path=True)
+                text = f"HTTP {exc.status_code} from the judge, a redirect to {where}, not followed: set OPENAI_BASE_URL to it"
         elif isinstance(exc, BodyTooLarge):
             text = str(exc)
         elif isinstance(exc, openai.APIConnectionError):

@@ -4,7 +4,7 @@ Modes: "correct" answers with the configured answers, "slow" answers correctly b
 `delay_s`, "error" answers HTTP 500, "garbage" answers 200 with a message that is not JSON,
 "not-json-body" an HTML page, "json-body-not-json" the same labelled JSON, "error-document" a 200
 carrying an error document, "busy" 429s with Retry-After before it answers, "gzip" answers correctly
-but gzip-compressed whatever was asked, "gzip-bomb" sends a small gzip body that inflates to 64 MiB,
+but gzip-compressed whatever was asked, "gzip-bomb" sends a small gzip body that inflates to 64 MiB, "redirect" a 307 with such a body,
 "huge-declared" and "huge-undeclared" stream up to 1 GiB with and without a Content-Length (the
 bytes that went out are counted in `bytes_sent`). The QA
 and evaluation requests are told apart by the JSON Schema name they send. Every request body received
@@ -125,6 +125,9 @@ class FakeLlm:
                     return self._send(200, {"error": {"message": "upstream overloaded", "type": "server_error"}})
                 if fake.mode == "garbage":
                     return self._send(200, completion(body["model"], "I think the agent did fine!! 10/10"))
+                if fake.mode == "redirect":  # elsewhere, with a body that inflates to 64 MiB on the way
+                    return self._send(307, None, {"Location": "/v2/chat/completions?key=S3CRET", "Content-Encoding": "gzip"},
+                                      raw=gzip_bomb(), content_type="application/json")
                 if fake.mode == "gzip-bomb":
                     return self._send(200, None, {"Content-Encoding": "gzip"}, raw=gzip_bomb(),
                                       content_type="application/json")

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from eventkit import run_call
-from fake_llm_server import EVALUATION_SCHEMA_NAME, HUGE_BYTES, QA_SCHEMA_NAME, FakeLlm
+from fake_llm_server import EVALUATION_SCHEMA_NAME, HUGE_BYTES, QA_SCHEMA_NAME, FakeLlm, schema_of
 from judgekit import API_KEY, ASSERTIONS, EVALUATION_ANSWER, QA_ANSWER, judged_call, settings
 from qa_kit import metric
 from scorers.cohorts import CohortBook
@@ -206,6 +206,16 @@ def test_a_compressed_answer_is_read_though_uncompressed_ones_were_asked_for(fak
     assert {r["accept_encoding"] for r in fake.requests} == {"identity"}
     assert "error" not in judge_event.data.qa
     assert metric(second, "kb_recall").details["judge"] == "llm"
+
+
+def test_a_redirect_is_not_followed_nor_its_body_read_past_the_limit(fake):
+    fake.mode = "redirect"
+    _, judge_event, second = judge_call(fake, judge_retries=2, judge_backoff_s=0.01)
+    host = fake.base_url.removesuffix("/v1")
+    assert judge_event.data.qa["error"] == (f"HTTP 307 from the judge, a redirect to {host}/v2/chat/completions?…, "
+                                            "not followed: set OPENAI_BASE_URL to it")
+    assert [r["path"] for r in fake.requests if schema_of(r) == QA_SCHEMA_NAME] == ["/v1/chat/completions"]
+    assert metric(second, "kb_recall").details["judge"] == "heuristic"
 
 
 @pytest.mark.parametrize(("mode", "error"), [
