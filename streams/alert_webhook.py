@@ -10,9 +10,10 @@ once: an event delivered just before a stop, and not yet committed, comes again 
 by its `dedupe_key` and `state`).
 
 A failed POST (a connection error, a timeout, a 5xx, 408 or 429 answer) is retried; any other answer
-from 300 up is final, logged and counted, as retrying it cannot help. A redirect is not followed: an
-HTTP client following a 301 or 302 sends the event again as a GET without its body, which a receiver
-answers 200 having received nothing; the log names where it pointed, for the webhook URL to be set to. A relay group with no committed
+from 300 up is final, logged and counted, as retrying it cannot help. A 307 or 308 redirect is
+followed (up to MAX_REDIRECTS), the event POSTed again where it points; a 301, 302 or 303 is not: an
+HTTP client following one sends the event again as a GET without its body, which a receiver answers
+200 having received nothing. The log names where it pointed, for the webhook URL to be set to. A relay group with no committed
 offset starts where the topic ended when its first relay started, and commits that at once:
 configuring a webhook does not send the history, and a relay started later resumes from there.
 """
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+import yarl
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
@@ -39,6 +41,9 @@ FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
 TIMEOUT_S = 10.0
 RETRIED_CLIENT_STATUSES = frozenset({408, 429})
+# Redirects that keep the method and body, followed; past this many in a row, the POST failed.
+BODY_KEEPING_REDIRECTS = frozenset({307, 308})
+MAX_REDIRECTS = 5
 # How long a stopping relay waits for its consumer to leave the group (a broker gone would hold it).
 STOP_TIMEOUT_S = 3.0
 # A retry is logged at warning level once per this many failures of an event (and its first).
@@ -64,21 +69,29 @@ class WebhookPoster:
 
     async def post(self, session: aiohttp.ClientSession, body: bytes) -> bool | str:
         """True once delivered; False when refused for good; else why it failed, to try again."""
+        url = self.url
         try:
-            async with session.post(self.url, data=body, headers={"Content-Type": "application/json"},
-                                    allow_redirects=False) as response:
-                if response.status < 300:
+            for _ in range(MAX_REDIRECTS + 1):
+                async with session.post(url, data=body, headers={"Content-Type": "application/json"},
+                                        allow_redirects=False) as response:
+                    status, location = response.status, response.headers.get("Location")
+                if status in BODY_KEEPING_REDIRECTS and location:
+                    url = str(yarl.URL(url).join(yarl.URL(location)))
+                    continue
+                if status < 300:
                     self.counters.delivered += 1
                     return True
-                if response.status < 500 and response.status not in RETRIED_CLIENT_STATUSES:
+                if status < 500 and status not in RETRIED_CLIENT_STATUSES:
                     self.counters.refused += 1
-                    location = response.headers.get("Location")
-                    redirect = (f" (a redirect to {redacted_url(location)}, not followed: set the webhook URL to "
-                                "where it points)") if response.status < 400 and location else ""
-                    logger.warning("alert webhook refused an event for good: HTTP %s%s", response.status, redirect)
+                    redirect = ""
+                    if status < 400 and location:
+                        where = redacted_url(str(yarl.URL(url).join(yarl.URL(location))))
+                        redirect = f" (a redirect to {where}, not followed: set the webhook URL to where it points)"
+                    logger.warning("alert webhook refused an event for good: HTTP %s%s", status, redirect)
                     return False
-                return f"HTTP {response.status}"
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                return f"HTTP {status}"
+            return f"more than {MAX_REDIRECTS} redirects in a row"
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
             # (An error may quote the URL, normalised or not, and a webhook's URL is often its token.)
             said = without_urls(str(exc))
             return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
