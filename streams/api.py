@@ -52,13 +52,16 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 def write_token_check(token: str | None) -> Any:
     """A middleware asking every request that is not a read for `Authorization: Bearer <token>`
-    (CALLQA_API_TOKEN); with no token, none is asked."""
+    (`Settings.api_token_in_force`); with no token, none is asked."""
+    expected = token.encode() if token else b""
 
     @aiohttp.web.middleware
     async def check(request: Any, handler: Any) -> Any:
-        if token and request.method not in READ_METHODS:
+        if expected and request.method not in READ_METHODS:
             scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+            # (A header's bytes that are no UTF-8 come as surrogates: compared as the bytes they were.)
+            given_bytes = given.strip().encode("utf-8", "surrogateescape")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given_bytes, expected):
                 return aiohttp.web.json_response(
                     {"error": f"{request.method} {request.path} needs the API token: Authorization: Bearer "
                               "<CALLQA_API_TOKEN>"},

@@ -138,7 +138,7 @@ def faust_app(settings: Settings) -> faust.App:
         web_host=settings.web_host,
         web_bind=settings.web_bind or settings.web_host,  # (Faust's default would be 0.0.0.0)
         web_port=settings.web_port,
-        web_application_options={"middlewares": [json_errors, write_token_check(settings.api_token)]},
+        web_application_options={"middlewares": [json_errors, write_token_check(settings.api_token_in_force)]},
         topic_partitions=settings.partitions,
         topic_replication_factor=settings.replication_factor,
         # A 10 s session timeout makes the group join take ~5 s instead of ~30 s (the embedded broker

@@ -109,6 +109,12 @@ class Settings:
         return self.app_id or self.topic_prefix
 
     @property
+    def api_token_in_force(self) -> str | None:
+        """The API token without the whitespace around it (a secret mounted from a file ends in a
+        newline, which no client sends); None when it is not set or blank."""
+        return (self.api_token or "").strip() or None
+
+    @property
     def sasl_mechanism(self) -> str:
         """The SASL mechanism as the Kafka clients spell it (PLAIN unless set; any case accepted)."""
         return (self.kafka_sasl_mechanism or "PLAIN").upper()
