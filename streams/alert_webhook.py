@@ -13,9 +13,11 @@ A failed POST (a connection error, a timeout, a 5xx, 408 or 429 answer) is retri
 from 300 up is final, logged and counted, as retrying it cannot help. A 307 or 308 redirect is
 followed (up to MAX_REDIRECTS), the event POSTed again where it points; a 301, 302 or 303 is not: an
 HTTP client following one sends the event again as a GET without its body, which a receiver answers
-200 having received nothing. The log names where it pointed, for the webhook URL to be set to. A relay group with no committed
-offset starts where the topic ended when its first relay started, and commits that at once:
-configuring a webhook does not send the history, and a relay started later resumes from there.
+200 having received nothing. The log names where it pointed, for the webhook URL to be set to.
+
+A relay group with no committed offset starts where the topic ended when its first relay started, and
+commits that at once: configuring a webhook does not send the history, and a relay started later
+resumes from there.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ class BoundedAsyncClient(DefaultAsyncHttpxClient):  # type: ignore[misc, valid-t
     names), with every body that is read whole held to `limit_bytes`. A caller that asks to stream gets
     the stream as it is: the judge never does. Redirects are not followed: the client would read each
     redirect's body whole itself, before this one reads the last (a judge's API has no reason to
-    redirect; its answer says where it pointed)."""
+    redirect; the error recorded says where it pointed)."""
 
     def __init__(self, limit_bytes: int, **kwargs: Any) -> None:
         super().__init__(**{**kwargs, "follow_redirects": False})

@@ -2,10 +2,10 @@
 
 Per user utterance, the word-level edit distance (substitutions + deletions + insertions, the count
 jiwer's alignment gives, computed by rapidfuzz as jiwer's is) between the reference and the transcribed
-text; summed over the call's user utterances and divided by the total number of reference words. The reference is the corrected text when a
-`transcript.corrected` event names that turn, else the transcript itself (so WER is 0 and
-`details.estimated` is true until a correction of a user turn arrives). Score: (1 − WER) × 100,
-floored at 0.
+text; summed over the call's user utterances and divided by the total number of reference words. The
+reference is the corrected text when a `transcript.corrected` event names that turn, else the
+transcript itself (so WER is 0 and `details.estimated` is true until a correction of a user turn
+arrives). Score: (1 − WER) × 100, floored at 0.
 
 Both texts are normalised the same way before aligning: lower case, punctuation removed (so "don't"
 and "dont", "Hello," and "hello" are the same word), runs of whitespace collapsed. Text that is not
