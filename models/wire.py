@@ -362,8 +362,7 @@ def _decode_items(codec: _Codec, raw: bytes) -> Decoded:
     if refused_beyond:
         out.rejected.append(Rejected(
             f"batch: {refused_beyond} more of its {len(batch.events)} items were refused as well, not dead-lettered "
-            f"one by one past the first {MAX_ITEMS_DEAD_LETTERED} (which name their reasons): the message is here "
-            "and whole at its topic, partition and offset", raw, call_id=batch.call_id))
+            f"one by one past the first {MAX_ITEMS_DEAD_LETTERED}, which name their reasons", raw, call_id=batch.call_id))
     if out.rejected:
         out.item_indexes = accepted
     return out

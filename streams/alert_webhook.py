@@ -10,10 +10,12 @@ once: an event delivered just before a stop, and not yet committed, comes again 
 by its `dedupe_key` and `state`).
 
 A failed POST (a connection error, a timeout, a 5xx, 408 or 429 answer) is retried; any other answer
-from 300 up is final, logged and counted, as retrying it cannot help. A 307 or 308 redirect is
-followed (up to MAX_REDIRECTS), the event POSTed again where it points; a 301, 302 or 303 is not: an
-HTTP client following one sends the event again as a GET without its body, which a receiver answers
-200 having received nothing. The log names where it pointed, for the webhook URL to be set to.
+from 300 up is final, logged and counted, as retrying it cannot help. A 307 or 308 redirect to the
+same host, not from https down to http, is followed (up to MAX_REDIRECTS), the event POSTed again
+where it points (a 308 is logged once: the webhook URL should be set to where it points); any other
+redirect is not: an HTTP client following a 301, 302 or 303 sends the event again as a GET without its
+body, which a receiver answers 200 having received nothing, and a redirect elsewhere would send the
+alert where it was never configured to go. The log names where it pointed.
 
 A relay group with no committed offset starts where the topic ended when its first relay started, and
 commits that at once: configuring a webhook does not send the history, and a relay started later
@@ -77,8 +79,13 @@ class WebhookPoster:
                 async with session.post(url, data=body, headers={"Content-Type": "application/json"},
                                         allow_redirects=False) as response:
                     status, location = response.status, response.headers.get("Location")
-                if status in BODY_KEEPING_REDIRECTS and location:
-                    url = str(yarl.URL(url).join(yarl.URL(location)))
+                target = _redirect_target(url, location) if 300 <= status < 400 else None
+                if status in BODY_KEEPING_REDIRECTS and target is not None and _may_follow(url, target):
+                    if status == 308 and not self._told_moved:  # (permanent: every event would take two trips)
+                        self._told_moved = True
+                        logger.warning("alert webhook moved for good (HTTP 308) to %s: set the webhook URL to it",
+                                       redacted_url(target))
+                    url = target
                     continue
                 if status < 300:
                     self.counters.delivered += 1
@@ -86,9 +93,10 @@ class WebhookPoster:
                 if status < 500 and status not in RETRIED_CLIENT_STATUSES:
                     self.counters.refused += 1
                     redirect = ""
-                    if status < 400 and location:
-                        where = redacted_url(str(yarl.URL(url).join(yarl.URL(location))))
-                        redirect = f" (a redirect to {where}, not followed: set the webhook URL to where it points)"
+                    if 300 <= status < 400 and location:
+                        where = redacted_url(target if target is not None else location)
+                        redirect = (f" (a redirect to {where}, not followed: only a 307 or 308 to the same host, "
+                                    "not from https to http, is; set the webhook URL to where it points)")
                     logger.warning("alert webhook refused an event for good: HTTP %s%s", status, redirect)
                     return False
                 return f"HTTP {status}"
@@ -97,6 +105,8 @@ class WebhookPoster:
             # (An error may quote the URL, normalised or not, and a webhook's URL is often its token.)
             said = without_urls(str(exc))
             return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+
+    _told_moved: bool = field(default=False, repr=False)
 
     def backoff_s(self, failures: int) -> float:
         """The wait after an event's `failures`-th failed attempt: doubling from the first, capped."""
@@ -110,6 +120,26 @@ class WebhookPoster:
         logger.log(level, "alert webhook: an event failed %s time(s) (%s); again in %.1f s, the events after it "
                           "waiting on the topic", failures, problem, delay)
         return delay
+
+
+def _redirect_target(url: str, location: str | None) -> str | None:
+    """Where a redirect from `url` points (its Location read against `url`); None when it names no
+    place that can be read."""
+    if not location:
+        return None
+    try:
+        return str(yarl.URL(url).join(yarl.URL(location)))
+    except ValueError:
+        return None
+
+
+def _may_follow(url: str, target: str) -> bool:
+    """A redirect is followed to the same host only, and never from https down to http: an alert goes
+    where the webhook was set to send it, as safely."""
+    before, after = yarl.URL(url), yarl.URL(target)
+    if after.scheme not in ("http", "https") or (before.scheme == "https" and after.scheme != "https"):
+        return False
+    return (after.host or "").lower() == (before.host or "").lower()
 
 
 class _StartWhereTheGroupLeftOff(ConsumerRebalanceListener):

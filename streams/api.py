@@ -53,7 +53,7 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 def write_token_check(token: str | None) -> Any:
     """A middleware asking every request that is not a read for `Authorization: Bearer <token>`
     (`Settings.api_token_in_force`); with no token, none is asked."""
-    expected = token.encode() if token else b""
+    expected = token.encode("utf-8", "surrogateescape") if token else b""  # (as the environment gave its bytes)
 
     @aiohttp.web.middleware
     async def check(request: Any, handler: Any) -> Any:

@@ -135,7 +135,8 @@ class JudgeClient:
             location = exc.response.headers.get("location") if 300 <= exc.status_code < 400 else None
             if location:
                 where = redacted_url(str(exc.response.url.join(location)), keep_path=True)
-                text = f"HTTP {exc.status_code} from the judge, a redirect to {where}, not followed: set OPENAI_BASE_URL to it"
+                text = (f"HTTP {exc.status_code} from the judge, a redirect to {where}, not followed: OPENAI_BASE_URL "
+                        "must name the API's own address (the part before /chat/completions)")
         elif isinstance(exc, BodyTooLarge):
             text = str(exc)
         elif isinstance(exc, openai.APIConnectionError):

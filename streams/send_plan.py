@@ -200,10 +200,10 @@ class SendPlan:
             self._flush(stale, out)
 
     def _refused_item(self, raw: bytes, batch: _BatchRecord, item: bytes, rejection: Rejected, out: list[Outgoing]) -> None:
-        if not decode_message(item).rejected:
+        if decode_message(item).events:
             # Refused as an item (another call's than the batch's; a batch, which an item may not be)
-            # but accepted alone: sent as an item, in a batch of its own, so that the worker refuses it
-            # as replay does. In the record's own encoding, its bytes as they are.
+            # but accepted alone, in whole or in part: sent as an item, in a batch of its own, so that
+            # the worker refuses it as replay does. In the record's own encoding, its bytes as they are.
             item = _batch_body([msgspec.Raw(item)], batch.call_id, msgspec.json.encode if _is_json(raw) else _msgpack.encode)
         self._pass_through(item, rejection.call_id, out)
 

@@ -94,12 +94,48 @@ def test_a_redirect_is_refused_and_named_not_followed_into_a_get_without_the_eve
         assert asyncio.run(scenario()) is False
     assert followed == []
     assert "HTTP 301 (a redirect to http://127.0.0.1:" in caplog.text
-    assert "/…?…, not followed: set the webhook URL to where it points)" in caplog.text
+    assert "/…?…, not followed: only a 307 or 308 to the same host" in caplog.text
     assert "S3CRET" not in caplog.text
 
 
+def test_a_redirect_elsewhere_or_down_to_http_or_unreadable_is_refused_not_followed_nor_retried(caplog):
+    from streams.alert_webhook import _may_follow
+
+    assert _may_follow("http://hooks.example/a", "https://HOOKS.example/b")  # (an upgrade, the same host)
+    assert _may_follow("https://hooks.example/a", "https://hooks.example:8443/b")
+    assert not _may_follow("https://hooks.example/a", "http://hooks.example/a")
+    assert not _may_follow("https://hooks.example/a", "https://elsewhere.example/a")
+    assert not _may_follow("http://hooks.example/a", "ftp://hooks.example/a")
+
+    async def scenario() -> list:
+        async def elsewhere(request: web.Request) -> web.Response:
+            raise web.HTTPPermanentRedirect("http://127.0.0.2:9/collect?token=S3CRET")
+
+        async def unreadable(request: web.Request) -> web.Response:
+            return web.Response(status=301, headers={"Location": "http://[bad/T0KEN"})
+
+        app = web.Application()
+        app.router.add_post("/elsewhere", elsewhere)
+        app.router.add_post("/unreadable", unreadable)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        base = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        try:
+            async with aiohttp.ClientSession() as session:
+                return [await WebhookPoster(f"{base}/{path}").post(session, b"{}") for path in ("elsewhere", "unreadable")]
+        finally:
+            await runner.cleanup()
+
+    with caplog.at_level("WARNING", logger="callqa.alerts.webhook"):
+        assert asyncio.run(scenario()) == [False, False]
+    assert "HTTP 308 (a redirect to http://127.0.0.2:9/…?…, not followed" in caplog.text
+    assert "S3CRET" not in caplog.text and "T0KEN" not in caplog.text
+
+
 @pytest.mark.parametrize("status", [307, 308])
-def test_a_redirect_that_keeps_the_method_and_body_is_followed_and_the_event_delivered_there(status):
+def test_a_redirect_that_keeps_the_method_and_body_is_followed_and_the_event_delivered_there(status, caplog):
     received = []
 
     async def scenario() -> bool | str:
@@ -131,8 +167,12 @@ def test_a_redirect_that_keeps_the_method_and_body_is_followed_and_the_event_del
         assert looping == "more than 5 redirects in a row"  # (tried again later, the event kept)
         return outcome
 
-    assert asyncio.run(scenario()) is True
+    with caplog.at_level("WARNING", logger="callqa.alerts.webhook"):
+        assert asyncio.run(scenario()) is True
     assert received == [("POST", ALERT)]
+    # A permanent move is said, once by each poster, for the URL to be set to it: the looping one, with six
+    # 308s, says it once too.
+    assert caplog.text.count("moved for good") == (2 if status == 308 else 1)
 
 
 def test_a_failure_that_quotes_the_url_names_its_host_but_not_its_token():

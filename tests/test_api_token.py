@@ -61,3 +61,10 @@ def test_reads_need_no_token_and_no_token_asks_for_none():
     get = b"GET /cohorts HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     assert asyncio.run(_answers("t0ken", [get])) == [b"HTTP/1.1 201 Created"]  # (the handler answers every method)
     assert asyncio.run(_answers(None, [_post(None)])) == [b"HTTP/1.1 201 Created"]
+
+
+def test_a_token_whose_bytes_are_no_utf8_asks_for_those_bytes():
+    # (The environment hands Python bytes that are no UTF-8 as surrogates.)
+    token = Settings(api_token="t0k\udce9n").api_token_in_force
+    answers = asyncio.run(_answers(token, [_post(b"Bearer t0k\xe9n"), _post("Bearer t0kén".encode())]))
+    assert answers == [b"HTTP/1.1 201 Created", b"HTTP/1.1 401 Unauthorized"]

@@ -213,7 +213,8 @@ def test_a_redirect_is_not_followed_nor_its_body_read_past_the_limit(fake):
     _, judge_event, second = judge_call(fake, judge_retries=2, judge_backoff_s=0.01)
     host = fake.base_url.removesuffix("/v1")
     assert judge_event.data.qa["error"] == (f"HTTP 307 from the judge, a redirect to {host}/v2/chat/completions?…, "
-                                            "not followed: set OPENAI_BASE_URL to it")
+                                            "not followed: OPENAI_BASE_URL must name the API's own address "
+                                            "(the part before /chat/completions)")
     assert [r["path"] for r in fake.requests if schema_of(r) == QA_SCHEMA_NAME] == ["/v1/chat/completions"]
     assert metric(second, "kb_recall").details["judge"] == "heuristic"
 

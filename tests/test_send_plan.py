@@ -140,6 +140,17 @@ def test_a_batch_record_taken_apart_with_more_bad_items_than_are_dead_lettered_o
         [f"{a}:1", f"{b}:2"][:good_events]
 
 
+def test_a_batch_item_that_is_a_batch_holding_a_good_event_is_refused_by_the_worker_too_not_scored():
+    a, b = two_calls_on_two_partitions()
+    record = pack({"v": 1, "events": [doc(a, 1), doc(b, 2), {"v": 1, "events": [doc("c-x", 3), 4]}]})
+    replayed = decode_message(record)
+    plan = SendPlan(PARTITIONS)
+    sent = [m for m in plan.add(record)] + plan.finish()
+    by_worker = [decode_message(m.value) for m in sent]
+    assert [e.event_id for d in by_worker for e in d.events] == [e.event_id for e in replayed.events] == [f"{a}:1", f"{b}:2"]
+    assert sum(len(d.rejected) for d in by_worker) == len(replayed.rejected) == 1
+
+
 def test_a_record_too_large_for_the_worker_is_not_sent_but_dead_lettered_in_its_place():
     plan = SendPlan(PARTITIONS, max_message_bytes=10_000)
     huge = json.dumps(doc("c1", 2, data={"role": "user", "text": "w " * 10_000})).encode()
