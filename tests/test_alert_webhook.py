@@ -4,7 +4,9 @@ long as the receiver is down, committed once delivered, so a relay that stops le
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from typing import AsyncIterator
 
 import aiohttp
 import pytest
@@ -43,6 +45,23 @@ class Receiver:
         return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/hook"
 
 
+@contextlib.asynccontextmanager
+async def serving(routes: dict) -> AsyncIterator[str]:
+    """A web server on loopback answering each path of `routes` with its handler, any method; yields
+    its base URL."""
+    app = web.Application()
+    for path, handler in routes.items():
+        app.router.add_route("*", path, handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    finally:
+        await runner.cleanup()
+
+
 def test_one_post_is_delivered_refused_for_good_or_to_be_tried_again():
     async def scenario() -> list:
         receiver = Receiver([200, 400, 503, 429, 408])
@@ -74,19 +93,9 @@ def test_a_redirect_is_refused_and_named_not_followed_into_a_get_without_the_eve
             followed.append(request.method)
             return web.Response(status=200)
 
-        app = web.Application()
-        app.router.add_post("/hook", moved)
-        app.router.add_route("*", "/new-hook/S3CRET-TOKEN", new_hook)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        poster = WebhookPoster(f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/hook")
-        try:
-            async with aiohttp.ClientSession() as session:
-                outcome = await poster.post(session, json.dumps(ALERT).encode())
-        finally:
-            await runner.cleanup()
+        async with serving({"/hook": moved, "/new-hook/S3CRET-TOKEN": new_hook}) as base, aiohttp.ClientSession() as session:
+            poster = WebhookPoster(f"{base}/hook")
+            outcome = await poster.post(session, json.dumps(ALERT).encode())
         assert (poster.counters.delivered, poster.counters.refused) == (0, 1)
         return outcome
 
@@ -114,19 +123,8 @@ def test_a_redirect_elsewhere_or_down_to_http_or_unreadable_is_refused_not_follo
         async def unreadable(request: web.Request) -> web.Response:
             return web.Response(status=301, headers={"Location": "http://[bad/T0KEN"})
 
-        app = web.Application()
-        app.router.add_post("/elsewhere", elsewhere)
-        app.router.add_post("/unreadable", unreadable)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        base = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-        try:
-            async with aiohttp.ClientSession() as session:
-                return [await WebhookPoster(f"{base}/{path}").post(session, b"{}") for path in ("elsewhere", "unreadable")]
-        finally:
-            await runner.cleanup()
+        async with serving({"/elsewhere": elsewhere, "/unreadable": unreadable}) as base, aiohttp.ClientSession() as session:
+            return [await WebhookPoster(f"{base}/{path}").post(session, b"{}") for path in ("elsewhere", "unreadable")]
 
     with caplog.at_level("WARNING", logger="callqa.alerts.webhook"):
         assert asyncio.run(scenario()) == [False, False]
@@ -149,21 +147,10 @@ def test_a_redirect_that_keeps_the_method_and_body_is_followed_and_the_event_del
         async def loop(request: web.Request) -> web.Response:
             raise web.HTTPPermanentRedirect("/loop")
 
-        app = web.Application()
-        app.router.add_post("/hook", moved)
-        app.router.add_post("/new-hook", new_hook)
-        app.router.add_post("/loop", loop)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        base = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
-        try:
-            async with aiohttp.ClientSession() as session:
-                outcome = await WebhookPoster(f"{base}/hook").post(session, json.dumps(ALERT).encode())
-                looping = await WebhookPoster(f"{base}/loop").post(session, json.dumps(ALERT).encode())
-        finally:
-            await runner.cleanup()
+        async with serving({"/hook": moved, "/new-hook": new_hook, "/loop": loop}) as base, \
+                aiohttp.ClientSession() as session:
+            outcome = await WebhookPoster(f"{base}/hook").post(session, json.dumps(ALERT).encode())
+            looping = await WebhookPoster(f"{base}/loop").post(session, json.dumps(ALERT).encode())
         assert looping == "more than 5 redirects in a row"  # (tried again later, the event kept)
         return outcome
 
