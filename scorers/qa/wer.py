@@ -100,19 +100,19 @@ def without_punctuation(text: str) -> str:
     return text.translate(_PUNCTUATION)
 
 
-def normalise(text: str) -> list[list[str]]:
+def normalise(text: str) -> list[str]:
     """What jiwer's ToLowerCase, RemovePunctuation, RemoveMultipleSpaces, Strip and
-    ReduceToListOfListOfWords make of `text`, in that order, but for the separators above: its words,
-    as one sentence."""
+    ReduceToListOfListOfWords make of `text`, in that order, but for the separators above: its words
+    (jiwer's one sentence)."""
     collapsed = _MULTIPLE_SPACES.sub(" ", ideographs_spaced(without_punctuation(folded(text)))).strip()
-    return [[word for word in collapsed.split(" ") if word]]
+    return [word for word in collapsed.split(" ") if word]
 
 
 # `word_count` runs on every user turn: it counts the words `normalise` gives without building them.
 # Case folding is left out: it never turns a character into punctuation or whitespace, so it cannot
 # change the count.
 def word_count(text: str) -> int:
-    """len(normalise(text)[0]): the words jiwer aligns, counted."""
+    """len(normalise(text)): the words jiwer aligns, counted."""
     words = _MULTIPLE_SPACES.sub(" ", ideographs_spaced(without_punctuation(unicode_normal(text)))).strip().split(" ")
     return len(words) - words.count("")
 
@@ -129,7 +129,7 @@ class Alignment:
 
 def edit_distance(reference: str, hypothesis: str) -> Alignment:
     """Word-level substitutions + deletions + insertions turning `reference` into `hypothesis`."""
-    ref, hyp = normalise(reference)[0], normalise(hypothesis)[0]
+    ref, hyp = normalise(reference), normalise(hypothesis)
     shared_start = 0
     for ref_word, hyp_word in zip(ref, hyp):
         if ref_word != hyp_word:
