@@ -136,7 +136,7 @@ def faust_app(settings: Settings) -> faust.App:
         store=settings.store,
         datadir=settings.data_dir,
         web_host=settings.web_host,
-        web_bind=settings.web_bind or settings.web_host,  # (Faust's default would be 0.0.0.0)
+        web_bind=settings.web_listen_host,  # (Faust's default would be 0.0.0.0)
         web_port=settings.web_port,
         web_application_options={"middlewares": [json_errors, write_token_check(settings.api_token_in_force)]},
         topic_partitions=settings.partitions,

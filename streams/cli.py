@@ -115,7 +115,7 @@ def _refuse_a_taken_web_port(settings: Settings) -> None:
     running, and stop with a page of traceback."""
     if settings.web_port == 0:
         return
-    host = settings.web_bind or settings.web_host
+    host = settings.web_listen_host
     try:
         infos = socket.getaddrinfo(host, settings.web_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror:
@@ -170,8 +170,8 @@ def _run_worker(settings: Settings) -> int:
         print(f"callqa: CALLQA_WEB_BIND={settings.web_bind} with CALLQA_WEB_HOST={settings.web_host}: another "
               f"worker asked for GET /alerts would pass it on to its own loopback, not to this worker; set "
               f"CALLQA_WEB_HOST to this worker's host name", file=sys.stderr, flush=True)
-    if not settings.api_token_in_force and (settings.web_bind or settings.web_host) not in LOOPBACK_NAMES:
-        print(f"callqa: the HTTP API listens on {settings.web_bind or settings.web_host} with no CALLQA_API_TOKEN: "
+    if not settings.api_token_in_force and settings.web_listen_host not in LOOPBACK_NAMES:
+        print(f"callqa: the HTTP API listens on {settings.web_listen_host} with no CALLQA_API_TOKEN: "
               "whoever reaches it can create, change and delete cohorts; set CALLQA_API_TOKEN to ask writes "
               "for it", file=sys.stderr, flush=True)
     callqa = create_app(settings)

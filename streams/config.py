@@ -109,6 +109,11 @@ class Settings:
         return self.app_id or self.topic_prefix
 
     @property
+    def web_listen_host(self) -> str:
+        """The address the HTTP API listens on: `web_bind`, else `web_host`."""
+        return self.web_bind or self.web_host
+
+    @property
     def api_token_in_force(self) -> str | None:
         """The API token without the whitespace around it (a secret mounted from a file ends in a
         newline, which no client sends); None when it is not set or blank."""
