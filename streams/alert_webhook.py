@@ -70,6 +70,7 @@ class WebhookPoster:
     first_backoff_s: float = FIRST_BACKOFF_S
     max_backoff_s: float = MAX_BACKOFF_S
     counters: DeliveryCounters = field(default_factory=DeliveryCounters)
+    _told_moved: bool = field(default=False, repr=False)  # (a 308 is logged once)
 
     async def post(self, session: aiohttp.ClientSession, body: bytes) -> bool | str:
         """True once delivered; False when refused for good; else why it failed, to try again."""
@@ -105,8 +106,6 @@ class WebhookPoster:
             # (An error may quote the URL, normalised or not, and a webhook's URL is often its token.)
             said = without_urls(str(exc))
             return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
-
-    _told_moved: bool = field(default=False, repr=False)
 
     def backoff_s(self, failures: int) -> float:
         """The wait after an event's `failures`-th failed attempt: doubling from the first, capped."""

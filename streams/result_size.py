@@ -11,8 +11,9 @@ A long call's transcript, which the evaluation document carries whole (`evaluati
 harness's metrics.json does), can be larger than a message on its own: 8 turns of 50,000 Chinese
 characters are 1.2 MB. Then every turn's text is cut to one length at which the result fits, found by
 halving (the same for all, the end marked "…"; near the longest such length, not always it, as the
-mark's bytes make the size uneven in the length), and `evaluation.turns_cut` says why: losing the call's every metric, run
-summary line and alert to its transcript would be worse than a shortened transcript.
+mark's bytes make the size uneven in the length), and `evaluation.turns_cut` says why: losing the
+call's every metric, run summary line and alert to its transcript would be worse than a shortened
+transcript.
 Live and replay both call `fitted`, so both write the same bytes.
 """
 
