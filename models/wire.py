@@ -510,15 +510,41 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 _LOG_CHUNK_BYTES = 1 << 20
+# The most an unpacker may hold while it looks for a value's end. msgpack's default, 100 MiB, made a
+# larger record (a turn of 300 MB) end the whole replay with BufferFull instead of being refused as
+# oversized like any other; 2 GiB is as much as it can take.
+_UNPACKER_BUFFER_BYTES = 2**31 - 1
+
+
+def _read_on(chunks: Iterator[bytes], pending: int) -> bytes:
+    """The next stretch of a log: a chunk, or as many as are `pending` already (b"": the end). A value
+    spanning many chunks is so put together in linear time: read a chunk at a time, each appended to
+    what was pending, a 300 MB record was copied 300 times over (34 s)."""
+    parts: list[bytes] = []
+    size = 0
+    while size < max(_LOG_CHUNK_BYTES, pending):
+        chunk = next(chunks, b"")
+        if not chunk:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _msgpack_records(path: str) -> Iterator[bytes]:
+    import msgpack
+
     with open(path, "rb") as handle:
         first = handle.read(_LOG_CHUNK_BYTES)
         if first.lstrip(b" \t\r\n").startswith((b"{", _UTF8_BOM)):
             raise ValueError(f"{path}: this is JSON, not MessagePack (it starts with '{{'): "
                              "name a JSON Lines log anything but *.msgpack")
-        yield from _msgpack_values(itertools.chain([first], iter(lambda: handle.read(_LOG_CHUNK_BYTES), b"")))
+        try:
+            yield from _msgpack_values(itertools.chain([first], iter(lambda: handle.read(_LOG_CHUNK_BYTES), b"")))
+        except msgpack.BufferFull:
+            raise ValueError(f"{path}: a record (or a damaged stretch) runs on past {_UNPACKER_BUFFER_BYTES} bytes, "
+                             f"read up to byte {handle.tell()}: a MessagePack log's records are read whole, and "
+                             "none this large can be; cut it out of the log") from None
 
 
 def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
@@ -540,7 +566,7 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
     while True:  # once, and again from a record found inside a value the end of the file cut short
         pending = next(chunks, b"")  # read, not yet yielded
-        unpacker = msgpack.Unpacker()
+        unpacker = msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
         unpacker.feed(pending)
         fed_from = 0  # where in `pending` the unpacker's first byte is
         at_end = not pending
@@ -571,7 +597,7 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
                     if inner is not None:  # the held record ran on into the next: read from there again
                         yield held[:inner]
                         pending, cut, fed_from, held = held[inner:] + pending[cut:], 0, 0, None
-                        unpacker = msgpack.Unpacker()
+                        unpacker = msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
                         unpacker.feed(pending)
                         continue
                 if held is not None:
@@ -579,11 +605,11 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
                     held = None
                 if damaged:
                     resume, look_from = _look_for_record(pending, cut + 1)
-                    # (The next record may lie beyond what is read. Not fed to the unpacker, which
-                    # holds 100 MiB at most: a damaged stretch can be longer, and it is made anew below.)
+                    # (The next record may lie beyond what is read. Not fed to the unpacker: it is made
+                    # anew below, from where the record is found.)
                     searched_on = False
                     while resume is None and not at_end:
-                        chunk = next(chunks, b"")
+                        chunk = _read_on(chunks, len(pending))
                         at_end = not chunk
                         pending += chunk
                         searched_on = True
@@ -599,7 +625,7 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
                             pending, fed_from, cut = pending[cut:], fed_from - cut, 0
                         continue
                     pending, cut, fed_from = pending[resume:], 0, 0
-                    unpacker = msgpack.Unpacker()
+                    unpacker = msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
                     unpacker.feed(pending)
                     continue
                 end = unpacker.tell() + fed_from
@@ -609,7 +635,7 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
             fed_from -= cut
             if at_end:
                 break
-            chunk = next(chunks, b"")
+            chunk = _read_on(chunks, len(pending))
             at_end = not chunk
             unpacker.feed(chunk)
             pending += chunk
@@ -673,7 +699,7 @@ def _look_for_record(data: bytes, begin: int, end: int | None = None) -> tuple[i
             break
         window = _RESYNC_WINDOW_BYTES
         while True:
-            unpacker = msgpack.Unpacker()
+            unpacker = msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
             unpacker.feed(view[start:start + window])
             try:
                 value = unpacker.unpack()
@@ -702,7 +728,7 @@ def is_cut_short(record: bytes) -> bool:
     when the file was cut short): whatever is written after it would be read as its missing bytes."""
     import msgpack
 
-    unpacker = msgpack.Unpacker()
+    unpacker = msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
     unpacker.feed(record)
     try:
         unpacker.skip()

@@ -6,6 +6,7 @@ import msgpack
 import pytest
 from eventkit import event
 
+from models import wire
 from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, encode_batch, encode_event, log_format, read_log
 
 
@@ -197,3 +198,23 @@ def test_many_values_cut_short_by_the_end_of_the_file_read_without_end(tmp_path)
     log = tmp_path / "log.msgpack"
     log.write_bytes((claim + good) * 1000)
     assert list(read_log(str(log))) == [claim, good] * 1000
+
+
+def test_a_record_larger_than_msgpacks_own_buffer_is_read_whole_and_refused_for_its_size(tmp_path):
+    # msgpack's unpacker holds 100 MiB by default: past that, the whole replay ended with BufferFull.
+    before, after = encode_event(started("c1")), encode_event(turn("c1", "bye"))
+    huge = encode_event(turn("c1", "x" * (101 << 20)))
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(before + huge + after)
+    records = list(read_log(str(log)))
+    assert records == [before, huge, after]
+    (rejected,) = decode_message(records[1]).rejected
+    assert f"message of {len(huge)} bytes exceeds" in rejected.reason
+
+
+def test_a_record_longer_than_the_reader_can_hold_is_a_clear_error_naming_the_log(tmp_path, monkeypatch):
+    monkeypatch.setattr(wire, "_UNPACKER_BUFFER_BYTES", 3 << 20)
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(encode_event(started("c1")) + encode_event(turn("c1", "x" * (5 << 20))))
+    with pytest.raises(ValueError, match=r"log\.msgpack: a record \(or a damaged stretch\) runs on past 3145728 bytes"):
+        list(read_log(str(log)))
