@@ -320,7 +320,19 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
     )
     if alerts is not None:
         print(f"{alerts.count} alert events -> {alerts.path}", file=sys.stderr)
+    if report.partition_beyond is not None:
+        print(partitions_warning(report.partition_beyond, settings.partitions), file=sys.stderr)
     return 0
+
+
+def partitions_warning(named: int, partitions: int) -> str:
+    """What a replay says when the log's watermarks name partition `named`, which its `partitions`
+    do not have: the log was recorded from a topic of more, and its results differ from the workers'."""
+    return (f"callqa: warning: the log's watermarks name partition {named}, but the replay has {partitions} "
+            f"(--partitions {partitions}): the log comes from a topic of at least {named + 1} partitions. Replayed "
+            "with fewer, the partitions' event times mix, calls are swept early and their later events refused, "
+            "so these results differ from the workers'. Replay it with the topic's partition count (`callqa record` "
+            "names it)")
 
 
 def _record(args: argparse.Namespace, settings: Settings, log: str) -> str:
@@ -606,7 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "starts with a MessagePack map); - reads standard input")
     p.add_argument("--out", required=True, help="results as JSON Lines; - writes standard output")
     p.add_argument("--deadletter", help="write rejected records here as JSON Lines")
-    p.add_argument("--partitions", type=int, help="partition count to reproduce live sweeps (default 4)")
+    p.add_argument("--partitions", type=int, help="the events topic's partition count, to reproduce live sweeps "
+                   "(default 4; `callqa record` names a recorded topic's)")
     p.add_argument("--cohorts", help="cohort definitions (JSON or TOML) to score the calls against")
     p.add_argument("--rules", help="alert rules (TOML or JSON) to evaluate over the results")
     p.add_argument("--alerts-out", help="write the alert events here as JSON Lines (with --rules)")

@@ -35,6 +35,9 @@ class ReplayReport:
     swept: int = 0
     calls: int = 0
     watermarks: int = 0
+    # The highest partition a watermark of the log named that the replay does not have (None: none
+    # did): a log recorded from a topic of more partitions than replayed, whose results then differ.
+    partition_beyond: int | None = None
     seconds: float = 0.0
 
     @property
@@ -182,6 +185,9 @@ def replay_partitions(
         for position, event in enumerate(decoded.events):
             if isinstance(event, Watermark):  # (it names its own partition: `partition_of`)
                 partition = partition_of(event, partitions)
+                named = event.data.partition
+                if named is not None and named >= partitions and named > (report.partition_beyond or -1):
+                    report.partition_beyond = named
             else:
                 partition = known_partition(event.call_id)  # (`call_partition`'s hit, without its call)
                 if partition is None:

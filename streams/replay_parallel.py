@@ -243,5 +243,6 @@ def _combined(reports: list[ReplayReport], seconds: float) -> ReplayReport:
         swept=sum(r.swept for r in reports),
         calls=sum(r.calls for r in reports),
         watermarks=sum(r.watermarks for r in reports),
+        partition_beyond=max((r.partition_beyond for r in reports if r.partition_beyond is not None), default=None),
         seconds=seconds,
     )

@@ -233,3 +233,19 @@ def test_a_result_too_large_to_publish_is_dead_lettered_by_replay_as_by_the_work
     with ReplayFiles.open(str(tmp_path / "all.jsonl")) as files:
         unlimited = replay_log(str(SAMPLE_LOG), 4, 1, CallEngine, files)
     assert unlimited.results == report.results + len(refused)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_log_whose_watermarks_name_partitions_the_replay_lacks_is_replayed_with_a_warning(tmp_path, capsys, jobs):
+    # A topic of 8 partitions recorded, replayed with the default 4: its results differ from the workers'.
+    lines = SAMPLE_LOG.read_text().splitlines()
+    ts_ms = json.loads(lines[5])["ts_ms"]
+    lines[6:6] = [json.dumps(watermark("wm-6", 6, ts_ms)), json.dumps(watermark("wm-5", 5, ts_ms))]
+    log = tmp_path / "recorded.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    out = str(tmp_path / "out.jsonl")
+    assert main(["replay", str(log), "--out", out, "--jobs", jobs]) == 0
+    assert ("warning: the log's watermarks name partition 6, but the replay has 4 (--partitions 4): the log comes "
+            "from a topic of at least 7 partitions") in capsys.readouterr().err
+    assert main(["replay", str(log), "--out", out, "--jobs", jobs, "--partitions", "7"]) == 0
+    assert "warning" not in capsys.readouterr().err
