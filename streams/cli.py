@@ -320,6 +320,9 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
     )
     if alerts is not None:
         print(f"{alerts.count} alert events -> {alerts.path}", file=sys.stderr)
+    if report.records and not report.events:
+        print(f"callqa: warning: none of the log's {report.records} records held an event, and each was dead-lettered: "
+              "is it an event log (a JSON object a line, or MessagePack)?", file=sys.stderr)
     if report.partition_beyond is not None:
         print(partitions_warning(report.partition_beyond, settings.partitions), file=sys.stderr)
     return 0

@@ -661,3 +661,16 @@ def test_a_broker_that_cannot_be_reached_at_all_is_exit_3_with_what_to_do(capsys
     err = capsys.readouterr().err
     assert code == 3 and "Unable to bootstrap" in err
     assert "is the broker running there? `callqa broker` (or `callqa up`) starts the embedded one" in err
+
+
+def test_a_log_in_which_no_record_holds_an_event_is_replayed_with_a_warning(tmp_path, capsys):
+    # A pretty-printed JSON document given as the log: every line dead-lettered, and the summary alone
+    # read like any replay's.
+    log = tmp_path / "calls.json"
+    log.write_text(json.dumps([{"v": 1, "type": "call.started", "call_id": "c1"}], indent=2))
+    assert main(["replay", str(log), "--out", str(tmp_path / "out.jsonl"), "--jobs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "0 events" in err
+    assert "warning: none of the log's 7 records held an event, and each was dead-lettered" in err
+    assert main(["replay", str(SAMPLE_LOG), "--out", str(tmp_path / "out.jsonl"), "--jobs", "1"]) == 0
+    assert "warning" not in capsys.readouterr().err
