@@ -118,6 +118,17 @@ def test_a_redelivered_version_is_repeated_and_a_result_behind_every_window_is_s
     assert (engine.counters.counted, engine.counters.repeated, engine.counters.stale) == (3, 1, 1)
 
 
+def test_an_older_version_read_after_a_newer_one_is_superseded_not_repeated():
+    # Results count in event time: a judge's answer (version 3, stamped just after the end) comes
+    # before the annotation made a minute later (version 2, which version 3 already holds).
+    engine = AlertEngine([rule()])
+    engine.observe(result("c0", "a1", at(0), True, version=3, event_ts_ms=at(0) + 1))
+    engine.observe(result("c0", "a1", at(0), True, version=2, event_ts_ms=at(60)))
+    assert (engine.counters.counted, engine.counters.superseded, engine.counters.repeated) == (1, 1, 0)
+    engine.observe(result("c0", "a1", at(0), True, version=3, event_ts_ms=at(0) + 1))  # read again
+    assert (engine.counters.counted, engine.counters.superseded, engine.counters.repeated) == (1, 1, 1)
+
+
 def test_a_late_call_inside_the_window_counts_and_one_older_than_the_longest_window_is_dropped():
     windows = latency_windows(60_000, 300_000)
     windows.put(scored_call(result("now", "a1", T0 + 400_000, True)))

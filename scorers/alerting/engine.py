@@ -36,9 +36,13 @@ class AlertCounters:
     observed: int = 0
     counted: int = 0
     stale: int = 0  # too late for every window: a result alerting lost
-    # A version at or below the one already counted (a redelivery after a restart or a take-over):
-    # harmless, and kept apart from `stale` so that `stale` stays a signal that alerting lost input.
+    # The version already counted, read again (a redelivery after a restart or a take-over): harmless,
+    # and kept apart from `stale` so that `stale` stays a signal that alerting lost input.
     repeated: int = 0
+    # A version older than the one counted, read after it: results count in event time, and a judge's
+    # answer, stamped just after the call's end, comes before an annotation made later (its version
+    # holds the annotation already). Harmless too; counted as `repeated`, it read as restarts.
+    superseded: int = 0
     unwatched: int = 0  # arrived while no rule was in force (neither counted nor stale)
     untimed: int = 0  # no event time at all
     alerts: int = 0
@@ -139,7 +143,8 @@ class AlertEngine:
     def count(self, call: ScoredCall) -> list[dict[str, Any]]:
         """Count a result read with `read` and return the alert events it causes, in order."""
         time_before = (self.windows.watermark, self.windows.ahead)
-        repeated = self.windows.has_counted(call)
+        counted = self.windows.calls.get(call.call_id)
+        counted_version = counted.version if counted is not None else None
         taken, dropped = self.windows.put(call)
         if (self.windows.watermark, self.windows.ahead) != time_before:
             self._changes.time = True
@@ -150,8 +155,10 @@ class AlertEngine:
             self.counters.unwatched += 1
         elif taken:
             self.counters.counted += 1
-        elif repeated or call.redelivered:
+        elif call.redelivered or call.version == counted_version:
             self.counters.repeated += 1
+        elif counted_version is not None and call.version < counted_version:
+            self.counters.superseded += 1
         else:
             self.counters.stale += 1
         if not taken:

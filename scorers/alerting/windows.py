@@ -85,7 +85,8 @@ class EventTimeWindows:
     # ---------------------------------------------------------------------------------- changes
 
     def has_counted(self, call: ScoredCall) -> bool:
-        """Whether this version of the call, or a newer one, already counts (a redelivery)."""
+        """Whether this version of the call, or a newer one, already counts (a redelivery, or an older
+        version read after a newer one)."""
         kept = self.calls.get(call.call_id)
         return kept is not None and call.version <= kept.version
 
