@@ -101,7 +101,9 @@ class CohortWrites:
         if overtaken:
             return web.error(409, f"cohort {definition.cohort_id!r} was written again just after this write, "
                                   "through another worker, and that write stands: GET it")
-        return web.json(cohort_to_builtins(definition), status=201 if cohort_id is None else 200)
+        # 201 for a cohort this write created, POST or PUT alike (RFC 9110: a PUT that creates its
+        # target answers 201); 200 for one it replaced.
+        return web.json(cohort_to_builtins(definition), status=201 if before is None else 200)
 
     async def delete(self, web: Any, cohort_id: str) -> Any:
         async with self._writes:

@@ -129,7 +129,8 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert http(worker, "GET", "/cohorts/support")[0] == 200  # read back before the answer
         status, body = http(worker, "POST", "/cohorts", COHORT)
         assert status == 409 and "PUT" in body["error"]
-        assert http(worker, "PUT", "/cohorts/brief", {"name": "Brief"})[0] == 200
+        assert http(worker, "PUT", "/cohorts/brief", {"name": "Brief"})[0] == 201  # created
+        assert http(worker, "PUT", "/cohorts/brief", {"name": "Brief 2"})[0] == 200  # replaced
         assert http(worker, "DELETE", "/cohorts/brief")[0] == 200  # at once: no 404 for a write just made
         assert http(worker, "GET", "/cohorts/brief")[0] == 404
         # Eight clients create one cohort at once: one is told it did, the others that it exists.
