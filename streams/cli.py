@@ -36,6 +36,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         broker=getattr(args, "broker", None),
         partitions=getattr(args, "partitions", None),
         topic_prefix=getattr(args, "topic_prefix", None),
+        web_port=getattr(args, "web_port", None),
     )
 
 
@@ -131,8 +132,8 @@ def _refuse_a_taken_web_port(settings: Settings) -> None:
             except OSError as exc:
                 shown = f"[{address[0]}]:{address[1]}" if family == socket.AF_INET6 else f"{address[0]}:{address[1]}"
                 if exc.errno == errno.EADDRINUSE:
-                    raise ValueError(f"the HTTP API's port {shown} is in use: another worker may run there; set "
-                                     "CALLQA_WEB_PORT to a free port") from None
+                    raise ValueError(f"the HTTP API's port {shown} is in use: another worker may run there; give "
+                                     "it a free port (--web-port, or CALLQA_WEB_PORT)") from None
                 raise ValueError(f"the HTTP API cannot listen on {shown} ({exc.strerror}): set CALLQA_WEB_BIND to an "
                                  "address of this machine (0.0.0.0 for all)") from None
 
@@ -200,6 +201,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     from streams.broker import EmbeddedBroker
 
+    _refuse_a_taken_web_port(_settings(args))  # (before a broker is started, only to be stopped)
     with EmbeddedBroker(port=args.port).start() as broker:
         print(f"embedded broker listening: {broker.bootstrap}  (CALLQA_BROKER={broker.url})", flush=True)
         settings = _settings(args).with_overrides(broker=broker.url)
@@ -599,13 +601,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=port_number, default=9092)
     p.set_defaults(func=cmd_broker)
 
+    web_port_help = "the HTTP API's port (default: CALLQA_WEB_PORT, else 6066)"
     p = sub.add_parser("worker", help="run a scoring worker")
     kafka_options(p)
+    p.add_argument("--web-port", type=port_number, help=web_port_help)
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("up", help="embedded broker + worker in one command (Ctrl-C stops both)")
     kafka_options(p, broker=False)
-    p.add_argument("--port", type=port_number, default=9092)
+    p.add_argument("--port", type=port_number, default=9092, help="the embedded broker's port (default 9092)")
+    p.add_argument("--web-port", type=port_number, help=web_port_help)
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("send", help="publish a .jsonl or .msgpack event log, batching per partition in its order")

@@ -15,6 +15,7 @@ import pytest
 from eventkit import event
 
 from models.wire import encode_event
+from streams.broker import free_port
 from streams.cli import main
 from streams.config import load_settings
 
@@ -177,7 +178,16 @@ def test_a_worker_whose_web_port_is_taken_says_so_in_one_line_before_starting(ca
         monkeypatch.setenv("CALLQA_WEB_PORT", str(port))
         code, err = run(capsys, "worker", "--broker", "tansu://127.0.0.1:1")
     assert code == 2 and err.strip() == (f"callqa: the HTTP API's port 127.0.0.1:{port} is in use: another worker "
-                                         "may run there; set CALLQA_WEB_PORT to a free port")
+                                         "may run there; give it a free port (--web-port, or CALLQA_WEB_PORT)")
+    monkeypatch.delenv("CALLQA_WEB_PORT")
+    with socket.socket() as taken:  # the option names the port as the setting does, and goes before it
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("CALLQA_WEB_PORT", "1")
+        for command in (["worker", "--broker", "tansu://127.0.0.1:1"], ["up", "--port", str(free_port())]):
+            code, err = run(capsys, *command, "--web-port", str(port))
+            assert code == 2 and f"the HTTP API's port 127.0.0.1:{port} is in use" in err
     # Taken on IPv4 only, the port is free for a worker listening on IPv6 alone (as the web server binds it).
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
