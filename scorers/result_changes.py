@@ -109,13 +109,15 @@ class ResultChanges:
         }
 
 
-def newest_by_call(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each call's newest result: the highest version, the later one of two copies of a version."""
-    newest: dict[str, dict[str, Any]] = {}
+def newest_verdicts(results: Iterable[dict[str, Any]]) -> dict[str, tuple[int, dict[str, Verdict]]]:
+    """Each call's newest result (the highest version, the later one of two copies of a version) as
+    its version and verdicts. Only the verdicts are kept, not the document with its transcript: held
+    whole, a results file took about ten times its size in memory."""
+    newest: dict[str, tuple[int, dict[str, Verdict]]] = {}
     for result in results:
         held = newest.get(result["call_id"])
-        if held is None or result["version"] >= held["version"]:
-            newest[result["call_id"]] = result
+        if held is None or result["version"] >= held[0]:
+            newest[result["call_id"]] = (result["version"], verdicts(result))
     return newest
 
 
@@ -132,12 +134,12 @@ def verdicts(result: dict[str, Any]) -> dict[str, Verdict]:
 
 def compare_results(before: Iterable[dict[str, Any]], after: Iterable[dict[str, Any]]) -> ResultChanges:
     """What changed from `before` to `after`, call by call and verdict by verdict."""
-    old, new = newest_by_call(before), newest_by_call(after)
+    old, new = newest_verdicts(before), newest_verdicts(after)
     report = ResultChanges(calls_before=len(old), calls_after=len(new),
                            only_before=sorted(old.keys() - new.keys()), only_after=sorted(new.keys() - old.keys()))
     tallies: dict[str, VerdictTally] = {}
     for call_id in sorted(old.keys() & new.keys()):
-        was, now = verdicts(old[call_id]), verdicts(new[call_id])
+        (_, was), (_, now) = old[call_id], new[call_id]
         changes = []
         for name in [*was, *(name for name in now if name not in was)]:
             before, after = was.get(name), now.get(name)

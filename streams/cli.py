@@ -434,13 +434,16 @@ def cmd_tail(args: argparse.Namespace) -> int:
 def _results_file(path: str) -> list[dict]:
     """The result documents of a results file (`callqa replay --out`, `callqa tail results --json`), each
     checked; `-`: standard input."""
-    documents = []
+    return list(_result_documents(path))
+
+
+def _result_documents(path: str) -> Iterator[dict]:
+    """`_results_file`'s documents one at a time, for a reader that keeps only part of each."""
     name = "standard input" if path == STANDARD_INPUT else path
     with (open(sys.stdin.fileno(), "rb", closefd=False) if path == STANDARD_INPUT else open(path, "rb")) as handle:
         for number, line in enumerate(handle, start=1):
             if line.strip():
-                documents.append(_result_document(line, f"{name} line {number}"))
-    return documents
+                yield _result_document(line, f"{name} line {number}")
 
 
 def _run_results(args: argparse.Namespace) -> list[dict]:
@@ -510,7 +513,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError("only one of BEFORE and AFTER can be - (standard input)")
     if args.calls < 0:
         raise ValueError(f"--calls must be 0 or more, got {args.calls}")
-    report = compare_results(_results_file(args.before), _results_file(args.after))
+    report = compare_results(_result_documents(args.before), _result_documents(args.after))
     document = report.to_dict()
     print(json.dumps(document, indent=2) if args.json else result_changes_text(document, args.calls))
     if args.fail_on_regression and report.regressions:
