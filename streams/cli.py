@@ -431,14 +431,9 @@ def cmd_tail(args: argparse.Namespace) -> int:
     return 0
 
 
-def _results_file(path: str) -> list[dict]:
-    """The result documents of a results file (`callqa replay --out`, `callqa tail results --json`), each
-    checked; `-`: standard input."""
-    return list(_result_documents(path))
-
-
 def _result_documents(path: str) -> Iterator[dict]:
-    """`_results_file`'s documents one at a time, for a reader that keeps only part of each."""
+    """The result documents of a results file (`callqa replay --out`, `callqa tail results --json`), each
+    checked, one at a time; `-`: standard input."""
     name = "standard input" if path == STANDARD_INPUT else path
     with (open(sys.stdin.fileno(), "rb", closefd=False) if path == STANDARD_INPUT else open(path, "rb")) as handle:
         for number, line in enumerate(handle, start=1):
@@ -450,21 +445,29 @@ def _run_results(args: argparse.Namespace) -> list[dict]:
     """The results of one run: from a results file (`callqa replay --out`) or the results topic."""
     import asyncio
 
+    # Only the run's documents are kept: a results file or topic holds every run and production call.
+    run: list[dict] = []
+    others: set[str] = set()
+
+    def keep(document: dict) -> None:
+        run_id = document.get("run_id")
+        if run_id == args.run_id:
+            run.append(document)
+        elif run_id:
+            others.add(str(run_id))
+
     if args.results:
-        documents = _results_file(args.results)
+        for document in _result_documents(args.results):
+            keep(document)
     else:
         from streams.tail import read_topic
         from streams.topics import TopicNames
 
         settings = _settings(args)
-        documents = []
         topic = TopicNames(settings.topic_prefix).results
-        asyncio.run(read_topic(settings, topic, 3.0,
-                               lambda key, value: documents.append(_result_document(value, f"a record of {topic}"))))
-    run = [d for d in documents if d.get("run_id") == args.run_id]
+        asyncio.run(read_topic(settings, topic, 3.0, lambda key, value: keep(_result_document(value, f"a record of {topic}"))))
     if not run:
-        known = sorted({str(d.get("run_id")) for d in documents if d.get("run_id")})
-        raise ValueError(f"no results of run {args.run_id!r}; runs present: {known or 'none'}")
+        raise ValueError(f"no results of run {args.run_id!r}; runs present: {sorted(others) or 'none'}")
     return run
 
 
