@@ -61,9 +61,10 @@ class ScenarioSpec(Struct, forbid_unknown_fields=False, gc=False):
     db_state_assertions: list[dict[str, Any]] | None = None
     nl_assertions: list[str] | None = None
     conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = "tool-only"
-    min_agent_turns: int = DEFAULT_MIN_AGENT_TURNS
+    min_agent_turns: Annotated[int, msgspec.Meta(ge=0)] = DEFAULT_MIN_AGENT_TURNS
     judge: bool = False
-    judge_threshold: Finite | None = None
+    # The judge's score runs from 0 to 1: a threshold outside could never, or always, be passed.
+    judge_threshold: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
     judge_include_conversation: bool = False
 
 

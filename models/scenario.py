@@ -6,8 +6,12 @@ reference answer and match options, expected DB, DB-state and natural-language a
 `success_signals` whitelist. `Scenario.to_call_started()` turns it into the `call.started` data a
 harness publishes, so that callqa scores the call against it.
 
-Declare scenarios by constructing `Scenario(...)`, or by subclassing with `@dataclass(kw_only=True)`
-and new field defaults for a domain's shared parts.
+Declare scenarios by constructing `Scenario(...)`, or by subclassing for a domain's shared parts: a
+subclass sets them as class attributes (`agent_persona = Persona(...)`, `domain = "restaurant"`), as
+the harness's scenario classes do, or as new field defaults under `@dataclass(kw_only=True)`. Each
+instance gets its own copy of a class attribute's value. A scenario that the wire would refuse (an
+unknown end policy, a negative turn floor, a judge threshold outside 0 to 1) is refused when it is
+made, and again when it is turned into `call.started`, with a ValueError naming the field.
 
 `SuccessSignal` and `composite_is_successful` are the one definition of the composite verdict: the
 evaluation document (scorers/evaluation/success.py) uses them too.
@@ -15,12 +19,15 @@ evaluation document (scorers/evaluation/success.py) uses them too.
 
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 
-from models.events import DEFAULT_MIN_AGENT_TURNS
+import msgspec
+
+from models.events import DEFAULT_MIN_AGENT_TURNS, ScenarioSpec
 from models.db_hash import db_state_hash
 
 NOT_APPLICABLE = "N/A"
@@ -52,6 +59,8 @@ def parse_success_signals(names: Iterable[SuccessSignal | str] | None) -> tuple[
     Raises ValueError on a name that is no SuccessSignal."""
     if names is None:
         return tuple(SuccessSignal)
+    if isinstance(names, str):  # (a lone name is a sequence too: of its letters, each "unknown")
+        raise ValueError(f"success_signals must be a list of signal names, not one string: [{names!r}]")
     return tuple(dict.fromkeys(as_success_signal(name) for name in names))
 
 
@@ -172,6 +181,24 @@ class Resources:
 # -------------------------------------------------------------------------------------- scenario
 
 
+class _ClassDefault:
+    """A Scenario field's default: the value the instance's class sets as a class attribute (a
+    subclass's override), else the field's own default, kept in its metadata. The generated
+    `__init__` sets every field from the base class's defaults, and so put them back over a
+    subclass's class attributes: subclassed as the harness's scenario classes are, every override
+    was lost without a word."""
+
+    def __repr__(self) -> str:
+        return "<class default>"
+
+
+_CLASS_DEFAULT: Any = _ClassDefault()
+
+
+def _class_default(value: Any) -> Any:
+    return field(default=_CLASS_DEFAULT, metadata={"default": value})
+
+
 @dataclass(kw_only=True)
 class Scenario:
     """One evaluation scenario. `success_signals=None` gates on every signal; the conversation-end
@@ -179,38 +206,48 @@ class Scenario:
 
     reference_file: ClassVar[str] = "reference_answer.json"
 
-    name: str | None = None
-    domain: str = "default"
-    description: str | None = None
-    noise_config: dict[str, Any] | None = None
-    max_duration: int | None = None
+    name: str | None = _class_default(None)
+    domain: str = _class_default("default")
+    description: str | None = _class_default(None)
+    noise_config: dict[str, Any] | None = _class_default(None)
+    max_duration: int | None = _class_default(None)
 
-    reference_answer: list[dict[str, Any]] | dict[str, Any] | None = None
-    ignore_capitalization: bool = False
-    ignore_punctuation: bool = False
-    clean_text: bool = False
-    disallow_extra_items: bool = False
-    expected_scenario_db: dict[str, Any] | None = None
-    nl_assertions: list[str] | None = None
-    db_state_assertions: list[dict[str, Any]] | None = None
-    initialization_actions: list[dict[str, Any]] | None = None
-    expected_user_db: dict[str, Any] | None = None
-    success_signals: Sequence[SuccessSignal | str] | None = None
+    reference_answer: list[dict[str, Any]] | dict[str, Any] | None = _class_default(None)
+    ignore_capitalization: bool = _class_default(False)
+    ignore_punctuation: bool = _class_default(False)
+    clean_text: bool = _class_default(False)
+    disallow_extra_items: bool = _class_default(False)
+    expected_scenario_db: dict[str, Any] | None = _class_default(None)
+    nl_assertions: list[str] | None = _class_default(None)
+    db_state_assertions: list[dict[str, Any]] | None = _class_default(None)
+    initialization_actions: list[dict[str, Any]] | None = _class_default(None)
+    expected_user_db: dict[str, Any] | None = _class_default(None)
+    success_signals: Sequence[SuccessSignal | str] | None = _class_default(None)
 
-    conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = "tool-only"
-    min_agent_turns: int = DEFAULT_MIN_AGENT_TURNS
-    judge: bool = False
-    judge_threshold: float | None = None
-    judge_include_conversation: bool = False
+    conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = _class_default("tool-only")
+    min_agent_turns: int = _class_default(DEFAULT_MIN_AGENT_TURNS)
+    judge: bool = _class_default(False)
+    judge_threshold: float | None = _class_default(None)
+    judge_include_conversation: bool = _class_default(False)
 
-    agent_persona: Persona | None = None
-    agent_task: Task | None = None
-    agent_actions: Actions | None = None
-    agent_resources: Resources | None = None
-    user_persona: Persona | None = None
-    user_task: Task | None = None
-    user_actions: Actions | None = None
-    user_resources: Resources | None = None
+    agent_persona: Persona | None = _class_default(None)
+    agent_task: Task | None = _class_default(None)
+    agent_actions: Actions | None = _class_default(None)
+    agent_resources: Resources | None = _class_default(None)
+    user_persona: Persona | None = _class_default(None)
+    user_task: Task | None = _class_default(None)
+    user_actions: Actions | None = _class_default(None)
+    user_resources: Resources | None = _class_default(None)
+
+    def __post_init__(self) -> None:
+        for part in fields(self):
+            if getattr(self, part.name) is _CLASS_DEFAULT:
+                value = getattr(type(self), part.name, _CLASS_DEFAULT)
+                if value is _CLASS_DEFAULT:
+                    value = part.metadata.get("default")
+                # (Its own copy: a persona or list a class sets is not shared by its instances.)
+                setattr(self, part.name, copy.deepcopy(value))
+        self.to_scenario_spec()  # (refused now, not when its first call is refused)
 
     # -- prompts and tools ------------------------------------------------------------------------
 
@@ -243,9 +280,10 @@ class Scenario:
         return db_state_hash(self.expected_scenario_db) if self.expected_scenario_db is not None else None
 
     def to_scenario_spec(self) -> dict[str, Any]:
-        """The `scenario` block of `call.started` (models.events.ScenarioSpec)."""
+        """The `scenario` block of `call.started` (models.events.ScenarioSpec). Raises ValueError,
+        naming the field, when the block is one a worker would refuse (and score the call without it)."""
         whitelist = None if self.success_signals is None else [s.value for s in parse_success_signals(self.success_signals)]
-        return {
+        spec = {
             "name": self.name,
             "domain": self.domain,
             "description": self.description,
@@ -264,6 +302,11 @@ class Scenario:
             "judge_threshold": self.judge_threshold,
             "judge_include_conversation": self.judge_include_conversation,
         }
+        try:
+            msgspec.convert(spec, ScenarioSpec)
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"scenario {self.name!r}: {exc}") from None
+        return spec
 
     def to_call_started(self, agent_id: str, **extra: Any) -> dict[str, Any]:
         """The data of a `call.started` event for a call running this scenario. `extra` carries the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import msgspec
@@ -169,6 +170,49 @@ def test_a_domain_subclass_sets_its_defaults_as_dataclass_fields():
 
     scenario = RestaurantScenario(name="restaurant__1")
     assert (scenario.domain, scenario.to_scenario_spec()["success_signals"]) == ("restaurant", ["is_action_match", "clean_exit"])
+
+
+def test_a_subclass_sets_its_parts_as_class_attributes_as_the_harness_classes_do():
+    class PizzaScenario(Scenario):
+        name = "restaurant__pizza"
+        domain = "restaurant"
+        agent_persona = Persona(role="helpful AI agent", name="Bob")
+        success_signals = [SuccessSignal.CLEAN_EXIT]
+        conversation_end_policy = "valid-terminal-state"
+
+    class LargePizzaScenario(PizzaScenario):
+        user_task = Task(goal="Order a large pizza")
+
+    scenario = PizzaScenario()
+    assert (scenario.name, scenario.domain, scenario.conversation_end_policy) == (
+        "restaurant__pizza", "restaurant", "valid-terminal-state")
+    assert scenario.get_agent_prompt().startswith("You are a helpful AI agent named Bob.")
+    assert scenario.compute_is_successful({"clean_exit": True, "is_action_match": False}) is True
+    assert scenario.to_scenario_spec()["success_signals"] == ["clean_exit"]
+    # Each instance has its own copy of a class attribute's value; what is passed still wins.
+    scenario.agent_persona.name = "Ann"
+    assert PizzaScenario().agent_persona.name == "Bob"
+    assert PizzaScenario(domain="default").domain == "default"
+    larger = LargePizzaScenario(name="restaurant__large")
+    assert (larger.name, larger.domain, larger.user_task.goal) == ("restaurant__large", "restaurant", "Order a large pizza")
+    assert (Scenario().domain, Scenario().agent_persona) == ("default", None)
+
+
+@pytest.mark.parametrize("fields, named", [
+    ({"conversation_end_policy": "valid_terminal_state"}, "conversation_end_policy"),
+    ({"min_agent_turns": -3}, "min_agent_turns"),
+    ({"judge_threshold": 5}, "judge_threshold"),
+    ({"success_signals": "clean_exit"}, "not one string: ['clean_exit']"),
+])
+def test_a_scenario_the_wire_would_refuse_is_refused_when_it_is_made(fields, named):
+    # Sent, its call.started was dead-lettered and the call scored as a production call, out of its run.
+    with pytest.raises(ValueError, match=re.escape(named)):
+        Scenario(name="d__bad", **fields)
+    scenario = Scenario(name="d__bad")
+    for field_name, value in fields.items():
+        setattr(scenario, field_name, value)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        scenario.to_call_started("a1", run_id="r9")
 
 
 # ---------------------------------------------------------------------------------- call.started

@@ -151,6 +151,18 @@ def test_a_scenario_naming_an_unknown_success_signal_is_rejected_on_the_wire():
     assert "'vibes'" in rejected.reason and "scenario.success_signals[1]" in rejected.reason
 
 
+@pytest.mark.parametrize("field, value, bound", [("min_agent_turns", -3, "`int` >= 0"), ("judge_threshold", 5, "`float` <= 1.0"),
+                                                 ("judge_threshold", -0.5, "`float` >= 0.0")])
+def test_a_scenario_whose_floor_or_judge_threshold_cannot_be_met_is_rejected_on_the_wire(field, value, bound):
+    # A threshold of 5 on a score of 0 to 1 never passed, a floor of -3 never stalled: both were taken.
+    doc = envelope(type="call.started", data={"agent_id": "a", "scenario": {field: value}})
+    (rejected,) = decode_message(json.dumps(doc).encode()).rejected
+    assert rejected.reason == f"event 'e1': Expected {bound} - at `data.scenario.{field}`"
+    for good in (0, 1):
+        doc = envelope(type="call.started", data={"agent_id": "a", "scenario": {field: good}})
+        assert decode_message(json.dumps(doc).encode()).events
+
+
 def test_event_time_outside_years_1970_to_9999_is_rejected_with_its_bounds():
     for ts_ms, bound in ((-1, ">= 0"), (2**64 - 1, "<= 253402300799999")):
         (rejected,) = decode_message(msgpack.packb(envelope(ts_ms=ts_ms))).rejected
