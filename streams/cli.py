@@ -670,9 +670,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="the summary as JSON")
         p.add_argument("--results", help="a results file (JSON Lines) instead of the results topic")
         p.add_argument("--min-agent-turns", type=_non_negative_int, default=DEFAULT_MIN_AGENT_TURNS, metavar="N",
-                       help="the run's floor of agent turns, as the stall warning states it (the evaluation "
-                            f"runner's --min-agent-turns; default {DEFAULT_MIN_AGENT_TURNS}); a scenario's own "
-                            "min_agent_turns decides whether it stalled")
+                       help="the floor of agent turns the stall warning states for a stalled scenario whose "
+                            "result does not give its own (the evaluation runner's --min-agent-turns; default "
+                            f"{DEFAULT_MIN_AGENT_TURNS}); a scenario's own min_agent_turns decides whether it stalled")
         p.set_defaults(func=cmd_summary if name == "summary" else cmd_export)
 
     p = sub.add_parser("compare", help="what re-scoring changed: two results files compared call by call, "

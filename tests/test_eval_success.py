@@ -124,6 +124,8 @@ def test_fewer_agent_llm_calls_than_the_floor_force_failure():
     document = {"is_action_match": True, "clean_exit": True}
     fields = success_fields(document, spec(success_signals=["is_action_match", "clean_exit"]), 1)  # 1 < default 2
     assert (fields["is_successful"], fields["is_task_successful"], fields["insufficient_agent_turns"]) == (False, False, True)
+    assert fields["min_agent_turns"] == 2  # the floor it fell short of: scenarios each carry their own
+    assert success_fields(document, spec(min_agent_turns=5), 4)["min_agent_turns"] == 5
     # The breakdown still shows what each signal said; the run summary skips the call per signal.
     assert fields["success_breakdown"]["passed"] == ["is_action_match", "clean_exit"]
 
@@ -135,7 +137,7 @@ def test_a_stalled_call_fails_even_when_nothing_was_applicable():
 
 def test_reaching_the_floor_is_enough():
     fields = success_fields({"clean_exit": True}, spec(min_agent_turns=3), 3)
-    assert "insufficient_agent_turns" not in fields
+    assert "insufficient_agent_turns" not in fields and "min_agent_turns" not in fields
     assert fields["is_successful"] is True
 
 

@@ -225,6 +225,15 @@ def test_stall_warning_lists_the_stalled_scenarios_with_the_floor_and_a_resume_c
             "failures.\n  d__a\n  d__b\nResume them with: callqa replay calls.jsonl\n") in text
 
 
+def test_stall_warning_states_the_floor_each_result_gives_and_the_runs_for_the_others():
+    summary = summarize(*calls(stalled_doc("d__b", min_agent_turns=5), stalled_doc("d__a")), min_agent_turns=3)
+    assert (summary.stall_warning.scenarios, summary.stall_warning.floors) == (("d__a", "d__b"), (3, 5))
+    assert ("WARNING: 2 scenario(s) had fewer agent turns than their floor (insufficient_agent_turns) and were "
+            "counted as failures.\n  d__a (fewer than 3)\n  d__b (fewer than 5)\n") in render_all_summary(summary)
+    same = summarize(*calls(stalled_doc("d__b", min_agent_turns=5), stalled_doc("d__a", min_agent_turns=5)))
+    assert "WARNING: 2 scenario(s) had fewer than 5 agent turn(s) (insufficient_agent_turns)" in render_all_summary(same)
+
+
 def test_no_stall_warning_when_no_scenario_stalled():
     summary = summarize(*calls(metrics_doc("d__a")))
     assert summary.stall_warning is None

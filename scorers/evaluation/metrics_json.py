@@ -59,6 +59,7 @@ CONDITIONAL_KEYS = (
     "judge_score",
     "judge_passed",
     "insufficient_agent_turns",
+    "min_agent_turns",  # (callqa's: the floor it fell short of, as scenarios carry their own)
     "auto_retry_reasons",
     "trace_metrics",
 )

@@ -19,7 +19,8 @@ other than clean_exit.
 Stalled agent: on a scenario call with `min_agent_turns` > 0 (default 2), fewer agent LLM calls than
 the floor (`token_usage.agent.n_calls`, else the agent's turns when no agent token usage was
 reported: `metrics_json.agent_llm_calls`) force `is_successful: false`, `is_task_successful: false` and
-add `insufficient_agent_turns: true`, whatever the signals say. `success_breakdown` still holds the
+add `insufficient_agent_turns: true` with the floor it fell short of (`min_agent_turns`, callqa's own
+key: scenarios carry their own floors, the harness's runner has one), whatever the signals say. `success_breakdown` still holds the
 buckets computed from the signals, as the harness writes them, so the individual measurements stay
 readable for triage; "skipped in every per-signal bucket" is the run summary's rule: it counts the
 call as a failure in the composite rates and leaves it out of every per-signal rate, keyed on
@@ -91,10 +92,11 @@ def success_fields(document: Mapping[str, Any], scenario: ScenarioSpec | None, a
     gating = whitelist(scenario)
     breakdown = success_breakdown(verdicts, gating)
     fields: dict[str, Any] = {"success_breakdown": breakdown}
-    if is_stalled(scenario, agent_llm_calls):
+    if scenario is not None and is_stalled(scenario, agent_llm_calls):
         fields["is_successful"] = False
         fields["is_task_successful"] = False
         fields["insufficient_agent_turns"] = True
+        fields["min_agent_turns"] = scenario.min_agent_turns  # (stalled: there is one)
         return fields
     is_successful: bool | Literal["N/A"] = composite_is_successful(gating, verdicts)
     fields["is_successful"] = is_successful

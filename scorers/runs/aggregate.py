@@ -123,7 +123,7 @@ class RunSummary:
     domains: dict[str, Tally] = field(default_factory=dict)
     # Keyed ("call", call_id) for live results and ("file", key) for scenarios loaded from files.
     contributions: dict[tuple[str, str], _Contribution] = field(default_factory=dict)
-    stalled: dict[tuple[str, str], str] = field(default_factory=dict)
+    stalled: dict[tuple[str, str], tuple[str, int | None]] = field(default_factory=dict)  # name, floor
     files_loaded: int = 0
 
     def __len__(self) -> int:
@@ -177,7 +177,7 @@ class RunSummary:
         self.contributions[key] = _Contribution(version, signals)
         self._apply(signals, 1)
         if signals.stalled:
-            self.stalled[key] = signals.scenario_name
+            self.stalled[key] = (signals.scenario_name, signals.floor)
         else:
             self.stalled.pop(key, None)
 
@@ -196,7 +196,10 @@ class RunSummary:
             domains = tuple(self.domains[name].domain_summary(name) for name in sorted(self.domains))
         stall_warning = None
         if self.stalled:
-            stall_warning = StallWarning(self.min_agent_turns, tuple(sorted(self.stalled.values())))
+            # A scenario's own floor where its result says it; the run's (`--min-agent-turns`) else.
+            stalled = sorted((name, self.min_agent_turns if floor is None else floor) for name, floor in self.stalled.values())
+            stall_warning = StallWarning(self.min_agent_turns, tuple(name for name, _ in stalled),
+                                         tuple(floor for _, floor in stalled))
         return AllSummary(
             run_id=self.run_id,
             scenarios=totals.scenarios,

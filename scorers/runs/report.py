@@ -110,11 +110,12 @@ class DomainSummary:
 class StallWarning:
     """Scenarios whose agent produced fewer LLM responses than the floor: counted as failures."""
 
-    min_agent_turns: int
+    min_agent_turns: int  # the run's floor, for scenarios whose result does not give their own
     scenarios: tuple[str, ...]
+    floors: tuple[int, ...] = ()  # each scenario's floor, in step with `scenarios`
 
     def to_dict(self) -> dict[str, Any]:
-        return {"min_agent_turns": self.min_agent_turns, "scenarios": list(self.scenarios)}
+        return {"min_agent_turns": self.min_agent_turns, "scenarios": list(self.scenarios), "floors": list(self.floors)}
 
 
 @dataclass(frozen=True, slots=True)

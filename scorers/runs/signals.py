@@ -38,6 +38,9 @@ class ScenarioSignals:
 
     scenario_name: str
     stalled: bool
+    # The floor of agent turns a stalled scenario fell short of (None: not stalled, or not said, as
+    # in the harness's own metrics.json, whose runner has one floor for the run).
+    floor: int | None
     is_successful: bool | None
     is_task_successful: bool | None
     is_action_match: bool | None
@@ -132,8 +135,10 @@ def read_scenario(metrics: Mapping[str, Any], judge: Mapping[str, Any] | None, f
     latencies, tokens = latencies_ms(metrics), token_usage(metrics)
     if stalled:
         # The runner forces a stalled scenario to fail and keeps it out of every per-signal bucket.
+        floor = metrics.get("min_agent_turns")
         return ScenarioSignals(
-            scenario_name=name, stalled=True, is_successful=False, is_task_successful=False,
+            scenario_name=name, stalled=True, floor=floor if type(floor) is int and floor > 0 else None,
+            is_successful=False, is_task_successful=False,
             is_action_match=None, db_state_match=None, db_state_assertions=NOTHING, nl_assertions=NOTHING,
             judge_score=None, judge_passed=None, clean_exit=None, latencies_ms=latencies, tokens=tokens,
         )
@@ -141,6 +146,7 @@ def read_scenario(metrics: Mapping[str, Any], judge: Mapping[str, Any] | None, f
     return ScenarioSignals(
         scenario_name=name,
         stalled=False,
+        floor=None,
         is_successful=is_successful,
         # Same set of scenarios as the success rate: only where is_successful is a bool.
         is_task_successful=_bool(metrics, "is_task_successful") if is_successful is not None else None,

@@ -87,12 +87,18 @@ def render_all_summary(summary: AllSummary, *, resume_command: str = DEFAULT_RES
 
     if summary.stall_warning is not None:
         stalled = summary.stall_warning
+        floors = set(stalled.floors) or {stalled.min_agent_turns}
+        # The harness's sentence states its runner's one floor; scenarios here may each have their own.
+        fewer = f"fewer than {floors.pop()} agent turn(s)" if len(floors) == 1 else "fewer agent turns than their floor"
         lines += [
             "",
-            f"WARNING: {len(stalled.scenarios)} scenario(s) had fewer than {stalled.min_agent_turns} agent turn(s) "
-            "(insufficient_agent_turns) and were counted as failures.",
+            f"WARNING: {len(stalled.scenarios)} scenario(s) had {fewer} (insufficient_agent_turns) and were counted "
+            "as failures.",
         ]
-        lines += [f"  {name}" for name in stalled.scenarios]
+        if len(set(stalled.floors)) > 1:
+            lines += [f"  {name} (fewer than {floor})" for name, floor in zip(stalled.scenarios, stalled.floors)]
+        else:
+            lines += [f"  {name}" for name in stalled.scenarios]
         lines.append(f"Resume them with: {resume_command}")
     return "\n".join(lines) + "\n"
 
