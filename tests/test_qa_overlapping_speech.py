@@ -134,3 +134,25 @@ def test_a_call_ended_by_inactivity_is_as_long_as_its_conversation_not_its_silen
                        ended={"stop_reason": "[INACTIVITY_TIMEOUT]"})
         assert ended.details["call_length_ms"] == hung_up.details["call_length_ms"] == 10_000
         assert ended.score == hung_up.score == 86.0
+
+
+def test_a_call_whose_events_span_less_than_its_words_is_as_long_as_its_words():
+    # Events stamped within 1 s (a post-call upload) carrying 12 s of speech: 6000 ms of overlap was
+    # 600 % of the call, not 50 %.
+    m = scored("overlapping_speech",
+               turn("user", ("a", 0, 5000), ("b", 5000, 10000)),
+               turn("agent", ("c", 4000, 12000)),
+               ended_ts=START_TS + 1000)
+    assert (m.details["call_length_ms"], m.details["total_overlap_ms"], m.details["overlap_percent"]) == (12_000, 6000, 50.0)
+    assert m.score == 0.0  # 100 - 10 - 100
+
+
+def test_the_overlap_percent_is_at_most_100():
+    # Three turns at once: each pair's shared time counted, 3000 ms in a call of 2000.
+    m = scored("overlapping_speech",
+               turn("agent", ("a", 0, 2000)),
+               turn("user", ("b", 0, 2000)),
+               turn("agent", ("c", 0, 1000)),
+               ended_ts=START_TS + 1000)
+    assert m.details["total_overlap_ms"] > m.details["call_length_ms"] == 2000
+    assert m.details["overlap_percent"] == 100.0

@@ -13,7 +13,9 @@ Value: the number of overlaps. The call's length for the percentage is `call.end
 in event time (`ts_ms`) — up to its last turn's event when inactivity ended it (the silence that ended
 the call is no part of its conversation: a call swept 120 s after its last words would count two
 minutes of nothing against its overlaps; `duration_seconds` in the evaluation document keeps it, as
-the harness does); when either is missing, the span of all word timings seen. Score:
+the harness does) — and never less than the span of all word timings seen, which alone gives it when
+either is missing: a producer that stamps a call's events close together (a post-call upload) made
+12 s of speech a call of 1 s, and its overlap 600 % of it. The percent is at most 100. Score:
 100 − 10 × overlaps − 2 × overlap percent, clamped to 0–100. No word timings at all: no overlaps,
 score 100.
 """
@@ -55,11 +57,10 @@ def call_length_ms(acc: OverlapAcc, call: CallState) -> float:
     inactive = call.ended is not None and call.ended.stop_reason == INACTIVITY_STOP_REASON
     if end is not None and inactive and acc.last_turn_ts_ms is not None:
         end = min(end, acc.last_turn_ts_ms)
+    spoken = acc.last_word_ms - acc.first_word_ms if acc.first_word_ms is not None and acc.last_word_ms is not None else 0.0
     if start is not None and end is not None and end > start:
-        return float(end - start)
-    if acc.first_word_ms is not None and acc.last_word_ms is not None:
-        return acc.last_word_ms - acc.first_word_ms
-    return 0.0
+        return max(float(end - start), spoken)
+    return spoken
 
 
 class OverlappingSpeech(QaMetric):
@@ -96,7 +97,8 @@ class OverlappingSpeech(QaMetric):
 
     def finalize(self, acc: OverlapAcc, call: CallState) -> MetricResult:
         length_ms = call_length_ms(acc, call)
-        percent = 100.0 * acc.overlap_ms / length_ms if length_ms > 0 else 0.0
+        # (At most 100: overlaps of three turns at once can share time and count it twice.)
+        percent = min(100.0, 100.0 * acc.overlap_ms / length_ms) if length_ms > 0 else 0.0
         score = 100.0 - PENALTY_PER_OVERLAP * acc.overlaps - PENALTY_PER_OVERLAP_PERCENT * percent
         return self.scored(
             acc.overlaps,
