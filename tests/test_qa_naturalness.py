@@ -56,9 +56,28 @@ def test_every_repeat_after_the_first_counts():
     assert m.score == 70.0
 
 
-def test_turns_without_words_are_never_repeats():
-    m = naturalness(agent("..."), agent("..."))
-    assert (m.score, m.details["repeated_turns"]) == (100.0, 0)
+def test_turns_without_words_are_never_repeats_nor_speaking():
+    m = naturalness(agent("..."), agent("..."), agent("Hi there"))
+    assert (m.value, m.score, m.details["repeated_turns"], m.details["agent_turns"]) == (2.0, 100.0, 0, 1)
+    assert naturalness(agent("..."), agent("— ?")).details["reason"] == "The agent did not speak"
+
+
+def test_punctuation_standing_alone_is_no_word():
+    # Whitespace tokens counted 8 here, and spaced punctuation brought the long-turn penalties early.
+    assert naturalness(agent("Sure . I can help , okay ?")).value == 5.0
+
+
+def test_a_turns_words_are_its_tokens_holding_a_letter_or_digit():
+    import random
+    import re
+
+    from scorers.qa.naturalness import _word_count
+
+    pieces = ["word", "12", "...", "—", "_", "__x", "$", "?!", "é", "l'", ",", " ", "  ", "\t", "\n", "\u00a0", "\u2003"]
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
+        assert _word_count(text) == sum(1 for token in text.split() if re.search(r"[^\W_]", token)), repr(text)
 
 
 def test_each_robotic_phrase_occurrence_costs_25():

@@ -1,8 +1,9 @@
 """Naturalness: how human and fluent the agent sounded.
 
 Heuristic (used when no LLM judge answered), over the agent's turns:
-- a turn's words are the whitespace-separated tokens of its text ("I'm here, okay?" is 3 words); a
-  blank agent turn is not a turn the agent spoke and is ignored. Chinese and Japanese use no spaces
+- a turn's words are the whitespace-separated tokens of its text that hold a letter or digit ("I'm
+  here, okay?" is 3 words, and so is "Sure , okay ?"); an agent turn with none (blank, or "...") is
+  not a turn the agent spoke and is ignored. Chinese and Japanese use no spaces
   (a whole sentence was one word): each of their characters is a word, and the rest of such a text
   counts its whitespace-separated tokens that hold a letter or digit ("はい、OKです。" is 5 words);
 - start at 100;
@@ -49,11 +50,13 @@ def _digest(normalised: str) -> int:
 def _word_count(text: str) -> int:
     ideographs = ideograph_count(text)
     if not ideographs:
-        return len(text.split())
+        # (One scan for the tokens of punctuation alone, rather than a search in every token.)
+        return len(text.split()) - len(_NO_LETTER_OR_DIGIT_TOKEN.findall(text))
     return ideographs + sum(1 for token in without_ideographs(text).split() if _HAS_LETTER_OR_DIGIT.search(token))
 
 
 _HAS_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
+_NO_LETTER_OR_DIGIT_TOKEN = re.compile(r"(?<!\S)(?:[^\w\s]|_)+(?!\S)")
 
 
 @dataclass(slots=True)
