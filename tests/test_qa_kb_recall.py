@@ -168,3 +168,15 @@ def test_a_chinese_passage_said_inside_a_longer_sentence_is_recalled():
     m = kb_recall(retrieval("余额不足，请充值"), agent("您的余额不足，请充值。"))
     assert (m.value, m.passed) == (1.0, True)
     assert m.details["per_retrieval"][0]["matched_words"] == m.details["per_retrieval"][0]["passage_words"] == 5
+
+
+def test_a_passage_s_figures_are_recalled_by_value():
+    # A price alone was an empty retrieval: "No knowledge base retrievals", though the agent used it.
+    m = kb_recall(retrieval("$45.00"), agent("It is 45 dollars."))
+    assert (m.value, m.details["per_retrieval"][0]["passage_words"], m.details["empty_retrievals"]) == (1.0, 1, 0)
+    # A figure counts as one of the passage's words: 6 significant words and 2 figures (4pm read as
+    # 16:00, and 12%), of which "opens", "pharmacy" and 16:00 are said.
+    m = kb_recall(retrieval("The pharmacy opens at 4pm; parking costs 12% more on Sundays."),
+                  agent("It opens at 16:00 and the pharmacy is nearby."))
+    assert (m.details["per_retrieval"][0]["matched_words"], m.details["per_retrieval"][0]["passage_words"]) == (3, 8)
+    assert kb_recall(retrieval("$45.00"), agent("It is 46 dollars.")).value == 0.0

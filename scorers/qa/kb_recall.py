@@ -3,13 +3,15 @@
 Heuristic (used when no LLM judge answered):
 - A retrieval is one `kb.retrieval` event; its passages, joined in order, are the retrieval's passage
   text. Only the call's first `MAX_RETRIEVALS` retrievals (in arrival order) are considered.
-- The passage's words are its distinct significant words (see `scorers.text`); its word count is
-  their number capped at `MAX_PASSAGE_WORDS`: the cap keeps a long passage from needing dozens of
-  its words repeated, while a word from anywhere in the passage counts.
+- The passage's words are its distinct significant words (see `scorers.text`) and its fact-like
+  figures (prices, times, percents, durations, numbers of 3+ digits), matched by value: "$45.00" in
+  the passage is recalled by an agent who says "45 dollars". Its word count is their number capped at
+  `MAX_PASSAGE_WORDS`: the cap keeps a long passage from needing dozens of its words repeated, while
+  a word from anywhere in the passage counts.
 - A retrieval is recalled when (its words the agent also said) ÷ (its word count) ≥
   `MIN_RECALLED_SHARE`. Words the agent says at any time of the call count, before the retrieval or
   after it. The matched words shown are capped at the word count, as the share is.
-- A retrieval that returned nothing to use (no passages, or nothing but stop words) is counted apart
+- A retrieval that returned nothing to use (no passages, or no significant word nor figure) is counted apart
   (`empty_retrievals`), not as a retrieval: the agent cannot be faulted for a lookup that came back
   empty, and empty lookups do not use up the `MAX_RETRIEVALS` considered. The specification divides by
   "all retrievals"; a lookup with no words cannot be recalled, so counting it would measure the
@@ -30,7 +32,7 @@ from models.call_state import CallState
 from models.events import Event, KbRetrieval, Turn
 from models.results import MetricResult
 from scorers.qa.base import QaMetric
-from scorers.text import reading, significant_words
+from scorers.text import figures, reading, significant_words
 
 MAX_RETRIEVALS = 50
 MAX_PASSAGE_WORDS = 20
@@ -62,6 +64,15 @@ class KbRecallAcc:
     waiting: dict[str, list[int]] = field(default_factory=dict)  # word not yet said → retrievals
 
 
+def _figure_words(text: str) -> list[str]:
+    """The text's fact-like figures as words of their own, by value (a figure's canonical form
+    holds no letter, so no significant word is one)."""
+    return [FIGURE_MARK + fact.canonical for fact in figures(text).facts]
+
+
+FIGURE_MARK = "#"
+
+
 class KbRecall(QaMetric):
     name = "kb_recall"
     label = "Knowledge base recall"
@@ -82,7 +93,7 @@ class KbRecall(QaMetric):
 
     @staticmethod
     def _agent_said(acc: KbRecallAcc, text: str) -> None:
-        for word in reading(text).significant:
+        for word in (*reading(text).significant, *_figure_words(text)):
             if word in acc.agent_words:
                 continue
             acc.agent_words.add(word)
@@ -91,7 +102,8 @@ class KbRecall(QaMetric):
 
     @staticmethod
     def _retrieved(acc: KbRecallAcc, event: KbRetrieval) -> None:
-        passage_words = set(significant_words("\n".join(event.data.passages)))
+        passages = "\n".join(event.data.passages)
+        passage_words = {*significant_words(passages), *_figure_words(passages)}
         if not passage_words:
             acc.empty_retrievals += 1
             return
