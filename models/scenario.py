@@ -271,9 +271,18 @@ class Scenario:
     # -- scoring -----------------------------------------------------------------------------------
 
     def compute_is_successful(self, signals: Mapping[SuccessSignal | str, bool | None]) -> bool | Literal["N/A"]:
-        """Strict AND over the whitelisted signals with a verdict (None = not applicable); "N/A" when
-        none applies. Raises ValueError when the whitelist or `signals` names an unknown signal."""
-        verdicts = {as_success_signal(key): value for key, value in signals.items()}
+        """Strict AND over the whitelisted signals with a verdict (None, or metrics.json's "N/A" = not
+        applicable); "N/A" when none applies. Raises ValueError when the whitelist or `signals` names
+        an unknown signal, or a verdict is no bool (the string "false" is true to Python: it passed)."""
+        verdicts: dict[SuccessSignal, bool | None] = {}
+        for key, value in signals.items():
+            signal = as_success_signal(key)
+            if value == NOT_APPLICABLE:
+                value = None
+            elif value is not None and not isinstance(value, bool):
+                raise ValueError(f"the verdict of {signal.value!r} must be True, False or None (not applicable), "
+                                 f"got {value!r}")
+            verdicts[signal] = value
         return composite_is_successful(parse_success_signals(self.success_signals), verdicts)
 
     def expected_db_hash(self) -> str | None:

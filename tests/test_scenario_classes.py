@@ -152,6 +152,15 @@ def test_compute_is_successful_accepts_strings():
     assert scenario.compute_is_successful({"is_action_match": True, "clean_exit": False}) is False
 
 
+def test_a_verdict_that_is_no_bool_is_a_value_error_and_na_is_not_applicable():
+    # Truthy to Python, "false" and 0.5 passed, and the composite with them.
+    for verdict in ("false", 0.5, 1):
+        with pytest.raises(ValueError, match="the verdict of 'clean_exit' must be True, False or None"):
+            Scenario().compute_is_successful({"clean_exit": verdict})
+    assert Scenario().compute_is_successful({"is_action_match": "N/A", "clean_exit": False}) is False
+    assert Scenario().compute_is_successful({"is_action_match": "N/A"}) == "N/A"
+
+
 def test_an_unknown_whitelisted_signal_is_a_value_error():
     with pytest.raises(ValueError, match="unknown success signal 'clean_exitt'"):
         Scenario(success_signals=["clean_exitt"]).compute_is_successful({SuccessSignal.CLEAN_EXIT: True})
