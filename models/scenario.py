@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from enum import StrEnum
 from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 
@@ -31,6 +32,8 @@ from models.events import DEFAULT_MIN_AGENT_TURNS, ScenarioSpec
 from models.db_hash import db_state_hash
 
 NOT_APPLICABLE = "N/A"
+SIDES = ("user", "agent")
+SCENARIO_FILE = "scenario.json"  # what `Scenario.save` writes, beside the reference answer
 
 
 class SuccessSignal(StrEnum):
@@ -316,6 +319,30 @@ class Scenario:
         except msgspec.ValidationError as exc:
             raise ValueError(f"scenario {self.name!r}: {exc}") from None
         return spec
+
+    # -- the runner's hooks ---------------------------------------------------------------------------
+
+    def setup_shared_state(self, state: dict[str, Any], side: str) -> None:
+        """Populate a side's shared state ("user" or "agent") before its tools are made. The default
+        does nothing; a domain's subclass seeds its fixtures here (a `db_path`, say)."""
+        if side not in SIDES:
+            raise ValueError(f"side must be one of {SIDES}, got {side!r}")
+
+    def sync_state(self, agent_db: dict[str, Any], user_db: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Reconcile the two sides' DBs after a write on either: the per-side deltas to push back. The
+        default has none (single-side domains); a subclass may also change both DBs in place."""
+        return {"agent": {}, "user": {}}
+
+    def save(self, output_dir: str) -> None:
+        """Save the scenario to `output_dir` (made if missing): `scenario.json`, every field with its
+        parts as plain JSON, and the reference answer, when there is one, as `reference_file`."""
+        directory = Path(output_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        document = json.loads(json.dumps(asdict(self), default=str))  # (signals as their names)
+        (directory / SCENARIO_FILE).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if self.reference_answer is not None:
+            (directory / self.reference_file).write_text(
+                json.dumps(self.reference_answer, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
     def to_call_started(self, agent_id: str, **extra: Any) -> dict[str, Any]:
         """The data of a `call.started` event for a call running this scenario. `extra` carries the

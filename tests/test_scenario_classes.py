@@ -282,3 +282,26 @@ def test_a_call_started_from_a_scenario_is_scored_against_it():
     ])
     doc = results[-1].evaluation
     assert (doc["scenario_name"], doc["db_state_match"], doc["is_successful"]) == ("airline__3", True, True)
+
+
+# ---------------------------------------------------------------------------------- runner hooks
+
+
+def test_save_writes_the_scenario_and_its_reference_answer(tmp_path):
+    scenario = pizza_scenario(success_signals=[SuccessSignal.CLEAN_EXIT], reference_answer=[{"item": "pepperoni"}])
+    scenario.save(str(tmp_path / "restaurant__pizza"))
+    saved = json.loads((tmp_path / "restaurant__pizza" / "scenario.json").read_text())
+    assert (saved["name"], saved["success_signals"], saved["agent_persona"]["role"]) == (
+        "restaurant__pizza", ["clean_exit"], "helpful AI agent")
+    assert json.loads((tmp_path / "restaurant__pizza" / Scenario.reference_file).read_text()) == [{"item": "pepperoni"}]
+    Scenario(name="qa__1").save(str(tmp_path / "qa__1"))
+    assert sorted(p.name for p in (tmp_path / "qa__1").iterdir()) == ["scenario.json"]
+
+
+def test_the_shared_state_hooks_default_to_nothing():
+    state: dict = {}
+    Scenario().setup_shared_state(state, "agent")
+    assert state == {}
+    assert Scenario().sync_state({"a": 1}, {"u": 2}) == {"agent": {}, "user": {}}
+    with pytest.raises(ValueError, match="side must be one of"):
+        Scenario().setup_shared_state(state, "bot")
