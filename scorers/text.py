@@ -34,7 +34,8 @@ Stock phrases
 
 Facts
     `extract_facts(text)` finds the fact-like figures a speaker states:
-    - prices: "$12.50", "$ 1,200", "12 dollars", "12.50 bucks";
+    - prices: "$12.50", "$ 1,200", "12 dollars", "12.50 bucks", and in euros, pounds, yen and rupees
+      alike ("€45", "45 €", "45€", "45 euros", "£30", "30 pounds", "¥900", "₹500", "500 rupees");
     - times of day: "4pm", "4 p.m.", "4:30 pm", "16:00", "4:30";
     - amounts with percent: "15%", "15 percent", "15 per cent";
     - durations in minutes, hours or days: "30 minutes", "2 hrs", "3-day", "1 min";
@@ -278,6 +279,7 @@ def robotic_phrases(text: str) -> list[str]:
 # ---------------------------------------------------------------------------------------- facts
 
 MIN_FACT_NUMBER_DIGITS = 3
+CURRENCY_SIGNS = "$€£¥₹"  # (written before a price, or after it as much of Europe writes "45 €")
 
 # A number as English writes it ("1,234.56"), and as much of Europe and the Arabic-speaking world
 # does: a dot, a no-break or narrow no-break space (or a plain space before a decimal comma) between
@@ -316,21 +318,27 @@ _AM_PM = r"\s*(?P<{0}>[ap])(?:\.\s?m\.|\.\s?m\b|\s?m\b)"
 FACT_RE = re.compile(
     rf"""
       (?P<clock> (?<![\d:.]) (?P<clock_h>\d{{1,2}}) : (?P<clock_m>\d{{2}}) (?!\d) (?:{_AM_PM.format("clock_ap")})? )
-    | (?P<money> \$\s?(?P<money_n>{_NUMBER}) {_NOT_GLUED_BEFORE} )
+    | (?P<money> (?P<money_sign>[{CURRENCY_SIGNS}])\s?(?P<money_n>{_NUMBER}) {_NOT_GLUED_BEFORE} )
     | {_NOT_GLUED_AFTER}
       (?: (?P<hour> (?P<hour_h>\d{{1,2}}) {_AM_PM.format("hour_ap")} )
         | (?P<amount> (?P<amount_n>{_NUMBER})
             (?: \s*(?P<percent>%|percent\b|per\s+cent\b)
-              | (?:\s+|-)?(?P<unit>dollars?|bucks?|minutes?|mins?|hours?|hrs?|days?)\b ) )
+              | [ ]?(?P<sign_after>[{CURRENCY_SIGNS}])
+              | (?:\s+|-)?(?P<unit>dollars?|bucks?|euros?|pounds?|yen|rupees?|minutes?|mins?|hours?|hrs?|days?)\b ) )
         | (?P<number> (?P<number_n>{_NUMBER}) {_NOT_GLUED_BEFORE} ) )
     """,
     re.IGNORECASE | re.VERBOSE,
 )
-# (Money starts with "$", the rest with a digit: the order of the alternatives that can start at one
-# position is clock, hour, amount, number, and those three share the one glue check.)
+# (Money starts with a currency sign, the rest with a digit: the order of the alternatives that can
+# start at one position is clock, hour, amount, number, and those three share the one glue check.)
 
+# A price's canonical form keeps its currency (the sign its words stand for): "€45" and "$45" are two
+# facts, though both are grounded by a 45 (units are dropped, see the module's docstring).
+_CURRENCY_WORDS = {
+    "dollar": "$", "dollars": "$", "buck": "$", "bucks": "$", "euro": "€", "euros": "€",
+    "pound": "£", "pounds": "£", "yen": "¥", "rupee": "₹", "rupees": "₹",
+}  # fmt: skip
 _UNITS = {
-    "dollar": "price", "dollars": "price", "buck": "price", "bucks": "price",
     "minute": "minutes", "minutes": "minutes", "min": "minutes", "mins": "minutes",
     "hour": "hours", "hours": "hours", "hr": "hours", "hrs": "hours",
     "day": "days", "days": "days",
@@ -433,7 +441,7 @@ _DIGIT = re.compile(r"\d")  # every figure FACT_RE finds has a digit: no digit, 
 # Every alternative of FACT_RE starts with "$" or a digit. Trying FACT_RE only where one of those
 # stands (its lookbehinds still see the text before) finds the same matches as `finditer`, without
 # trying five alternatives at every character of the text.
-_FIGURE_START = re.compile(r"[$\d]")
+_FIGURE_START = re.compile(rf"[{CURRENCY_SIGNS}\d]")
 
 
 def _figure_matches(text: str) -> Iterator[re.Match[str]]:
@@ -470,16 +478,17 @@ def _scan(text: str) -> Iterator[tuple[Fact | None, tuple[str, ...]]]:
                 yield Fact("time", said, readings[0], readings), readings
         elif m.group("money") is not None:
             numbers = _read_number(m.group("money_n"))[0]
-            yield Fact("price", said, _canonical("$", numbers, ""), numbers), numbers
+            yield Fact("price", said, _canonical(m.group("money_sign"), numbers, ""), numbers), numbers
         elif m.group("amount") is not None:
             numbers = _read_number(m.group("amount_n"))[0]
             if m.group("percent") is not None:
                 yield Fact("percent", said, _canonical("", numbers, "%"), numbers), numbers
                 continue
-            unit = _UNITS[m.group("unit").lower()]
-            if unit == "price":
-                yield Fact("price", said, _canonical("$", numbers, ""), numbers), numbers
+            sign = m.group("sign_after") or _CURRENCY_WORDS.get(m.group("unit").lower())
+            if sign is not None:
+                yield Fact("price", said, _canonical(sign, numbers, ""), numbers), numbers
             else:
+                unit = _UNITS[m.group("unit").lower()]
                 name = unit[:-1] if numbers == ("1",) else unit
                 yield Fact("duration", said, _canonical("", numbers, f" {name}"), numbers), numbers
         else:

@@ -310,3 +310,9 @@ def test_a_long_prompt_shared_by_the_calls_of_an_agent_is_read_once():
         assert_clean(hallucination(agent("It costs $40."), agent_config={"prompt": prompt}))
     info = agent_configuration_figures.cache_info()
     assert info.misses == 2 and info.hits >= 4  # (the prompt and the flow, each read by the first call only)
+
+
+def test_prices_in_euros_and_pounds_must_be_grounded_as_dollars_are():
+    m = hallucination(tool_result({"fare": 45}), agent("That is €45, or £30 with the discount."))
+    assert (m.value, m.details["fabrications"]) == (1, 1)
+    assert "£30" in m.details["issues"][0]["evidence"]

@@ -180,15 +180,24 @@ def test_digits_glued_to_the_letters_of_scripts_written_without_spaces_are_facts
 
 def test_numbers_grouped_as_in_europe_or_with_arabic_separators_are_read_by_their_value():
     assert canonicals("9.876,54 \u20ac, 1 234,56 \u20ac, 1\u00a0234,56, 1\u202f234, 1.234.567") == [
-        "9876.54", "1234.56", "1234.56", "1234", "1234567"]
+        "\u20ac9876.54", "\u20ac1234.56", "1234.56", "1234", "1234567"]
     assert canonicals("\u0663\u066c\u0664\u0665\u0660\u066b\u0665\u0660") == ["3450.5"]  # ٣٬٤٥٠٫٥٠
     assert canonicals("$1,200.50, 3.14159, 007") == ["$1200.5", "7"]  # (English as before)
+
+
+def test_prices_in_other_currencies_are_prices_keeping_their_currency():
+    # Only dollars were: "€45 or £30 or 45 euros" stated no fact, and none was checked for grounding.
+    assert canonicals("That is \u20ac45 or \u00a330 or 45 euros, 45\u20ac, 45 \u20ac, \u00a5900, \u20b9500, 500 rupees, "
+                      "30 pounds, $45, 45 dollars") == [
+        "\u20ac45", "\u00a330", "\u20ac45", "\u20ac45", "\u20ac45", "\u00a5900", "\u20b9500", "\u20b9500", "\u00a330",
+        "$45", "$45"]
+    assert canonicals("code X45\u20acY, \u20ac 1.234,56") == ["\u20ac1234.56"]
 
 
 def test_a_dot_and_three_digits_is_read_both_ways():
     # 125 as English writes it, 125000 as German does: either grounds it.
     (fact,) = extract_facts("125.000 Euro")
-    assert (fact.canonical, fact.keys) == ("125/125000", ("125", "125000"))
+    assert (fact.canonical, fact.keys) == ("\u20ac125/\u20ac125000", ("125", "125000"))
     assert grounding_keys("price 125000") >= {"125000"} and "125000" in fact.keys
 
 
