@@ -20,11 +20,12 @@ evaluation document (scorers/evaluation/success.py) uses them too.
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from enum import StrEnum
-from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence, TypeVar
 
 import msgspec
 
@@ -184,72 +185,78 @@ class Resources:
 # -------------------------------------------------------------------------------------- scenario
 
 
-class _ClassDefault:
-    """A Scenario field's default: the value the instance's class sets as a class attribute (a
-    subclass's override), else the field's own default, kept in its metadata. The generated
-    `__init__` sets every field from the base class's defaults, and so put them back over a
-    subclass's class attributes: subclassed as the harness's scenario classes are, every override
-    was lost without a word."""
-
-    def __repr__(self) -> str:
-        return "<class default>"
+_Made = TypeVar("_Made")
 
 
-_CLASS_DEFAULT: Any = _ClassDefault()
+class _ScenarioClass(type):
+    """Scenario's metaclass. A subclass that sets one of Scenario's fields as a plain class attribute
+    (`agent_persona = Persona(...)`, as the harness's scenario classes do) gets it as that field's
+    value in each instance it makes, unless the value is given; each instance has its own copy. The
+    dataclass's generated `__init__` alone put the base defaults back over every such attribute. The
+    values are passed to `__init__` itself, so a subclass's `__post_init__` sees them, and the fields'
+    own defaults stay what they are."""
+
+    def __call__(cls: type[_Made], *args: Any, **kwargs: Any) -> _Made:
+        for name, value in _class_attribute_fields(cls).items():
+            if name not in kwargs:
+                kwargs[name] = copy.deepcopy(value)
+        return super().__call__(*args, **kwargs)
 
 
-def _class_default(value: Any) -> Any:
-    return field(default=_CLASS_DEFAULT, metadata={"default": value})
+def _class_attribute_fields(cls: type) -> dict[str, Any]:
+    """The fields of `cls` whose nearest definition along its MRO is a plain class attribute, not a
+    field (an annotated default, which the dataclass's `__init__` applies itself), with their values."""
+    found: dict[str, Any] = {}
+    for part in fields(cls):
+        for klass in cls.__mro__:
+            if part.name in vars(klass):
+                if part.name not in inspect.get_annotations(klass):
+                    found[part.name] = vars(klass)[part.name]
+                break
+    return found
 
 
 @dataclass(kw_only=True)
-class Scenario:
+class Scenario(metaclass=_ScenarioClass):
     """One evaluation scenario. `success_signals=None` gates on every signal; the conversation-end
     policy, the agent-turn floor and the judge options travel with the scenario to callqa."""
 
     reference_file: ClassVar[str] = "reference_answer.json"
 
-    name: str | None = _class_default(None)
-    domain: str = _class_default("default")
-    description: str | None = _class_default(None)
-    noise_config: dict[str, Any] | None = _class_default(None)
-    max_duration: int | None = _class_default(None)
+    name: str | None = None
+    domain: str = "default"
+    description: str | None = None
+    noise_config: dict[str, Any] | None = None
+    max_duration: int | None = None
 
-    reference_answer: list[dict[str, Any]] | dict[str, Any] | None = _class_default(None)
-    ignore_capitalization: bool = _class_default(False)
-    ignore_punctuation: bool = _class_default(False)
-    clean_text: bool = _class_default(False)
-    disallow_extra_items: bool = _class_default(False)
-    expected_scenario_db: dict[str, Any] | None = _class_default(None)
-    nl_assertions: list[str] | None = _class_default(None)
-    db_state_assertions: list[dict[str, Any]] | None = _class_default(None)
-    initialization_actions: list[dict[str, Any]] | None = _class_default(None)
-    expected_user_db: dict[str, Any] | None = _class_default(None)
-    success_signals: Sequence[SuccessSignal | str] | None = _class_default(None)
+    reference_answer: list[dict[str, Any]] | dict[str, Any] | None = None
+    ignore_capitalization: bool = False
+    ignore_punctuation: bool = False
+    clean_text: bool = False
+    disallow_extra_items: bool = False
+    expected_scenario_db: dict[str, Any] | None = None
+    nl_assertions: list[str] | None = None
+    db_state_assertions: list[dict[str, Any]] | None = None
+    initialization_actions: list[dict[str, Any]] | None = None
+    expected_user_db: dict[str, Any] | None = None
+    success_signals: Sequence[SuccessSignal | str] | None = None
 
-    conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = _class_default("tool-only")
-    min_agent_turns: int = _class_default(DEFAULT_MIN_AGENT_TURNS)
-    judge: bool = _class_default(False)
-    judge_threshold: float | None = _class_default(None)
-    judge_include_conversation: bool = _class_default(False)
+    conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = "tool-only"
+    min_agent_turns: int = DEFAULT_MIN_AGENT_TURNS
+    judge: bool = False
+    judge_threshold: float | None = None
+    judge_include_conversation: bool = False
 
-    agent_persona: Persona | None = _class_default(None)
-    agent_task: Task | None = _class_default(None)
-    agent_actions: Actions | None = _class_default(None)
-    agent_resources: Resources | None = _class_default(None)
-    user_persona: Persona | None = _class_default(None)
-    user_task: Task | None = _class_default(None)
-    user_actions: Actions | None = _class_default(None)
-    user_resources: Resources | None = _class_default(None)
+    agent_persona: Persona | None = None
+    agent_task: Task | None = None
+    agent_actions: Actions | None = None
+    agent_resources: Resources | None = None
+    user_persona: Persona | None = None
+    user_task: Task | None = None
+    user_actions: Actions | None = None
+    user_resources: Resources | None = None
 
     def __post_init__(self) -> None:
-        for part in fields(self):
-            if getattr(self, part.name) is _CLASS_DEFAULT:
-                value = getattr(type(self), part.name, _CLASS_DEFAULT)
-                if value is _CLASS_DEFAULT:
-                    value = part.metadata.get("default")
-                # (Its own copy: a persona or list a class sets is not shared by its instances.)
-                setattr(self, part.name, copy.deepcopy(value))
         self.to_scenario_spec()  # (refused now, not when its first call is refused)
 
     # -- prompts and tools ------------------------------------------------------------------------
@@ -338,8 +345,9 @@ class Scenario:
         parts as plain JSON, and the reference answer, when there is one, as `reference_file`."""
         directory = Path(output_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        document = json.loads(json.dumps(asdict(self), default=str))  # (signals as their names)
-        (directory / SCENARIO_FILE).write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        # (A value JSON cannot hold, a set say, is a TypeError here, not its repr written as text.)
+        (directory / SCENARIO_FILE).write_text(json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
         if self.reference_answer is not None:
             (directory / self.reference_file).write_text(
                 json.dumps(self.reference_answer, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -205,6 +206,28 @@ def test_a_subclass_sets_its_parts_as_class_attributes_as_the_harness_classes_do
     larger = LargePizzaScenario(name="restaurant__large")
     assert (larger.name, larger.domain, larger.user_task.goal) == ("restaurant__large", "restaurant", "Order a large pizza")
     assert (Scenario().domain, Scenario().agent_persona) == ("default", None)
+
+
+def test_a_subclass_may_fill_in_its_parts_in_post_init_and_the_defaults_stay_real():
+    # A marker standing for "not given" until Scenario's own __post_init__ ran broke both.
+    @dataclass(kw_only=True)
+    class FileScenario(Scenario):
+        domain: str = "retail"
+        agent_persona = Persona(role="clerk")  # (a class attribute beside the fields)
+
+        def __post_init__(self):
+            if self.reference_answer is None:
+                self.reference_answer = [{"order": "A1"}]
+            if self.user_task is None:
+                self.user_task = Task(goal=f"return an item ({self.domain})")
+
+    scenario = FileScenario(name="retail__1")
+    assert (scenario.reference_answer, scenario.user_task.goal, scenario.agent_persona.role) == (
+        [{"order": "A1"}], "return an item (retail)", "clerk")
+    assert scenario.to_call_started("a1")["scenario"]["min_agent_turns"] == 2
+    assert (Scenario.domain, FileScenario.domain, Scenario.min_agent_turns) == ("default", "retail", 2)
+    assert {f.name: f.default for f in dataclasses.fields(Scenario)}["conversation_end_policy"] == "tool-only"
+    assert dataclasses.replace(scenario, name="retail__2").agent_persona == scenario.agent_persona
 
 
 @pytest.mark.parametrize("fields, named", [
