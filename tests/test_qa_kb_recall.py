@@ -170,13 +170,20 @@ def test_a_chinese_passage_said_inside_a_longer_sentence_is_recalled():
     assert m.details["per_retrieval"][0]["matched_words"] == m.details["per_retrieval"][0]["passage_words"] == 5
 
 
-def test_a_passage_s_figures_are_recalled_by_value():
+def test_a_passage_s_figures_are_evidence_matched_by_value():
     # A price alone was an empty retrieval: "No knowledge base retrievals", though the agent used it.
     m = kb_recall(retrieval("$45.00"), agent("It is 45 dollars."))
     assert (m.value, m.details["per_retrieval"][0]["passage_words"], m.details["empty_retrievals"]) == (1.0, 1, 0)
-    # A figure counts as one of the passage's words: 6 significant words and 2 figures (4pm read as
-    # 16:00, and 12%), of which "opens", "pharmacy" and 16:00 are said.
+    assert kb_recall(retrieval("$45.00"), agent("It is 46 dollars.")).value == 0.0
+    # Figures add matches, not words: 5 words here ("4pm" is the figure 16:00, not a word as well),
+    # of which "opens" and "pharmacy" are said, and the time as 16:00.
     m = kb_recall(retrieval("The pharmacy opens at 4pm; parking costs 12% more on Sundays."),
                   agent("It opens at 16:00 and the pharmacy is nearby."))
-    assert (m.details["per_retrieval"][0]["matched_words"], m.details["per_retrieval"][0]["passage_words"]) == (3, 8)
-    assert kb_recall(retrieval("$45.00"), agent("It is 46 dollars.")).value == 0.0
+    assert (m.details["per_retrieval"][0]["matched_words"], m.details["per_retrieval"][0]["passage_words"]) == (3, 5)
+    # A clock time without am/pm is matched by either reading; said twice in two forms, it counts once.
+    m = kb_recall(retrieval("Pharmacy counter closes Saturdays promptly at 4:30."),
+                  agent("Yes, on Saturdays we close at 4:30 PM, that is 16:30."))
+    assert (m.value, m.details["per_retrieval"][0]["matched_words"]) == (1.0, 2)
+    # An agent that speaks its numbers as words is not marked down for the passage's figures.
+    m = kb_recall(retrieval("The checked bag fee is $45 per bag."), agent("The checked bag fee is forty-five dollars."))
+    assert (m.details["per_retrieval"][0]["matched_words"], m.details["per_retrieval"][0]["passage_words"]) == (3, 4)

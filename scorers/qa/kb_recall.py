@@ -3,11 +3,14 @@
 Heuristic (used when no LLM judge answered):
 - A retrieval is one `kb.retrieval` event; its passages, joined in order, are the retrieval's passage
   text. Only the call's first `MAX_RETRIEVALS` retrievals (in arrival order) are considered.
-- The passage's words are its distinct significant words (see `scorers.text`) and its fact-like
-  figures (prices, times, percents, durations, numbers of 3+ digits), matched by value: "$45.00" in
-  the passage is recalled by an agent who says "45 dollars". Its word count is their number capped at
-  `MAX_PASSAGE_WORDS`: the cap keeps a long passage from needing dozens of its words repeated, while
-  a word from anywhere in the passage counts.
+- The passage's words are its distinct significant words (see `scorers.text`); its word count is
+  their number capped at `MAX_PASSAGE_WORDS`: the cap keeps a long passage from needing dozens of
+  its words repeated, while a word from anywhere in the passage counts.
+- Its fact-like figures (prices, times, percents, durations, numbers of 3+ digits) are evidence
+  too: each one the agent says, matched by value as hallucination matches figures ("$45.00" by "45
+  dollars", "4:30" by "4:30 PM"), counts as a word said. They add nothing to the word count, so an
+  agent that speaks its numbers as words ("forty-five") is not marked down for them, except that a
+  passage of figures alone counts as one word: a lookup that returned only a price is a retrieval.
 - A retrieval is recalled when (its words the agent also said) ÷ (its word count) ≥
   `MIN_RECALLED_SHARE`. Words the agent says at any time of the call count, before the retrieval or
   after it. The matched words shown are capped at the word count, as the share is.
@@ -19,8 +22,9 @@ Heuristic (used when no LLM judge answered):
 - Value: recalled ÷ counted retrievals (0 to 1); score: value × 100. Not applicable without counted
   retrievals.
 
-Incremental: the agent's significant words are one set; each retrieval's words not yet said wait in an
-inverted index (word → retrievals), so that the first time the agent says a word, exactly the
+Incremental: the agent's significant words are one set, and the keys of its figures another; each
+retrieval's words and figures not yet said wait in inverted indexes (word → retrievals, figure key →
+the retrievals' figures), so that the first time the agent says a word or a figure, exactly the
 retrievals waiting for it gain a match.
 """
 
@@ -45,6 +49,7 @@ class Retrieval:
     query: str | None
     word_count: int
     matched: int = 0
+    figures_said: set[int] | None = None  # which of its figures the agent said (a figure has several keys)
 
     @property
     def share(self) -> float:
@@ -62,15 +67,19 @@ class KbRecallAcc:
     empty_retrievals: int = 0  # with no significant words: not counted
     agent_words: set[str] = field(default_factory=set)
     waiting: dict[str, list[int]] = field(default_factory=dict)  # word not yet said → retrievals
+    agent_figures: set[str] = field(default_factory=set)  # the keys of every figure the agent said
+    # A figure key not yet said → (retrieval, the figure's place in it) of the figures it would match.
+    waiting_figures: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
 
-def _figure_words(text: str) -> list[str]:
-    """The text's fact-like figures as words of their own, by value (a figure's canonical form
-    holds no letter, so no significant word is one)."""
-    return [FIGURE_MARK + fact.canonical for fact in figures(text).facts]
-
-
-FIGURE_MARK = "#"
+def _figure_said(retrieval: Retrieval, figure: int) -> None:
+    """The agent said the retrieval's `figure` (by one of its keys): a match, once."""
+    said = retrieval.figures_said
+    if said is None:
+        said = retrieval.figures_said = set()
+    if figure not in said:
+        said.add(figure)
+        retrieval.matched += 1
 
 
 class KbRecall(QaMetric):
@@ -93,30 +102,44 @@ class KbRecall(QaMetric):
 
     @staticmethod
     def _agent_said(acc: KbRecallAcc, text: str) -> None:
-        for word in (*reading(text).significant, *_figure_words(text)):
+        for word in reading(text).significant:
             if word in acc.agent_words:
                 continue
             acc.agent_words.add(word)
             for index in acc.waiting.pop(word, ()):
                 acc.retrievals[index].matched += 1
+        for key in figures(text).keys:
+            if key in acc.agent_figures:
+                continue
+            acc.agent_figures.add(key)
+            for index, figure in acc.waiting_figures.pop(key, ()):
+                _figure_said(acc.retrievals[index], figure)
 
     @staticmethod
     def _retrieved(acc: KbRecallAcc, event: KbRetrieval) -> None:
         passages = "\n".join(event.data.passages)
-        passage_words = {*significant_words(passages), *_figure_words(passages)}
-        if not passage_words:
+        facts = figures(passages).facts
+        # (A figure written as one word, "5pm", is counted as the figure alone, not as a word too.)
+        passage_words = set(significant_words(passages)).difference(fact.said.lower() for fact in facts)
+        if not passage_words and not facts:
             acc.empty_retrievals += 1
             return
         if len(acc.retrievals) >= MAX_RETRIEVALS:
             acc.ignored_retrievals += 1
             return
         index = len(acc.retrievals)
-        retrieval = Retrieval(event.data.query, min(len(passage_words), MAX_PASSAGE_WORDS))
+        retrieval = Retrieval(event.data.query, min(len(passage_words), MAX_PASSAGE_WORDS) or 1)
         for word in passage_words:
             if word in acc.agent_words:
                 retrieval.matched += 1
             else:
                 acc.waiting.setdefault(word, []).append(index)
+        for figure, fact in enumerate(facts):
+            if any(key in acc.agent_figures for key in fact.keys):
+                _figure_said(retrieval, figure)
+            else:
+                for key in fact.keys:
+                    acc.waiting_figures.setdefault(key, []).append((index, figure))
         acc.retrievals.append(retrieval)
 
     def finalize(self, acc: KbRecallAcc, call: CallState) -> MetricResult:
