@@ -519,10 +519,14 @@ _UNPACKER_BUFFER_BYTES = 2**31 - 1
 def _read_on(chunks: Iterator[bytes], pending: int) -> bytes:
     """The next stretch of a log: a chunk, or as many as are `pending` already (b"": the end). A value
     spanning many chunks is so put together in linear time: read a chunk at a time, each appended to
-    what was pending, a 300 MB record was copied 300 times over (34 s)."""
+    what was pending, a 300 MB record was copied 300 times over (34 s). No more is read than an
+    unpacker holding the `pending` bytes can take besides: it would refuse records far smaller than
+    its limit, for the bytes read after them."""
+    room = _UNPACKER_BUFFER_BYTES - pending - _LOG_CHUNK_BYTES  # (chunks are read whole)
+    wanted = max(_LOG_CHUNK_BYTES, min(pending, room))
     parts: list[bytes] = []
     size = 0
-    while size < max(_LOG_CHUNK_BYTES, pending):
+    while size < wanted:
         chunk = next(chunks, b"")
         if not chunk:
             break

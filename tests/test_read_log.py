@@ -218,3 +218,16 @@ def test_a_record_longer_than_the_reader_can_hold_is_a_clear_error_naming_the_lo
     log.write_bytes(encode_event(started("c1")) + encode_event(turn("c1", "x" * (5 << 20))))
     with pytest.raises(ValueError, match=r"log\.msgpack: a record \(or a damaged stretch\) runs on past 3145728 bytes"):
         list(read_log(str(log)))
+
+
+def test_a_record_just_under_the_readers_limit_is_read_whatever_follows_it(tmp_path, monkeypatch):
+    # Reading ever larger stretches after an unfinished record, the reader fed the unpacker the events
+    # after it too, and refused records of two thirds of its limit.
+    monkeypatch.setattr(wire, "_UNPACKER_BUFFER_BYTES", 7 << 20)
+    large = encode_event(turn("c1", "y" * (6_500_000)))
+    after = [encode_event(turn("c1", f"after {i} " + "x" * 300)) for i in range(30_000)]
+    log = tmp_path / "log.msgpack"
+    log.write_bytes(large + b"".join(after))
+    records = read_log(str(log))
+    assert next(records) == large
+    assert sum(1 for _ in records) == len(after)
