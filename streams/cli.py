@@ -201,7 +201,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     from streams.broker import EmbeddedBroker
 
-    _refuse_a_taken_web_port(_settings(args))  # (before a broker is started, only to be stopped)
+    settings = _settings(args)
+    if settings.web_port == args.port:
+        raise ValueError(f"the broker and the HTTP API cannot share port {args.port}: give --web-port another")
+    _refuse_a_taken_web_port(settings)  # (before a broker is started, only to be stopped)
     with EmbeddedBroker(port=args.port).start() as broker:
         print(f"embedded broker listening: {broker.bootstrap}  (CALLQA_BROKER={broker.url})", flush=True)
         settings = _settings(args).with_overrides(broker=broker.url)
@@ -289,6 +292,14 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
         raise ValueError(RETRY_NEEDS_JUDGE)
     # Every output opened and the rules read before any work: a path that cannot be written, or a bad
     # rules file, must fail before a recording's first pass and before any judge is paid.
+    if args.record:
+        # (Recorded with too few partitions, LOG2 would hold sweeps the workers never made: refused
+        # before anything is written or any judge is paid, where a plain replay only warns.)
+        from streams.replay import highest_partition_named
+
+        named = highest_partition_named(read_log(log), settings.partitions)
+        if named is not None:
+            raise ValueError(partitions_warning(named, settings.partitions, recording=True))
     alerts = alerts_file(args.rules, args.alerts_out, settings.allowed_lateness_ms, settings.partitions,
                          settings.max_watermark_leap_ms)
     files = ReplayFiles.open(args.out, args.deadletter, alerts)
@@ -330,14 +341,18 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
     return 0
 
 
-def partitions_warning(named: int, partitions: int) -> str:
+def partitions_warning(named: int, partitions: int, recording: bool = False) -> str:
     """What a replay says when the log's watermarks name partition `named`, which its `partitions`
-    do not have: the log was recorded from a topic of more, and its results differ from the workers'."""
-    return (f"callqa: warning: the log's watermarks name partition {named}, but the replay has {partitions} "
-            f"(--partitions {partitions}): the log comes from a topic of at least {named + 1} partitions. Replayed "
-            "with fewer, the partitions' event times mix, calls are swept early and their later events refused, "
-            "so these results differ from the workers'. Replay it with the topic's partition count (`callqa record` "
-            "names it)")
+    do not have: the log was recorded from a topic of more, and its results differ from the workers'.
+    `recording`: said before `--record` writes anything, as the reason it does not."""
+    found = (f"the log's watermarks name partition {named}, but the replay has {partitions} (--partitions "
+             f"{partitions}): the log comes from a topic of at least {named + 1} partitions. Replayed with fewer, "
+             "the partitions' event times mix, calls are swept early and their later events refused")
+    if recording:
+        return (f"{found}, and LOG2 would record those sweeps. Record it with the topic's partition count "
+                "(`callqa record` names it)")
+    return (f"callqa: warning: {found}, so these results differ from the workers'. Replay it with the topic's "
+            "partition count (`callqa record` names it)")
 
 
 def _record(args: argparse.Namespace, settings: Settings, log: str) -> str:

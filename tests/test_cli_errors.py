@@ -188,6 +188,26 @@ def test_a_worker_whose_web_port_is_taken_says_so_in_one_line_before_starting(ca
         for command in (["worker", "--broker", "tansu://127.0.0.1:1"], ["up", "--port", str(free_port())]):
             code, err = run(capsys, *command, "--web-port", str(port))
             assert code == 2 and f"the HTTP API's port 127.0.0.1:{port} is in use" in err
+    broker_port = free_port()
+    code, err = run(capsys, "up", "--port", str(broker_port), "--web-port", str(broker_port))
+    assert code == 2 and f"the broker and the HTTP API cannot share port {broker_port}" in err
+
+
+def test_up_refuses_a_taken_api_port_before_it_starts_a_broker(capsys, monkeypatch):
+    import socket
+
+    import streams.broker
+
+    def no_broker(*args, **kwargs):
+        raise AssertionError("a broker was started")
+
+    monkeypatch.setattr(streams.broker.EmbeddedBroker, "start", no_broker)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, err = run(capsys, "up", "--port", str(free_port()), "--web-port", str(port))
+    assert code == 2 and f"the HTTP API's port 127.0.0.1:{port} is in use" in err
     # Taken on IPv4 only, the port is free for a worker listening on IPv6 alone (as the web server binds it).
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

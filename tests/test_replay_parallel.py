@@ -249,3 +249,18 @@ def test_a_log_whose_watermarks_name_partitions_the_replay_lacks_is_replayed_wit
             "from a topic of at least 7 partitions") in capsys.readouterr().err
     assert main(["replay", str(log), "--out", out, "--jobs", jobs, "--partitions", "7"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_recording_a_log_whose_watermarks_name_partitions_the_replay_lacks_is_refused_before_it_starts(tmp_path, capsys):
+    # LOG2 would hold the sweeps of the wrong partitions for good (and a judge would be paid first).
+    lines = SAMPLE_LOG.read_text().splitlines()
+    lines.insert(6, json.dumps(watermark("wm-6", 6, json.loads(lines[5])["ts_ms"])))
+    log, log2 = tmp_path / "recorded.jsonl", tmp_path / "log2.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    out = str(tmp_path / "out.jsonl")
+    assert main(["replay", str(log), "--out", out, "--record", str(log2)]) == 2
+    err = capsys.readouterr().err
+    assert "the log's watermarks name partition 6, but the replay has 4" in err and "LOG2 would record those sweeps" in err
+    assert not log2.exists() and not Path(out).exists()
+    assert main(["replay", str(log), "--out", out, "--record", str(log2), "--partitions", "8"]) == 0
+    assert log2.exists()
