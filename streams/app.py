@@ -26,6 +26,7 @@ from streams.broker_fixes import (DirectHandoffConsumer, InterleavedScheduler, L
 from streams.clock import install_idle_clock
 from streams.config import PRODUCER_MAX_REQUEST_BYTES, Settings
 from streams.journal import SEGMENT_SECONDS
+from streams.journal_table import journal_table
 from streams.kafka_clients import kafka_ssl_context
 from streams.live import LiveScorer
 from streams.message_flow import MessageFlow, ResultHook
@@ -91,7 +92,7 @@ class FaustSink:
     def journal_items(self) -> Iterable[tuple[bytes, bytes]]:
         return self.journal.items()
 
-    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> None:
+    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> list[Any]:
         journal = self.journal
         with current_event_for(self.app, message):
             for key, value in changes:
@@ -99,6 +100,7 @@ class FaustSink:
                     journal.pop(key, None)
                 else:
                     journal[key] = value
+        return journal.take_changelog_sends()
 
     def acknowledge(self, acks: list[Any]) -> None:
         consumer = self.app.consumer
@@ -178,8 +180,8 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     events_topic = app.topic(names.events, key_type=bytes, value_type=bytes, partitions=settings.partitions)
     results_topic = app.topic(names.results, key_type=bytes, value_type=bytes, partitions=settings.partitions)
     deadletter_topic = app.topic(names.deadletter, key_type=bytes, value_type=bytes, partitions=1)
-    journal = app.Table("call-journal", key_type=bytes, value_type=bytes, partitions=settings.partitions,
-                        options=table_store_options())
+    journal = journal_table(app, "call-journal", key_type=bytes, value_type=bytes, partitions=settings.partitions,
+                            options=table_store_options())
     callqa.events_topic, callqa.results_topic, callqa.deadletter_topic = events_topic, results_topic, deadletter_topic
 
     flow = MessageFlow(live, FaustSink(app, journal, results_topic, deadletter_topic, events_topic),

@@ -5,7 +5,9 @@ sees it, hands the message to `LiveScorer`, sends what the outbox holds (results
 recorded events), stages the journal entries and, when the partition's segment is due, writes it and
 acknowledges the messages it covers. Faust stays in streams/app.py, which provides the `Sink`.
 
-Outputs before the journal: a segment (with the watermark record naming the last offset it covers)
+The journal before the commit: a segment's messages are acknowledged once the broker has the segment
+(`_acknowledge_once_written`), not once it is handed to Faust's table, whose records a commit may
+overtake. Outputs before the journal: a segment (with the watermark record naming the last offset it covers)
 tells a restore "these messages were applied", and forgetting a call deletes what could bring it
 back. So everything the covered messages sent must have reached the broker before the segment is
 written. Otherwise a crash could lose a result or a dead letter still in the producer's buffer while
@@ -57,8 +59,9 @@ class Sink(Protocol):
     def journal_items(self) -> Iterable[tuple[bytes, bytes]]:
         """Everything the journal table holds (read once per partition, when it is restored)."""
 
-    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> None:
-        """Write (value None: delete) these journal keys, in this order, on the message's partition."""
+    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> list[asyncio.Future[Any]]:
+        """Write (value None: delete) these journal keys, in this order, on the message's partition;
+        returns the futures that complete once the journal holds them (none: it does already)."""
 
     def acknowledge(self, acks: list[Any]) -> None:
         """The messages whose changes the journal now holds may be committed."""
@@ -176,9 +179,27 @@ class MessageFlow:
                 changes.insert(0, (key, value))
             if watermark is not None:
                 changes.append(watermark)
-            if changes:
-                self.sink.write_journal(last, changes)
+            written = self.sink.write_journal(last, changes) if changes else []
+            self._acknowledge_once_written(partition, written, acks)
+
+    def _acknowledge_once_written(self, partition: int, written: list[asyncio.Future[Any]], acks: list[Any]) -> None:
+        """Acknowledge the segment's messages once the journal holds it: committed before, a crash
+        lost them (the commit does not wait for the table's changelog, streams/journal_table.py).
+        Waited for off the message path, as the sends are; a write that fails leaves its messages
+        unacknowledged, to be delivered again after a restart."""
+        if all(future.done() and not future.cancelled() and future.exception() is None for future in written):
             self.sink.acknowledge(acks)
+            return
+
+        def written_or_not(done: asyncio.Future[Any]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                logger.error("partition %s: a journal segment could not be written (%s); its %s messages stay "
+                             "unacknowledged and come again after a restart", partition,
+                             "cancelled" if done.cancelled() else done.exception(), len(acks))
+                return
+            self.sink.acknowledge(acks)
+
+        asyncio.gather(*written).add_done_callback(written_or_not)
 
     async def _send(self, out: Outbox, message: Any, held: PartitionState) -> None:
         sink, deliveries, partition = self.sink, self.deliveries, message.partition

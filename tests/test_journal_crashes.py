@@ -71,7 +71,7 @@ class Topic(DictSink):
         self.partitions[partition_for(key.decode(), len(self.partitions))].append(value)
         return await super().send_event(key, value)
 
-    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> None:
+    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> list[asyncio.Future[Any]]:
         if self.cut_after is None:
             return super().write_journal(message, changes)
         kept, self.cut_after = self.cut_after, None

@@ -139,9 +139,9 @@ class BatchSink(DictSink):
         super().__init__(table)
         self.batches: list[list[tuple[bytes, bytes | None]]] = []
 
-    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> None:
+    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> list[asyncio.Future[Any]]:
         self.batches.append(list(changes))
-        super().write_journal(message, changes)
+        return super().write_journal(message, changes)
 
 
 def test_a_crash_that_delivers_only_a_segment_of_its_batch_restores_the_whole_batch():
@@ -325,3 +325,45 @@ def test_a_partition_held_but_not_assigned_again_is_released_and_read_again_from
     live.restore_quiet_partition(0, list(sink.table.items()), 0.0)
     flow.assign({0, 1})  # partition 1 comes back: read again, whatever changed it meanwhile
     assert flow.quiet_partitions() == [1]
+
+
+class SlowJournalSink(DictSink):
+    """A sink whose journal writes reach the changelog only when the test says so, as a Faust
+    table's records wait in the producer's buffer."""
+
+    def __init__(self, table: dict[bytes, bytes]) -> None:
+        super().__init__(table)
+        self.journal_writes: list[asyncio.Future[Any]] = []
+
+    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> list[asyncio.Future[Any]]:
+        super().write_journal(message, changes)
+        future = asyncio.get_running_loop().create_future()
+        self.journal_writes.append(future)
+        return [future]
+
+
+@pytest.mark.parametrize("delivered", [True, False])
+def test_a_segments_messages_are_acknowledged_only_once_the_changelog_has_it(delivered, caplog):
+    # Acknowledged as soon as the table had the segment, they were committed with the segment still
+    # in the producer's buffer: a worker killed then lost them.
+    async def run() -> SlowJournalSink:
+        sink = SlowJournalSink({})
+        flow = flow_of(LiveScorer(CallEngine()), sink, write_every_message=True)
+        for offset, raw in enumerate(one_call("c1", T0)):
+            await flow.score(KafkaMessage(raw, offset))
+        assert sink.journal_writes and sink.acknowledged == []
+        for future in sink.journal_writes:
+            if delivered:
+                future.set_result(None)
+            else:
+                future.set_exception(ConnectionError("broker gone"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return sink
+
+    sink = asyncio.run(run())
+    if delivered:
+        assert [m.offset for m in sink.acknowledged] == [0, 1, 2]
+    else:
+        assert sink.acknowledged == []
+        assert "a journal segment could not be written (broker gone)" in caplog.text

@@ -54,12 +54,13 @@ class DictSink:
     def journal_items(self) -> list[tuple[bytes, bytes]]:
         return list(self.table.items())
 
-    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> None:
+    def write_journal(self, message: Any, changes: list[tuple[bytes, bytes | None]]) -> list[asyncio.Future[Any]]:
         for key, value in changes:
             if value is None:
                 self.table.pop(key, None)
             else:
                 self.table[key] = value
+        return []  # (a dict holds them at once)
 
     def acknowledge(self, acks: list[Any]) -> None:
         self.acknowledged.extend(acks)
