@@ -10,6 +10,7 @@ The Faust agent (streams/app.py) only performs those sends. Tests drive this cla
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -337,7 +338,18 @@ class LiveScorer:
 
     def restore_partition(self, partition: int, journal_items: Iterable[tuple[bytes, bytes]]) -> int:
         """Rebuild every call journaled on `partition` (call segments first, then partition segments
-        in order: a worker writes only one kind); returns how many calls were restored."""
+        in order: a worker writes only one kind); returns how many calls were restored. The engine's
+        counters are left as they were: re-folding is no new work, and counted, every restore (each
+        rebalance) doubled `/health`'s events applied, results and calls."""
+        counters = self.engine.counters
+        counted = dataclasses.replace(counters)
+        try:
+            return self._restore_partition(partition, journal_items)
+        finally:
+            for counter in dataclasses.fields(counters):
+                setattr(counters, counter.name, getattr(counted, counter.name))
+
+    def _restore_partition(self, partition: int, journal_items: Iterable[tuple[bytes, bytes]]) -> int:
         items = list(journal_items)
         calls: set[str] = set()
         latest: dict[str, int] = {}  # each call's latest event time re-folded, that the watermark saw

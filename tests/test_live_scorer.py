@@ -54,6 +54,23 @@ def test_a_restarted_worker_restores_calls_from_the_journal_and_skips_what_they_
     assert restarted.engine.calls["c1"].events_applied == 4
 
 
+def test_a_restore_counts_nothing_as_applied_or_published():
+    # /health's counters doubled with every restore (each rebalance): re-folding is no new work.
+    journal: dict[bytes, bytes] = {}
+    first = LiveScorer(CallEngine())
+    run(first, range(0, 3), journal)
+    counted = (first.engine.counters.applied, first.engine.counters.results, first.engine.counters.calls)
+    assert counted == (3, 1, 1)
+    first.release_partitions({0})
+    assert first.restore_partition(0, journal.items()) == 1
+    assert (first.engine.counters.applied, first.engine.counters.results, first.engine.counters.calls) == counted
+    restarted = LiveScorer(CallEngine())
+    restarted.restore_partition(0, journal.items())
+    assert (restarted.engine.counters.applied, restarted.engine.counters.results) == (0, 0)
+    run(restarted, range(3, 4), journal)
+    assert (restarted.engine.counters.applied, restarted.engine.counters.results) == (1, 1)
+
+
 def test_a_result_lost_in_a_crash_is_published_again_when_its_message_is_redelivered():
     journal: dict[bytes, bytes] = {}
     first = LiveScorer(CallEngine())
