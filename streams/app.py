@@ -261,6 +261,8 @@ def install_health(callqa: CallqaApp, brokers: Any, judge: Any, webhook: Webhook
         unreachable = brokers.reachable is False
         return web.json({"status": "broker_unreachable" if unreachable else "ok", "assigned_partitions": assigned,
                          "calls_in_memory": len(engine.calls), **counters.__dict__, "dead_lettered": live.dead_lettered,
+                         # Partitions whose offsets started again lower: the topic re-created under the worker.
+                         "offsets_went_back": live.offsets_went_back,
                          # Whether events go from the consumer straight to the scorer (callqa's
                          # transports) or through Faust's agent stream (`aiokafka://`).
                          "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -30,6 +31,8 @@ from streams.journal import (
     watermark_key,
 )
 from streams.partitioning import partition_for
+
+logger = logging.getLogger("callqa.worker")
 
 # A batch message's events share one offset: position = offset * 2**20 + 2 * index keeps them in
 # order, and leaves an odd position after each one for the ends its sweep makes (a batch is swept as
@@ -122,6 +125,9 @@ class PartitionState:
     # The offset up to which every message's changes are in the journal (-1: none): a message at or
     # below it is one delivered again after a restart.
     journaled_through_offset: int = -1
+    # The offset of the last message handled (-1: none): the next is never lower, unless the topic
+    # was re-created or truncated under the worker (`LiveScorer._offsets_went_back`).
+    last_offset: int = -1
 
 
 @dataclass
@@ -138,6 +144,7 @@ class LiveScorer:
     # What the worker keeps about each partition it has taken up, besides its calls.
     partitions: dict[int, PartitionState] = field(default_factory=dict)
     dead_lettered: int = 0  # dead letters handed out since start (undecodable parts included)
+    offsets_went_back: int = 0  # times a partition's offsets started again lower (`_offsets_went_back`)
 
     def is_restored(self, partition: int) -> bool:
         state = self.partitions.get(partition)
@@ -159,6 +166,9 @@ class LiveScorer:
 
     def handle(self, value: bytes, topic: str, partition: int, offset: int) -> Outbox:
         state = self._partition(partition)
+        if offset < state.last_offset:
+            self._offsets_went_back(state, topic, partition, offset)
+        state.last_offset = offset
         out = Outbox(forget=state.expired_at_restore)
         state.expired_at_restore = []
         self._republish_lost_results(state, offset, out)
@@ -335,6 +345,21 @@ class LiveScorer:
         return segment
 
     # ------------------------------------------------------------------------------ ownership
+
+    def _offsets_went_back(self, state: PartitionState, topic: str, partition: int, offset: int) -> None:
+        """A message below the last one handled, while the partition stayed with this worker:
+        the topic was re-created or truncated (an embedded broker restarted with its memory store,
+        say), and its offsets started again. The journal's record of the offsets applied names the
+        old topic's: kept, it made the worker skip every new message of a call it did not hold, in
+        silence, as if delivered again. New messages are scored from here on."""
+        self.offsets_went_back += 1
+        logger.error("%s[%s]: offset %s came after offset %s: the topic was re-created or truncated. Its new "
+                     "messages are scored; the calls held from before stay, and the journal's record of the "
+                     "offsets applied is set aside (a worker restarted now reads that record again: restart it "
+                     "only once the journal's changelog topic is re-created too)",
+                     topic, partition, offset, state.last_offset)
+        state.journaled_through_offset = -1
+        state.results_at_restore = None
 
     def restore_partition(self, partition: int, journal_items: Iterable[tuple[bytes, bytes]]) -> int:
         """Rebuild every call journaled on `partition` (call segments first, then partition segments

@@ -442,3 +442,18 @@ def test_an_event_on_another_partition_than_its_calls_is_dead_lettered_not_skipp
     out = live.handle(sneaky.encode(), "callqa.events", elsewhere, 1)
     assert [(d.event_id, d.batch_index) for d in out.dead_letters] == [("e4", 1)]
     assert live.engine.calls["c1"].events_applied == 2
+
+
+def test_offsets_that_start_again_lower_are_a_re_created_topic_whose_new_messages_are_scored(caplog):
+    # An embedded broker restarted with its memory store under the worker: offsets started again at 0,
+    # below the journal's record of what was applied, and every new call was skipped in silence.
+    journal: dict[bytes, bytes] = {}
+    live = LiveScorer(CallEngine())
+    for offset, raw in enumerate(MESSAGES[:3]):
+        handle_as_the_worker_does(live, raw, offset, journal)
+    assert live.partitions[0].journaled_through_offset == 2
+    again = [message("call.started", {"agent_id": "a1"}, "n1", T0 + 5000, "c2"),
+             message("call.ended", {"stop_reason": "[EXIT]"}, "n2", T0 + 6000, "c2")]
+    published = [r.call_id for offset, raw in enumerate(again) for r in handle_as_the_worker_does(live, raw, offset, journal).results]
+    assert published == ["c2"]
+    assert live.offsets_went_back == 1 and "came after offset 2: the topic was re-created or truncated" in caplog.text
