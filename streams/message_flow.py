@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol
 
@@ -119,6 +120,10 @@ class MessageFlow:
     # (Faust's assignor still lists the revoked partitions then).
     assigned: set[int] = field(default_factory=set)
     _writing: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # By partition, the journal segments written but not yet delivered, oldest first, with the
+    # messages each covers; and the partitions one of whose segments could not be written.
+    _journal_writes: dict[int, deque[tuple[asyncio.Future[Any], list[Any]]]] = field(default_factory=dict)
+    _unwritten: set[int] = field(default_factory=set)
 
     async def score(self, message: Any) -> Outbox:
         """One message of the events topic (anything with partition, offset, topic and value)."""
@@ -185,21 +190,37 @@ class MessageFlow:
     def _acknowledge_once_written(self, partition: int, written: list[asyncio.Future[Any]], acks: list[Any]) -> None:
         """Acknowledge the segment's messages once the journal holds it: committed before, a crash
         lost them (the commit does not wait for the table's changelog, streams/journal_table.py).
-        Waited for off the message path, as the sends are; a write that fails leaves its messages
-        unacknowledged, to be delivered again after a restart."""
-        if all(future.done() and not future.cancelled() and future.exception() is None for future in written):
+        Waited for off the message path, as the sends are, and in the order the segments were
+        written: Faust commits the first unbroken run of acknowledged offsets, from wherever it
+        starts, so a later segment acknowledged first could carry the commit past an earlier one.
+        A write that fails stops the partition's acknowledgements until a restart, which delivers
+        its messages again."""
+        if partition in self._unwritten:
+            return  # (never to be acknowledged: nothing is kept of them)
+        queue = self._journal_writes.setdefault(partition, deque())
+        if not queue and all(future.done() and not future.cancelled() and future.exception() is None
+                             for future in written):
             self.sink.acknowledge(acks)
             return
+        waiting = asyncio.gather(*written)
+        queue.append((waiting, acks))
+        waiting.add_done_callback(lambda _: self._acknowledge_written(partition, queue))
 
-        def written_or_not(done: asyncio.Future[Any]) -> None:
-            if done.cancelled() or done.exception() is not None:
-                logger.error("partition %s: a journal segment could not be written (%s); its %s messages stay "
-                             "unacknowledged and come again after a restart", partition,
-                             "cancelled" if done.cancelled() else done.exception(), len(acks))
+    def _acknowledge_written(self, partition: int, queue: deque[tuple[asyncio.Future[Any], list[Any]]]) -> None:
+        """Acknowledge the partition's segments now written, oldest first, up to one still in flight."""
+        if self._journal_writes.get(partition) is not queue:
+            return  # (the partition was revoked since: the next owner commits it)
+        while queue and queue[0][0].done():
+            waiting, acks = queue[0]
+            if waiting.cancelled() or waiting.exception() is not None:
+                if partition not in self._unwritten:
+                    self._unwritten.add(partition)
+                    logger.error("partition %s: a journal segment could not be written (%s); its messages and "
+                                 "every later one stay unacknowledged, to come again after a restart", partition,
+                                 "cancelled" if waiting.cancelled() else waiting.exception())
                 return
+            queue.popleft()
             self.sink.acknowledge(acks)
-
-        asyncio.gather(*written).add_done_callback(written_or_not)
 
     async def _send(self, out: Outbox, message: Any, held: PartitionState) -> None:
         sink, deliveries, partition = self.sink, self.deliveries, message.partition
@@ -250,6 +271,9 @@ class MessageFlow:
         self.assigned -= partitions
         self.live.release_partitions(partitions)
         self.deliveries.drop(partitions)
+        for partition in partitions:
+            self._journal_writes.pop(partition, None)
+            self._unwritten.discard(partition)
 
     def assign(self, partitions: set[int]) -> None:
         """The group's new assignment of the events topic. What this worker still holds of any other

@@ -367,3 +367,35 @@ def test_a_segments_messages_are_acknowledged_only_once_the_changelog_has_it(del
     else:
         assert sink.acknowledged == []
         assert "a journal segment could not be written (broker gone)" in caplog.text
+
+
+@pytest.mark.parametrize("first_delivered", [True, False])
+def test_segments_are_acknowledged_in_the_order_they_were_written(first_delivered):
+    # Faust commits the first unbroken run of acknowledged offsets wherever it starts: the second
+    # segment acknowledged while the first is in flight (or lost) would commit past the first.
+    async def run() -> SlowJournalSink:
+        sink = SlowJournalSink({})
+        flow = flow_of(LiveScorer(CallEngine()), sink, write_every_message=True)
+        messages = one_call("c1", T0) + one_call("c2", T0 + 10_000)
+        for offset, raw in enumerate(messages[:2]):
+            await flow.score(KafkaMessage(raw, offset))
+        first = list(sink.journal_writes)
+        for offset, raw in enumerate(messages[2:], start=2):
+            await flow.score(KafkaMessage(raw, offset))
+        later = sink.journal_writes[len(first):]
+        for future in later:
+            future.set_result(None)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert sink.acknowledged == []  # (the first segments still in flight)
+        for future in first:
+            if first_delivered:
+                future.set_result(None)
+            else:
+                future.set_exception(ConnectionError("broker gone"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return sink
+
+    sink = asyncio.run(run())
+    assert [m.offset for m in sink.acknowledged] == ([0, 1, 2, 3, 4, 5] if first_delivered else [])
