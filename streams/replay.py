@@ -68,10 +68,16 @@ def highest_partition_named(records: Iterable[bytes], partitions: int) -> int | 
             continue
         for event in decode_message(raw, len(raw)).events:
             if isinstance(event, Watermark):
-                named = event.data.partition
-                if named is not None and named >= partitions and named > (highest if highest is not None else -1):
-                    highest = named
+                highest = partition_beyond(event, partitions, highest)
     return highest
+
+
+def partition_beyond(watermark: Watermark, partitions: int, highest: int | None) -> int | None:
+    """`highest`, or the partition `watermark` names when that is beyond `partitions` and higher."""
+    named = watermark.data.partition
+    if named is None or named < partitions or (highest is not None and named <= highest):
+        return highest
+    return named
 
 
 def replay(
@@ -201,9 +207,7 @@ def replay_partitions(
         for position, event in enumerate(decoded.events):
             if isinstance(event, Watermark):  # (it names its own partition: `partition_of`)
                 partition = partition_of(event, partitions)
-                named = event.data.partition
-                if named is not None and named >= partitions and named > (report.partition_beyond or -1):
-                    report.partition_beyond = named
+                report.partition_beyond = partition_beyond(event, partitions, report.partition_beyond)
             else:
                 partition = known_partition(event.call_id)  # (`call_partition`'s hit, without its call)
                 if partition is None:
