@@ -366,13 +366,12 @@ class LiveScorer:
         in order: a worker writes only one kind); returns how many calls were restored. The engine's
         counters are left as they were: re-folding is no new work, and counted, every restore (each
         rebalance) doubled `/health`'s events applied, results and calls."""
-        counters = self.engine.counters
-        counted = dataclasses.replace(counters)
+        engine = self.engine
+        counted, engine.counters = engine.counters, dataclasses.replace(engine.counters)  # (re-folds count here)
         try:
             return self._restore_partition(partition, journal_items)
         finally:
-            for counter in dataclasses.fields(counters):
-                setattr(counters, counter.name, getattr(counted, counter.name))
+            engine.counters = counted
 
     def _restore_partition(self, partition: int, journal_items: Iterable[tuple[bytes, bytes]]) -> int:
         items = list(journal_items)
