@@ -516,6 +516,13 @@ _LOG_CHUNK_BYTES = 1 << 20
 _UNPACKER_BUFFER_BYTES = 2**31 - 1
 
 
+def _unpacker() -> Any:
+    """A MessagePack unpacker that holds up to `_UNPACKER_BUFFER_BYTES`."""
+    import msgpack
+
+    return msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
+
+
 def _read_on(chunks: Iterator[bytes], pending: int) -> bytes:
     """The next stretch of a log: a chunk, or as many as are `pending` already (b"": the end). A value
     spanning many chunks is so put together in linear time: read a chunk at a time, each appended to
@@ -570,7 +577,7 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
 
     while True:  # once, and again from a record found inside a value the end of the file cut short
         pending = next(chunks, b"")  # read, not yet yielded
-        unpacker = msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
+        unpacker = _unpacker()
         unpacker.feed(pending)
         fed_from = 0  # where in `pending` the unpacker's first byte is
         at_end = not pending
@@ -601,7 +608,7 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
                     if inner is not None:  # the held record ran on into the next: read from there again
                         yield held[:inner]
                         pending, cut, fed_from, held = held[inner:] + pending[cut:], 0, 0, None
-                        unpacker = msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
+                        unpacker = _unpacker()
                         unpacker.feed(pending)
                         continue
                 if held is not None:
@@ -629,7 +636,7 @@ def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
                             pending, fed_from, cut = pending[cut:], fed_from - cut, 0
                         continue
                     pending, cut, fed_from = pending[resume:], 0, 0
-                    unpacker = msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
+                    unpacker = _unpacker()
                     unpacker.feed(pending)
                     continue
                 end = unpacker.tell() + fed_from
@@ -703,7 +710,7 @@ def _look_for_record(data: bytes, begin: int, end: int | None = None) -> tuple[i
             break
         window = _RESYNC_WINDOW_BYTES
         while True:
-            unpacker = msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
+            unpacker = _unpacker()
             unpacker.feed(view[start:start + window])
             try:
                 value = unpacker.unpack()
@@ -732,7 +739,7 @@ def is_cut_short(record: bytes) -> bool:
     when the file was cut short): whatever is written after it would be read as its missing bytes."""
     import msgpack
 
-    unpacker = msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
+    unpacker = _unpacker()
     unpacker.feed(record)
     try:
         unpacker.skip()
