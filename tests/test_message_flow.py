@@ -342,6 +342,17 @@ class SlowJournalSink(DictSink):
         return [future]
 
 
+async def answer(journal_writes: list[asyncio.Future[Any]], delivered: bool) -> None:
+    """The broker's answer to these journal writes (delivered, or failed), then the callbacks run."""
+    for future in journal_writes:
+        if delivered:
+            future.set_result(None)
+        else:
+            future.set_exception(ConnectionError("broker gone"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
 @pytest.mark.parametrize("delivered", [True, False])
 def test_a_segments_messages_are_acknowledged_only_once_the_changelog_has_it(delivered, caplog):
     # Acknowledged as soon as the table had the segment, they were committed with the segment still
@@ -352,13 +363,7 @@ def test_a_segments_messages_are_acknowledged_only_once_the_changelog_has_it(del
         for offset, raw in enumerate(one_call("c1", T0)):
             await flow.score(KafkaMessage(raw, offset))
         assert sink.journal_writes and sink.acknowledged == []
-        for future in sink.journal_writes:
-            if delivered:
-                future.set_result(None)
-            else:
-                future.set_exception(ConnectionError("broker gone"))
-        for _ in range(5):
-            await asyncio.sleep(0)
+        await answer(sink.journal_writes, delivered)
         return sink
 
     sink = asyncio.run(run())
@@ -382,19 +387,9 @@ def test_segments_are_acknowledged_in_the_order_they_were_written(first_delivere
         first = list(sink.journal_writes)
         for offset, raw in enumerate(messages[2:], start=2):
             await flow.score(KafkaMessage(raw, offset))
-        later = sink.journal_writes[len(first):]
-        for future in later:
-            future.set_result(None)
-        for _ in range(5):
-            await asyncio.sleep(0)
+        await answer(sink.journal_writes[len(first):], delivered=True)
         assert sink.acknowledged == []  # (the first segments still in flight)
-        for future in first:
-            if first_delivered:
-                future.set_result(None)
-            else:
-                future.set_exception(ConnectionError("broker gone"))
-        for _ in range(5):
-            await asyncio.sleep(0)
+        await answer(first, first_delivered)
         return sink
 
     sink = asyncio.run(run())
