@@ -143,8 +143,7 @@ class AlertEngine:
     def count(self, call: ScoredCall) -> list[dict[str, Any]]:
         """Count a result read with `read` and return the alert events it causes, in order."""
         time_before = (self.windows.watermark, self.windows.ahead)
-        counted = self.windows.calls.get(call.call_id)
-        counted_version = counted.version if counted is not None else None
+        counted_version = self.windows.counted_version(call.call_id)
         taken, dropped = self.windows.put(call)
         if (self.windows.watermark, self.windows.ahead) != time_before:
             self._changes.time = True

@@ -84,11 +84,16 @@ class EventTimeWindows:
 
     # ---------------------------------------------------------------------------------- changes
 
+    def counted_version(self, call_id: str) -> int | None:
+        """The version of the call that counts now (None: none does)."""
+        kept = self.calls.get(call_id)
+        return None if kept is None else kept.version
+
     def has_counted(self, call: ScoredCall) -> bool:
         """Whether this version of the call, or a newer one, already counts (a redelivery, or an older
         version read after a newer one)."""
-        kept = self.calls.get(call.call_id)
-        return kept is not None and call.version <= kept.version
+        counted = self.counted_version(call.call_id)
+        return counted is not None and call.version <= counted
 
     def put(self, call: ScoredCall) -> tuple[bool, list[str]]:
         """Count `call` (replacing an earlier version). Returns whether it was taken, and the call_ids
