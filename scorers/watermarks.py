@@ -3,7 +3,7 @@
 A watermark is the highest event time seen, and everything that waits on time reads it: the
 inactivity sweep and the forgetting of ended calls (scorers/inactivity.py), the alert windows
 (scorers/alerting/windows.py) and the order results are counted in (scorers/alerting/ordering.py),
-the end-of-input time `callqa send` gives every partition (streams/send_plan.py). Taken from any one
+the end-of-input time `callqa send` gives every partition (streams/send/plan.py). Taken from any one
 event, a single producer whose clock is hours fast would end every open call at once, forget the
 ended ones, refuse every new call as too late and empty every alert window, until real time caught up.
 

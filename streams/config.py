@@ -30,7 +30,7 @@ REQUEST_OVERHEAD_BYTES = 16_384
 
 @dataclass(frozen=True)
 class Settings:
-    # Kafka. The `tansu://` scheme selects the embedded-broker transport (streams/broker_fixes.py);
+    # Kafka. The `tansu://` scheme selects the embedded-broker transport (streams/kafka/transports.py);
     # use `kafka://host:9092` for Apache Kafka.
     broker: str = "tansu://127.0.0.1:9092"
     topic_prefix: str = "callqa"
@@ -60,7 +60,7 @@ class Settings:
     max_watermark_leap_ms: int = 600_000
     # A quiet partition with open calls gets a watermark tick after this many seconds (0: never).
     idle_tick_s: float = 5.0
-    # How often the worker asks the brokers for their metadata, for /health (streams/broker_health.py).
+    # How often the worker asks the brokers for their metadata, for /health (streams/kafka/health.py).
     broker_probe_s: float = 5.0
     # Ended calls stay in state this long in event time for late annotations and corrections (and
     # never less than the allowed lateness).
@@ -92,7 +92,7 @@ class Settings:
     kafka_compression: str = "none"
     alert_webhook_url: str | None = None
     # How long the alert input stays quiet before the results held for event-time order are counted
-    # without waiting for the other results partitions (streams/alerts_live.py).
+    # without waiting for the other results partitions (streams/alerts/live.py).
     alert_quiet_release_s: float = 2.0
     # Alert rules (TOML or JSON, see models/alert_rules.py); the `callqa.alert-rules` topic overrides them.
     alert_rules_file: str | None = None
@@ -156,9 +156,9 @@ _AT_LEAST: dict[str, float] = {
 }
 
 # Upper bounds. A message of at most 16 MiB holds fewer events than the positions the worker has for
-# a message's events (streams/live.py, `MAX_EVENTS_PER_MESSAGE`, 2**19): an event takes 50 bytes at least.
+# a message's events (streams/worker/live_scorer.py, `MAX_EVENTS_PER_MESSAGE`, 2**19): an event takes 50 bytes at least.
 # The judge's: a request that waits longer than an hour, or is tried more than 10 times, is a setting
-# mistyped (each try is paid for); a retry's wait is capped at 60 s anyway (streams/judge_client.py).
+# mistyped (each try is paid for); a retry's wait is capped at 60 s anyway (streams/judge/client.py).
 _AT_MOST: dict[str, float] = {"max_message_bytes": 16 * 1024 * 1024, "judge_timeout_s": 3600, "judge_retries": 10,
                               "judge_backoff_s": 60, "judge_concurrency": 256}
 
@@ -243,7 +243,7 @@ def _check_security(settings: Settings) -> None:
 
 
 # kafka: Apache Kafka (the hot-path transport); tansu: the embedded broker; aiokafka: Faust's stock
-# transport; callqa-kafka: what the worker turns kafka:// into (streams/broker_fixes.py).
+# transport; callqa-kafka: what the worker turns kafka:// into (streams/kafka/transports.py).
 BROKER_SCHEMES = ("kafka", "tansu", "aiokafka", "callqa-kafka")
 
 

@@ -1,11 +1,7 @@
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-
-# Test helpers (eventkit, fake servers) live beside the tests and are imported by name.
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -22,7 +18,7 @@ def scratch_under_pytest_s_temporary_directory(tmp_path_factory):
 @pytest.fixture(scope="session")
 def broker():
     """One embedded Kafka-compatible broker for the whole session, on a free port, over TCP."""
-    from streams.broker import EmbeddedBroker
+    from streams.kafka.embedded_broker import EmbeddedBroker
 
     log = Path(tempfile.mkdtemp(prefix="callqa-broker-")) / "broker.log"
     with EmbeddedBroker().start(log_path=str(log)) as running:

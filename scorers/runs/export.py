@@ -1,7 +1,7 @@
 """A run as the harness's files: `<scenario>/metrics.json`, `<scenario>/judge_result.json`, `all_summary.txt`.
 
 Pure: `export_run` returns relative path → bytes and `load_run` reads such a mapping back into a
-`RunSummary`; writing and reading a directory is `streams.export`. A call counts once, at its highest
+`RunSummary`; writing and reading a directory is `streams.files.exported_runs`. A call counts once, at its highest
 version. Scenario directories are named after `scenario_name`; when several calls of the run share a
 name, each of them gets `<name>.<call_id>` instead, so no call is favoured by arrival order. Characters
 that would leave the directory (`/`, `\\`, control characters) become `_`, and any name still taken

@@ -24,7 +24,6 @@ from typing import Any
 
 import msgpack
 
-
 # This broker holds a new group's join for half the session timeout (README): a short one keeps
 # every peer's start (not timed) short. librdkafka's default, 45 s, would add 22 s.
 SESSION_TIMEOUT_S = 6
@@ -88,7 +87,7 @@ def bare_aiokafka(bootstrap: str, topic: str, total: int) -> None:
 def naive_faust(bootstrap: str, topic: str, total: int) -> None:
     import faust
 
-    from streams.broker import free_port
+    from streams.kafka.embedded_broker import free_port
 
     app = faust.App(
         f"bench-naive-{os.getpid()}", broker=f"kafka://{bootstrap}", store="memory://",

@@ -29,8 +29,8 @@ def replay_probe(path: str, partitions: int) -> dict[str, float]:
     import tempfile
 
     from scorers.engine import CallEngine
-    from streams.replay_files import ReplayFiles
-    from streams.replay_parallel import default_jobs, replay_log
+    from streams.replay.outputs import ReplayFiles
+    from streams.replay.parallel import default_jobs, replay_log
 
     jobs = default_jobs(partitions)
     with tempfile.TemporaryDirectory(prefix="callqa-probe-") as out:
@@ -55,8 +55,8 @@ def _rss_bytes() -> int:
 def memory_probe(calls: int, exchanges: int) -> dict[str, float]:
     from scorers.engine import CallEngine
     from streams.bench.workload import Workload
-    from streams.live import LiveScorer
     from streams.tuning import tune_gc
+    from streams.worker.live_scorer import LiveScorer
 
     tune_gc()
     live = LiveScorer(CallEngine())

@@ -45,11 +45,11 @@ import msgspec
 
 from streams.bench.kafka import Message, create_topic, produce, topic_bytes
 from streams.bench.workload import Workload
-from streams.broker import EmbeddedBroker, killed_with_parent
-from streams.broker_fixes import FETCH_MAX_WAIT_MS
-from streams.output_files import AtomicOutput
-from streams.processes import WorkerProcess
-from streams.send_plan import SendPlan
+from streams.files.output_files import AtomicOutput
+from streams.kafka.embedded_broker import EmbeddedBroker, killed_with_parent
+from streams.kafka.transports import FETCH_MAX_WAIT_MS
+from streams.send.plan import SendPlan
+from streams.worker.processes import WorkerProcess
 
 PARTITIONS = 4
 POLL_S = 0.05
@@ -440,7 +440,7 @@ async def _paced_latencies(bootstrap: str, prefix: str, messages: list[tuple[byt
     ended_at: dict[str, float] = {}
     latencies: list[float] = []
     expected = 0
-    # The reader must not add this broker's slow long-poll to what it measures (streams/broker_fixes.py).
+    # The reader must not add this broker's slow long-poll to what it measures (streams/kafka/transports.py).
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
                                 fetch_max_wait_ms=FETCH_MAX_WAIT_MS)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5)
@@ -489,7 +489,10 @@ async def _paced_latencies(bootstrap: str, prefix: str, messages: list[tuple[byt
 async def _journal_bytes(bootstrap: str, topic: str) -> float | None:
     """Changelog bytes (keys and values) per event the written journal segments hold."""
     from models.wire import decode_message
-    from streams.journal import PARTITION_SEGMENT_PREFIX, decode_partition_segment
+    from streams.journal.call_journal import (
+        PARTITION_SEGMENT_PREFIX,
+        decode_partition_segment,
+    )
 
     records, size, items = await topic_bytes(bootstrap, topic)
     events = 0

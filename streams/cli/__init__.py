@@ -1,0 +1,1 @@
+"""The `callqa` command line: one module per command, the shared argument helpers, and the readable rendering of results."""

@@ -1,0 +1,139 @@
+"""`callqa summary`, `callqa export` and `callqa compare`: a run's files as the evaluation harness writes them, and
+what re-scoring changed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Iterator
+
+import msgspec
+
+from models.events import DEFAULT_MIN_AGENT_TURNS
+from models.results import CallResult
+from streams.cli.args import kafka_options, non_negative_int, settings_from
+from streams.files.output_files import STANDARD_INPUT
+
+
+def _result_documents(path: str) -> Iterator[dict]:
+    """The result documents of a results file (`callqa replay --out`, `callqa tail results --json`), each
+    checked, one at a time; `-`: standard input."""
+    name = "standard input" if path == STANDARD_INPUT else path
+    with (open(sys.stdin.fileno(), "rb", closefd=False) if path == STANDARD_INPUT else open(path, "rb")) as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield _result_document(line, f"{name} line {number}")
+
+
+def _run_results(args: argparse.Namespace) -> list[dict]:
+    """The results of one run: from a results file (`callqa replay --out`) or the results topic."""
+    import asyncio
+
+    # Only the run's documents are kept: a results file or topic holds every run and production call.
+    run: list[dict] = []
+    others: set[str] = set()
+
+    def keep(document: dict) -> None:
+        run_id = document.get("run_id")
+        if run_id == args.run_id:
+            run.append(document)
+        elif run_id:
+            others.add(str(run_id))
+
+    if args.results:
+        for document in _result_documents(args.results):
+            keep(document)
+    else:
+        from streams.kafka.topic_reader import read_topic
+        from streams.topics import TopicNames
+
+        settings = settings_from(args)
+        topic = TopicNames(settings.topic_prefix).results
+        asyncio.run(read_topic(settings, topic, 3.0, lambda key, value: keep(_result_document(value, f"a record of {topic}"))))
+    if not run:
+        raise ValueError(f"no results of run {args.run_id!r}; runs present: {sorted(others) or 'none'}")
+    return run
+
+
+def _result_document(line: bytes, where: str) -> dict:
+    try:
+        document = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{where} is not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"{where} is not a result document (a JSON object)")
+    try:  # the shape callqa publishes (schemas/result.json), checked before any is summed
+        msgspec.convert(document, CallResult)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"{where} is not a result document: {exc}") from None
+    return document
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from scorers.runs import RunSummary, render_all_summary
+
+    summary = RunSummary(run_id=args.run_id, min_agent_turns=args.min_agent_turns)
+    for result in _run_results(args):
+        summary.add(result)
+    if args.json:
+        print(json.dumps(summary.summary().to_dict(), indent=2))
+    else:
+        print(render_all_summary(summary.summary()))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from scorers.runs import export_run
+    from streams.files.exported_runs import write_export
+
+    written = write_export(export_run(_run_results(args), min_agent_turns=args.min_agent_turns), args.dir)
+    print(f"wrote {len(written)} files under {args.dir}", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """What re-scoring changed: the workers' results against a replay's, verdict by verdict."""
+    from scorers.result_changes import compare_results
+    from streams.cli.render import result_changes_text
+
+    if args.before == args.after == STANDARD_INPUT:
+        raise ValueError("only one of BEFORE and AFTER can be - (standard input)")
+    if args.calls < 0:
+        raise ValueError(f"--calls must be 0 or more, got {args.calls}")
+    report = compare_results(_result_documents(args.before), _result_documents(args.after))
+    document = report.to_dict()
+    print(json.dumps(document, indent=2) if args.json else result_changes_text(document, args.calls))
+    if args.fail_on_regression and report.regressions:
+        print(f"callqa: {report.regressions} verdicts passed before and fail now", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    for name, helptext in (("summary", "print a run's all_summary (from the results topic or a results file)"),
+                           ("export", "write a run in the evaluation harness's layout (metrics.json, all_summary.txt)")):
+        p = sub.add_parser(name, help=helptext)
+        kafka_options(p)
+        p.add_argument("run_id")
+        if name == "export":
+            p.add_argument("dir")
+        else:
+            p.add_argument("--json", action="store_true", help="the summary as JSON")
+        p.add_argument("--results", help="a results file (JSON Lines) instead of the results topic")
+        p.add_argument("--min-agent-turns", type=non_negative_int, default=DEFAULT_MIN_AGENT_TURNS, metavar="N",
+                       help="the floor of agent turns the stall warning states for a stalled scenario whose "
+                            "result does not give its own (the evaluation runner's --min-agent-turns; default "
+                            f"{DEFAULT_MIN_AGENT_TURNS}); a scenario's own min_agent_turns decides whether it stalled")
+        p.set_defaults(func=cmd_summary if name == "summary" else cmd_export)
+
+    p = sub.add_parser("compare", help="what re-scoring changed: two results files compared call by call, "
+                                       "verdict by verdict")
+    p.add_argument("before", help="results as the workers published them (`callqa tail results --json --no-follow "
+                                  "> BEFORE`) or an earlier replay's; - reads standard input")
+    p.add_argument("after", help="results of the same calls scored again (`callqa replay LOG --out AFTER`)")
+    p.add_argument("--json", action="store_true", help="the comparison as JSON, every changed call in it")
+    p.add_argument("--calls", type=int, default=20, metavar="N", help="changed calls listed (default 20)")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1 when a verdict that passed before fails now")
+    p.set_defaults(func=cmd_compare)
