@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install bench schemas samples clean
+.PHONY: demo test lint install bench schemas samples clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -12,13 +12,19 @@ $(BIN)/python:
 # Installs callqa (editable) with the embedded broker, the test tools and the benchmark's peers (the
 # suite runs `callqa bench --quick` as a smoke test, so the benchmark cannot rot between full runs).
 install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,rocksdb,bench]"
+	$(BIN)/python -m pip install --quiet -e ".[test,lint,rocksdb,bench]"
 
 demo: install
 	$(BIN)/callqa demo
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# Style, import order, formatting and types (pyproject.toml says which rules and why).
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/callqa bench --out bench-report.json
