@@ -6,7 +6,7 @@ every fix below. A `kafka://` URL (Apache Kafka, or any other cluster) is given 
 Faust's hot path, which hold for any broker (3. to 5.), and none of the embedded broker's (1. and
 2.). `aiokafka://` keeps Faust's stock transport, with only the fixes installed through settings (6.
 and 7.). Both of callqa's transports also stop promptly when their brokers are gone
-(streams/worker/prompt_stop.py).
+(streams/kafka/prompt_stop.py).
 
 The embedded broker's:
 
@@ -99,7 +99,7 @@ from faust.utils.urls import urllist
 from mode import Service
 from mode.utils.futures import notify
 
-from streams.worker.prompt_stop import (
+from streams.kafka.prompt_stop import (
     PromptStopConsumer,
     PromptStopConsumerThread,
     PromptStopProducer,
@@ -183,7 +183,7 @@ class VerifiedHighwaterConsumerThread(PromptStopConsumerThread):
 
 class DirectHandoffConsumer(PromptStopConsumer):
     """Faust's aiokafka consumer with the hot-path fixes (3., 4. and 5.) and a prompt stop
-    (streams/worker/prompt_stop.py): for any broker."""
+    (streams/kafka/prompt_stop.py): for any broker."""
 
     def ack_all(self, messages: Iterable[Message]) -> None:
         """`message.ack(self)` for each message, under one hold of Faust's ack lock (see 5. above):

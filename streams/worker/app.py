@@ -24,6 +24,7 @@ from streams.journal.call_journal import SEGMENT_SECONDS
 from streams.journal.table import journal_table
 from streams.kafka.clients import kafka_ssl_context
 from streams.kafka.health import install_broker_probe
+from streams.kafka.prompt_stop import PromptStopApp
 from streams.kafka.transports import (
     DirectHandoffConsumer,
     InterleavedScheduler,
@@ -40,7 +41,6 @@ from streams.wiring import build_engine
 from streams.worker.clock import install_idle_clock
 from streams.worker.live_scorer import LiveScorer
 from streams.worker.message_flow import MessageFlow, ResultHook
-from streams.worker.prompt_stop import PromptStopApp
 
 logger = logging.getLogger("callqa.worker")
 

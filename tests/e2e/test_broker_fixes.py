@@ -144,8 +144,8 @@ def test_the_worker_app_uses_the_interleaved_scheduler_and_acknowledges_in_bulk(
 
 def test_the_worker_producer_s_buffer_holds_a_burst_of_sends_without_stopping_a_stream():
     from streams.config import Settings
+    from streams.kafka.prompt_stop import PRODUCER_BUFFER_MAX_MESSAGES
     from streams.worker.app import create_app
-    from streams.worker.prompt_stop import PRODUCER_BUFFER_MAX_MESSAGES
 
     async def build():
         return create_app(Settings(broker="tansu://127.0.0.1:9", app_id="t-producer-buffer")).app.producer

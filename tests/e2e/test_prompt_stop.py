@@ -26,18 +26,18 @@ from faust.transport.producer import Producer as FaustProducer
 from streams.bench.workload import Workload
 from streams.config import Settings
 from streams.kafka.embedded_broker import EmbeddedBroker
-from streams.kafka.transports import faust_broker_url
-from streams.worker import prompt_stop
-from streams.worker.app import create_app
-from streams.worker.prompt_stop import (
+from streams.kafka.prompt_stop import (
     PromptStopApp,
     PromptStopConsumerThread,
     PromptStopProducer,
 )
+from streams.kafka.transports import faust_broker_url
+from streams.worker import prompt_stop
+from streams.worker.app import create_app
 from tests.helpers.livekit import start_worker
 from tests.helpers.pinning import each_pin, source_digest
 
-# The exact source of what streams/worker/prompt_stop.py wraps or does in place of: an upgrade of Faust or
+# The exact source of what streams/kafka/prompt_stop.py wraps or does in place of: an upgrade of Faust or
 # aiokafka that changes one fails here (re-read the new code, port the fix, update the hash).
 PINNED = {
     # 1. the last commit: Faust's consumer stop, through its aiokafka driver's.
