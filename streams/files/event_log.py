@@ -8,9 +8,12 @@ cut-short stretch comes back as a record of its own so that it is dead-lettered,
 
 from __future__ import annotations
 
+import enum
 import itertools
 import re
-from typing import Any, Iterator
+from typing import Any, Generator, Iterator
+
+import msgpack
 
 from models.wire import (
     GZIP_MAGIC,
@@ -83,8 +86,6 @@ _UNPACKER_BUFFER_BYTES = 2**31 - 1
 
 def _unpacker() -> Any:
     """A MessagePack unpacker that holds up to `_UNPACKER_BUFFER_BYTES`."""
-    import msgpack
-
     return msgpack.Unpacker(max_buffer_size=_UNPACKER_BUFFER_BYTES)
 
 
@@ -108,133 +109,204 @@ def _read_on(chunks: Iterator[bytes], pending: int) -> bytes:
 
 
 def _msgpack_records(path: str) -> Iterator[bytes]:
-    import msgpack
-
     with open(path, "rb") as handle:
         first = handle.read(_LOG_CHUNK_BYTES)
         if first.lstrip(b" \t\r\n").startswith((b"{", UTF8_BOM)):
             raise ValueError(f"{path}: this is JSON, not MessagePack (it starts with '{{'): "
                              "name a JSON Lines log anything but *.msgpack")
+        chunks = itertools.chain([first], iter(lambda: handle.read(_LOG_CHUNK_BYTES), b""))
         try:
-            yield from _msgpack_values(itertools.chain([first], iter(lambda: handle.read(_LOG_CHUNK_BYTES), b"")))
+            yield from MsgpackRecordReader(chunks).records()
         except msgpack.BufferFull:
             raise ValueError(f"{path}: a record (or a damaged stretch) runs on past {_UNPACKER_BUFFER_BYTES} bytes, "
                              f"read up to byte {handle.tell()}: a MessagePack log's records are read whole, and "
                              "none this large can be; cut it out of the log") from None
 
 
-def _msgpack_values(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    # The unpacker only finds where each value ends (skip + tell); the bytes are cut from the chunks
-    # read, which is several times cheaper than unpacking and packing every record again. A value cut
-    # short at the end of the file is yielded as it is: it does not decode, so it is dead-lettered and
-    # counted like any other bad record instead of vanishing. So are bytes that start no value, or a
-    # value that is no map and so neither an event nor a batch (a damaged stretch of the file: zero
-    # padding, pasted text, each of whose bytes MessagePack reads as a small number): they are yielded
-    # as one record up to the next place where a whole event or batch starts, and reading goes on.
-    #
-    # A record cut short inside the log (a writer that died mid-record, and another that appended)
-    # reads on into the records after it: the value ends somewhere in a later record, and what is
-    # left of that one reads as damage, or the file ends first. So each record is held until the next
-    # one reads well: when damage or the end follows it, and it is no message that decodes, a whole
-    # event or batch starting inside it is where the next record really began. It is cut there, and
-    # the good records are read again instead of being dead-lettered with the broken one.
-    import msgpack
+class _Value(enum.Enum):
+    """What the unpacker found next in a MessagePack log."""
 
-    while True:  # once, and again from a record found inside a value the end of the file cut short
-        pending = next(chunks, b"")  # read, not yet yielded
-        unpacker = _unpacker()
-        unpacker.feed(pending)
-        fed_from = 0  # where in `pending` the unpacker's first byte is
-        at_end = not pending
-        held: bytes | None = None  # the last record read, not yet yielded
+    MAP = "a whole map: an event or a batch, or so it seems"
+    NO_MAP = "a whole value that is no map: damage, which the unpacker has read past"
+    UNREADABLE = "bytes that start no value: damage, which the unpacker cannot read past"
+    UNFINISHED = "a value whose end is not read yet"
+
+
+class MsgpackRecordReader:
+    """Cuts a MessagePack log's records out of the chunks it is read in, each as the bytes written.
+
+    The unpacker only finds where each value ends (skip + tell); the bytes are cut from the chunks
+    read, which is several times cheaper than unpacking and packing every record again. A value cut
+    short at the end of the file is yielded as it is: it does not decode, so it is dead-lettered and
+    counted like any other bad record instead of vanishing. So are bytes that start no value, or a
+    value that is no map and so neither an event nor a batch (a damaged stretch of the file: zero
+    padding, pasted text, each of whose bytes MessagePack reads as a small number): they are yielded
+    as one record up to the next place where a whole event or batch starts, and reading goes on.
+
+    A record cut short inside the log (a writer that died mid-record, and another that appended)
+    reads on into the records after it: the value ends somewhere in a later record, and what is
+    left of that one reads as damage, or the file ends first. So each record is held until the next
+    one reads well: when damage or the end follows it, and it is no message that decodes, a whole
+    event or batch starting inside it is where the next record really began. It is cut there, and
+    the good records are read again instead of being dead-lettered with the broken one.
+    """
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._pending = b""  # read, not yet yielded
+        self._cut = 0  # the end of the last record read, in `_pending`
+        self._fed_from = 0  # where in `_pending` the unpacker's first byte is
+        self._at_end = False  # every chunk is read
+        self._held: bytes | None = None  # the last record read, not yet yielded
+        self._unpacker: Any = None
+
+    def records(self) -> Iterator[bytes]:
+        """Each record of the log, in order, as the bytes it was written as."""
+        while True:  # once, and again from a record found inside a value the end of the file cut short
+            first = next(self._chunks, b"")
+            self._at_end = not first
+            self._held = None
+            self._unpack_afresh(first)
+            yield from self._read_to_end_of_file()
+            read_again = yield from self._at_end_of_file()
+            if read_again is None:
+                return
+            # (In this loop: a file of many values each claiming more bytes than are left would
+            # nest as deep as they are many.)
+            self._chunks = iter([read_again])
+
+    def _read_to_end_of_file(self) -> Iterator[bytes]:
+        """Every whole value of the log, reading on until the file ends (a value it cut short is left)."""
         while True:
-            cut = 0  # the end of the last record read, in `pending`
-            while True:
-                try:
-                    unpacker.skip()
-                    damaged = pending[cut] not in _MAP_HEADERS
-                    unreadable = False
-                except msgpack.OutOfData:
-                    break
-                except (msgpack.FormatError, msgpack.StackError):
-                    damaged = unreadable = True
-                if damaged:
-                    # A whole record must be read to be found: what follows the damage is read up to
-                    # the largest message first (fed to the unpacker too, which may go on from there).
-                    while not at_end and len(pending) - cut < MAX_MESSAGE_BYTES:
-                        chunk = next(chunks, b"")
-                        at_end = not chunk
-                        pending += chunk
-                        unpacker.feed(chunk)
-                if damaged and held is not None:
-                    # (A view, not a copy: this runs for every damaged stretch, and `pending` holds
-                    # up to the largest message after it.)
-                    inner = _record_start_inside(held, memoryview(pending)[cut:])
-                    if inner is not None:  # the held record ran on into the next: read from there again
-                        yield held[:inner]
-                        pending, cut, fed_from, held = held[inner:] + pending[cut:], 0, 0, None
-                        unpacker = _unpacker()
-                        unpacker.feed(pending)
-                        continue
-                if held is not None:
-                    yield held
-                    held = None
-                if damaged:
-                    resume, look_from = _look_for_record(pending, cut + 1)
-                    # (The next record may lie beyond what is read. Not fed to the unpacker: it is made
-                    # anew below, from where the record is found.)
-                    searched_on = False
-                    while resume is None and not at_end:
-                        chunk = _read_on(chunks, len(pending))
-                        at_end = not chunk
-                        pending += chunk
-                        searched_on = True
-                        resume, look_from = _look_for_record(pending, look_from)
-                    resume = len(pending) if resume is None else resume
-                    yield pending[cut:resume]
-                    if not unreadable and not searched_on and unpacker.tell() + fed_from == resume:
-                        # The damage was one whole value, no map, that the unpacker has read past (a
-                        # newline written after each record): it goes on from there, as it is. Made
-                        # anew from what is left, for each such value, reading took ten times as long.
-                        cut = resume
-                        if cut > _LOG_CHUNK_BYTES:  # (what is read is let go of now and then, as below)
-                            pending, fed_from, cut = pending[cut:], fed_from - cut, 0
-                        continue
-                    pending, cut, fed_from = pending[resume:], 0, 0
-                    unpacker = _unpacker()
-                    unpacker.feed(pending)
-                    continue
-                end = unpacker.tell() + fed_from
-                held = pending[cut:end]
-                cut = end
-            pending = pending[cut:]
-            fed_from -= cut
-            if at_end:
-                break
-            chunk = _read_on(chunks, len(pending))
-            at_end = not chunk
-            unpacker.feed(chunk)
-            pending += chunk
+            yield from self._read_whole_values()
+            self._let_go_of_cut()
+            if self._at_end:
+                return
+            self._take(_read_on(self._chunks, len(self._pending)), fed=True)
+
+    def _read_whole_values(self) -> Iterator[bytes]:
+        """The records of the values whose end is read, each yielded once the next one reads well."""
+        while True:
+            value = self._next_value()
+            if value is _Value.UNFINISHED:
+                return
+            if value is not _Value.MAP:
+                yield from self._read_damage(unreadable=value is _Value.UNREADABLE)
+                continue
+            if self._held is not None:
+                yield self._held
+            self._hold_value()
+
+    def _next_value(self) -> _Value:
+        """What the unpacker reads next, read past when it is a whole value."""
+        try:
+            self._unpacker.skip()
+        except msgpack.OutOfData:
+            return _Value.UNFINISHED
+        except (msgpack.FormatError, msgpack.StackError):
+            return _Value.UNREADABLE
+        return _Value.MAP if self._pending[self._cut] in _MAP_HEADERS else _Value.NO_MAP
+
+    def _hold_value(self) -> None:
+        """Hold the value just read as the next record, until the value after it reads well."""
+        end = self._unpacker.tell() + self._fed_from
+        self._held = self._pending[self._cut:end]
+        self._cut = end
+
+    def _read_damage(self, unreadable: bool) -> Iterator[bytes]:
+        """The held record (cut where a record starts inside it, if it ran on into the damage), then the
+        damage as one record."""
+        self._read_past_damage()
+        held = self._held
+        if held is not None:
+            # (A view, not a copy: this runs for every damaged stretch, and `_pending` holds up to the
+            # largest message after it.)
+            inner = _record_start_inside(held, memoryview(self._pending)[self._cut:])
+            if inner is not None:
+                yield held[:inner]
+                self._resync_inside_held(held, inner)
+                return
+            yield held
+            self._held = None
+        yield from self._skip_damage(unreadable)
+
+    def _read_past_damage(self) -> None:
+        """Read what follows the damage up to the largest message, fed to the unpacker too."""
+        # A whole record must be read to be found (the unpacker may go on from there).
+        while not self._at_end and len(self._pending) - self._cut < MAX_MESSAGE_BYTES:
+            self._take(next(self._chunks, b""), fed=True)
+
+    def _resync_inside_held(self, held: bytes, inner: int) -> None:
+        """The held record ran on into the next, which starts at `inner` in it: read from there again."""
+        self._unpack_afresh(held[inner:] + self._pending[self._cut:])
+        self._held = None
+
+    def _skip_damage(self, unreadable: bool) -> Iterator[bytes]:
+        """Yield the damage as one record, up to where the next event or batch starts, and go on there."""
+        resume, searched_on = self._find_next_record()
+        yield self._pending[self._cut:resume]
+        if not unreadable and not searched_on and self._unpacker.tell() + self._fed_from == resume:
+            # The damage was one whole value, no map, that the unpacker has read past (a newline
+            # written after each record): it goes on from there, as it is. Made anew from what is
+            # left, for each such value, reading took ten times as long.
+            self._cut = resume
+            if self._cut > _LOG_CHUNK_BYTES:  # (what is read is let go of now and then)
+                self._let_go_of_cut()
+            return
+        self._unpack_afresh(self._pending[resume:])
+
+    def _find_next_record(self) -> tuple[int, bool]:
+        """Where the next event or batch after the damage starts (else the end of what is read), and
+        whether more of the log had to be read to find it."""
+        resume, look_from = _look_for_record(self._pending, self._cut + 1)
+        # (The next record may lie beyond what is read. Not fed to the unpacker: it is made anew
+        # from where the record is found.)
+        searched_on = False
+        while resume is None and not self._at_end:
+            self._take(_read_on(self._chunks, len(self._pending)), fed=False)
+            searched_on = True
+            resume, look_from = _look_for_record(self._pending, look_from)
+        return (len(self._pending) if resume is None else resume), searched_on
+
+    def _at_end_of_file(self) -> Generator[bytes, None, bytes | None]:
+        """Yield the held record and a value the end of the file cut short; return what is to be read
+        again when a whole record starts inside either (None: the log is read)."""
+        # A value cut short by the end of the file: the held record, or this one, may have run on
+        # into it. Where a whole record starts inside, reading starts again there.
+        pending, held = self._pending, self._held
         if not pending:
             if held is not None:
                 yield held
-            return
-        # A value cut short by the end of the file: the held record, or this one, may have run on into
-        # it. Where a whole record starts inside, reading starts again there (in this loop: a file of
-        # many values each claiming more bytes than are left would nest as deep as they are many).
+            return None
         if held is not None:
             inner = _record_start_inside(held, pending)
             if inner is not None:
                 yield held[:inner]
-                chunks = iter([held[inner:] + pending])
-                continue
+                return held[inner:] + pending
             yield held
         inner = _record_start_inside(pending, b"")
         if inner is None:
             yield pending
-            return
+            return None
         yield pending[:inner]
-        chunks = iter([pending[inner:]])
+        return pending[inner:]
+
+    def _take(self, chunk: bytes, fed: bool) -> None:
+        """Add a chunk read from the log (b"": the end) to what is pending, and to the unpacker when `fed`."""
+        self._at_end = not chunk
+        if fed:
+            self._unpacker.feed(chunk)
+        self._pending += chunk
+
+    def _let_go_of_cut(self) -> None:
+        """Let go of what is read up to the last record's end (yielded or held already)."""
+        self._pending, self._fed_from, self._cut = self._pending[self._cut:], self._fed_from - self._cut, 0
+
+    def _unpack_afresh(self, pending: bytes) -> None:
+        """Read `pending` from its start with an unpacker made anew."""
+        self._pending, self._cut, self._fed_from = pending, 0, 0
+        self._unpacker = _unpacker()
+        self._unpacker.feed(pending)
 
 
 def _record_start_inside(held: bytes, after: bytes | memoryview) -> int | None:
@@ -264,8 +336,6 @@ def _look_for_record(data: bytes, begin: int, end: int | None = None) -> tuple[i
     Only damaged logs come here, so it may try every map header: they are found by a regular
     expression (a map header followed by a string header, as an event's first key), and each try
     reads a small window first and a larger one only while the value runs past it."""
-    import msgpack
-
     limit = min(len(data) - 1, len(data) if end is None else end)
     undecided = max(begin, limit)  # (from here on, nothing has been looked at)
     view = memoryview(data)
@@ -302,8 +372,6 @@ _RESYNC_WINDOW_BYTES = 256  # (an event is a few hundred bytes; damage mostly fa
 def is_cut_short(record: bytes) -> bool:
     """Whether a `.msgpack` log's record is a value missing its end (the last one `read_log` yields
     when the file was cut short): whatever is written after it would be read as its missing bytes."""
-    import msgpack
-
     unpacker = _unpacker()
     unpacker.feed(record)
     try:
