@@ -12,8 +12,9 @@ import tempfile
 from contextlib import contextmanager
 from typing import Iterator
 
-from models.wire import MSGPACK_LOG, log_format, refuse_unreadable
+from models.wire import MSGPACK_LOG
 from streams.config import Settings, load_settings
+from streams.files.event_log import log_format, refuse_unreadable
 from streams.files.output_files import STANDARD_INPUT
 
 LOG_HELP = ("a JSON Lines or MessagePack log (MessagePack when named *.msgpack or when it starts with a MessagePack "

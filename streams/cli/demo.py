@@ -22,11 +22,12 @@ from typing import Any
 import msgspec
 
 from models.results import CallResult
-from models.wire import MSGPACK_LOG, read_log
+from models.wire import MSGPACK_LOG
 from streams.cli.args import log_as_file
 from streams.cli.progress import progress_bar
 from streams.cli.render import alert_line, results_table, totals_block
 from streams.config import Settings, load_settings
+from streams.files.event_log import read_log
 from streams.kafka.embedded_broker import EmbeddedBroker
 from streams.kafka.topic_reader import read_topic
 from streams.replay.log_replay import ReplayReport, replay

@@ -6,8 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from models.wire import MSGPACK_LOG, log_format_by_name
+from models.wire import MSGPACK_LOG
 from streams.cli.args import kafka_options, settings_from
+from streams.files.event_log import log_format_by_name
 from streams.files.output_files import STANDARD_OUTPUT
 
 

@@ -7,9 +7,9 @@ import signal
 import sys
 from typing import Any
 
-from models.wire import read_log
 from streams.cli.args import LOG_HELP, count_records, log_as_file, settings_from
 from streams.config import Settings
+from streams.files.event_log import read_log
 from streams.files.output_files import STANDARD_INPUT, Terminated
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from models.wire import MAX_ITEMS_DEAD_LETTERED, read_log
+from models.wire import MAX_ITEMS_DEAD_LETTERED
 from streams.cli.args import (
     LOG_HELP,
     count_records,
@@ -14,6 +14,7 @@ from streams.cli.args import (
     log_as_file,
     settings_from,
 )
+from streams.files.event_log import read_log
 
 
 def run(args: argparse.Namespace) -> int:

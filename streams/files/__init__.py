@@ -1,1 +1,1 @@
-"""Files the commands read and write: complete-or-nothing outputs and exported run directories."""
+"""Files the commands read and write: event logs, complete-or-nothing outputs and exported run directories."""

@@ -28,20 +28,18 @@ from typing import Any, BinaryIO, Callable, Iterable
 
 from models.events import Event, JudgeResult
 from models.results import CallResult
-from models.wire import (
-    MSGPACK_LOG,
-    decode_message,
-    encode_record,
-    is_cut_short,
-    log_format,
-    log_format_by_name,
-    read_log,
-)
+from models.wire import MSGPACK_LOG, decode_message, encode_record
 from scorers.engine import CallEngine
 from scorers.inactivity import INACTIVITY_ID_SUFFIX, is_inactivity_end
 from scorers.judge.requests import JudgeRequests, build_requests
 from scorers.judge.schemas import QA_ERROR_KEY
 from streams.config import Settings
+from streams.files.event_log import (
+    is_cut_short,
+    log_format,
+    log_format_by_name,
+    read_log,
+)
 from streams.files.output_files import STOP_SIGNALS, AtomicOutput, Terminated
 from streams.replay.log_replay import replay
 

@@ -25,8 +25,9 @@ from multiprocessing.connection import Connection, wait
 from operator import itemgetter
 from typing import Any, Callable
 
-from models.wire import MAX_MESSAGE_BYTES, read_log
+from models.wire import MAX_MESSAGE_BYTES
 from scorers.engine import CallEngine
+from streams.files.event_log import read_log
 from streams.files.output_files import STOP_SIGNALS
 from streams.kafka.embedded_broker import killed_with_parent
 from streams.replay.log_replay import ReplayReport, replay_partitions

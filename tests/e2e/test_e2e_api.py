@@ -12,11 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from models.wire import read_log
 from scorers.cohort_overview import CohortOverview
 from scorers.cohorts import CohortBook
 from scorers.engine import CallEngine
 from scorers.runs import RunSummary
+from streams.files.event_log import read_log
 from streams.replay.log_replay import replay
 from tests.helpers.livekit import (
     collect_results,

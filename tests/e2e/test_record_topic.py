@@ -10,7 +10,8 @@ import sys
 import msgspec
 import pytest
 
-from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, encode_record, read_log
+from models.wire import JSONL_LOG, MSGPACK_LOG, decode_message, encode_record
+from streams.files.event_log import read_log
 from streams.kafka.clients import producer
 from streams.partitioning import partition_for
 from streams.replay.record import (

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from models.wire import read_log
 from streams.bench.workload import Workload
 from streams.config import Settings
+from streams.files.event_log import read_log
 from streams.kafka.embedded_broker import EmbeddedBroker
 from streams.send.acknowledgements import Acknowledgements, NotAcknowledged
 from streams.send.sender import send_log

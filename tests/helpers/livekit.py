@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from models.wire import read_log
 from scorers.engine import CallEngine
 from streams.config import Settings
+from streams.files.event_log import read_log
 from streams.kafka.topic_reader import read_topic
 from streams.replay.log_replay import replay
 from streams.send.sender import send_log

@@ -9,7 +9,8 @@ import msgspec
 import pytest
 
 from models.schema_export import all_schemas, render
-from models.wire import MAX_MESSAGE_BYTES, decode_message, read_log
+from models.wire import MAX_MESSAGE_BYTES, decode_message
+from streams.files.event_log import read_log
 from tests.helpers.logkit import build_log
 from tests.helpers.paths import REPO
 

@@ -13,11 +13,12 @@ import pytest
 
 from models.db_hash import db_state_hash
 from models.events import RESCORE_TYPES, Event
-from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message, read_log
+from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message
 from samples import domains
 from samples.generate import generate, main
 from scorers.engine import CallEngine
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS, INACTIVITY_STOP_REASON
+from streams.files.event_log import read_log
 from streams.replay.log_replay import replay
 from tests.helpers.paths import REPO
 

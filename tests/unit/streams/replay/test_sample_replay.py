@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from models.wire import decode_message, read_log
+from models.wire import decode_message
 from streams.cli.main import main
+from streams.files.event_log import read_log
 from tests.helpers.paths import REPO
 
 SAMPLE = REPO / "samples" / "calls.jsonl"

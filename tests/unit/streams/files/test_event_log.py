@@ -5,16 +5,15 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from models import wire
 from models.wire import (
     JSONL_LOG,
     MSGPACK_LOG,
     decode_message,
     encode_batch,
     encode_event,
-    log_format,
-    read_log,
 )
+from streams.files import event_log
+from streams.files.event_log import log_format, read_log
 from tests.helpers.eventkit import event
 
 
@@ -221,7 +220,7 @@ def test_a_record_larger_than_msgpacks_own_buffer_is_read_whole_and_refused_for_
 
 
 def test_a_record_longer_than_the_reader_can_hold_is_a_clear_error_naming_the_log(tmp_path, monkeypatch):
-    monkeypatch.setattr(wire, "_UNPACKER_BUFFER_BYTES", 3 << 20)
+    monkeypatch.setattr(event_log, "_UNPACKER_BUFFER_BYTES", 3 << 20)
     log = tmp_path / "log.msgpack"
     log.write_bytes(encode_event(started("c1")) + encode_event(turn("c1", "x" * (5 << 20))))
     with pytest.raises(ValueError, match=r"log\.msgpack: a record \(or a damaged stretch\) runs on past 3145728 bytes"):
@@ -231,7 +230,7 @@ def test_a_record_longer_than_the_reader_can_hold_is_a_clear_error_naming_the_lo
 def test_a_record_just_under_the_readers_limit_is_read_whatever_follows_it(tmp_path, monkeypatch):
     # Reading ever larger stretches after an unfinished record, the reader fed the unpacker the events
     # after it too, and refused records of two thirds of its limit.
-    monkeypatch.setattr(wire, "_UNPACKER_BUFFER_BYTES", 7 << 20)
+    monkeypatch.setattr(event_log, "_UNPACKER_BUFFER_BYTES", 7 << 20)
     large = encode_event(turn("c1", "y" * (6_500_000)))
     after = [encode_event(turn("c1", f"after {i} " + "x" * 300)) for i in range(30_000)]
     log = tmp_path / "log.msgpack"
