@@ -37,7 +37,7 @@ from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
 
-# What a producer whose events come late does about it (README, "Late events").
+# What a producer whose events come late does about it (docs/concepts/event-time.md#late-events).
 LATE_DELIVERY_ADVICE = ("A call's events must reach its partition within its inactivity timeout and the allowed "
                         "lateness of the partition's newest event time: a producer that sends calls once they end, "
                         "or whose clock runs behind the others', needs CALLQA_ALLOWED_LATENESS_MS of at least its "

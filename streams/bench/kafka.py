@@ -9,7 +9,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 # Quix Streams reads a topic's retention to configure its changelogs; this broker reports no default
-# configs, so the input topics carry explicit ones (README, "The embedded broker").
+# configs, so the input topics carry explicit ones (docs/guides/embedded-broker.md#limits-of-the-embedded-broker).
 UNLIMITED_RETENTION = {"retention.ms": "-1", "retention.bytes": "-1"}
 
 

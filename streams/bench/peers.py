@@ -24,7 +24,7 @@ from typing import Any
 
 import msgpack
 
-# This broker holds a new group's join for half the session timeout (README): a short one keeps
+# This broker holds a new group's join for half the session timeout (docs/guides/embedded-broker.md#limits-of-the-embedded-broker): a short one keeps
 # every peer's start (not timed) short. librdkafka's default, 45 s, would add 22 s.
 SESSION_TIMEOUT_S = 6
 HEARTBEAT_S = 2

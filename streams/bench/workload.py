@@ -11,7 +11,7 @@ annotation, a transcript correction or a judge answer (each a rescore), and a fe
 for inactivity).
 
 `Workload.messages()` gives the Kafka messages as `(key, value)` pairs: one event per message, or the
-events of one call in batch envelopes of up to `batch_size` (DESIGN §2), in event-time order.
+events of one call in batch envelopes of up to `batch_size` (docs/concepts/batches.md#two-shapes-of-batch), in event-time order.
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ def replay_partitions(
         if processed.reason is not None or processed.result is not None:
             emit(processed, event, index, phase, position)
 
-    # After every event, as if each came alone (DESIGN §2: a batch is its events sent one by one): a
+    # After every event, as if each came alone (docs/concepts/batches.md#a-batch-is-its-events-sent-one-by-one: a batch is its events sent one by one): a
     # call whose deadline passes between two events of a batch is ended between them. (The caller
     # asks `engine.anything_due` first, but at the end of input.)
     def sweep(partition: int, index: int, phase: int, position: int, end_of_input: bool = False) -> None:

@@ -1,6 +1,6 @@
 """What `callqa send` publishes for a recorded log, decided without Kafka (streams/send/sender.py sends it).
 
-Each partition's events go out as batch messages (DESIGN §2) in the order of the log: a batch holds
+Each partition's events go out as batch messages (docs/concepts/batches.md#two-shapes-of-batch) in the order of the log: a batch holds
 the next events of one partition, of whichever calls (`{"v": 1, "events": […]}`, key "batch", sent to
 the partition; a batch that holds one call's events only is keyed by the call, with its `call_id`).
 The worker sweeps a batch as its events sent one by one, so a partition that receives the log's
@@ -327,7 +327,7 @@ class SendPlan:
 
 def _batch_body(events: list[msgspec.Raw], call_id: str | None = None,
                 encode: Callable[[Any], bytes] = _msgpack.encode) -> bytes:
-    """A batch message (DESIGN §2) around `events`: of one call when `call_id` is given, else of
+    """A batch message (docs/concepts/batches.md#two-shapes-of-batch) around `events`: of one call when `call_id` is given, else of
     several calls of one partition."""
     body: dict[str, Any] = {"v": CONTRACT_VERSION}
     if call_id is not None:

@@ -150,7 +150,7 @@ def faust_app(settings: Settings) -> faust.App:
         topic_partitions=settings.partitions,
         topic_replication_factor=settings.replication_factor,
         # A 10 s session timeout makes the group join take ~5 s instead of ~30 s (the embedded broker
-        # holds a join for half of it; README).
+        # holds a join for half of it; docs/guides/embedded-broker.md#limits-of-the-embedded-broker).
         broker_session_timeout=10.0,
         broker_heartbeat_interval=3.0,
         consumer_auto_offset_reset="earliest",

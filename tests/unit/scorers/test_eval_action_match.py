@@ -1,5 +1,5 @@
 """is_action_match: predicted actions from <final_response> server messages against the reference
-answer, with the comparator rules of DESIGN §4."""
+answer, with the comparator rules of docs/concepts/evaluation-rules.md#action-match."""
 
 from __future__ import annotations
 

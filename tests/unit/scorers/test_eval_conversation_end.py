@@ -1,4 +1,4 @@
-"""clean_exit and its evidence under both conversation-end policies (metrics dictionary, DESIGN §4)."""
+"""clean_exit and its evidence under both conversation-end policies (metrics dictionary, docs/concepts/evaluation-rules.md#conversation-end)."""
 
 from __future__ import annotations
 

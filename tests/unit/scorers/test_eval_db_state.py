@@ -1,4 +1,4 @@
-"""The DB hash, db_state_match and db_state_assertions (metrics dictionary, DESIGN §4)."""
+"""The DB hash, db_state_match and db_state_assertions (metrics dictionary, docs/concepts/evaluation-rules.md#db-state-hash)."""
 
 from __future__ import annotations
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-while not (ROOT / "pyproject.toml").exists() and ROOT != ROOT.parent:  # (wherever tests/ puts this file)
-    ROOT = ROOT.parent
+from tests.helpers.paths import REPO
+
+ROOT = REPO
 DOCS = ROOT / "docs"
 CLI_DOC = DOCS / "reference" / "cli.md"
 CONFIGURATION_DOC = DOCS / "reference" / "configuration.md"
