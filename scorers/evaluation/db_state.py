@@ -8,10 +8,11 @@ From `db.state` events (the latest per side wins; each names its `hash`, its `db
   `expected_db_hash`. The actual hash is the agent side's `hash`, or the hash of its `db` when only the
   DB was sent; null when the agent side sent neither, which is a failed match, not "N/A".
 - `db_state_assertion_verdicts`, `db_state_assertion_pass_rate` — only when the scenario has
-  `db_state_assertions`. Each assertion `{func_name, side ("agent"|"user", default "agent"),
-  assert_value, arguments?, message?}` runs a named predicate on that side's latest DB and passes when
-  the predicate's answer `== assert_value`. A missing predicate, a predicate that raises, or no DB for
-  that side gives `passed: false` with the reason in `error`. Verdicts are taken when a side's DB
+  `db_state_assertions`. Each assertion `{func_name, side ("agent"|"user"), assert_value, arguments?,
+  message?}` runs a named predicate on that side's latest DB and passes when the predicate's answer
+  `== assert_value`. No side (or another one), no DB for that side, a missing predicate or a predicate
+  that raises gives `passed: false` with the reason in `error`, worded as the harness words it
+  ("Unknown side None; …", "No agent DB available — …", "No predicate …", "Predicate raised: …"). Verdicts are taken when a side's DB
   arrives, so a call keeps verdicts, never whole DBs, and `db.state` must follow `call.started`.
 
 Predicates are pure functions `predicate(db: dict, **arguments) -> Any` kept in a `PredicateRegistry`,
@@ -43,7 +44,6 @@ from models.events import DbState, ScenarioSpec
 from scorers.base import Scorer
 
 SIDES = ("agent", "user")
-DEFAULT_SIDE = "agent"
 
 Predicate = Callable[..., Any]
 
@@ -130,7 +130,8 @@ def default_predicates() -> PredicateRegistry:
 
 
 def assertion_side(assertion: Any) -> Any:
-    return assertion.get("side", DEFAULT_SIDE) if isinstance(assertion, dict) else DEFAULT_SIDE
+    """The side an assertion names; none named is None (the harness fails it: "Unknown side None")."""
+    return assertion.get("side") if isinstance(assertion, dict) else None
 
 
 def assertion_verdict(
@@ -139,7 +140,8 @@ def assertion_verdict(
 ) -> dict[str, Any]:
     """One assertion's verdict `{func_name, side, passed, expected, actual, message, error}` on the DB
     of its side (None: that side sent no DB; `hash_only`: its latest state had a hash but no DB).
-    Never raises."""
+    Never raises. Checked in the harness's order, with its wording: the side, the DB, the predicate,
+    then the predicate's own failure."""
     spec = assertion if isinstance(assertion, dict) else {}
     func_name, side = spec.get("func_name"), assertion_side(assertion)
     verdict: dict[str, Any] = {
@@ -152,32 +154,26 @@ def assertion_verdict(
         "error": None,
     }
     arguments = spec.get("arguments") or {}
-    if not isinstance(assertion, dict):
-        verdict["error"] = f"an assertion must be an object, not {type(assertion).__name__}"
-    elif side not in SIDES:
-        verdict["error"] = f"unknown side {side!r}; expected 'agent' or 'user'"
-    elif not isinstance(func_name, str):
-        verdict["error"] = "the assertion names no func_name"
-    elif not isinstance(arguments, dict):
-        verdict["error"] = f"arguments must be an object, not {type(arguments).__name__}"
-    elif db is None and hash_only:
-        verdict["error"] = (f"no {side} DB available: the latest db.state of side {side!r} carried a hash but no db "
-                            "(the latest state of a side is the one judged)")
+    predicate = predicates.lookup(func_name, domain) if predicates is not None and isinstance(func_name, str) else None
+    if side not in SIDES:
+        verdict["error"] = f"Unknown side {side!r}; expected 'user' or 'agent'."
     elif db is None:
-        verdict["error"] = f"no {side} DB available: the call sent no db.state with a db for side {side!r}"
+        why = ("its latest db.state carried a hash but no db (the latest state of a side is the one judged)"
+               if hash_only else "the call sent no db.state with a db for that side")
+        verdict["error"] = f"No {side} DB available — scenario declared side={side!r} but {why}."
+    elif predicate is None:
+        known = predicates.names(domain) if predicates is not None else []
+        verdict["error"] = f"No predicate {func_name!r} registered under domain={domain!r}. Available: {known}."
+    elif not isinstance(arguments, dict):
+        verdict["error"] = f"Predicate raised: TypeError: arguments must be a mapping, not {type(arguments).__name__}"
     else:
-        predicate = predicates.lookup(func_name, domain) if predicates is not None else None
-        if predicate is None:
-            known = predicates.names(domain) if predicates is not None else []
-            verdict["error"] = f"no predicate {func_name!r} registered for domain {domain!r}; known: {known}"
+        try:
+            actual = predicate(db, **arguments)
+        except Exception as exc:  # a predicate's failure is that assertion's verdict, never the call's
+            verdict["error"] = f"Predicate raised: {type(exc).__name__}: {exc}"
         else:
-            try:
-                actual = predicate(db, **arguments)
-            except Exception as exc:  # a predicate's failure is that assertion's verdict, never the call's
-                verdict["error"] = f"predicate raised {type(exc).__name__}: {exc}"
-            else:
-                verdict["actual"] = actual
-                verdict["passed"] = bool(actual == verdict["expected"])
+            verdict["actual"] = actual
+            verdict["passed"] = bool(actual == verdict["expected"])
     return verdict
 
 
