@@ -61,6 +61,9 @@ class ScenarioSpec(Struct, forbid_unknown_fields=False, gc=False):
     # harness pairs first-fit and can miss one). Off by default, to give the harness's verdict.
     optimal_action_pairing: bool = False
     expected_db_hash: str | None = None
+    # The expected DB itself, optional: when sent, a failed db_state_match carries a diff of it and
+    # the agent's DB (`db_state_diff`). Large DBs may not fit in one message; the hash alone scores.
+    expected_db: dict[str, Any] | None = None
     db_state_assertions: list[dict[str, Any]] | None = None
     nl_assertions: list[str] | None = None
     conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = "tool-only"

@@ -234,7 +234,12 @@ class Scenario(metaclass=_ScenarioClass):
     ignore_punctuation: bool = False
     clean_text: bool = False
     disallow_extra_items: bool = False
+    # callqa's, off by default (the harness's answer): pair actions so a valid pairing is never missed.
+    optimal_action_pairing: bool = False
     expected_scenario_db: dict[str, Any] | None = None
+    # callqa's: also send the expected DB, so a failed db_state_match says why (db_state_diff). Off by
+    # default: a large DB may not fit in one message, and the hash alone scores.
+    send_expected_db: bool = False
     nl_assertions: list[str] | None = None
     db_state_assertions: list[dict[str, Any]] | None = None
     initialization_actions: list[dict[str, Any]] | None = None
@@ -312,6 +317,7 @@ class Scenario(metaclass=_ScenarioClass):
             "ignore_punctuation": self.ignore_punctuation,
             "clean_text": self.clean_text,
             "disallow_extra_items": self.disallow_extra_items,
+            "optimal_action_pairing": self.optimal_action_pairing,
             "expected_db_hash": self.expected_db_hash(),
             "db_state_assertions": self.db_state_assertions,
             "nl_assertions": self.nl_assertions,
@@ -321,6 +327,8 @@ class Scenario(metaclass=_ScenarioClass):
             "judge_threshold": self.judge_threshold,
             "judge_include_conversation": self.judge_include_conversation,
         }
+        if self.send_expected_db and self.expected_scenario_db is not None:
+            spec["expected_db"] = self.expected_scenario_db
         try:
             msgspec.convert(spec, ScenarioSpec)
         except msgspec.ValidationError as exc:

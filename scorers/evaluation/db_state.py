@@ -7,6 +7,9 @@ From `db.state` events (the latest per side wins; each names its `hash`, its `db
 - `db_state_expected_hash`, `db_state_actual_hash`, `db_state_match` — only when the scenario has an
   `expected_db_hash`. The actual hash is the agent side's `hash`, or the hash of its `db` when only the
   DB was sent; null when the agent side sent neither, which is a failed match, not "N/A".
+- `db_state_diff` — a failed match whose scenario also sent its `expected_db`, and whose agent's
+  latest state carried its DB: how the two differ (scorers/evaluation/db_diff.py). It is not a
+  metrics.json key: the export writes it as the scenario's db_state_diff.json.
 - `db_state_assertion_verdicts`, `db_state_assertion_pass_rate` — only when the scenario has
   `db_state_assertions`. Each assertion `{func_name, side ("agent"|"user"), assert_value, arguments?,
   message?}` runs a named predicate on that side's latest DB and passes when the predicate's answer
@@ -42,8 +45,11 @@ from models.call_state import CallState
 from models.db_hash import db_state_hash
 from models.events import DbState, ScenarioSpec
 from scorers.base import Scorer
+from scorers.evaluation.db_diff import compute_db_diff
 
 SIDES = ("agent", "user")
+# Rides in the evaluation document beside judge_result; the export writes it as db_state_diff.json.
+DB_STATE_DIFF_KEY = "db_state_diff"
 
 Predicate = Callable[..., Any]
 
@@ -183,6 +189,9 @@ def assertion_verdict(
 @dataclass(slots=True)
 class DbStateAcc:
     agent_hash: str | None = None
+    # How the agent's latest DB differs from the scenario's expected DB (only when the scenario sends
+    # that DB; None when the latest agent state had no DB). The diff is kept, never the DB.
+    agent_diff: dict[str, Any] | None = None
     # One verdict per scenario assertion, in the scenario's order; None until its side sent a DB.
     verdicts: list[dict[str, Any] | None] = field(default_factory=list)
 
@@ -203,6 +212,8 @@ class DbStateScorer(Scorer):
             return
         if data.side == "agent":
             acc.agent_hash = data.hash if data.hash is not None else db_state_hash(data.db)
+            expected = call.scenario.expected_db if call.scenario is not None else None
+            acc.agent_diff = compute_db_diff(expected, data.db) if expected is not None and data.db is not None else None
         assertions = (call.scenario.db_state_assertions if call.scenario is not None else None) or []
         if len(acc.verdicts) != len(assertions):
             acc.verdicts = [None] * len(assertions)
@@ -221,6 +232,8 @@ def db_state_fields(acc: DbStateAcc, scenario: ScenarioSpec | None) -> dict[str,
         fields["db_state_expected_hash"] = scenario.expected_db_hash
         fields["db_state_actual_hash"] = acc.agent_hash
         fields["db_state_match"] = acc.agent_hash == scenario.expected_db_hash  # no agent hash: False
+        if not fields["db_state_match"] and acc.agent_diff is not None:
+            fields[DB_STATE_DIFF_KEY] = acc.agent_diff
     if scenario.db_state_assertions:
         verdicts = []
         for index, assertion in enumerate(scenario.db_state_assertions):

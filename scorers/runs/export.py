@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 from models.results import CallResult
 from scorers.runs.aggregate import RunSummary, result_fields
 from scorers.runs.harness_fold import ScenarioFiles
+from scorers.runs.signals import DB_STATE_DIFF_KEY
 from scorers.runs.harness_text import DEFAULT_RETRY_COMMAND, render_harness_summary
 from scorers.runs.run_files import (
     ALL_LATENCIES_FILE, ALL_METRICS_FILE, all_latencies_csv, all_metrics_json, with_run_directory,
@@ -30,6 +31,7 @@ from scorers.runs.run_files import (
 SUMMARY_FILE = "all_summary.txt"
 METRICS_FILE = "metrics.json"
 JUDGE_FILE = "judge_result.json"
+DB_DIFF_FILE = "db_state_diff.json"
 _UNSAFE = re.compile(r"[/\\\x00-\x1f]")
 _RESERVED = frozenset({"", ".", "..", SUMMARY_FILE, "all_metrics.json", "all_latencies.csv"})
 # A published result, typed or as decoded JSON.
@@ -118,6 +120,10 @@ def export_run(results: Iterable[AnyResult], *, min_agent_turns: int | None = No
     summary = RunSummary(run_id=run_id, min_agent_turns=min_agent_turns)
     for result in latest.values():
         summary.add(result)
+    # (the DB diff is not part of what the harness reads back: kept beside the summary's documents)
+    names = {call_id: _scenario_name(result_fields(result)[3], call_id) for call_id, result in latest.items()}
+    directories = scenario_directories(names)
+    diffs = {directories[call_id]: result_fields(result)[3].get(DB_STATE_DIFF_KEY) for call_id, result in latest.items()}
     files: dict[str, bytes] = {}
     loaded: list[dict[str, Any]] = []
     for directory, documents in ordered_scenarios(summary):
@@ -127,6 +133,8 @@ def export_run(results: Iterable[AnyResult], *, min_agent_turns: int | None = No
         files[f"{directory}/{METRICS_FILE}"] = _json_file(metrics)
         if documents.judge is not None:
             files[f"{directory}/{JUDGE_FILE}"] = _json_file(documents.judge)
+        if (diff := diffs.get(directory)) is not None:
+            files[f"{directory}/{DB_DIFF_FILE}"] = _json_file(diff)
         loaded.append(with_run_directory(metrics, run_directory, directory))
     files[SUMMARY_FILE] = summary_text(summary, retry_command=retry_command).encode("utf-8")
     files[ALL_METRICS_FILE] = all_metrics_json(loaded)

@@ -18,6 +18,7 @@ from scorers.runs.stalls import stall_floor
 # The scenario-name prefix before the first "__" is the domain bucket of the per-domain breakdowns.
 DOMAIN_SEPARATOR = "__"
 JUDGE_RESULT_KEY = "judge_result"
+DB_STATE_DIFF_KEY = "db_state_diff"  # (exported as its own file, as judge_result)
 TOKEN_SIDES = ("agent", "user")
 TOKEN_FIELDS = ("n_calls", "prompt", "completion")
 CLEAN_EXIT = "clean_exit"
@@ -67,7 +68,7 @@ def domain_of(scenario_name: str) -> str:
 
 def split_evaluation(evaluation: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """A result's `evaluation` as the two files: metrics.json (without the judge) and judge_result.json."""
-    metrics = {key: value for key, value in evaluation.items() if key != JUDGE_RESULT_KEY}
+    metrics = {key: value for key, value in evaluation.items() if key not in (JUDGE_RESULT_KEY, DB_STATE_DIFF_KEY)}
     judge = evaluation.get(JUDGE_RESULT_KEY)
     return metrics, judge if isinstance(judge, dict) else None
 
