@@ -109,10 +109,13 @@ class Persona:
             lines.append(self.background)
         if self.personality:
             lines.append(self.personality)
-        if self.language:
+        # One sentence for both, as the harness says it ("You speak English with a Canadian accent.").
+        if self.language and self.accent:
+            lines.append(f"You speak {self.language} with a {self.accent} accent.")
+        elif self.language:
             lines.append(f"You speak {self.language}.")
-        if self.accent:
-            lines.append(f"Your accent is {self.accent}.")
+        elif self.accent:
+            lines.append(f"You speak with a {self.accent} accent.")
         lines.append(SPOKEN_STYLE)
         return "\n".join(lines)
 
@@ -123,11 +126,13 @@ class Task:
     background: str = ""
 
     def to_prompt_section(self) -> str:
-        lines = ["# Task", ""]
+        # Each part followed by a blank line, as the harness renders it.
+        prompt = "# Task\n\n"
         if self.background:
-            lines.append(self.background)
-        lines.append(f"Your goal is to: {self.goal}")
-        return "\n".join(lines)
+            prompt += self.background + "\n\n"
+        if self.goal:
+            prompt += f"Your goal is to: {self.goal}\n\n"
+        return prompt
 
 
 @dataclass
@@ -138,9 +143,7 @@ class Actions:
     guidelines: list[str] = field(default_factory=list)
 
     def to_prompt_section(self) -> str:
-        if not self.instructions and not self.guidelines:
-            return ""
-        sections = ["# Actions"]
+        sections = ["# Actions"]  # (the heading stands even with nothing under it, as in the harness)
         if self.instructions:
             steps = "\n".join(f"Step {i}: {step}" for i, step in enumerate(self.instructions, start=1))
             sections.append(
@@ -175,9 +178,7 @@ class Resources:
             for title, body in (self.info_sections or {}).items():
                 parts.append(f"### {title}\n{body}")
             sections.append("\n".join(parts))
-        if not sections:
-            return ""
-        return "\n\n".join(["# Resources", *sections])
+        return "\n\n".join(["# Resources", *sections])  # (the heading alone too, as in the harness)
 
     def to_tools_json_string(self) -> str:
         return json.dumps(self.tools) if self.tools else "{}"

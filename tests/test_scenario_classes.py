@@ -35,14 +35,14 @@ def test_persona_renders_role_name_background_personality_and_speech():
     section = Persona(role="human user", name="Bob", background="A student.", personality="Impatient.",
                       language="English", accent="British", voice_config={"voice": "x"}).to_prompt_section()
     lines = section.split("\n")
-    assert lines[:5] == ["You are a human user named Bob.", "A student.", "Impatient.",
-                         "You speak English.", "Your accent is British."]
+    assert lines[:4] == ["You are a human user named Bob.", "A student.", "Impatient.",
+                         "You speak English with a British accent."]
     assert "voice" not in section  # voice and behaviour configs are not prompt material
 
 
 @pytest.mark.parametrize(("language", "accent", "sentence"), [
     ("Spanish", None, "You speak Spanish."),
-    (None, "Australian", "Your accent is Australian."),
+    (None, "Australian", "You speak with a Australian accent."),  # (the harness's sentence, article and all)
 ])
 def test_persona_renders_language_or_accent_alone(language, accent, sentence):
     assert sentence in Persona(role="user", language=language, accent=accent).to_prompt_section().split("\n")
@@ -56,9 +56,9 @@ def test_persona_leaves_out_what_it_does_not_have():
 
 def test_task_renders_background_then_goal():
     assert Task(goal="Order a pizza", background="You are hungry.").to_prompt_section() == (
-        "# Task\n\nYou are hungry.\nYour goal is to: Order a pizza"
+        "# Task\n\nYou are hungry.\n\nYour goal is to: Order a pizza\n\n"
     )
-    assert Task(goal="Order a pizza").to_prompt_section() == "# Task\n\nYour goal is to: Order a pizza"
+    assert Task(goal="Order a pizza").to_prompt_section() == "# Task\n\nYour goal is to: Order a pizza\n\n"
 
 
 def test_actions_number_instructions_and_bullet_guidelines():
@@ -68,9 +68,9 @@ def test_actions_number_instructions_and_bullet_guidelines():
     assert section.endswith("## Guidelines\nAlways comply with these guidelines during the task:\n- Never invent items")
 
 
-def test_empty_actions_and_resources_render_nothing():
-    assert Actions().to_prompt_section() == ""
-    assert Resources().to_prompt_section() == ""
+def test_empty_actions_and_resources_render_their_heading_as_the_harness_does():
+    assert Actions().to_prompt_section() == "# Actions"
+    assert Resources().to_prompt_section() == "# Resources"
 
 
 def test_resources_render_documents_information_and_info_sections():
@@ -113,14 +113,14 @@ def test_the_agent_prompt_joins_its_sections_in_order():
     scenario = pizza_scenario()
     prompt = scenario.get_agent_prompt()
     parts = [Persona(role="helpful AI agent").to_prompt_section(), Task(goal="Help the user order").to_prompt_section(),
-             Actions(guidelines=["Confirm before placing"]).to_prompt_section()]
-    assert prompt == "\n\n".join(parts)  # the tools-only resources render no section
+             Actions(guidelines=["Confirm before placing"]).to_prompt_section(), "# Resources"]
+    assert prompt == "\n\n".join(parts)  # the tools-only resources render their heading alone
 
 
 def test_the_user_prompt_skips_what_the_scenario_does_not_give():
     prompt = pizza_scenario().get_user_prompt()
     assert prompt.startswith("You are a human user named Lisa.\n")
-    assert prompt.endswith("# Task\n\nYour goal is to: Order a pepperoni pizza")
+    assert prompt.endswith("# Task\n\nYour goal is to: Order a pepperoni pizza\n\n")
 
 
 def test_tools_per_side():
