@@ -21,8 +21,6 @@ from scorers.runs.harness_fold import ScenarioFiles
 from scorers.runs.signals import Count, ScenarioSignals, read_scenario, split_evaluation
 from scorers.stats import latency_stats
 
-# The evaluation document does not carry a scenario's floor of agent turns, so the stall warning
-# states the run's (the runner's --min-agent-turns, `callqa summary --min-agent-turns`).
 # Overall latency figures when nothing was measured in the whole run.
 NO_LATENCY = -1
 
