@@ -233,15 +233,15 @@ def test_a_side_without_a_db_fails_its_assertions_with_an_error():
     doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB))
     (verdict,) = doc["db_state_assertion_verdicts"]
     assert (verdict["passed"], verdict["actual"]) == (False, None)
-    assert verdict["error"].startswith("No user DB available — scenario declared side='user'")
+    assert verdict["error"] == "no user DB available: the call sent no db.state with a db for side 'user'"
     assert doc["db_state_assertion_pass_rate"] == 0.0
 
 
 def test_a_hash_only_state_leaves_no_db_for_the_assertions():
     assertions = [{"func_name": "exists", "side": "agent", "arguments": {"path": "lines"}, "assert_value": True}]
     doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB), db_state("agent", hash_="abc"))
-    assert doc["db_state_assertion_verdicts"][0]["error"].startswith("No agent DB available — ")
-    assert "its latest db.state carried a hash but no db" in doc["db_state_assertion_verdicts"][0]["error"]
+    assert doc["db_state_assertion_verdicts"][0]["error"].startswith("no agent DB available: ")
+    assert "latest db.state of side 'agent' carried a hash but no db" in doc["db_state_assertion_verdicts"][0]["error"]
 
 
 def test_an_unknown_predicate_fails_with_an_error():

@@ -15,7 +15,8 @@ From `db.state` events (the latest per side wins; each names its `hash`, its `db
   message?}` runs a named predicate on that side's latest DB and passes when the predicate's answer
   `== assert_value`. No side (or another one), no DB for that side, a missing predicate or a predicate
   that raises gives `passed: false` with the reason in `error`, worded as the harness words it
-  ("Unknown side None; …", "No agent DB available — …", "No predicate …", "Predicate raised: …"). Verdicts are taken when a side's DB
+  ("Unknown side None; …", "No predicate …", "Predicate raised: …"; a missing DB: "no agent DB
+  available: …", naming the call's events). Verdicts are taken when a side's DB
   arrives, so a call keeps verdicts, never whole DBs, and `db.state` must follow `call.started`.
 
 Predicates are pure functions `predicate(db: dict, **arguments) -> Any` kept in a `PredicateRegistry`,
@@ -146,8 +147,9 @@ def assertion_verdict(
 ) -> dict[str, Any]:
     """One assertion's verdict `{func_name, side, passed, expected, actual, message, error}` on the DB
     of its side (None: that side sent no DB; `hash_only`: its latest state had a hash but no DB).
-    Never raises. Checked in the harness's order, with its wording: the side, the DB, the predicate,
-    then the predicate's own failure."""
+    Never raises. Checked in the harness's order: the side, the DB, the predicate, then the
+    predicate's own failure; worded as the harness words them but for the missing DB, whose cause
+    differs here (a call's events, not the harness's bridge)."""
     spec = assertion if isinstance(assertion, dict) else {}
     func_name, side = spec.get("func_name"), assertion_side(assertion)
     verdict: dict[str, Any] = {
@@ -164,9 +166,10 @@ def assertion_verdict(
     if side not in SIDES:
         verdict["error"] = f"Unknown side {side!r}; expected 'user' or 'agent'."
     elif db is None:
-        why = ("its latest db.state carried a hash but no db (the latest state of a side is the one judged)"
-               if hash_only else "the call sent no db.state with a db for that side")
-        verdict["error"] = f"No {side} DB available — scenario declared side={side!r} but {why}."
+        # (callqa's wording here: the harness's names its bridge; the sample's files carry this one)
+        why = (f"the latest db.state of side {side!r} carried a hash but no db (the latest state of a side is the "
+               f"one judged)" if hash_only else f"the call sent no db.state with a db for side {side!r}")
+        verdict["error"] = f"no {side} DB available: {why}"
     elif predicate is None:
         known = predicates.names(domain) if predicates is not None else []
         verdict["error"] = f"No predicate {func_name!r} registered under domain={domain!r}. Available: {known}."
