@@ -57,7 +57,13 @@ class ScenarioSpec(Struct, forbid_unknown_fields=False, gc=False):
     ignore_punctuation: bool = False
     clean_text: bool = False
     disallow_extra_items: bool = False
+    # callqa's: pair reference and predicted actions so that a valid pairing is always found (the
+    # harness pairs first-fit and can miss one). Off by default, to give the harness's verdict.
+    optimal_action_pairing: bool = False
     expected_db_hash: str | None = None
+    # The expected DB itself, optional: when sent, a failed db_state_match carries a diff of it and
+    # the agent's DB (`db_state_diff`). Large DBs may not fit in one message; the hash alone scores.
+    expected_db: dict[str, Any] | None = None
     db_state_assertions: list[dict[str, Any]] | None = None
     nl_assertions: list[str] | None = None
     conversation_end_policy: Literal["tool-only", "valid-terminal-state"] = "tool-only"

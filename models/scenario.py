@@ -23,6 +23,7 @@ import copy
 import inspect
 import json
 from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from enum import StrEnum
 from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence, TypeVar
@@ -108,10 +109,13 @@ class Persona:
             lines.append(self.background)
         if self.personality:
             lines.append(self.personality)
-        if self.language:
+        # One sentence for both, as the harness says it ("You speak English with a Canadian accent.").
+        if self.language and self.accent:
+            lines.append(f"You speak {self.language} with a {self.accent} accent.")
+        elif self.language:
             lines.append(f"You speak {self.language}.")
-        if self.accent:
-            lines.append(f"Your accent is {self.accent}.")
+        elif self.accent:
+            lines.append(f"You speak with a {self.accent} accent.")
         lines.append(SPOKEN_STYLE)
         return "\n".join(lines)
 
@@ -122,11 +126,13 @@ class Task:
     background: str = ""
 
     def to_prompt_section(self) -> str:
-        lines = ["# Task", ""]
+        # Each part followed by a blank line, as the harness renders it.
+        prompt = "# Task\n\n"
         if self.background:
-            lines.append(self.background)
-        lines.append(f"Your goal is to: {self.goal}")
-        return "\n".join(lines)
+            prompt += self.background + "\n\n"
+        if self.goal:
+            prompt += f"Your goal is to: {self.goal}\n\n"
+        return prompt
 
 
 @dataclass
@@ -137,9 +143,7 @@ class Actions:
     guidelines: list[str] = field(default_factory=list)
 
     def to_prompt_section(self) -> str:
-        if not self.instructions and not self.guidelines:
-            return ""
-        sections = ["# Actions"]
+        sections = ["# Actions"]  # (the heading stands even with nothing under it, as in the harness)
         if self.instructions:
             steps = "\n".join(f"Step {i}: {step}" for i, step in enumerate(self.instructions, start=1))
             sections.append(
@@ -174,9 +178,7 @@ class Resources:
             for title, body in (self.info_sections or {}).items():
                 parts.append(f"### {title}\n{body}")
             sections.append("\n".join(parts))
-        if not sections:
-            return ""
-        return "\n\n".join(["# Resources", *sections])
+        return "\n\n".join(["# Resources", *sections])  # (the heading alone too, as in the harness)
 
     def to_tools_json_string(self) -> str:
         return json.dumps(self.tools) if self.tools else "{}"
@@ -188,19 +190,55 @@ class Resources:
 _Made = TypeVar("_Made")
 
 
+# The harness's Scenario.__init__ arguments: for these, a subclass's class attribute wins over the
+# argument (its __init__ sets each only `if not hasattr(self, name)`).
+HARNESS_INIT_FIELDS = frozenset({
+    "name", "description", "max_duration", "reference_answer", "ignore_capitalization", "ignore_punctuation",
+    "clean_text", "disallow_extra_items", "expected_scenario_db", "nl_assertions", "db_state_assertions",
+    "initialization_actions", "expected_user_db",
+})
+
+
+def _is_descriptor(value: Any) -> bool:
+    """A computed class attribute (`cached_property`, say): read on the instance, never copied."""
+    return hasattr(type(value), "__get__") and not callable(value) or isinstance(value, cached_property)
+
+
 class _ScenarioClass(type):
     """Scenario's metaclass. A subclass that sets one of Scenario's fields as a plain class attribute
     (`agent_persona = Persona(...)`, as the harness's scenario classes do) gets it as that field's
-    value in each instance it makes, unless the value is given; each instance has its own copy. The
-    dataclass's generated `__init__` alone put the base defaults back over every such attribute. The
-    values are passed to `__init__` itself, so a subclass's `__post_init__` sees them, and the fields'
-    own defaults stay what they are."""
+    value in each instance it makes; each instance has its own copy. As in the harness, such a class
+    attribute wins over the argument for the harness's own constructor arguments
+    (`HARNESS_INIT_FIELDS`: `expected_scenario_db`, `name`, …); for callqa's other fields what is
+    passed wins. A `cached_property` (a whitelist derived from `nl_assertions`, say) is computed on
+    the instance. The values are passed to `__init__` itself, so a subclass's `__post_init__` sees
+    them, and the fields' own defaults stay what they are.
+
+    A concrete subclass (one that declares `name`) must resolve a non-empty `success_signals`, as
+    the harness's `__init_subclass__` requires: TypeError when the class is made."""
+
+    def __init__(cls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(name, bases, namespace, **kwargs)
+        if bases and "name" in namespace and not _is_descriptor(namespace["name"]):
+            signals = inspect.getattr_static(cls, "success_signals", None)
+            if not _is_descriptor(signals) and not signals:
+                raise TypeError(f"{name}: success_signals must be a non-empty sequence of SuccessSignal members; "
+                                "set it on the domain base class or on the scenario")
 
     def __call__(cls: type[_Made], *args: Any, **kwargs: Any) -> _Made:
+        computed = []
         for name, value in _class_attribute_fields(cls).items():
-            if name not in kwargs:
+            if _is_descriptor(value):
+                computed.append(name)
+                kwargs.pop(name, None)
+            elif name not in kwargs or name in HARNESS_INIT_FIELDS:
                 kwargs[name] = copy.deepcopy(value)
-        return super().__call__(*args, **kwargs)
+        made = super().__call__(*args, **kwargs)
+        if computed:
+            for name in computed:  # (the dataclass's __init__ put the field's default over it)
+                vars(made).pop(name, None)
+            made.to_scenario_spec()  # type: ignore[attr-defined]  (checked again, with the computed values)
+        return made
 
 
 def _class_attribute_fields(cls: type) -> dict[str, Any]:
@@ -218,8 +256,13 @@ def _class_attribute_fields(cls: type) -> dict[str, Any]:
 
 @dataclass(kw_only=True)
 class Scenario(metaclass=_ScenarioClass):
-    """One evaluation scenario. `success_signals=None` gates on every signal; the conversation-end
-    policy, the agent-turn floor and the judge options travel with the scenario to callqa."""
+    """One evaluation scenario. The conversation-end policy, the agent-turn floor and the judge
+    options travel with the scenario to callqa.
+
+    `success_signals`: the whitelist gating `is_successful`. An empty one is refused (every call would
+    be "N/A"), and a concrete subclass (one declaring `name`) must set one, as in the harness. A
+    scenario made directly without one sends none, which callqa's workers read as every signal;
+    its own `compute_is_successful` then raises, as the harness's does."""
 
     reference_file: ClassVar[str] = "reference_answer.json"
 
@@ -229,12 +272,18 @@ class Scenario(metaclass=_ScenarioClass):
     noise_config: dict[str, Any] | None = None
     max_duration: int | None = None
 
-    reference_answer: list[dict[str, Any]] | dict[str, Any] | None = None
+    # A string is the message the agent must give: {"message": text}, as the harness saves it.
+    reference_answer: list[dict[str, Any]] | dict[str, Any] | str | None = None
     ignore_capitalization: bool = False
     ignore_punctuation: bool = False
     clean_text: bool = False
     disallow_extra_items: bool = False
+    # callqa's, off by default (the harness's answer): pair actions so a valid pairing is never missed.
+    optimal_action_pairing: bool = False
     expected_scenario_db: dict[str, Any] | None = None
+    # callqa's: also send the expected DB, so a failed db_state_match says why (db_state_diff). Off by
+    # default: a large DB may not fit in one message, and the hash alone scores.
+    send_expected_db: bool = False
     nl_assertions: list[str] | None = None
     db_state_assertions: list[dict[str, Any]] | None = None
     initialization_actions: list[dict[str, Any]] | None = None
@@ -258,6 +307,12 @@ class Scenario(metaclass=_ScenarioClass):
 
     def __post_init__(self) -> None:
         self.to_scenario_spec()  # (refused now, not when its first call is refused)
+
+    def reference_document(self) -> list[dict[str, Any]] | dict[str, Any] | None:
+        """The reference answer as the harness writes its reference file (a string as a message)."""
+        if isinstance(self.reference_answer, str):
+            return {"message": self.reference_answer}
+        return self.reference_answer
 
     # -- prompts and tools ------------------------------------------------------------------------
 
@@ -284,6 +339,9 @@ class Scenario(metaclass=_ScenarioClass):
         """Strict AND over the whitelisted signals with a verdict (None, or metrics.json's "N/A" = not
         applicable); "N/A" when none applies. Raises ValueError when the whitelist or `signals` names
         an unknown signal, or a verdict is no bool (the string "false" is true to Python: it passed)."""
+        if not self.success_signals:
+            raise ValueError(f"{type(self).__name__}: success_signals is empty; set the whitelist on the domain "
+                             "base class or on the scenario")
         verdicts: dict[SuccessSignal, bool | None] = {}
         for key, value in signals.items():
             signal = as_success_signal(key)
@@ -301,17 +359,20 @@ class Scenario(metaclass=_ScenarioClass):
     def to_scenario_spec(self) -> dict[str, Any]:
         """The `scenario` block of `call.started` (models.events.ScenarioSpec). Raises ValueError,
         naming the field, when the block is one a worker would refuse (and score the call without it)."""
+        if self.success_signals is not None and not isinstance(self.success_signals, str) and not self.success_signals:
+            raise ValueError(f"scenario {self.name!r}: success_signals is empty: every call would be 'N/A'")
         whitelist = None if self.success_signals is None else [s.value for s in parse_success_signals(self.success_signals)]
         spec = {
             "name": self.name,
             "domain": self.domain,
             "description": self.description,
             "success_signals": whitelist,
-            "reference_answer": self.reference_answer,
+            "reference_answer": self.reference_document(),
             "ignore_capitalization": self.ignore_capitalization,
             "ignore_punctuation": self.ignore_punctuation,
             "clean_text": self.clean_text,
             "disallow_extra_items": self.disallow_extra_items,
+            "optimal_action_pairing": self.optimal_action_pairing,
             "expected_db_hash": self.expected_db_hash(),
             "db_state_assertions": self.db_state_assertions,
             "nl_assertions": self.nl_assertions,
@@ -321,6 +382,8 @@ class Scenario(metaclass=_ScenarioClass):
             "judge_threshold": self.judge_threshold,
             "judge_include_conversation": self.judge_include_conversation,
         }
+        if self.send_expected_db and self.expected_scenario_db is not None:
+            spec["expected_db"] = self.expected_scenario_db
         try:
             msgspec.convert(spec, ScenarioSpec)
         except msgspec.ValidationError as exc:
@@ -340,17 +403,48 @@ class Scenario(metaclass=_ScenarioClass):
         default has none (single-side domains); a subclass may also change both DBs in place."""
         return {"agent": {}, "user": {}}
 
+    def metadata(self) -> dict[str, Any]:
+        """metadata.json as the harness writes it: the scoring options, then the structured fields
+        and the expected DB's hash when the scenario has them."""
+        document: dict[str, Any] = {
+            "name": self.name,
+            "domain": self.domain,
+            "description": self.description,
+            "max_duration": self.max_duration,
+            "noise_config": self.noise_config,
+            "ignore_capitalization": self.ignore_capitalization,
+            "ignore_punctuation": self.ignore_punctuation,
+            "clean_text": self.clean_text,
+            "disallow_extra_items": self.disallow_extra_items,
+            "success_signals": [str(s) for s in (self.success_signals or ())],
+        }
+        for key in ("db_state_assertions", "nl_assertions", "initialization_actions"):
+            if getattr(self, key):
+                document[key] = getattr(self, key)
+        if self.expected_scenario_db is not None:
+            document["expected_db_hash"] = db_state_hash(self.expected_scenario_db)
+        if self.expected_user_db is not None:
+            document["expected_user_db_hash"] = db_state_hash(self.expected_user_db)
+        return document
+
     def save(self, output_dir: str) -> None:
-        """Save the scenario to `output_dir` (made if missing): `scenario.json`, every field with its
-        parts as plain JSON, and the reference answer, when there is one, as `reference_file`."""
+        """Save the scenario to `output_dir` (made if missing) as the harness does: user_prompt.txt,
+        user_tools.json, agent_prompt.txt, agent_tools.json (the tools' JSON string, as JSON),
+        metadata.json, and the reference answer as `reference_file` when there is one (a string as
+        `{"message": …}`); and callqa's `scenario.json`, every field with its parts as plain JSON."""
         directory = Path(output_dir)
         directory.mkdir(parents=True, exist_ok=True)
+        (directory / "user_prompt.txt").write_text(self.get_user_prompt(), encoding="utf-8")
+        (directory / "user_tools.json").write_text(json.dumps(self.get_user_tools(), indent=4), encoding="utf-8")
+        (directory / "agent_prompt.txt").write_text(self.get_agent_prompt(), encoding="utf-8")
+        (directory / "agent_tools.json").write_text(json.dumps(self.get_agent_tools(), indent=4), encoding="utf-8")
         # (A value JSON cannot hold, a set say, is a TypeError here, not its repr written as text.)
+        (directory / "metadata.json").write_text(json.dumps(self.metadata(), indent=4), encoding="utf-8")
         (directory / SCENARIO_FILE).write_text(json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n",
                                                encoding="utf-8")
-        if self.reference_answer is not None:
-            (directory / self.reference_file).write_text(
-                json.dumps(self.reference_answer, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if self.reference_answer:
+            (directory / self.reference_file).write_text(json.dumps(self.reference_document(), indent=4),
+                                                         encoding="utf-8")
 
     def to_call_started(self, agent_id: str, **extra: Any) -> dict[str, Any]:
         """The data of a `call.started` event for a call running this scenario. `extra` carries the

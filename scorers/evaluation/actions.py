@@ -9,13 +9,16 @@ Matching (the harness's deterministic comparator):
 - a one-element list holding a dict is unwrapped to that dict, then a lone dict is wrapped in a list;
 - with one reference item and several predictions, only the last prediction is compared;
 - with `disallow_extra_items`, the two lists must have the same length;
-- every reference item must match a distinct prediction item, in any order (a pairing is found
-  whenever one exists, not only by first fit); extra predictions are allowed otherwise;
+- every reference item must match a distinct prediction item, in any order, paired first-fit as the
+  harness pairs them (each reference takes the first unused prediction it matches, so a valid
+  pairing can be missed); with the scenario's `optimal_action_pairing` (off by default) a pairing is
+  found whenever one exists; extra predictions are allowed otherwise;
 - a dict matches when every reference key is present and its value matches (extra predicted keys are
   fine); a nested list matches like the top level, extras allowed;
 - leaves that both parse as floats compare as `numpy.isclose` compares them (`numbers_close`); other
-  leaves compare as strings, lowercased under `ignore_capitalization`, with punctuation (`[^\\w\\s]`)
-  removed under `ignore_punctuation` or `clean_text`.
+  leaves compare as strings (`scorers/evaluation/action_text.py`): lowercased under
+  `ignore_capitalization`, NeMo's punctuation removed under `ignore_punctuation`, NeMo's `clean_label`
+  under `clean_text` (which keeps "-": "a-b" does not match "ab").
 
 The verdict is `false` when nothing was predicted and "N/A" when the scenario has no reference answer
 (or the call has no scenario).
@@ -25,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -33,9 +35,8 @@ from models.call_state import CallState
 from models.events import Rtvi, ScenarioSpec
 from models.scenario import NOT_APPLICABLE
 from scorers.base import Scorer
+from scorers.evaluation.action_text import comparable_text
 from scorers.evaluation.server_messages import SERVER_MESSAGE, final_response_payload, server_message_text
-
-PUNCTUATION = re.compile(r"[^\w\s]")
 
 
 @dataclass(slots=True)
@@ -76,6 +77,7 @@ class MatchOptions:
     ignore_punctuation: bool = False
     clean_text: bool = False
     disallow_extra_items: bool = False
+    optimal_pairing: bool = False  # (callqa's: the harness pairs first-fit)
 
 
 def _as_float(value: Any) -> float | None:
@@ -89,12 +91,8 @@ def _as_float(value: Any) -> float | None:
 
 
 def _normal_text(value: Any, options: MatchOptions) -> str:
-    text = str(value)
-    if options.ignore_capitalization:
-        text = text.lower()
-    if options.ignore_punctuation or options.clean_text:
-        text = PUNCTUATION.sub("", text)
-    return text
+    return comparable_text(str(value), ignore_capitalization=options.ignore_capitalization,
+                           ignore_punctuation=options.ignore_punctuation, clean_text=options.clean_text)
 
 
 # numpy.isclose's default tolerances.
@@ -121,10 +119,28 @@ def item_matches(reference: Any, prediction: Any, options: MatchOptions) -> bool
             key in prediction and item_matches(value, prediction[key], options) for key, value in reference.items()
         )
     if isinstance(reference, list):
-        return isinstance(prediction, list) and each_matches_a_distinct_item(
-            reference, prediction, lambda r, p: item_matches(r, p, options)
+        return isinstance(prediction, list) and pair_items(
+            reference, prediction, lambda r, p: item_matches(r, p, options), options.optimal_pairing
         )
     return leaf_matches(reference, prediction, options)
+
+
+def pair_items(references: list[Any], predictions: list[Any], matches: Callable[[Any, Any], bool],
+               optimal: bool) -> bool:
+    if optimal:
+        return each_matches_a_distinct_item(references, predictions, matches)
+    return first_fit_pairing(references, predictions, matches)
+
+
+def first_fit_pairing(references: list[Any], predictions: list[Any], matches: Callable[[Any, Any], bool]) -> bool:
+    """The harness's pairing: each reference, in order, takes the first unused prediction it matches."""
+    used: set[int] = set()
+    for reference in references:
+        found = next((j for j, prediction in enumerate(predictions) if j not in used and matches(reference, prediction)), None)
+        if found is None:
+            return False
+        used.add(found)
+    return True
 
 
 def each_matches_a_distinct_item(references: list[Any], predictions: list[Any], matches: Callable[[Any, Any], bool]) -> bool:
@@ -169,7 +185,7 @@ def is_action_match(reference: Any, predictions: list[Any], options: MatchOption
         predicted = predicted[-1:]
     if options.disallow_extra_items and len(references) != len(predicted):
         return False
-    return each_matches_a_distinct_item(references, predicted, lambda r, p: item_matches(r, p, options))
+    return pair_items(references, predicted, lambda r, p: item_matches(r, p, options), options.optimal_pairing)
 
 
 def match_options(scenario: ScenarioSpec) -> MatchOptions:
@@ -178,6 +194,7 @@ def match_options(scenario: ScenarioSpec) -> MatchOptions:
         ignore_punctuation=scenario.ignore_punctuation,
         clean_text=scenario.clean_text,
         disallow_extra_items=scenario.disallow_extra_items,
+        optimal_pairing=scenario.optimal_action_pairing,
     )
 
 

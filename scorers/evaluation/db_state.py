@@ -7,11 +7,16 @@ From `db.state` events (the latest per side wins; each names its `hash`, its `db
 - `db_state_expected_hash`, `db_state_actual_hash`, `db_state_match` — only when the scenario has an
   `expected_db_hash`. The actual hash is the agent side's `hash`, or the hash of its `db` when only the
   DB was sent; null when the agent side sent neither, which is a failed match, not "N/A".
+- `db_state_diff` — a failed match whose scenario also sent its `expected_db`, and whose agent's
+  latest state carried its DB: how the two differ (scorers/evaluation/db_diff.py). It is not a
+  metrics.json key: the export writes it as the scenario's db_state_diff.json.
 - `db_state_assertion_verdicts`, `db_state_assertion_pass_rate` — only when the scenario has
-  `db_state_assertions`. Each assertion `{func_name, side ("agent"|"user", default "agent"),
-  assert_value, arguments?, message?}` runs a named predicate on that side's latest DB and passes when
-  the predicate's answer `== assert_value`. A missing predicate, a predicate that raises, or no DB for
-  that side gives `passed: false` with the reason in `error`. Verdicts are taken when a side's DB
+  `db_state_assertions`. Each assertion `{func_name, side ("agent"|"user"), assert_value, arguments?,
+  message?}` runs a named predicate on that side's latest DB and passes when the predicate's answer
+  `== assert_value`. No side (or another one), no DB for that side, a missing predicate or a predicate
+  that raises gives `passed: false` with the reason in `error`, worded as the harness words it
+  ("Unknown side None; …", "No predicate …", "Predicate raised: …"; a missing DB: "no agent DB
+  available: …", naming the call's events). Verdicts are taken when a side's DB
   arrives, so a call keeps verdicts, never whole DBs, and `db.state` must follow `call.started`.
 
 Predicates are pure functions `predicate(db: dict, **arguments) -> Any` kept in a `PredicateRegistry`,
@@ -41,9 +46,11 @@ from models.call_state import CallState
 from models.db_hash import db_state_hash
 from models.events import DbState, ScenarioSpec
 from scorers.base import Scorer
+from scorers.evaluation.db_diff import compute_db_diff
 
 SIDES = ("agent", "user")
-DEFAULT_SIDE = "agent"
+# Rides in the evaluation document beside judge_result; the export writes it as db_state_diff.json.
+DB_STATE_DIFF_KEY = "db_state_diff"
 
 Predicate = Callable[..., Any]
 
@@ -130,7 +137,8 @@ def default_predicates() -> PredicateRegistry:
 
 
 def assertion_side(assertion: Any) -> Any:
-    return assertion.get("side", DEFAULT_SIDE) if isinstance(assertion, dict) else DEFAULT_SIDE
+    """The side an assertion names; none named is None (the harness fails it: "Unknown side None")."""
+    return assertion.get("side") if isinstance(assertion, dict) else None
 
 
 def assertion_verdict(
@@ -139,7 +147,9 @@ def assertion_verdict(
 ) -> dict[str, Any]:
     """One assertion's verdict `{func_name, side, passed, expected, actual, message, error}` on the DB
     of its side (None: that side sent no DB; `hash_only`: its latest state had a hash but no DB).
-    Never raises."""
+    Never raises. Checked in the harness's order: the side, the DB, the predicate, then the
+    predicate's own failure; worded as the harness words them but for the missing DB, whose cause
+    differs here (a call's events, not the harness's bridge)."""
     spec = assertion if isinstance(assertion, dict) else {}
     func_name, side = spec.get("func_name"), assertion_side(assertion)
     verdict: dict[str, Any] = {
@@ -152,32 +162,27 @@ def assertion_verdict(
         "error": None,
     }
     arguments = spec.get("arguments") or {}
-    if not isinstance(assertion, dict):
-        verdict["error"] = f"an assertion must be an object, not {type(assertion).__name__}"
-    elif side not in SIDES:
-        verdict["error"] = f"unknown side {side!r}; expected 'agent' or 'user'"
-    elif not isinstance(func_name, str):
-        verdict["error"] = "the assertion names no func_name"
-    elif not isinstance(arguments, dict):
-        verdict["error"] = f"arguments must be an object, not {type(arguments).__name__}"
-    elif db is None and hash_only:
-        verdict["error"] = (f"no {side} DB available: the latest db.state of side {side!r} carried a hash but no db "
-                            "(the latest state of a side is the one judged)")
+    predicate = predicates.lookup(func_name, domain) if predicates is not None and isinstance(func_name, str) else None
+    if side not in SIDES:
+        verdict["error"] = f"Unknown side {side!r}; expected 'user' or 'agent'."
     elif db is None:
-        verdict["error"] = f"no {side} DB available: the call sent no db.state with a db for side {side!r}"
+        # (callqa's wording here: the harness's names its bridge; the sample's files carry this one)
+        why = (f"the latest db.state of side {side!r} carried a hash but no db (the latest state of a side is the "
+               f"one judged)" if hash_only else f"the call sent no db.state with a db for side {side!r}")
+        verdict["error"] = f"no {side} DB available: {why}"
+    elif predicate is None:
+        known = predicates.names(domain) if predicates is not None else []
+        verdict["error"] = f"No predicate {func_name!r} registered under domain={domain!r}. Available: {known}."
+    elif not isinstance(arguments, dict):
+        verdict["error"] = f"Predicate raised: TypeError: arguments must be a mapping, not {type(arguments).__name__}"
     else:
-        predicate = predicates.lookup(func_name, domain) if predicates is not None else None
-        if predicate is None:
-            known = predicates.names(domain) if predicates is not None else []
-            verdict["error"] = f"no predicate {func_name!r} registered for domain {domain!r}; known: {known}"
+        try:
+            actual = predicate(db, **arguments)
+        except Exception as exc:  # a predicate's failure is that assertion's verdict, never the call's
+            verdict["error"] = f"Predicate raised: {type(exc).__name__}: {exc}"
         else:
-            try:
-                actual = predicate(db, **arguments)
-            except Exception as exc:  # a predicate's failure is that assertion's verdict, never the call's
-                verdict["error"] = f"predicate raised {type(exc).__name__}: {exc}"
-            else:
-                verdict["actual"] = actual
-                verdict["passed"] = bool(actual == verdict["expected"])
+            verdict["actual"] = actual
+            verdict["passed"] = bool(actual == verdict["expected"])
     return verdict
 
 
@@ -187,6 +192,9 @@ def assertion_verdict(
 @dataclass(slots=True)
 class DbStateAcc:
     agent_hash: str | None = None
+    # How the agent's latest DB differs from the scenario's expected DB (only when the scenario sends
+    # that DB; None when the latest agent state had no DB). The diff is kept, never the DB.
+    agent_diff: dict[str, Any] | None = None
     # One verdict per scenario assertion, in the scenario's order; None until its side sent a DB.
     verdicts: list[dict[str, Any] | None] = field(default_factory=list)
 
@@ -207,6 +215,8 @@ class DbStateScorer(Scorer):
             return
         if data.side == "agent":
             acc.agent_hash = data.hash if data.hash is not None else db_state_hash(data.db)
+            expected = call.scenario.expected_db if call.scenario is not None else None
+            acc.agent_diff = compute_db_diff(expected, data.db) if expected is not None and data.db is not None else None
         assertions = (call.scenario.db_state_assertions if call.scenario is not None else None) or []
         if len(acc.verdicts) != len(assertions):
             acc.verdicts = [None] * len(assertions)
@@ -225,6 +235,8 @@ def db_state_fields(acc: DbStateAcc, scenario: ScenarioSpec | None) -> dict[str,
         fields["db_state_expected_hash"] = scenario.expected_db_hash
         fields["db_state_actual_hash"] = acc.agent_hash
         fields["db_state_match"] = acc.agent_hash == scenario.expected_db_hash  # no agent hash: False
+        if not fields["db_state_match"] and acc.agent_diff is not None:
+            fields[DB_STATE_DIFF_KEY] = acc.agent_diff
     if scenario.db_state_assertions:
         verdicts = []
         for index, assertion in enumerate(scenario.db_state_assertions):

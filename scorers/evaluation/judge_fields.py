@@ -8,9 +8,10 @@ The answer arrives as a `judge.result` event whose `evaluation` holds the judge_
 `judge.result` with `error` and no `evaluation`: score 0.0, reason "Error: …", every assertion failed.
 
 The document is normalised here again, so that whatever the judge returned it keeps the contract:
-a score that is not a number is a parse error (0.0, "Error: …"); the verdicts are exactly one per
-scenario assertion, in order, with the scenario's assertion text; a missing, out-of-range or
-non-boolean verdict is `passed: false` with a reason; the counts and the rate are recomputed from them.
+a score is read as the harness reads it (`float()`, held to 0-1), one that is not a number is a parse
+error (0.0, "Error: …"); the verdicts are exactly one per scenario assertion, in order, with the
+scenario's assertion text; a missing or out-of-range verdict is `passed: false` with a reason, a
+non-boolean one `passed: false`; the counts and the rate are recomputed from them.
 
 The latest evaluation answer wins; an error counts only while no evaluation answer has arrived, so a
 failed retry never erases an answer already recorded.
@@ -23,17 +24,16 @@ only when the scenario carries nl_assertions. The document itself goes under the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from models.call_state import CallState
 from models.events import JudgeResult, ScenarioSpec
 from scorers.base import Scorer
-from scorers.numbers import finite_number
 
 ERROR_PREFIX = "Error: "
 MISSING_VERDICT_REASON = "Missing verdict; treated as failed."
-NON_BOOLEAN_VERDICT_REASON = "Verdict 'passed' is not a boolean; treated as failed."
 
 
 @dataclass(slots=True)
@@ -65,70 +65,73 @@ def _judge_input(value: Any) -> dict[str, Any]:
 
 
 def _verdict_index(entry: Any) -> int | None:
-    """The 1-based number of the assertion a verdict names: a whole JSON number (2 or 2.0). Anything
-    else (1.9, "2", true) names no assertion the judge was shown, and its assertion is filled as failed
-    (read as a number, 1.9 passed assertion 1)."""
+    """The 1-based number of the assertion a verdict names, read as the harness reads it: `int(index)`,
+    so 2, 2.0, 2.9, "2" and true (1) each name one; anything int() refuses names none."""
     index = entry.get("index") if isinstance(entry, dict) else None
-    if type(index) is int:
-        return index
-    if type(index) is float and index.is_integer():
-        return int(index)
-    return None
+    try:
+        return int(index)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def normalise_nl_verdicts(raw: Any, assertions: list[str], failure_reason: str | None = None) -> list[dict[str, Any]]:
     """Exactly one verdict per assertion (1-based `index`), from the judge's list; with
-    `failure_reason`, every assertion fails with it (the judge did not answer)."""
+    `failure_reason`, every assertion fails with it (the judge did not answer).
+
+    As the harness: of two verdicts naming one assertion the later counts, and an assertion passes only
+    on `passed: true` (any other value fails it, with the judge's own reason)."""
     by_index: dict[int, dict[str, Any]] = {}
     for entry in raw if isinstance(raw, list) and failure_reason is None else ():
         index = _verdict_index(entry)
-        if index is not None and index not in by_index:  # indexes outside 1..n are never looked up
+        if index is not None and 1 <= index <= len(assertions):
             by_index[index] = entry
     verdicts = []
     for index, assertion in enumerate(assertions, start=1):
         entry = by_index.get(index)
         if failure_reason is not None:
             passed, reason = False, failure_reason
-        elif entry is None:
+        elif not entry:  # (an empty verdict is no verdict)
             passed, reason = False, MISSING_VERDICT_REASON
-        elif not isinstance(entry.get("passed"), bool):
-            passed, reason = False, NON_BOOLEAN_VERDICT_REASON
         else:
-            passed, reason = entry["passed"], entry.get("reason", "")
+            passed, reason = entry.get("passed") is True, entry.get("reason", "")
             reason = reason if isinstance(reason, str) else str(reason)
         verdicts.append({"index": index, "assertion": assertion, "passed": passed, "reason": reason})
     return verdicts
 
 
-# The evaluation judge's score, as the harness reads it: the live judge refuses an answer outside it.
+# The evaluation judge's score range: the harness's metrics dictionary gives judge_score as 0 to 1.
 EVALUATION_SCORE_RANGE = (0.0, 1.0)
 
 
-def _score_problem(value: Any) -> str | None:
-    """Why a recorded judge score is unusable, or None when it is a finite number from 0 to 1 (the live
-    judge records no other: one outside is an error, never clamped to a pass)."""
-    score = finite_number(value)
-    if score is None:
-        return f"judge score is not a number: {value!r}"
-    low, high = EVALUATION_SCORE_RANGE
-    if not low <= score <= high:
-        return f"judge score is outside {low:g} to {high:g}: {value!r}"
-    return None
+def answer_score(value: Any) -> float | str:
+    """The judge's score as the harness reads it (`float(score)`: a number, a numeric string such as
+    "0.8", or a boolean), held to 0-1 (1.5 is 1.0); or why it is unusable. A score that is not finite
+    (NaN, "inf") is unusable here, since callqa's documents are JSON."""
+    if isinstance(value, (bool, int, float, str)):
+        try:
+            score = float(value)
+        except (ValueError, OverflowError):
+            return f"judge score is not a number: {value!r}"
+        if math.isfinite(score):
+            low, high = EVALUATION_SCORE_RANGE
+            return max(low, min(high, score))
+    return f"judge score is not a number: {value!r}"
 
 
 def judge_result_document(acc: JudgeAnswerAcc, nl_assertions: list[str] | None) -> dict[str, Any] | None:
     """The judge_result.json document, or None when the judge neither answered nor failed."""
     if acc.evaluation is not None:
         answer = acc.evaluation
-        problem = _score_problem(answer.get("score"))
-        if problem is not None:
+        score = answer_score(answer.get("score"))
+        if isinstance(score, str):
+            problem = score
             document = {"score": 0.0, "reason": f"{ERROR_PREFIX}{problem}",
                         "judge_input": _judge_input(answer.get("judge_input"))}
             failure = f"Judge error: {problem}"
         else:
             reason = answer.get("reason", "")
             document = {
-                "score": finite_number(answer.get("score")),
+                "score": score,
                 "reason": reason if isinstance(reason, str) else str(reason),
                 "judge_input": _judge_input(answer.get("judge_input")),
             }

@@ -64,7 +64,8 @@ CONDITIONAL_KEYS = (
     "trace_metrics",
 )
 JUDGE_RESULT_KEY = "judge_result"
-KEY_ORDER = (*ALWAYS_PRESENT_KEYS, *CONDITIONAL_KEYS, JUDGE_RESULT_KEY)
+DB_STATE_DIFF_KEY = "db_state_diff"  # (callqa's: exported as db_state_diff.json, not in metrics.json)
+KEY_ORDER = (*ALWAYS_PRESENT_KEYS, *CONDITIONAL_KEYS, JUDGE_RESULT_KEY, DB_STATE_DIFF_KEY)
 
 
 # Every result lists every turn with its timestamp, so formatting is hot. Within this range (1970 to

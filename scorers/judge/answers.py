@@ -1,14 +1,16 @@
 """The judge's answers: checked, clamped, normalised, and recorded as one `judge.result` event.
 
-An answer is first decoded as JSON (NaN and Infinity are not numbers) and checked against its JSON
-Schema (scorers/judge/schemas.py); anything else is a `JudgeAnswerError`, which counts like any
-failed request. Then:
+An answer's JSON is found as the harness finds it (the whole answer, a fenced block, a flat object
+with a score: scorers/judge/answer_json.py; NaN and Infinity are not numbers). A QA answer is then
+checked against its JSON Schema (scorers/judge/schemas.py); an evaluation answer is taken as the
+harness takes it (any object with a score that `float()` reads). Anything else is a
+`JudgeAnswerError`, which counts like any failed request. Then:
 - QA judge: ratings are clamped to 0–100 (null stays null: the metric does not apply), issues are
   kept as `{type, severity, text}` (the model's free text is cut short), and the criteria verdicts become `{name: {passed, reason}}`,
   exactly one per criterion asked, normalised as the nl_assertion verdicts are.
-- evaluation judge: the score is clamped to 0–1 and the answer becomes the judge_result.json document
-  (`judge_input` verbatim; `nl_assertion_verdicts` exactly one per assertion, missing, out-of-range or
-  non-boolean ones failed with a reason; counts and rate), by the same code that builds the
+- evaluation judge: the score ("0.8" is 0.8) is clamped to 0–1 and the answer becomes the
+  judge_result.json document (`judge_input` verbatim; `nl_assertion_verdicts` exactly one per
+  assertion, read as the harness reads them; counts and rate), by the same code that builds the
   evaluation document, so both always agree.
 
 The event (`event_id` "<call_id>:judge", `ts_ms` = the call's end + 1, nothing from the wall clock):
@@ -34,11 +36,12 @@ from typing import TYPE_CHECKING, Any
 
 from models.events import JudgeResult, JudgeResultData
 from models.wire import encode_event
-from scorers.evaluation.judge_fields import (EVALUATION_SCORE_RANGE, JudgeAnswerAcc, judge_result_document,
+from scorers.evaluation.judge_fields import (JudgeAnswerAcc, answer_score, judge_result_document,
                                             normalise_nl_verdicts)
+from scorers.judge.answer_json import extract_json
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
-from scorers.judge.schemas import QA_ERROR_KEY, RATED_METRICS, evaluation_answer_check, qa_answer_check
+from scorers.judge.schemas import QA_ERROR_KEY, RATED_METRICS, qa_answer_check
 from scorers.numbers import finite_number
 
 if TYPE_CHECKING:
@@ -62,7 +65,8 @@ def decode_answer(content: str | None) -> Any:
     if content is None or not content.strip():
         raise JudgeAnswerError("empty answer")
     try:
-        return without_lone_surrogates(json.loads(content, parse_constant=_not_a_number))
+        answer = extract_json(content, lambda text: json.loads(text, parse_constant=_not_a_number))
+        return without_lone_surrogates(answer)
     except JudgeAnswerError:
         raise
     except (ValueError, RecursionError) as exc:  # (nested deeper than the parser or the walk goes)
@@ -105,16 +109,6 @@ def finite_score(value: float) -> float:
     number = finite_number(value)  # JSON allows integers beyond float, Python's parser NaN and Infinity
     if number is None:
         raise JudgeAnswerError(f"the answer's score is not a finite number: {cut(repr(value), 40)}")
-    return number
-
-
-def score_in_range(value: float, low: float, high: float) -> float:
-    """The answer's score, which must be a finite number from `low` to `high`. One outside is an
-    unusable answer, not a score to clamp: a judge answering 7 on a 0-10 scale for a 0-1 score would
-    otherwise make every scenario a perfect pass."""
-    number = finite_score(value)
-    if not low <= number <= high:
-        raise JudgeAnswerError(f"the answer's score {cut(repr(value), 40)} is outside {low:g} to {high:g}")
     return number
 
 
@@ -165,10 +159,17 @@ def parse_qa_answer(content: str | None, request: JudgeRequest) -> QaAnswer:
 def parse_evaluation_answer(content: str | None, request: JudgeRequest) -> dict[str, Any]:
     """The judge_result.json document of a valid answer."""
     answer = decode_answer(content)
-    check_answer(evaluation_answer_check(bool(request.nl_assertions)), answer)
-    raw = {"score": score_in_range(answer["score"], *EVALUATION_SCORE_RANGE), "reason": short_text(answer["reason"]),
+    # As the harness takes it: any object with a score that float() reads; no reason is "", no verdict
+    # list fails every assertion (judge_fields normalises the rest).
+    if not isinstance(answer, dict) or "score" not in answer:
+        raise JudgeAnswerError("answer has no score")
+    score = answer_score(answer["score"])
+    if isinstance(score, str):
+        raise JudgeAnswerError(cut(score, MAX_ERROR_CHARS))
+    reason = answer.get("reason", "")
+    raw = {"score": score, "reason": short_text(reason if isinstance(reason, str) else str(reason)),
            "judge_input": request.input()}
-    if request.nl_assertions:
+    if request.nl_assertions and isinstance(answer.get("nl_assertion_verdicts"), list):
         raw["nl_assertion_verdicts"] = verdicts_with_short_reasons(answer["nl_assertion_verdicts"])
     document = judge_result_document(JudgeAnswerAcc(evaluation=raw), list(request.nl_assertions) or None)
     assert document is not None

@@ -99,11 +99,6 @@ def qa_answer_check() -> "Draft202012Validator":
 
 
 @cache
-def evaluation_answer_check(with_assertions: bool) -> "Draft202012Validator":
-    return _validator(evaluation_answer_schema(with_assertions, ANY_VERDICT))
-
-
-@cache
 def hallucination_check() -> "Draft202012Validator":
     return _validator(HALLUCINATION_ANSWER)
 

@@ -17,11 +17,10 @@ from typing import Any, Mapping
 from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.results import CallResult
 from scorers.runs.report import AllSummary, DomainSummary, Mean, Rate, SideTokens, StallWarning, TokenUsageSummary
+from scorers.runs.harness_fold import ScenarioFiles
 from scorers.runs.signals import Count, ScenarioSignals, read_scenario, split_evaluation
 from scorers.stats import latency_stats
 
-# The evaluation document does not carry a scenario's floor of agent turns, so the stall warning
-# states the run's (the runner's --min-agent-turns, `callqa summary --min-agent-turns`).
 # Overall latency figures when nothing was measured in the whole run.
 NO_LATENCY = -1
 
@@ -103,6 +102,7 @@ class Tally:
 class _Contribution:
     version: int
     signals: ScenarioSignals
+    files: ScenarioFiles  # (the documents themselves, not copies: all_summary.txt prints them per scenario)
 
 
 def result_fields(result: CallResult | Mapping[str, Any]) -> tuple[str, int, str | None, Mapping[str, Any]]:
@@ -118,7 +118,8 @@ class RunSummary:
     """The all_summary aggregates of one run, kept up to date as its calls' results arrive."""
 
     run_id: str | None = None
-    min_agent_turns: int = DEFAULT_MIN_AGENT_TURNS
+    # The run-wide floor of agent turns (the harness's --min-agent-turns); None: each scenario's own.
+    min_agent_turns: int | None = None
     totals: Tally = field(default_factory=Tally)
     domains: dict[str, Tally] = field(default_factory=dict)
     # Keyed ("call", call_id) for live results and ("file", key) for scenarios loaded from files.
@@ -141,7 +142,7 @@ class RunSummary:
         if known is not None and version < known.version:
             return False
         metrics, judge = split_evaluation(evaluation)
-        self._put(("call", call_id), version, read_scenario(metrics, judge, fallback_name=call_id))
+        self._put(("call", call_id), version, ScenarioFiles(metrics, judge), fallback_name=call_id)
         return True
 
     def version_of(self, call_id: str) -> int | None:
@@ -168,13 +169,18 @@ class RunSummary:
             key = f"#{self.files_loaded}"
         self.files_loaded += 1
         judge = judge_result if isinstance(judge_result, Mapping) else None
-        self._put(("file", key), 0, read_scenario(metrics_json, judge, fallback_name=key))
+        self._put(("file", key), 0, ScenarioFiles(metrics_json, judge), fallback_name=key)
 
-    def _put(self, key: tuple[str, str], version: int, signals: ScenarioSignals) -> None:
+    def scenario_files(self) -> dict[tuple[str, str], ScenarioFiles]:
+        """The documents counted, keyed as `contributions`."""
+        return {key: entry.files for key, entry in self.contributions.items()}
+
+    def _put(self, key: tuple[str, str], version: int, files: ScenarioFiles, *, fallback_name: str) -> None:
+        signals = read_scenario(files.metrics, files.judge, fallback_name, self.min_agent_turns)
         previous = self.contributions.get(key)
         if previous is not None:
             self._apply(previous.signals, -1)
-        self.contributions[key] = _Contribution(version, signals)
+        self.contributions[key] = _Contribution(version, signals, files)
         self._apply(signals, 1)
         if signals.stalled:
             self.stalled[key] = (signals.scenario_name, signals.floor)
@@ -196,9 +202,9 @@ class RunSummary:
             domains = tuple(self.domains[name].domain_summary(name) for name in sorted(self.domains))
         stall_warning = None
         if self.stalled:
-            # A scenario's own floor where its result says it; the run's (`--min-agent-turns`) else.
-            stalled = sorted((name, self.min_agent_turns if floor is None else floor) for name, floor in self.stalled.values())
-            stall_warning = StallWarning(self.min_agent_turns, tuple(name for name, _ in stalled),
+            run_floor = DEFAULT_MIN_AGENT_TURNS if self.min_agent_turns is None else self.min_agent_turns
+            stalled = sorted((name, run_floor if floor is None else floor) for name, floor in self.stalled.values())
+            stall_warning = StallWarning(run_floor, tuple(name for name, _ in stalled),
                                          tuple(floor for _, floor in stalled))
         return AllSummary(
             run_id=self.run_id,

@@ -1,4 +1,5 @@
-"""A run as the harness's files: `<scenario>/metrics.json`, `<scenario>/judge_result.json`, `all_summary.txt`.
+"""A run as the harness's files: `<scenario>/metrics.json`, `<scenario>/judge_result.json`, `all_summary.txt`,
+`all_metrics.json`, `all_latencies.csv`.
 
 Pure: `export_run` returns relative path → bytes and `load_run` reads such a mapping back into a
 `RunSummary`; writing and reading a directory is `streams.files.exported_runs`. A call counts once, at its highest
@@ -19,15 +20,20 @@ from collections import Counter
 from typing import Any, Iterable, Mapping
 
 from models.results import CallResult
-from scorers.runs.aggregate import DEFAULT_MIN_AGENT_TURNS, RunSummary, result_fields
-from scorers.runs.signals import split_evaluation
-from scorers.runs.text import DEFAULT_RESUME_COMMAND, render_all_summary
+from scorers.runs.aggregate import RunSummary, result_fields
+from scorers.runs.harness_fold import ScenarioFiles
+from scorers.runs.signals import DB_STATE_DIFF_KEY
+from scorers.runs.harness_text import DEFAULT_RETRY_COMMAND, render_harness_summary
+from scorers.runs.run_files import (
+    ALL_LATENCIES_FILE, ALL_METRICS_FILE, all_latencies_csv, all_metrics_json, with_run_directory,
+)
 
 SUMMARY_FILE = "all_summary.txt"
 METRICS_FILE = "metrics.json"
 JUDGE_FILE = "judge_result.json"
+DB_DIFF_FILE = "db_state_diff.json"
 _UNSAFE = re.compile(r"[/\\\x00-\x1f]")
-_RESERVED = frozenset({"", ".", "..", SUMMARY_FILE})
+_RESERVED = frozenset({"", ".", "..", SUMMARY_FILE, "all_metrics.json", "all_latencies.csv"})
 # A published result, typed or as decoded JSON.
 AnyResult = CallResult | Mapping[str, Any]
 
@@ -85,27 +91,54 @@ def latest_results(results: Iterable[AnyResult]) -> tuple[str | None, dict[str, 
     return next(iter(run_ids), None), {call_id: result for call_id, (_, result) in latest.items()}
 
 
-def export_run(results: Iterable[AnyResult], *, min_agent_turns: int = DEFAULT_MIN_AGENT_TURNS,
-               resume_command: str = DEFAULT_RESUME_COMMAND) -> dict[str, bytes]:
+def ordered_scenarios(summary: RunSummary) -> list[tuple[str, ScenarioFiles]]:
+    """(directory, documents) of each scenario counted in the run, in directory order: the order the
+    harness lists them in, as it loads a run's scenario directories by name."""
+    files = summary.scenario_files()
+    calls = {key[1]: _scenario_name(documents.metrics, key[1]) for key, documents in files.items() if key[0] == "call"}
+    directories = scenario_directories(calls)
+    named = [(directories[key[1]] if key[0] == "call" else key[1], documents) for key, documents in files.items()]
+    return sorted(named, key=lambda item: item[0])
+
+
+def summary_text(summary: RunSummary, *, retry_command: str = DEFAULT_RETRY_COMMAND) -> str:
+    """The run's all_summary.txt, as the harness writes it, at the summary's floor of agent turns."""
+    scenarios = [documents for _, documents in ordered_scenarios(summary)]
+    return render_harness_summary(scenarios, min_agent_turns=summary.min_agent_turns, retry_command=retry_command)
+
+
+def export_run(results: Iterable[AnyResult], *, min_agent_turns: int | None = None, run_directory: str = "",
+               retry_command: str = DEFAULT_RETRY_COMMAND) -> dict[str, bytes]:
     """Relative path → content of the run's files: each scenario's metrics.json (the evaluation without
-    the judge, indent=2, keys in document order), its judge_result.json when a judge ran, all_summary.txt."""
+    the judge, indent=2, keys in document order), its judge_result.json when a judge ran, and the run's
+    all_summary.txt, all_metrics.json and all_latencies.csv.
+
+    `run_directory` is the directory as the harness would have been given it (`callqa export`'s DIR):
+    all_metrics.json names each scenario's directory under it. `min_agent_turns`: the run-wide floor of
+    agent turns, or None for each scenario's own."""
     run_id, latest = latest_results(results)
     summary = RunSummary(run_id=run_id, min_agent_turns=min_agent_turns)
-    documents: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {}
-    for call_id, result in latest.items():
+    for result in latest.values():
         summary.add(result)
-        documents[call_id] = split_evaluation(result_fields(result)[3])
-
-    names = {call_id: _scenario_name(metrics, call_id) for call_id, (metrics, _) in documents.items()}
+    # (the DB diff is not part of what the harness reads back: kept beside the summary's documents)
+    names = {call_id: _scenario_name(result_fields(result)[3], call_id) for call_id, result in latest.items()}
+    directories = scenario_directories(names)
+    diffs = {directories[call_id]: result_fields(result)[3].get(DB_STATE_DIFF_KEY) for call_id, result in latest.items()}
     files: dict[str, bytes] = {}
-    for call_id, directory in sorted(scenario_directories(names).items(), key=lambda item: item[1]):
-        metrics, judge = documents[call_id]
+    loaded: list[dict[str, Any]] = []
+    for directory, documents in ordered_scenarios(summary):
+        metrics = dict(documents.metrics)
         if "scenario_directory" in metrics:  # where the scenario's files are now (as the harness refreshes it)
-            metrics = {**metrics, "scenario_directory": directory}
+            metrics["scenario_directory"] = directory
         files[f"{directory}/{METRICS_FILE}"] = _json_file(metrics)
-        if judge is not None:
-            files[f"{directory}/{JUDGE_FILE}"] = _json_file(judge)
-    files[SUMMARY_FILE] = render_all_summary(summary.summary(), resume_command=resume_command).encode("utf-8")
+        if documents.judge is not None:
+            files[f"{directory}/{JUDGE_FILE}"] = _json_file(documents.judge)
+        if (diff := diffs.get(directory)) is not None:
+            files[f"{directory}/{DB_DIFF_FILE}"] = _json_file(diff)
+        loaded.append(with_run_directory(metrics, run_directory, directory))
+    files[SUMMARY_FILE] = summary_text(summary, retry_command=retry_command).encode("utf-8")
+    files[ALL_METRICS_FILE] = all_metrics_json(loaded)
+    files[ALL_LATENCIES_FILE] = all_latencies_csv(loaded)
     return files
 
 
@@ -118,7 +151,7 @@ KILLED_MARKER = "__KILLED__"
 
 
 def load_run(files: Mapping[str, bytes], *, run_id: str | None = None,
-             min_agent_turns: int = DEFAULT_MIN_AGENT_TURNS) -> RunSummary:
+             min_agent_turns: int | None = None) -> RunSummary:
     """Re-aggregate a run from its exported scenario files alone (all_summary.txt is not read).
 
     A directory holding a `__KILLED__` marker is an attempt the runner discarded (an automatic retry's

@@ -13,12 +13,15 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from scorers.numbers import finite_number
+from scorers.runs.stalls import stall_floor
 
 # The scenario-name prefix before the first "__" is the domain bucket of the per-domain breakdowns.
 DOMAIN_SEPARATOR = "__"
 JUDGE_RESULT_KEY = "judge_result"
+DB_STATE_DIFF_KEY = "db_state_diff"  # (exported as its own file, as judge_result)
 TOKEN_SIDES = ("agent", "user")
 TOKEN_FIELDS = ("n_calls", "prompt", "completion")
+CLEAN_EXIT = "clean_exit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +68,7 @@ def domain_of(scenario_name: str) -> str:
 
 def split_evaluation(evaluation: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """A result's `evaluation` as the two files: metrics.json (without the judge) and judge_result.json."""
-    metrics = {key: value for key, value in evaluation.items() if key != JUDGE_RESULT_KEY}
+    metrics = {key: value for key, value in evaluation.items() if key not in (JUDGE_RESULT_KEY, DB_STATE_DIFF_KEY)}
     judge = evaluation.get(JUDGE_RESULT_KEY)
     return metrics, judge if isinstance(judge, dict) else None
 
@@ -73,6 +76,10 @@ def split_evaluation(evaluation: Mapping[str, Any]) -> tuple[dict[str, Any], dic
 def _bool(document: Mapping[str, Any], key: str) -> bool | None:
     value = document.get(key)
     return value if isinstance(value, bool) else None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float))  # (a bool too, as the harness's isinstance check)
 
 
 def _count(value: Any) -> int | None:
@@ -92,17 +99,11 @@ def db_state_assertions(metrics: Mapping[str, Any]) -> Count:
 
 
 def nl_assertions(judge: Mapping[str, Any] | None) -> Count:
-    """From judge_result.json, since metrics.json holds only the rate: the verdict list when present,
-    else `nl_assertion_pass_count` out of `nl_assertion_total`."""
+    """From judge_result.json's verdict list, since metrics.json holds only the rate (the harness reads
+    nothing else: a judge result with only the pass count counts nothing)."""
     if judge is None:
         return NOTHING
-    from_verdicts = _verdict_count(judge.get("nl_assertion_verdicts"))
-    if from_verdicts is not None:
-        return from_verdicts
-    passed, total = _count(judge.get("nl_assertion_pass_count")), _count(judge.get("nl_assertion_total"))
-    if passed is None or total is None or passed > total:
-        return NOTHING
-    return Count(passed, total)
+    return _verdict_count(judge.get("nl_assertion_verdicts")) or NOTHING
 
 
 def latencies_ms(metrics: Mapping[str, Any]) -> tuple[float, ...]:
@@ -127,17 +128,27 @@ def token_usage(metrics: Mapping[str, Any]) -> tuple[tuple[int, int, int], tuple
     return agent, user
 
 
-def read_scenario(metrics: Mapping[str, Any], judge: Mapping[str, Any] | None, fallback_name: str) -> ScenarioSignals:
-    """One scenario's signals from its metrics.json document and (when a judge ran) judge_result.json."""
+def task_success(metrics: Mapping[str, Any]) -> bool:
+    """As the harness reads it back: no failed signal but `clean_exit` in `success_breakdown`."""
+    breakdown = metrics.get("success_breakdown")
+    failed = breakdown.get("failed") if isinstance(breakdown, dict) else None
+    return not [name for name in failed or [] if name != CLEAN_EXIT]
+
+
+def read_scenario(metrics: Mapping[str, Any], judge: Mapping[str, Any] | None, fallback_name: str,
+                  min_agent_turns: int | None = None) -> ScenarioSignals:
+    """One scenario's signals from its metrics.json document and (when a judge ran) judge_result.json.
+
+    `min_agent_turns`: the run-wide floor of agent turns, or None for the scenario's own
+    (`scorers.runs.stalls`)."""
     name = metrics.get("scenario_name")
     name = name if isinstance(name, str) else fallback_name
-    stalled = metrics.get("insufficient_agent_turns") is True
+    floor = stall_floor(metrics, min_agent_turns)
     latencies, tokens = latencies_ms(metrics), token_usage(metrics)
-    if stalled:
+    if floor is not None:
         # The runner forces a stalled scenario to fail and keeps it out of every per-signal bucket.
-        floor = metrics.get("min_agent_turns")
         return ScenarioSignals(
-            scenario_name=name, stalled=True, floor=floor if type(floor) is int and floor > 0 else None,
+            scenario_name=name, stalled=True, floor=floor,
             is_successful=False, is_task_successful=False,
             is_action_match=None, db_state_match=None, db_state_assertions=NOTHING, nl_assertions=NOTHING,
             judge_score=None, judge_passed=None, clean_exit=None, latencies_ms=latencies, tokens=tokens,
@@ -149,11 +160,12 @@ def read_scenario(metrics: Mapping[str, Any], judge: Mapping[str, Any] | None, f
         floor=None,
         is_successful=is_successful,
         # Same set of scenarios as the success rate: only where is_successful is a bool.
-        is_task_successful=_bool(metrics, "is_task_successful") if is_successful is not None else None,
+        is_task_successful=task_success(metrics) if is_successful is not None else None,
         is_action_match=_bool(metrics, "is_action_match"),
         db_state_match=_bool(metrics, "db_state_match"),
         db_state_assertions=db_state_assertions(metrics),
-        nl_assertions=nl_assertions(judge),
+        # Only beside a numeric pass rate in metrics.json, as the harness reads them back.
+        nl_assertions=nl_assertions(judge) if _number(metrics.get("nl_assertion_pass_rate")) else NOTHING,
         judge_score=finite_number(metrics.get("judge_score")),
         judge_passed=_bool(metrics, "judge_passed"),
         clean_exit=_bool(metrics, "clean_exit"),

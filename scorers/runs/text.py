@@ -1,4 +1,5 @@
-"""all_summary.txt: the run summary as the harness's text file, and the parser that reads its rates back.
+"""callqa's compact text of a run's rates (one line a rate), and the parser that reads its rates back.
+all_summary.txt itself is written as the harness writes it: scorers/runs/harness_text.py.
 
 Every rate prints one way, `<label>: <percent with 2 decimals>% (<passed>/<total>)`, e.g.
 `Overall Success Rate: 66.67% (2/3)`; a rate with an empty bucket is left out. The judge score mean

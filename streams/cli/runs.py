@@ -10,7 +10,6 @@ from typing import Any, Iterator
 
 import msgspec
 
-from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.results import CallResult
 from streams.cli.args import kafka_options, non_negative_int, settings_from
 from streams.files.output_files import STANDARD_INPUT
@@ -71,7 +70,7 @@ def _result_document(line: bytes, where: str) -> dict:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from scorers.runs import RunSummary, render_all_summary
+    from scorers.runs import RunSummary, summary_text
 
     summary = RunSummary(run_id=args.run_id, min_agent_turns=args.min_agent_turns)
     for result in _run_results(args):
@@ -79,7 +78,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary.summary().to_dict(), indent=2))
     else:
-        print(render_all_summary(summary.summary()))
+        sys.stdout.write(summary_text(summary))  # (the file's bytes: it ends with its own newline)
     return 0
 
 
@@ -87,7 +86,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from scorers.runs import export_run
     from streams.files.exported_runs import write_export
 
-    written = write_export(export_run(_run_results(args), min_agent_turns=args.min_agent_turns), args.dir)
+    files = export_run(_run_results(args), min_agent_turns=args.min_agent_turns, run_directory=args.dir)
+    written = write_export(files, args.dir)
     print(f"wrote {len(written)} files under {args.dir}", file=sys.stderr)
     return 0
 
@@ -112,7 +112,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     for name, helptext in (("summary", "print a run's all_summary (from the results topic or a results file)"),
-                           ("export", "write a run in the evaluation harness's layout (metrics.json, all_summary.txt)")):
+                           ("export", "write a run in the evaluation harness's layout (metrics.json, judge_result.json, "
+                                     "all_summary.txt, all_metrics.json, all_latencies.csv)")):
         p = sub.add_parser(name, help=helptext)
         kafka_options(p)
         p.add_argument("run_id")
@@ -121,10 +122,10 @@ def add_parser(sub: Any) -> None:
         else:
             p.add_argument("--json", action="store_true", help="the summary as JSON")
         p.add_argument("--results", help="a results file (JSON Lines) instead of the results topic")
-        p.add_argument("--min-agent-turns", type=non_negative_int, default=DEFAULT_MIN_AGENT_TURNS, metavar="N",
-                       help="the floor of agent turns the stall warning states for a stalled scenario whose "
-                            "result does not give its own (the evaluation runner's --min-agent-turns; default "
-                            f"{DEFAULT_MIN_AGENT_TURNS}); a scenario's own min_agent_turns decides whether it stalled")
+        p.add_argument("--min-agent-turns", type=non_negative_int, default=None, metavar="N",
+                       help="one floor of agent LLM responses for every scenario, as the evaluation harness's "
+                            "--min-agent-turns (token_usage.agent.n_calls below N: stalled, counted as a failure; "
+                            "0: none stalls); default: each scenario's own floor, as it was scored")
         p.set_defaults(func=cmd_summary if name == "summary" else cmd_export)
 
     p = sub.add_parser("compare", help="what re-scoring changed: two results files compared call by call, "

@@ -26,7 +26,7 @@ from models.cohorts import cohort_to_builtins
 from models.results import CallResult
 from scorers.cohorts import CohortBook
 from scorers.metric_catalog import metric_catalog
-from scorers.runs import render_all_summary
+from scorers.runs import summary_text
 from streams.kafka.clients import retrying
 from streams.kafka.topic_reader import follow_topic
 from streams.web.cohort_writes import CohortWrites
@@ -159,4 +159,4 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             summary = view.runs.get(run_id)
             if summary is None:
                 return self.notfound(f"no results of run {run_id!r} yet")
-            return self.text(render_all_summary(summary.summary()))
+            return self.text(summary_text(summary))

@@ -43,7 +43,10 @@ def metrics_doc(name: str, *, is_successful: bool | str = True, is_task_successf
         "is_successful": is_successful,
     }
     if isinstance(is_successful, bool):
-        document["is_task_successful"] = is_successful if is_task_successful is None else is_task_successful
+        task = document["is_task_successful"] = is_successful if is_task_successful is None else is_task_successful
+        # The breakdown agrees with the verdicts, as the runner writes them (task success is read from it).
+        failed = [] if is_successful else ["clean_exit"] if task else ["is_action_match"]
+        document["success_breakdown"]["failed"] = failed
     document["auto_retry_count"] = 0
     document.update(conditional)
     return document

@@ -64,10 +64,16 @@ def test_each_reference_item_needs_its_own_prediction():
     assert is_action_match([{"a": 1}, {"a": 1}], [{"a": 1}, {"b": 2}]) is False
 
 
-def test_a_pairing_is_found_even_when_first_fit_would_miss_it():
-    # First fit pairs {a:1} with {a:1,b:2} and leaves {a:1,b:2} nothing; the pairing
-    # {a:1}->{a:1}, {a:1,b:2}->{a:1,b:2} exists, so the reference is satisfied.
-    assert is_action_match([{"a": 1}, {"a": 1, "b": 2}], [{"a": 1, "b": 2}, {"a": 1}]) is True
+def test_pairing_is_first_fit_as_the_harness_pairs_unless_optimal_pairing_is_asked():
+    # First fit pairs {a:1} with {a:1,b:2} and leaves {a:1,b:2} nothing: the harness's
+    # check_if_task_success answers False. The pairing {a:1}->{a:1}, {a:1,b:2}->{a:1,b:2} exists, which
+    # the scenario's optimal_action_pairing finds.
+    reference, prediction = [{"a": 1}, {"a": 1, "b": 2}], [{"a": 1, "b": 2}, {"a": 1}]
+    assert is_action_match(reference, prediction) is False
+    assert is_action_match(reference, prediction, MatchOptions(optimal_pairing=True)) is True
+    # Nested lists pair the same way.
+    assert is_action_match({"items": reference}, [{"items": prediction}]) is False
+    assert is_action_match({"items": reference}, [{"items": prediction}], MatchOptions(optimal_pairing=True)) is True
 
 
 def test_extra_predictions_are_allowed_by_default():
@@ -118,11 +124,24 @@ def test_ignore_capitalization_lowercases_both_sides():
     assert is_action_match({"item": "Pepperoni"}, [{"item": "PEPPERONI"}], MatchOptions(ignore_capitalization=True)) is True
 
 
-def test_ignore_punctuation_and_clean_text_drop_punctuation():
-    reference, prediction = {"name": "O'Brien, Bob!"}, [{"name": "OBrien Bob"}]
+def test_ignore_punctuation_and_clean_text_follow_nemos_text_rules():
+    # As the harness (NeMo's remove_punctuations and clean_label): the apostrophe stays in both.
+    reference, prediction = {"name": "O'Brien, Bob!"}, [{"name": "O'Brien Bob"}]
     assert is_action_match(reference, prediction) is False
     assert is_action_match(reference, prediction, MatchOptions(ignore_punctuation=True)) is True
     assert is_action_match(reference, prediction, MatchOptions(clean_text=True)) is True
+    assert is_action_match({"name": "O'Brien"}, [{"name": "OBrien"}], MatchOptions(ignore_punctuation=True)) is False
+
+
+def test_clean_text_alone_keeps_hyphens_and_case():
+    # The harness's clean_label turns separators into spaces but keeps "-": "a-b" does not match "ab".
+    clean = MatchOptions(clean_text=True)
+    assert is_action_match({"code": "a-b"}, [{"code": "ab"}], clean) is False
+    assert is_action_match({"code": "a/b"}, [{"code": "a b"}], clean) is True
+    assert is_action_match({"code": "“Deluxe”  Room"}, [{"code": "Deluxe Room"}], clean) is True
+    assert is_action_match({"code": "Deluxe"}, [{"code": "deluxe"}], clean) is False
+    assert is_action_match({"code": "Deluxe"}, [{"code": "deluxe"}], MatchOptions(clean_text=True,
+                                                                                    ignore_capitalization=True)) is True
 
 
 def test_nested_lists_match_as_subsets_in_any_order():

@@ -212,7 +212,8 @@ USER_DB = {"device": {"airplane_mode": False}}
 
 def test_assertions_give_one_verdict_each_and_their_pass_rate():
     assertions = [
-        {"func_name": "field_equals", "arguments": {"path": "lines.L1.status"}, "assert_value": "active", "message": "line active"},
+        {"func_name": "field_equals", "side": "agent", "arguments": {"path": "lines.L1.status"}, "assert_value": "active",
+         "message": "line active"},
         {"func_name": "count", "side": "agent", "arguments": {"path": "bills"}, "assert_value": 3},
         {"func_name": "field_equals", "side": "user", "arguments": {"path": "device.airplane_mode"}, "assert_value": False},
     ]
@@ -232,37 +233,49 @@ def test_a_side_without_a_db_fails_its_assertions_with_an_error():
     doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB))
     (verdict,) = doc["db_state_assertion_verdicts"]
     assert (verdict["passed"], verdict["actual"]) == (False, None)
-    assert "no user DB" in verdict["error"]
+    assert verdict["error"] == "no user DB available: the call sent no db.state with a db for side 'user'"
     assert doc["db_state_assertion_pass_rate"] == 0.0
 
 
 def test_a_hash_only_state_leaves_no_db_for_the_assertions():
-    assertions = [{"func_name": "exists", "arguments": {"path": "lines"}, "assert_value": True}]
+    assertions = [{"func_name": "exists", "side": "agent", "arguments": {"path": "lines"}, "assert_value": True}]
     doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB), db_state("agent", hash_="abc"))
-    assert "no agent DB" in doc["db_state_assertion_verdicts"][0]["error"]
+    assert doc["db_state_assertion_verdicts"][0]["error"].startswith("no agent DB available: ")
     assert "latest db.state of side 'agent' carried a hash but no db" in doc["db_state_assertion_verdicts"][0]["error"]
 
 
 def test_an_unknown_predicate_fails_with_an_error():
-    assertions = [{"func_name": "assert_roaming", "arguments": {}, "assert_value": True}]
+    assertions = [{"func_name": "assert_roaming", "side": "agent", "arguments": {}, "assert_value": True}]
     doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB))
     (verdict,) = doc["db_state_assertion_verdicts"]
     assert verdict["passed"] is False
-    assert "no predicate 'assert_roaming'" in verdict["error"]
+    assert verdict["error"].startswith("No predicate 'assert_roaming' registered under domain=")
 
 
 def test_a_raising_predicate_fails_with_its_error():
-    assertions = [{"func_name": "field_equals", "arguments": {"path": "lines.L9.status"}, "assert_value": "active"}]
+    assertions = [{"func_name": "field_equals", "side": "agent", "arguments": {"path": "lines.L9.status"},
+                   "assert_value": "active"}]
     doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB))
     (verdict,) = doc["db_state_assertion_verdicts"]
     assert (verdict["passed"], verdict["actual"]) == (False, None)
-    assert verdict["error"].startswith("predicate raised KeyError")
+    assert verdict["error"].startswith("Predicate raised: KeyError")
 
 
 def test_an_unknown_side_fails_with_an_error():
     assertions = [{"func_name": "exists", "side": "bridge", "arguments": {"path": "x"}, "assert_value": True}]
     doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB))
-    assert "unknown side 'bridge'" in doc["db_state_assertion_verdicts"][0]["error"]
+    assert doc["db_state_assertion_verdicts"][0]["error"] == "Unknown side 'bridge'; expected 'user' or 'agent'."
+
+
+def test_an_assertion_without_a_side_fails_as_the_harness_fails_it():
+    # Mirrors the harness's evaluate_db_state_assertion (tests/unit/test_db_state_assertions.py): no
+    # side is "Unknown side None", even with the agent's DB at hand.
+    assertions = [{"func_name": "exists", "arguments": {"path": "lines"}, "assert_value": True}]
+    doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB))
+    (verdict,) = doc["db_state_assertion_verdicts"]
+    assert (verdict["side"], verdict["passed"], verdict["error"]) == (
+        None, False, "Unknown side None; expected 'user' or 'agent'.")
+    assert doc["db_state_assertion_pass_rate"] == 0.0
 
 
 def test_a_custom_registry_reaches_the_engine_through_signal_scorers():
@@ -273,7 +286,7 @@ def test_a_custom_registry_reaches_the_engine_through_signal_scorers():
         return db["lines"][line]["roaming"]
 
     engine = CallEngine(registry=ScorerRegistry.build(signal_scorers(predicates=predicates), qa_metrics()))
-    assertions = [{"func_name": "roaming_enabled", "arguments": {"line": "L1"}, "assert_value": True}]
+    assertions = [{"func_name": "roaming_enabled", "side": "agent", "arguments": {"line": "L1"}, "assert_value": True}]
     doc = evaluation(started(domain="telecom", db_state_assertions=assertions), db_state("agent", db=AGENT_DB), engine=engine)
     assert doc["db_state_assertion_verdicts"][0]["passed"] is True
     assert doc["db_state_assertion_pass_rate"] == 1.0
@@ -283,6 +296,6 @@ def test_a_domain_predicate_is_not_found_for_another_domain():
     predicates = PredicateRegistry()
     predicates.register(lambda db: True, name="ok", domain="telecom")
     engine = CallEngine(registry=ScorerRegistry.build(signal_scorers(predicates=predicates), qa_metrics()))
-    assertions = [{"func_name": "ok", "assert_value": True}]
+    assertions = [{"func_name": "ok", "side": "agent", "assert_value": True}]
     doc = evaluation(started(domain="retail", db_state_assertions=assertions), db_state("agent", db=AGENT_DB), engine=engine)
     assert doc["db_state_assertion_verdicts"][0]["passed"] is False

@@ -68,7 +68,7 @@ def test_a_judge_answer_after_the_end_rescores_the_call():
 def test_nl_verdicts_are_one_per_assertion_and_give_the_pass_rate():
     verdicts = [
         {"index": 1, "passed": True, "reason": "Said 'your order is confirmed'."},
-        {"index": 2, "passed": "yes", "reason": "Offered cola."},  # not a boolean: failed
+        {"index": 2, "passed": "yes", "reason": "Offered cola."},  # not a boolean: failed, its reason kept
         {"index": 4, "passed": True, "reason": "out of range"},  # no fourth assertion: ignored
         # index 3 missing: failed
     ]
@@ -76,8 +76,7 @@ def test_nl_verdicts_are_one_per_assertion_and_give_the_pass_rate():
     judge = doc["judge_result"]
     assert judge["nl_assertion_verdicts"] == [
         {"index": 1, "assertion": ASSERTIONS[0], "passed": True, "reason": "Said 'your order is confirmed'."},
-        {"index": 2, "assertion": ASSERTIONS[1], "passed": False,
-         "reason": "Verdict 'passed' is not a boolean; treated as failed."},
+        {"index": 2, "assertion": ASSERTIONS[1], "passed": False, "reason": "Offered cola."},
         {"index": 3, "assertion": ASSERTIONS[2], "passed": False, "reason": "Missing verdict; treated as failed."},
     ]
     # 1 of 3 assertions held.
@@ -86,8 +85,11 @@ def test_nl_verdicts_are_one_per_assertion_and_give_the_pass_rate():
     assert doc["nl_assertion_pass_rate"] == pytest.approx(1 / 3)
 
 
-@pytest.mark.parametrize(("index", "held"), [(1.9, False), ("1", False), (True, False), (1.0, True), (1, True)])
-def test_a_verdict_names_its_assertion_by_a_whole_number_only(index, held):
+@pytest.mark.parametrize(("index", "held"), [(1.9, True), ("1", True), (True, True), (1.0, True), (1, True),
+                                             ("1.0", False), ("one", False), (None, False), (2, False)])
+def test_a_verdict_names_its_assertion_as_int_reads_it(index, held):
+    # Mirrors the harness's LLMJudge.judge_scenario normalisation (int(index)) and
+    # tests/unit/test_llm_judge_nl_assertions.py::test_out_of_range_indices_are_dropped.
     verdicts = [{"index": index, "passed": True, "reason": "ok"}]
     doc = evaluation(started(nl_assertions=ASSERTIONS[:1]), ended(), judged(answer(0.9, nl_assertion_verdicts=verdicts)))
     (verdict,) = doc["judge_result"]["nl_assertion_verdicts"]

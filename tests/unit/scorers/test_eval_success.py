@@ -205,7 +205,7 @@ def full_scenario_call() -> list:
         "success_signals": ["db_state_match", "clean_exit", "nl_assertion"],
         "reference_answer": {"status": "placed"},
         "expected_db_hash": db_state_hash(EXPECTED_DB),
-        "db_state_assertions": [{"func_name": "field_equals", "arguments": {"path": "orders.o1.status"}, "assert_value": "placed"}],
+        "db_state_assertions": [{"func_name": "field_equals", "side": "agent", "arguments": {"path": "orders.o1.status"}, "assert_value": "placed"}],
         "nl_assertions": ["The agent confirmed the booking."],
         "judge_threshold": 0.5,
     }

@@ -92,18 +92,18 @@ def test_tool_results_with_huge_statuses_and_arguments_nested_too_deep_are_judge
     assert [call["why"] for call in details["bad_calls"]] == ["arguments are not valid JSON"]
 
 
-def test_recorded_judge_scores_outside_0_to_1_or_odd_are_an_error_not_a_pass_nor_a_crash():
+def test_recorded_judge_scores_outside_0_to_1_are_held_to_it_and_odd_ones_are_an_error_not_a_crash():
     scenario = {"name": "s", "judge_threshold": 0.5, "nl_assertions": ["confirmed"], "min_agent_turns": 0}
 
     def judged(evaluation: dict, as_msgpack: bool = False):
         return score([started(scenario=scenario), envelope("turn", {"role": "agent", "text": "Confirmed."}), ended(),
                       envelope("judge.result", {"evaluation": evaluation})], as_msgpack).evaluation
 
-    # A judge answering on a 0-10 scale: an error scored 0.0, not a perfect pass.
-    for outside in (7, -3, 1.0001):
+    # A score outside 0 to 1 is held to it, as the harness keeps it (a 0-10 judge's 7 reads as 1.0).
+    for outside, held in ((7, 1.0), (-3, 0.0), (1.0001, 1.0)):
         fields = judged({"score": outside, "reason": "r"})
-        assert (fields["judge_score"], fields["judge_passed"]) == (0.0, False)
-        assert fields["judge_result"]["reason"] == f"Error: judge score is outside 0 to 1: {outside!r}"
+        assert (fields["judge_score"], fields["judge_passed"]) == (held, held >= 0.5)
+        assert fields["judge_result"]["reason"] == "r"
     assert judged({"score": 1, "reason": "r"})["judge_score"] == 1.0
     for odd, as_msgpack in ((10**400, False), (float("nan"), True)):
         fields = judged({"score": odd, "reason": "r"}, as_msgpack)

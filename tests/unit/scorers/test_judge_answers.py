@@ -13,7 +13,6 @@ from models.wire import MAX_MESSAGE_BYTES, encode_event
 from scorers.cohorts import CohortBook
 from scorers.evaluation.judge_fields import (
     MISSING_VERDICT_REASON,
-    NON_BOOLEAN_VERDICT_REASON,
 )
 from scorers.judge.answers import (
     MAX_REASON_CHARS,
@@ -102,13 +101,14 @@ def test_a_missing_metric_is_an_error():
 
 
 def test_criteria_verdicts_are_exactly_one_per_criterion_asked():
-    # 1 answered, 2 with a non-boolean, 3 does not exist: resolved from 1, polite failed, 3 dropped.
+    # 1 answered, 2 with a non-boolean, 3 does not exist: resolved from 1, polite failed (with the
+    # judge's reason, as the harness keeps it), 3 dropped.
     verdicts = [{"index": 1, "passed": True, "reason": "Pizza ordered."},
                 {"index": 2, "passed": "yes", "reason": "Said please."},
                 {"index": 3, "passed": True, "reason": "?"}]
     criteria = parse_qa_answer(qa_with(criteria=verdicts), requests().qa).criteria
     assert criteria == {"resolved": {"passed": True, "reason": "Pizza ordered."},
-                        "polite": {"passed": False, "reason": NON_BOOLEAN_VERDICT_REASON}}
+                        "polite": {"passed": False, "reason": "Said please."}}
 
 
 def test_a_criterion_without_a_verdict_fails():
@@ -147,11 +147,9 @@ def test_the_evaluation_score_is_a_float_from_0_to_1():
     assert document["score"] == 1.0 and isinstance(document["score"], float)
 
 
-@pytest.mark.parametrize("score", [1.7, -0.2, 7])
-def test_an_evaluation_score_outside_0_to_1_is_an_unusable_answer_not_a_clamped_pass(score):
-    # (7: a judge answering on a 0-10 scale would otherwise make every scenario a perfect pass.)
-    with pytest.raises(JudgeAnswerError, match=f"the answer's score {score!r} is outside 0 to 1"):
-        parse_evaluation_answer(evaluation_with(score=score), requests().evaluation)
+@pytest.mark.parametrize(("score", "kept"), [(1.7, 1.0), (-0.2, 0.0), (7, 1.0)])
+def test_an_evaluation_score_outside_0_to_1_is_clamped_as_the_harness_keeps_it(score, kept):
+    assert parse_evaluation_answer(evaluation_with(score=score), requests().evaluation)["score"] == kept
 
 
 def test_missing_out_of_range_and_non_boolean_verdicts_fail_with_a_reason():
@@ -159,13 +157,13 @@ def test_missing_out_of_range_and_non_boolean_verdicts_fail_with_a_reason():
                 {"index": 0, "passed": True, "reason": "?"}]
     document = parse_evaluation_answer(evaluation_with(nl_assertion_verdicts=verdicts), requests().evaluation)
     assert [(v["index"], v["passed"], v["reason"]) for v in document["nl_assertion_verdicts"]] == [
-        (1, False, MISSING_VERDICT_REASON), (2, False, NON_BOOLEAN_VERDICT_REASON), (3, False, MISSING_VERDICT_REASON)]
+        (1, False, MISSING_VERDICT_REASON), (2, False, "quoted"), (3, False, MISSING_VERDICT_REASON)]
     assert (document["nl_assertion_pass_count"], document["nl_assertion_total"], document["nl_assertion_pass_rate"]) == (0, 3, 0.0)
 
 
 def test_an_evaluation_score_that_is_not_a_number_is_an_error():
-    with pytest.raises(JudgeAnswerError, match="does not match the schema at score"):
-        parse_evaluation_answer(evaluation_with(score="0.8"), requests().evaluation)
+    with pytest.raises(JudgeAnswerError, match="judge score is not a number"):
+        parse_evaluation_answer(evaluation_with(score="most of it"), requests().evaluation)
 
 
 def test_without_assertions_the_document_has_no_verdicts():

@@ -9,7 +9,7 @@ from scorers.runs.report import Mean, Rate, SideTokens
 from tests.helpers.runkit import RUN, call_result, db_verdicts, judge_doc, metrics_doc
 
 
-def summarize(*results, min_agent_turns: int = 2):
+def summarize(*results, min_agent_turns: int | None = None):
     run = RunSummary(run_id=RUN, min_agent_turns=min_agent_turns)
     for result in results:
         run.add(result)
@@ -81,10 +81,16 @@ def test_nl_assertion_rate_is_over_assertions_from_the_judge_result():
     assert summarize(one, three).nl_assertion_success_rate == Rate(2, 4)
 
 
-def test_nl_assertion_counts_fall_back_to_pass_count_and_total_without_a_verdict_list():
-    judge = {"score": 1.0, "reason": "r", "nl_assertion_pass_count": 2, "nl_assertion_total": 5}
-    # 2 of 5 assertions.
-    assert summarize(call_result("c1", metrics_doc("d__a"), judge=judge)).nl_assertion_success_rate == Rate(2, 5)
+def test_nl_assertions_count_only_from_the_verdict_list_beside_a_pass_rate():
+    # Mirrors the harness's RunAggregator.add_scenario: verdicts are re-read from judge_result.json, and
+    # only for a metrics.json with a numeric nl_assertion_pass_rate; the pass count alone counts nothing.
+    counts_only = {"score": 1.0, "reason": "r", "nl_assertion_pass_count": 2, "nl_assertion_total": 5}
+    assert summarize(call_result("c1", metrics_doc("d__a", nl_assertion_pass_rate=0.4),
+                                 judge=counts_only)).nl_assertion_success_rate is None
+    no_rate = call_result("c1", metrics_doc("d__a"), judge=judge_doc(nl_verdicts=[True, False]))
+    assert summarize(no_rate).nl_assertion_success_rate is None
+    with_rate = call_result("c1", metrics_doc("d__a", nl_assertion_pass_rate=0.5), judge=judge_doc(nl_verdicts=[True, False]))
+    assert summarize(with_rate).nl_assertion_success_rate == Rate(1, 2)
 
 
 def test_judge_score_mean_is_over_judged_scenarios_only():
@@ -218,18 +224,31 @@ def stalled_doc(name: str, **signals):
 
 
 def test_stall_warning_lists_the_stalled_scenarios_with_the_floor_and_a_resume_command():
-    summary = summarize(*calls(stalled_doc("d__b"), metrics_doc("d__c"), stalled_doc("d__a")), min_agent_turns=3)
+    summary = summarize(*calls(stalled_doc("d__b", min_agent_turns=3), metrics_doc("d__c"),
+                               stalled_doc("d__a", min_agent_turns=3)))
     assert summary.stall_warning.scenarios == ("d__a", "d__b")
     text = render_all_summary(summary, resume_command="callqa replay calls.jsonl")
     assert ("WARNING: 2 scenario(s) had fewer than 3 agent turn(s) (insufficient_agent_turns) and were counted as "
             "failures.\n  d__a\n  d__b\nResume them with: callqa replay calls.jsonl\n") in text
 
 
-def test_stall_warning_states_the_floor_each_result_gives_and_the_runs_for_the_others():
-    summary = summarize(*calls(stalled_doc("d__b", min_agent_turns=5), stalled_doc("d__a")), min_agent_turns=3)
-    assert (summary.stall_warning.scenarios, summary.stall_warning.floors) == (("d__a", "d__b"), (3, 5))
+def test_stall_warning_states_the_floor_each_result_gives_and_the_default_for_the_others():
+    summary = summarize(*calls(stalled_doc("d__b", min_agent_turns=5), stalled_doc("d__a")))
+    assert (summary.stall_warning.scenarios, summary.stall_warning.floors) == (("d__a", "d__b"), (2, 5))
     assert ("WARNING: 2 scenario(s) had fewer agent turns than their floor (insufficient_agent_turns) and were "
-            "counted as failures.\n  d__a (fewer than 3)\n  d__b (fewer than 5)\n") in render_all_summary(summary)
+            "counted as failures.\n  d__a (fewer than 2)\n  d__b (fewer than 5)\n") in render_all_summary(summary)
+
+
+def test_a_run_wide_floor_stalls_scenarios_by_their_agent_llm_calls_as_the_harness_does():
+    # Mirrors the harness's add_scenario with min_agent_turns > 0: token_usage.agent.n_calls below the
+    # floor stalls a scenario whatever its own verdict; a floor of 0 stalls none, even one scored stalled.
+    run = calls(metrics_doc("d__a", agent_tokens=(1, 5, 5)), metrics_doc("d__b", agent_tokens=(3, 5, 5)),
+                stalled_doc("d__c", agent_tokens=(4, 5, 5)))
+    at_three = summarize(*run, min_agent_turns=3)
+    assert (at_three.stall_warning.scenarios, at_three.stall_warning.floors) == (("d__a",), (3,))
+    assert at_three.success_rate == Rate(1, 3)
+    at_zero = summarize(*run, min_agent_turns=0)
+    assert at_zero.stall_warning is None and at_zero.clean_exit_rate == Rate(3, 3)
     same = summarize(*calls(stalled_doc("d__b", min_agent_turns=5), stalled_doc("d__a", min_agent_turns=5)))
     assert "WARNING: 2 scenario(s) had fewer than 5 agent turn(s) (insufficient_agent_turns)" in render_all_summary(same)
 
@@ -391,6 +410,7 @@ def test_the_text_uses_the_harness_labels():
     summary = summarize(
         call_result("c1", metrics_doc("a__1", is_action_match=True, db_state_match=True, judge_score=0.8,
                                       judge_passed=True, db_state_assertion_verdicts=db_verdicts(True),
+                                      nl_assertion_pass_rate=1.0,
                                       agent_tokens=(1, 1, 1)), judge=judge_doc(nl_verdicts=[True])),
     )
     labels = set(parse_all_summary(render_all_summary(summary)))

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 import msgspec
 import pytest
@@ -33,14 +34,14 @@ def test_persona_renders_role_name_background_personality_and_speech():
     section = Persona(role="human user", name="Bob", background="A student.", personality="Impatient.",
                       language="English", accent="British", voice_config={"voice": "x"}).to_prompt_section()
     lines = section.split("\n")
-    assert lines[:5] == ["You are a human user named Bob.", "A student.", "Impatient.",
-                         "You speak English.", "Your accent is British."]
+    assert lines[:4] == ["You are a human user named Bob.", "A student.", "Impatient.",
+                         "You speak English with a British accent."]
     assert "voice" not in section  # voice and behaviour configs are not prompt material
 
 
 @pytest.mark.parametrize(("language", "accent", "sentence"), [
     ("Spanish", None, "You speak Spanish."),
-    (None, "Australian", "Your accent is Australian."),
+    (None, "Australian", "You speak with a Australian accent."),  # (the harness's sentence, article and all)
 ])
 def test_persona_renders_language_or_accent_alone(language, accent, sentence):
     assert sentence in Persona(role="user", language=language, accent=accent).to_prompt_section().split("\n")
@@ -54,9 +55,9 @@ def test_persona_leaves_out_what_it_does_not_have():
 
 def test_task_renders_background_then_goal():
     assert Task(goal="Order a pizza", background="You are hungry.").to_prompt_section() == (
-        "# Task\n\nYou are hungry.\nYour goal is to: Order a pizza"
+        "# Task\n\nYou are hungry.\n\nYour goal is to: Order a pizza\n\n"
     )
-    assert Task(goal="Order a pizza").to_prompt_section() == "# Task\n\nYour goal is to: Order a pizza"
+    assert Task(goal="Order a pizza").to_prompt_section() == "# Task\n\nYour goal is to: Order a pizza\n\n"
 
 
 def test_actions_number_instructions_and_bullet_guidelines():
@@ -66,9 +67,9 @@ def test_actions_number_instructions_and_bullet_guidelines():
     assert section.endswith("## Guidelines\nAlways comply with these guidelines during the task:\n- Never invent items")
 
 
-def test_empty_actions_and_resources_render_nothing():
-    assert Actions().to_prompt_section() == ""
-    assert Resources().to_prompt_section() == ""
+def test_empty_actions_and_resources_render_their_heading_as_the_harness_does():
+    assert Actions().to_prompt_section() == "# Actions"
+    assert Resources().to_prompt_section() == "# Resources"
 
 
 def test_resources_render_documents_information_and_info_sections():
@@ -111,14 +112,14 @@ def test_the_agent_prompt_joins_its_sections_in_order():
     scenario = pizza_scenario()
     prompt = scenario.get_agent_prompt()
     parts = [Persona(role="helpful AI agent").to_prompt_section(), Task(goal="Help the user order").to_prompt_section(),
-             Actions(guidelines=["Confirm before placing"]).to_prompt_section()]
-    assert prompt == "\n\n".join(parts)  # the tools-only resources render no section
+             Actions(guidelines=["Confirm before placing"]).to_prompt_section(), "# Resources"]
+    assert prompt == "\n\n".join(parts)  # the tools-only resources render their heading alone
 
 
 def test_the_user_prompt_skips_what_the_scenario_does_not_give():
     prompt = pizza_scenario().get_user_prompt()
     assert prompt.startswith("You are a human user named Lisa.\n")
-    assert prompt.endswith("# Task\n\nYour goal is to: Order a pepperoni pizza")
+    assert prompt.endswith("# Task\n\nYour goal is to: Order a pepperoni pizza\n\n")
 
 
 def test_tools_per_side():
@@ -141,10 +142,65 @@ def test_compute_is_successful_is_na_when_no_whitelisted_signal_applies():
     assert scenario.compute_is_successful({SuccessSignal.JUDGE_PASSED: None, SuccessSignal.CLEAN_EXIT: True}) == "N/A"
 
 
-def test_compute_is_successful_without_a_whitelist_uses_every_signal():
-    signals = {s: True for s in SuccessSignal}
-    assert Scenario().compute_is_successful(signals) is True
-    assert Scenario().compute_is_successful({**signals, SuccessSignal.NL_ASSERTION: False}) is False
+def test_compute_is_successful_without_a_whitelist_raises_as_the_harness_does():
+    # Mirrors the harness's Scenario.compute_is_successful ("success_signals is empty").
+    with pytest.raises(ValueError, match="success_signals is empty"):
+        Scenario().compute_is_successful({s: True for s in SuccessSignal})
+
+
+def test_an_empty_whitelist_is_refused_when_the_scenario_is_made():
+    with pytest.raises(ValueError, match="success_signals is empty"):
+        Scenario(name="qa__1", success_signals=())
+
+
+def test_a_concrete_subclass_without_a_whitelist_is_refused_when_the_class_is_made():
+    # Mirrors the harness's Scenario.__init_subclass__ (tests/unit/test_scenario_field_defaults.py): a
+    # class declaring `name` must resolve a non-empty success_signals; an abstract base need not.
+    class DomainBase(Scenario):
+        domain = "retail"
+
+    with pytest.raises(TypeError, match="success_signals must be a non-empty"):
+        class Concrete(DomainBase):
+            name = "retail__1"
+
+    with pytest.raises(TypeError, match="success_signals must be a non-empty"):
+        class EmptyWhitelist(DomainBase):
+            name = "retail__2"
+            success_signals = ()
+
+    class Fine(DomainBase):
+        name = "retail__3"
+        success_signals = (SuccessSignal.CLEAN_EXIT,)
+
+    assert Fine().to_scenario_spec()["success_signals"] == ["clean_exit"]
+
+
+def test_a_class_attribute_wins_over_the_constructor_argument_as_in_the_harness():
+    # The harness's __init__ sets expected_scenario_db (and its other arguments) only when the class
+    # has none: a subclass's class attribute wins.
+    class Airline(Scenario):
+        name = "airline__1"
+        success_signals = (SuccessSignal.DB_STATE_MATCH,)
+        expected_scenario_db = {"flights": {"f1": {"seats": 3}}}
+
+    made = Airline(expected_scenario_db={"flights": {}})
+    assert made.expected_scenario_db == {"flights": {"f1": {"seats": 3}}}
+    assert made.to_scenario_spec()["expected_db_hash"] == Airline().expected_db_hash()
+
+
+def test_a_cached_property_whitelist_derived_from_nl_assertions_is_computed_per_scenario():
+    class Retail(Scenario):
+        domain = "retail"
+
+        @cached_property
+        def success_signals(self):
+            signals = [SuccessSignal.ACTION_MATCH]
+            return signals + [SuccessSignal.NL_ASSERTION] if self.nl_assertions else signals
+
+    with_claims, without = Retail(name="retail__1", nl_assertions=["The agent apologised."]), Retail(name="retail__2")
+    assert with_claims.to_scenario_spec()["success_signals"] == ["is_action_match", "nl_assertion"]
+    assert without.to_scenario_spec()["success_signals"] == ["is_action_match"]
+    assert with_claims.compute_is_successful({"is_action_match": True, "nl_assertion": False}) is False
 
 
 def test_compute_is_successful_accepts_strings():
@@ -156,9 +212,10 @@ def test_a_verdict_that_is_no_bool_is_a_value_error_and_na_is_not_applicable():
     # Truthy to Python, "false" and 0.5 passed, and the composite with them.
     for verdict in ("false", 0.5, 1):
         with pytest.raises(ValueError, match="the verdict of 'clean_exit' must be True, False or None"):
-            Scenario().compute_is_successful({"clean_exit": verdict})
-    assert Scenario().compute_is_successful({"is_action_match": "N/A", "clean_exit": False}) is False
-    assert Scenario().compute_is_successful({"is_action_match": "N/A"}) == "N/A"
+            Scenario(success_signals=["clean_exit"]).compute_is_successful({"clean_exit": verdict})
+    both = Scenario(success_signals=["is_action_match", "clean_exit"])
+    assert both.compute_is_successful({"is_action_match": "N/A", "clean_exit": False}) is False
+    assert both.compute_is_successful({"is_action_match": "N/A"}) == "N/A"
 
 
 def test_an_unknown_whitelisted_signal_is_a_value_error():
@@ -203,7 +260,8 @@ def test_a_subclass_sets_its_parts_as_class_attributes_as_the_harness_classes_do
     assert PizzaScenario().agent_persona.name == "Bob"
     assert PizzaScenario(domain="default").domain == "default"
     larger = LargePizzaScenario(name="restaurant__large")
-    assert (larger.name, larger.domain, larger.user_task.goal) == ("restaurant__large", "restaurant", "Order a large pizza")
+    # (name is one of the harness's constructor arguments: the class attribute wins, as in the harness)
+    assert (larger.name, larger.domain, larger.user_task.goal) == ("restaurant__pizza", "restaurant", "Order a large pizza")
     assert (Scenario().domain, Scenario().agent_persona) == ("default", None)
 
 
@@ -317,7 +375,25 @@ def test_save_writes_the_scenario_and_its_reference_answer(tmp_path):
         "restaurant__pizza", ["clean_exit"], "helpful AI agent")
     assert json.loads((tmp_path / "restaurant__pizza" / Scenario.reference_file).read_text()) == [{"item": "pepperoni"}]
     Scenario(name="qa__1").save(str(tmp_path / "qa__1"))
-    assert sorted(p.name for p in (tmp_path / "qa__1").iterdir()) == ["scenario.json"]
+    assert sorted(p.name for p in (tmp_path / "qa__1").iterdir()) == [
+        "agent_prompt.txt", "agent_tools.json", "metadata.json", "scenario.json", "user_prompt.txt", "user_tools.json"]
+
+
+def test_save_writes_the_harness_files_and_a_string_reference_as_a_message(tmp_path):
+    # As the harness's Scenario.save: prompts, tools (their JSON string, as JSON), metadata, and a
+    # string reference answer saved as {"message": ...}.
+    scenario = pizza_scenario(success_signals=[SuccessSignal.CLEAN_EXIT], reference_answer="Your order is placed.",
+                              nl_assertions=["The agent confirmed."], expected_scenario_db={"orders": {}})
+    scenario.save(str(tmp_path))
+    assert json.loads((tmp_path / Scenario.reference_file).read_text()) == {"message": "Your order is placed."}
+    assert json.loads((tmp_path / "agent_tools.json").read_text()) == '{"PlaceOrderTool": {}}'
+    assert (tmp_path / "agent_prompt.txt").read_text() == scenario.get_agent_prompt()
+    metadata = json.loads((tmp_path / "metadata.json").read_text())
+    assert list(metadata) == ["name", "domain", "description", "max_duration", "noise_config", "ignore_capitalization",
+                              "ignore_punctuation", "clean_text", "disallow_extra_items", "success_signals",
+                              "nl_assertions", "expected_db_hash"]
+    assert metadata["expected_db_hash"] == db_state_hash({"orders": {}})
+    assert scenario.to_scenario_spec()["reference_answer"] == {"message": "Your order is placed."}
 
 
 def test_the_shared_state_hooks_default_to_nothing():

@@ -12,6 +12,7 @@ from scorers.runs import (
     load_run,
     parse_all_summary,
     render_all_summary,
+    summary_text,
 )
 from scorers.runs.export import scenario_directories
 from streams.files.exported_runs import read_export, write_export
@@ -48,7 +49,7 @@ def live_summary(results):
 def test_each_scenario_gets_its_metrics_and_judge_files_and_the_run_its_summary():
     files = export_run(live_run())
     assert sorted(files) == [
-        "all_summary.txt",
+        "all_latencies.csv", "all_metrics.json", "all_summary.txt",
         "eva_airline__1/metrics.json", "eva_airline__2/metrics.json", "qa__1/metrics.json",
         "tau2_retail__7/judge_result.json", "tau2_retail__7/metrics.json",
         "tau2_telecom__3/judge_result.json", "tau2_telecom__3/metrics.json", "tau2_telecom__4/metrics.json",
@@ -68,7 +69,7 @@ def test_the_export_holds_each_calls_highest_version():
     files = export_run([call_result("c1", metrics_doc("d__a", is_successful=True), version=2),
                         call_result("c1", metrics_doc("d__a", is_successful=False), version=1)])
     assert json.loads(files["d__a/metrics.json"])["is_successful"] is True
-    assert "Overall Success Rate: 100.00% (1/1)" in files["all_summary.txt"].decode()
+    assert "Overall Success Rate: 100.00% (1/1 scenarios" in files["all_summary.txt"].decode()
 
 
 def test_colliding_scenario_names_each_get_their_call_id_whatever_the_arrival_order():
@@ -76,7 +77,7 @@ def test_colliding_scenario_names_each_get_their_call_id_whatever_the_arrival_or
                call_result("c3", metrics_doc("d__other"))]
     forward, backward = export_run(results), export_run(list(reversed(results)))
     assert forward == backward
-    assert sorted(path for path in forward if path.endswith("metrics.json")) == [
+    assert sorted(path for path in forward if path.endswith("/metrics.json")) == [
         "d__other/metrics.json", "d__same.c1/metrics.json", "d__same.c2/metrics.json"]
 
 
@@ -93,7 +94,10 @@ def test_results_of_several_runs_cannot_be_exported_together():
 
 def test_the_exported_summary_is_the_live_summary_rendered():
     results = live_run()
-    assert export_run(results)["all_summary.txt"].decode() == render_all_summary(live_summary(results))
+    run = RunSummary(run_id=RUN)
+    for result in results:
+        run.add(result)
+    assert export_run(results)["all_summary.txt"].decode() == summary_text(run)
 
 
 def test_re_aggregating_the_exported_files_alone_gives_the_live_rates():
@@ -146,8 +150,8 @@ def test_a_run_written_to_disk_and_read_back_summarizes_the_same(tmp_path):
     assert (tmp_path / "run" / "tau2_retail__7" / "judge_result.json").is_file()
     on_disk = read_export(tmp_path / "run")
     assert on_disk == files
-    reloaded = load_run(on_disk, run_id=RUN).summary()
-    assert render_all_summary(reloaded).encode() == on_disk["all_summary.txt"]
+    reloaded = load_run(on_disk, run_id=RUN)
+    assert summary_text(reloaded).encode() == on_disk["all_summary.txt"]
 
 
 class _CutShort(dict):
