@@ -31,3 +31,19 @@ def oversized_result_reason(call_id: str, version: int, size: int, limit: int) -
     """Why a result was dead-lettered instead of published (the worker) or written (replay)."""
     return (f"the result (version {version}) of call {call_id!r} is {size} bytes, above the {limit}-byte limit "
             "for a message (CALLQA_MAX_MESSAGE_BYTES): not published")
+
+
+# A reason is one line for people and dashboards: a producer's event_id or type quoted in full made
+# reasons of 99,326 characters. Past this the middle is cut (the head names the event, the tail the
+# field and the problem); the dead letter keeps the record itself whole.
+MAX_REASON_CHARS = 800
+_REASON_HEAD_CHARS = 500
+_CUT = " … "
+
+
+def bounded_reason(reason: str) -> str:
+    """`reason` cut in the middle to at most MAX_REASON_CHARS characters."""
+    if len(reason) <= MAX_REASON_CHARS:
+        return reason
+    tail = MAX_REASON_CHARS - _REASON_HEAD_CHARS - len(_CUT)
+    return reason[:_REASON_HEAD_CHARS] + _CUT + reason[-tail:]

@@ -19,7 +19,7 @@ from typing import Iterable
 
 import msgspec
 
-from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
+from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument, bounded_reason
 from models.events import Event, JudgeResult, Watermark
 from models.results import CallResult
 from models.wire import MAX_MESSAGE_BYTES, Rejected, batch_item, decode_message, encode_event
@@ -75,6 +75,9 @@ class DeadLetter:
     event_id: str | None = None
     call_id: str | None = None
     batch_index: int | None = None
+
+    def __post_init__(self) -> None:
+        self.reason = bounded_reason(self.reason)
 
     def to_document(self) -> DeadLetterDocument:
         kept = self.original[:ORIGINAL_KEPT_BYTES]
