@@ -47,3 +47,11 @@ def bounded_reason(reason: str) -> str:
         return reason
     tail = MAX_REASON_CHARS - _REASON_HEAD_CHARS - len(_CUT)
     return reason[:_REASON_HEAD_CHARS] + _CUT + reason[-tail:]
+
+
+def failure_reason(event_id: str | None, exc: BaseException) -> str:
+    """Why an event (or a message, event_id None) that passed the decoder was dead-lettered: handling
+    it raised. A bug, not bad input, but one message must never stop a partition (the worker and
+    replay dead-letter it alike and go on)."""
+    subject = f"event {event_id!r}" if event_id is not None else "the message"
+    return f"{subject}: handling it failed ({type(exc).__name__}: {str(exc)[:200]}); dead-lettered, and its partition goes on"

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Collection, Iterable
 
-from models.deadletter import oversized_result_reason
+from models.deadletter import failure_reason, oversized_result_reason
 from models.events import Event, Watermark
 from models.results import CallResult
 from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message, record_call
@@ -215,11 +215,17 @@ def replay_partitions(
             if owned is not None and partition not in owned:
                 continue
             events += 1
-            processed = process(event, partition)
-            if processed.reason is not None or processed.result is not None:
-                emit(processed, event, index, EVENT_OUTCOME, position)
-            if anything_due(partition):
-                sweep(partition, index, EVENT_OUTCOME, position)
+            try:
+                processed = process(event, partition)
+                if processed.reason is not None or processed.result is not None:
+                    emit(processed, event, index, EVENT_OUTCOME, position)
+                if anything_due(partition):
+                    sweep(partition, index, EVENT_OUTCOME, position)
+            except Exception as exc:  # noqa: BLE001 - dead-lettered as the live worker does (streams/live.py)
+                report.rejected += 1
+                if on_dead_letter is not None:
+                    on_dead_letter((index, EVENT_OUTCOME, position),
+                                   Rejected(failure_reason(event.event_id, exc), b"", event.event_id, event.call_id), index)
         if on_record is not None:
             on_record(len(raw))
     report.records, report.events = records_read, events
