@@ -33,6 +33,7 @@ from scorers.inactivity import (
 )
 from scorers.registry import ScorerRegistry, default_registry
 from scorers.text_forms import unicode_normal
+from scorers.future_time import from_the_future, future_reason
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
@@ -135,8 +136,17 @@ class CallEngine:
     retention_after_end_ms: int = 86_400_000
     calls: dict[str, CallState] = field(default_factory=dict)
     counters: EngineCounters = field(default_factory=EngineCounters)
+    # An event more than this past the clock is refused as from the future (0: no bound;
+    # scorers/future_time.py). The clock: `wall_clock_ms` when the caller sets it (the live worker,
+    # before each message), else the log's own time, the highest event time accepted on the partition.
+    future_bound_ms: int = 0
+    wall_clock_ms: int | None = None
+    # By partition, new calls refused as too late (behind the watermark by more than the retention):
+    # a partition whose time was moved too far ahead refuses them all (`/health` shows it).
+    too_late: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._log_time: dict[int, int] = {}  # the highest event time accepted by partition (no wall clock)
         self.sweeper = InactivitySweeper(self.allowed_lateness_ms, max_leap_ms=self.max_watermark_leap_ms)
         # Kept at least the allowed lateness: an event of a call forgotten sooner, arriving within the
         # lateness, would be taken up as a new call and publish a second version 1 (retention 0 did).
@@ -155,9 +165,17 @@ class CallEngine:
         alone (the caller sets it from the journal afterwards, `InactivitySweeper.restore_time`), so
         nothing is decided against a time it would only have half rebuilt."""
         # Runs for every event: locals instead of repeated attribute lookups.
+        if self.future_bound_ms and not refold:
+            future = self._from_the_future(event, partition)
+            if future is not None:
+                return future
         if isinstance(event, Watermark):
             self.counters.watermarks += 1
-            self.sweeper.observe(partition, event.ts_ms)
+            if event.data.reset:  # an operator's command: the partition's time starts again from here
+                self.sweeper.reset_time(partition, event.ts_ms)
+                self._log_time[partition] = event.ts_ms
+            else:
+                self.sweeper.observe(partition, event.ts_ms)
             if event.data.end_of_input:
                 named, told = event.data.calls, self._end_of_input
                 if named is None:
@@ -181,7 +199,7 @@ class CallEngine:
                                                     "after its retention)")
             watermark = None if refold else self.sweeper.watermark(partition)
             if watermark is not None and event.ts_ms < watermark - self._forgetting_span_ms():
-                return self._too_late_for_a_new_call(event, watermark)
+                return self._too_late_for_a_new_call(event, watermark, partition)
             call = self.calls[call_id] = new_call(call_id, self.registry)
             self.counters.calls += 1
         if position is not None:
@@ -267,12 +285,27 @@ class CallEngine:
         Never less than the allowed lateness: a new call's first event reordered within it is taken up."""
         return max(self.retention_after_end_ms, self.allowed_lateness_ms)
 
-    def _too_late_for_a_new_call(self, event: Event, watermark: int) -> Processed:
+    def _from_the_future(self, event: Event, partition: int) -> Processed | None:
+        """The refusal of an event stamped too far past the clock (None: it is not); without a wall
+        clock, an event that is not refused moves the log's time."""
+        wall = self.wall_clock_ms
+        clock = wall if wall is not None else self._log_time.get(partition)
+        if from_the_future(event.ts_ms, clock, self.future_bound_ms):
+            assert clock is not None
+            self.counters.rejected += 1
+            name = "this worker's clock" if wall is not None else "the log's time on its partition (the latest event time accepted there)"
+            return Processed("rejected", reason=future_reason(event.event_id, event.ts_ms, clock, self.future_bound_ms, name))
+        if wall is None and type(event) is not JudgeResult and event.ts_ms > self._log_time.get(partition, -1):
+            self._log_time[partition] = event.ts_ms
+        return None
+
+    def _too_late_for_a_new_call(self, event: Event, watermark: int, partition: int) -> Processed:
         """An event of a call not held, older than the retention: its call may have ended and been
         forgotten, and taking it up as a new call would publish a second version 1 over its result."""
         if is_inactivity_end(event):
             return self._superseded_sweep_end(None)
         self.counters.rejected += 1
+        self.too_late[partition] = self.too_late.get(partition, 0) + 1
         tag = event.__struct_config__.tag
         return Processed("rejected", reason=(
             f"event {event.event_id!r}: a {tag!r} event of call {event.call_id!r}, which is not held, at event time "
@@ -366,3 +399,5 @@ class CallEngine:
             self.sweeper.forget_partition(partition)
             self._retained.forget_partition(partition)
             self._end_of_input.pop(partition, None)
+            self._log_time.pop(partition, None)
+            self.too_late.pop(partition, None)

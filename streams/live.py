@@ -15,11 +15,11 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 import msgspec
 
-from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument, bounded_reason
+from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument, bounded_reason, failure_reason
 from models.events import Event, JudgeResult, Watermark
 from models.results import CallResult
 from models.wire import MAX_MESSAGE_BYTES, Rejected, batch_item, decode_message, encode_event
@@ -147,6 +147,8 @@ class LiveScorer:
     # What the worker keeps about each partition it has taken up, besides its calls.
     partitions: dict[int, PartitionState] = field(default_factory=dict)
     dead_lettered: int = 0  # dead letters handed out since start (undecodable parts included)
+    # The worker's clock (Unix seconds): what an event from the future is measured against.
+    clock: Callable[[], float] = time.time
     offsets_went_back: int = 0  # times a partition's offsets started again lower (`_offsets_went_back`)
 
     def is_restored(self, partition: int) -> bool:
@@ -175,6 +177,8 @@ class LiveScorer:
         out = Outbox(forget=state.expired_at_restore)
         state.expired_at_restore = []
         self._republish_lost_results(state, offset, out)
+        if self.engine.future_bound_ms:
+            self.engine.wall_clock_ms = int(self.clock() * 1000)
         decoded = decode_message(value, self.max_message_bytes)
         for rejected in decoded.rejected:
             out.dead_letters.append(self._dead_letter(rejected, topic, partition, offset))
@@ -195,52 +199,73 @@ class LiveScorer:
         # Checked once per call the message names, not per event (nearly always: none).
         strays = self._strays(events, partition, one_call) if self.topic_partitions is not None else None
         for index, event in enumerate(events):
-            if applied_before and event.call_id not in calls:
-                continue
-            if strays and event.call_id in strays and type(event) is not Watermark:
-                all_applied = False
-                out.dead_letters.append(DeadLetter(
-                    f"event {event.event_id!r}: call {event.call_id!r} belongs to partition {strays[event.call_id]} "
-                    f"(the Java client's default partitioner, murmur2, on its call_id), but this message came on "
-                    f"partition {partition}: a call's events must all reach its partition (key its messages by "
-                    "call_id; librdkafka-based clients such as confluent-kafka and kcat hash keys with CRC32 "
-                    "unless set with partitioner=murmur2_random, and Go's sarama and kafka-go need a murmur2 "
-                    "partitioner too)",
-                    topic, partition, offset, *_original(event, value, decoded.batch_index_of(index))))
-                continue
-            position = (offset << INDEX_BITS) | (index << 1)  # (`event_position`, inline)
-            processed = process(event, partition, position)
-            status = processed.status
-            if status == "applied":
-                # (An applied event is dead-lettered only when its result could not be assembled: only
-                # then is its batch index looked up.)
-                if not one_call:
-                    where = (value, None if processed.reason is None else decoded.batch_index_of(index))
-                    self._collect(processed, event, partition, position, topic, offset, out, where)
-                else:
-                    applied.append((position, event))
-                    if processed.result is not None:
-                        out.results.append(processed.result)
-                    elif processed.reason is not None:
-                        self._refused(processed.reason, event, topic, partition, offset, out,
-                                      (value, decoded.batch_index_of(index)))
-            else:
-                all_applied = False
-                if status != "redelivered":  # (redelivered: its lost outputs were published again above)
-                    self._collect(processed, event, partition, position, topic, offset, out,
-                                  (value, decoded.batch_index_of(index)))
-            if anything_due(partition):
-                forgotten = self._settle(partition, sweep_position(offset, index), topic, offset, out)
-                if applied and events[0].call_id in forgotten:
-                    # Journaled whole or event by event, what the message did to the call before it was
-                    # forgotten would bring it back on restore: what comes after is a new call of its id.
-                    applied.clear()
+            try:
+                if applied_before and event.call_id not in calls:
+                    continue
+                if strays and event.call_id in strays and type(event) is not Watermark:
                     all_applied = False
+                    out.dead_letters.append(DeadLetter(
+                        f"event {event.event_id!r}: call {event.call_id!r} belongs to partition {strays[event.call_id]} "
+                        f"(the Java client's default partitioner, murmur2, on its call_id), but this message came on "
+                        f"partition {partition}: a call's events must all reach its partition (key its messages by "
+                        "call_id; librdkafka-based clients such as confluent-kafka and kcat hash keys with CRC32 "
+                        "unless set with partitioner=murmur2_random, and Go's sarama and kafka-go need a murmur2 "
+                        "partitioner too)",
+                        topic, partition, offset, *_original(event, value, decoded.batch_index_of(index))))
+                    continue
+                position = (offset << INDEX_BITS) | (index << 1)  # (`event_position`, inline)
+                processed = process(event, partition, position)
+                status = processed.status
+                if status == "applied":
+                    # (An applied event is dead-lettered only when its result could not be assembled: only
+                    # then is its batch index looked up.)
+                    if not one_call:
+                        where = (value, None if processed.reason is None else decoded.batch_index_of(index))
+                        self._collect(processed, event, partition, position, topic, offset, out, where)
+                    else:
+                        applied.append((position, event))
+                        if processed.result is not None:
+                            out.results.append(processed.result)
+                        elif processed.reason is not None:
+                            self._refused(processed.reason, event, topic, partition, offset, out,
+                                          (value, decoded.batch_index_of(index)))
+                else:
+                    all_applied = False
+                    if status == "watermark" and event.data.reset:  # (a lower time must reach the journal too)
+                        state.journaled_watermark_ms = -1
+                    if status != "redelivered":  # (redelivered: its lost outputs were published again above)
+                        self._collect(processed, event, partition, position, topic, offset, out,
+                                      (value, decoded.batch_index_of(index)))
+                if anything_due(partition):
+                    forgotten = self._settle(partition, sweep_position(offset, index), topic, offset, out)
+                    if applied and events[0].call_id in forgotten:
+                        # Journaled whole or event by event, what the message did to the call before it was
+                        # forgotten would bring it back on restore: what comes after is a new call of its id.
+                        applied.clear()
+                        all_applied = False
+            except Exception as exc:  # noqa: BLE001 - a bug on one event must not stop the partition
+                all_applied = False
+                applied = [entry for entry in applied if entry[1] is not event]
+                self._failed(exc, event, topic, partition, offset, out, (value, decoded.batch_index_of(index)))
         if applied:
-            self._journal_one_call(events[0].call_id, applied, all_applied, value, offset, partition, out)
+            try:
+                self._journal_one_call(events[0].call_id, applied, all_applied, value, offset, partition, out)
+            except Exception as exc:  # noqa: BLE001 - what the journal cannot hold is dead-lettered, not a stop
+                out.journal.pop(events[0].call_id, None)
+                for _, event in applied:
+                    self._failed(exc, event, topic, partition, offset, out, (value, decoded.batch_index_of(events.index(event))))
         self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
         self.dead_lettered += len(out.dead_letters)
         return out
+
+    def failed_message(self, exc: Exception, value: bytes, topic: str, partition: int, offset: int) -> Outbox:
+        """The outbox of a message whose handling raised outside any one event (a bug): the message is
+        dead-lettered with the failure, and the partition goes on."""
+        reason = failure_reason(None, exc)
+        logger.error("%s[%s]@%s: %s", topic, partition, offset, reason[:300])
+        self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
+        self.dead_lettered += 1
+        return Outbox(dead_letters=[DeadLetter(reason, topic, partition, offset, value)])
 
     def _settle(self, partition: int, position: int, topic: str, offset: int, out: Outbox) -> list[str]:
         """After an event, as after a message of its own: end the partition's calls that are due (at
@@ -302,6 +327,11 @@ class LiveScorer:
             self._refused(processed.reason, event, topic, partition, offset, out, where)
         if processed.result is not None:
             out.results.append(processed.result)
+
+    def _failed(self, exc: Exception, event: Event, topic: str, partition: int, offset: int, out: Outbox,
+                where: tuple[bytes, int | None]) -> None:
+        logger.error("%s[%s]@%s: %s", topic, partition, offset, failure_reason(event.event_id, exc)[:300])
+        self._refused(failure_reason(event.event_id, exc), event, topic, partition, offset, out, where)
 
     @staticmethod
     def _refused(reason: str, event: Event, topic: str, partition: int, offset: int, out: Outbox,

@@ -44,4 +44,5 @@ def build_engine(settings: Settings, cohorts_file: str | None = None) -> CallEng
         allowed_lateness_ms=settings.allowed_lateness_ms,
         max_watermark_leap_ms=settings.max_watermark_leap_ms,
         retention_after_end_ms=int(settings.retention_after_end_s * 1000),
+        future_bound_ms=int(settings.future_bound_s * 1000),
     )
