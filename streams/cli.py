@@ -576,6 +576,21 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_watermark(args: argparse.Namespace) -> int:
+    """Reset a partition's time (streams/send/watermark_reset.py)."""
+    import asyncio
+
+    from streams.send.watermark_reset import publish_reset
+
+    try:
+        event = asyncio.run(publish_reset(_settings(args), args.partition, args.to_ms))
+    except ValueError as exc:
+        print(f"callqa watermark reset: {exc}", file=sys.stderr)
+        return 2
+    print(f"published a watermark reset of partition {args.partition} to event time {event.ts_ms}", file=sys.stderr)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from streams.demo import run_demo
 
@@ -706,6 +721,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("kind", choices=["cohorts", "rules"])
     p.add_argument("file", help="JSON or TOML")
     p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser("watermark", help="reset a partition's time when it was moved too far ahead")
+    kafka_options(p)
+    p.add_argument("action", choices=["reset"])
+    p.add_argument("--partition", type=int, required=True, help="the events topic's partition")
+    p.add_argument("--to-ms", type=int, help="the event time (Unix ms) to set it to; default: this machine's clock")
+    p.set_defaults(func=cmd_watermark)
 
     p = sub.add_parser("demo", help="broker + worker + the bundled sample calls → scored table")
     p.add_argument("--log", help="another log instead of the bundled sample")

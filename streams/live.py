@@ -258,6 +258,17 @@ class LiveScorer:
         self.dead_lettered += len(out.dead_letters)
         return out
 
+    def refusing_late_calls(self, now_ms: int) -> dict[str, dict[str, int | None]]:
+        """For /health: each partition that has refused new calls as too late, with how many of their
+        events, its time and how far that is ahead of this worker's clock (far ahead: a time moved too
+        far, which `callqa watermark reset --partition N` brings back)."""
+        report: dict[str, dict[str, int | None]] = {}
+        for partition, refused in sorted(self.engine.too_late.items()):
+            watermark = self.engine.sweeper.watermark(partition)
+            report[str(partition)] = {"refused_as_too_late": refused, "watermark_ms": watermark,
+                                      "ahead_of_clock_ms": None if watermark is None else watermark - now_ms}
+        return report
+
     def failed_message(self, exc: Exception, value: bytes, topic: str, partition: int, offset: int) -> Outbox:
         """The outbox of a message whose handling raised outside any one event (a bug): the message is
         dead-lettered with the failure, and the partition goes on."""
