@@ -6,8 +6,8 @@ ahead, so every new call on it was refused as too late. So an event (a `watermar
 `ts_ms` lies more than `bound_ms` past the clock is refused, whoever confirms it.
 
 Which clock: the live worker's own (its wall clock when the message is handled). Replay reads no
-clock: it uses the log's own time, the highest event time it has accepted so far on the event's
-partition (none yet: nothing to compare with, the event is taken). Both are deterministic for the
+clock: it uses the log's own time, the highest event time it has read so far on the event's partition,
+those refused as from the future aside (none yet: nothing to compare with, the event is taken). Both are deterministic for the
 worker's recorded topic in the usual case: an event years ahead is refused by both; see
 docs/guides/hostile-input.md for where they can differ.
 """
