@@ -17,6 +17,7 @@ from typing import Iterable, Literal
 import msgspec
 
 from models.call_state import CallState
+from models.deadletter import failure_reason
 from models.events import (AFTER_END_CLASSES, RESCORE_CLASSES, CallEnded, CallStarted, Event, JudgeResult,
                            TranscriptCorrected, Watermark, event_signature, signature_parts)
 from models.results import CallResult
@@ -271,6 +272,16 @@ class CallEngine:
             return Processed("applied", call, reason=unscored_reason(event, call.version, exc))
         self.counters.results += 1
         return Processed("applied", call, result)
+
+    def process_guarded(self, event: Event, partition: int = 0, position: int | None = None) -> Processed:
+        """`process`, with a failure turned into the event's refusal: a bug on one event (what the
+        decoder let through and the engine cannot take) must never stop a partition. The worker and
+        replay both process through here, so they dead-letter such an event alike."""
+        try:
+            return self.process(event, partition, position)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, it is that event's, not the stream's
+            self.counters.rejected += 1
+            return Processed("rejected", self.calls.get(event.call_id), reason=failure_reason(event.event_id, exc))
 
     def _swept_because(self, call: CallState) -> str:
         """Why the sweep ended `call`, for the events refused after that end: a producer behind the

@@ -191,7 +191,8 @@ class LiveScorer:
         applied: list[tuple[int, Event]] = []  # (position, event) of one call's message, applied
         all_applied = True
         engine = self.engine
-        process, anything_due = engine.process, engine.anything_due
+        # (Guarded: an event whose handling raises is dead-lettered with the failure, not a stop.)
+        process, anything_due = engine.process_guarded, engine.anything_due
         # Delivered again after a restart, with its changes in the journal: its events of calls no
         # longer held belong to calls forgotten since (or were refused then), not to new calls.
         applied_before = offset <= state.journaled_through_offset
@@ -199,61 +200,56 @@ class LiveScorer:
         # Checked once per call the message names, not per event (nearly always: none).
         strays = self._strays(events, partition, one_call) if self.topic_partitions is not None else None
         for index, event in enumerate(events):
-            try:
-                if applied_before and event.call_id not in calls:
-                    continue
-                if strays and event.call_id in strays and type(event) is not Watermark:
-                    all_applied = False
-                    out.dead_letters.append(DeadLetter(
-                        f"event {event.event_id!r}: call {event.call_id!r} belongs to partition {strays[event.call_id]} "
-                        f"(the Java client's default partitioner, murmur2, on its call_id), but this message came on "
-                        f"partition {partition}: a call's events must all reach its partition (key its messages by "
-                        "call_id; librdkafka-based clients such as confluent-kafka and kcat hash keys with CRC32 "
-                        "unless set with partitioner=murmur2_random, and Go's sarama and kafka-go need a murmur2 "
-                        "partitioner too)",
-                        topic, partition, offset, *_original(event, value, decoded.batch_index_of(index))))
-                    continue
-                position = (offset << INDEX_BITS) | (index << 1)  # (`event_position`, inline)
-                processed = process(event, partition, position)
-                status = processed.status
-                if status == "applied":
-                    # (An applied event is dead-lettered only when its result could not be assembled: only
-                    # then is its batch index looked up.)
-                    if not one_call:
-                        where = (value, None if processed.reason is None else decoded.batch_index_of(index))
-                        self._collect(processed, event, partition, position, topic, offset, out, where)
-                    else:
-                        applied.append((position, event))
-                        if processed.result is not None:
-                            out.results.append(processed.result)
-                        elif processed.reason is not None:
-                            self._refused(processed.reason, event, topic, partition, offset, out,
-                                          (value, decoded.batch_index_of(index)))
-                else:
-                    all_applied = False
-                    if status == "watermark" and event.data.reset:  # (a lower time must reach the journal too)
-                        state.journaled_watermark_ms = -1
-                    if status != "redelivered":  # (redelivered: its lost outputs were published again above)
-                        self._collect(processed, event, partition, position, topic, offset, out,
-                                      (value, decoded.batch_index_of(index)))
-                if anything_due(partition):
-                    forgotten = self._settle(partition, sweep_position(offset, index), topic, offset, out)
-                    if applied and events[0].call_id in forgotten:
-                        # Journaled whole or event by event, what the message did to the call before it was
-                        # forgotten would bring it back on restore: what comes after is a new call of its id.
-                        applied.clear()
-                        all_applied = False
-            except Exception as exc:  # noqa: BLE001 - a bug on one event must not stop the partition
+            if applied_before and event.call_id not in calls:
+                continue
+            if strays and event.call_id in strays and type(event) is not Watermark:
                 all_applied = False
-                applied = [entry for entry in applied if entry[1] is not event]
-                self._failed(exc, event, topic, partition, offset, out, (value, decoded.batch_index_of(index)))
+                out.dead_letters.append(DeadLetter(
+                    f"event {event.event_id!r}: call {event.call_id!r} belongs to partition {strays[event.call_id]} "
+                    f"(the Java client's default partitioner, murmur2, on its call_id), but this message came on "
+                    f"partition {partition}: a call's events must all reach its partition (key its messages by "
+                    "call_id; librdkafka-based clients such as confluent-kafka and kcat hash keys with CRC32 "
+                    "unless set with partitioner=murmur2_random, and Go's sarama and kafka-go need a murmur2 "
+                    "partitioner too)",
+                    topic, partition, offset, *_original(event, value, decoded.batch_index_of(index))))
+                continue
+            position = (offset << INDEX_BITS) | (index << 1)  # (`event_position`, inline)
+            processed = process(event, partition, position)
+            status = processed.status
+            if status == "applied":
+                # (An applied event is dead-lettered only when its result could not be assembled: only
+                # then is its batch index looked up.)
+                if not one_call:
+                    where = (value, None if processed.reason is None else decoded.batch_index_of(index))
+                    self._collect(processed, event, partition, position, topic, offset, out, where)
+                else:
+                    applied.append((position, event))
+                    if processed.result is not None:
+                        out.results.append(processed.result)
+                    elif processed.reason is not None:
+                        self._refused(processed.reason, event, topic, partition, offset, out,
+                                      (value, decoded.batch_index_of(index)))
+            else:
+                all_applied = False
+                if status == "watermark" and event.data.reset:  # (a lower time must reach the journal too)
+                    state.journaled_watermark_ms = -1
+                if status != "redelivered":  # (redelivered: its lost outputs were published again above)
+                    self._collect(processed, event, partition, position, topic, offset, out,
+                                  (value, decoded.batch_index_of(index)))
+            if anything_due(partition):
+                forgotten = self._settle(partition, sweep_position(offset, index), topic, offset, out)
+                if applied and events[0].call_id in forgotten:
+                    # Journaled whole or event by event, what the message did to the call before it was
+                    # forgotten would bring it back on restore: what comes after is a new call of its id.
+                    applied.clear()
+                    all_applied = False
         if applied:
             try:
                 self._journal_one_call(events[0].call_id, applied, all_applied, value, offset, partition, out)
             except Exception as exc:  # noqa: BLE001 - what the journal cannot hold is dead-lettered, not a stop
                 out.journal.pop(events[0].call_id, None)
                 for _, event in applied:
-                    self._failed(exc, event, topic, partition, offset, out, (value, decoded.batch_index_of(events.index(event))))
+                    self._refused(failure_reason(event.event_id, exc), event, topic, partition, offset, out, (value, None))
         self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
         self.dead_lettered += len(out.dead_letters)
         return out
@@ -283,7 +279,7 @@ class LiveScorer:
         `position`), then forget its ended calls past their retention; returns those forgotten."""
         for synthetic in self.engine.sweep(partition):
             out.recorded_events.append(synthetic)
-            processed = self.engine.process(synthetic, partition, position)
+            processed = self.engine.process_guarded(synthetic, partition, position)
             self._collect(processed, synthetic, partition, position, topic, offset, out, (encode_event(synthetic), None))
         forgotten = self.engine.forget_expired(partition)
         for call_id in forgotten:
@@ -338,11 +334,6 @@ class LiveScorer:
             self._refused(processed.reason, event, topic, partition, offset, out, where)
         if processed.result is not None:
             out.results.append(processed.result)
-
-    def _failed(self, exc: Exception, event: Event, topic: str, partition: int, offset: int, out: Outbox,
-                where: tuple[bytes, int | None]) -> None:
-        logger.error("%s[%s]@%s: %s", topic, partition, offset, failure_reason(event.event_id, exc)[:300])
-        self._refused(failure_reason(event.event_id, exc), event, topic, partition, offset, out, where)
 
     @staticmethod
     def _refused(reason: str, event: Event, topic: str, partition: int, offset: int, out: Outbox,

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Collection, Iterable
 
-from models.deadletter import failure_reason, oversized_result_reason
+from models.deadletter import oversized_result_reason
 from models.events import Event, Watermark
 from models.results import CallResult
 from models.wire import MAX_MESSAGE_BYTES, Rejected, decode_message, record_call
@@ -155,7 +155,7 @@ def replay_partitions(
             on_result((index, phase, position), result, line)
 
     def feed(event: Event, partition: int, index: int, phase: int, position: int) -> None:
-        processed = engine.process(event, partition)
+        processed = engine.process_guarded(event, partition)
         if processed.reason is not None or processed.result is not None:
             emit(processed, event, index, phase, position)
 
@@ -183,7 +183,8 @@ def replay_partitions(
 
     # Runs for every record and event: locals instead of repeated lookups, and the common outcome
     # (applied, nothing to publish, nothing due) without a further call.
-    process, anything_due, known_partition = engine.process, engine.anything_due, partition_of_call.get
+    # (Guarded: an event whose handling raises is dead-lettered with the failure, as the worker does.)
+    process, anything_due, known_partition = engine.process_guarded, engine.anything_due, partition_of_call.get
     records_read = events = 0
     for index, raw in enumerate(records):
         records_read += 1
@@ -215,17 +216,11 @@ def replay_partitions(
             if owned is not None and partition not in owned:
                 continue
             events += 1
-            try:
-                processed = process(event, partition)
-                if processed.reason is not None or processed.result is not None:
-                    emit(processed, event, index, EVENT_OUTCOME, position)
-                if anything_due(partition):
-                    sweep(partition, index, EVENT_OUTCOME, position)
-            except Exception as exc:  # noqa: BLE001 - dead-lettered as the live worker does (streams/live.py)
-                report.rejected += 1
-                if on_dead_letter is not None:
-                    on_dead_letter((index, EVENT_OUTCOME, position),
-                                   Rejected(failure_reason(event.event_id, exc), b"", event.event_id, event.call_id), index)
+            processed = process(event, partition)
+            if processed.reason is not None or processed.result is not None:
+                emit(processed, event, index, EVENT_OUTCOME, position)
+            if anything_due(partition):
+                sweep(partition, index, EVENT_OUTCOME, position)
         if on_record is not None:
             on_record(len(raw))
     report.records, report.events = records_read, events
