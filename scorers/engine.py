@@ -137,9 +137,9 @@ class CallEngine:
     retention_after_end_ms: int = 86_400_000
     calls: dict[str, CallState] = field(default_factory=dict)
     counters: EngineCounters = field(default_factory=EngineCounters)
-    # An event more than this past the clock is refused as from the future (0: no bound;
-    # scorers/future_time.py). The clock: `wall_clock_ms` when the caller sets it (the live worker,
-    # before each message), else the log's own time, the highest event time accepted on the partition.
+    # An event more than this past `wall_clock_ms` is refused as from the future (0: no bound;
+    # scorers/future_time.py). The caller sets the clock: the live worker before each message, replay
+    # once when it starts (None: no check).
     future_bound_ms: int = 0
     wall_clock_ms: int | None = None
     # By partition, new calls refused as too late (behind the watermark by more than the retention):
@@ -147,7 +147,6 @@ class CallEngine:
     too_late: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._log_time: dict[int, int] = {}  # the highest event time accepted by partition (no wall clock)
         self.sweeper = InactivitySweeper(self.allowed_lateness_ms, max_leap_ms=self.max_watermark_leap_ms)
         # Kept at least the allowed lateness: an event of a call forgotten sooner, arriving within the
         # lateness, would be taken up as a new call and publish a second version 1 (retention 0 did).
@@ -166,15 +165,12 @@ class CallEngine:
         alone (the caller sets it from the journal afterwards, `InactivitySweeper.restore_time`), so
         nothing is decided against a time it would only have half rebuilt."""
         # Runs for every event: locals instead of repeated attribute lookups.
-        if self.future_bound_ms and not refold:
-            future = self._from_the_future(event, partition)
-            if future is not None:
-                return future
+        if self.future_bound_ms and not refold and from_the_future(event.ts_ms, self.wall_clock_ms, self.future_bound_ms):
+            return self._from_the_future(event)
         if isinstance(event, Watermark):
             self.counters.watermarks += 1
             if event.data.reset:  # an operator's command: the partition's time starts again from here
                 self.sweeper.reset_time(partition, event.ts_ms)
-                self._log_time[partition] = event.ts_ms
             else:
                 self.sweeper.observe(partition, event.ts_ms)
             if event.data.end_of_input:
@@ -296,19 +292,12 @@ class CallEngine:
         Never less than the allowed lateness: a new call's first event reordered within it is taken up."""
         return max(self.retention_after_end_ms, self.allowed_lateness_ms)
 
-    def _from_the_future(self, event: Event, partition: int) -> Processed | None:
-        """The refusal of an event stamped too far past the clock (None: it is not); without a wall
-        clock, an event that is not refused moves the log's time."""
-        wall = self.wall_clock_ms
-        clock = wall if wall is not None else self._log_time.get(partition)
-        if from_the_future(event.ts_ms, clock, self.future_bound_ms):
-            assert clock is not None
-            self.counters.rejected += 1
-            name = "this worker's clock" if wall is not None else "the log's time on its partition (the latest event time accepted there)"
-            return Processed("rejected", reason=future_reason(event.event_id, event.ts_ms, clock, self.future_bound_ms, name))
-        if wall is None and type(event) is not JudgeResult and event.ts_ms > self._log_time.get(partition, -1):
-            self._log_time[partition] = event.ts_ms
-        return None
+    def _from_the_future(self, event: Event) -> Processed:
+        """The refusal of an event stamped more than the bound past the clock."""
+        assert self.wall_clock_ms is not None
+        self.counters.rejected += 1
+        return Processed("rejected", reason=future_reason(event.event_id, event.ts_ms, self.wall_clock_ms,
+                                                          self.future_bound_ms))
 
     def _too_late_for_a_new_call(self, event: Event, watermark: int, partition: int) -> Processed:
         """An event of a call not held, older than the retention: its call may have ended and been
@@ -410,5 +399,4 @@ class CallEngine:
             self.sweeper.forget_partition(partition)
             self._retained.forget_partition(partition)
             self._end_of_input.pop(partition, None)
-            self._log_time.pop(partition, None)
             self.too_late.pop(partition, None)

@@ -12,6 +12,7 @@ import socket
 import stat
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -312,7 +313,8 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
             total = _count_records(log)  # (reads the log: a missing one fails here, before any output is kept)
             bar = progress_bar(total=total, desc="replay", unit="record")
             try:
-                report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts),
+                clock_ms = int(time.time() * 1000)  # (one reading for every job: scorers/future_time.py)
+                report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts, clock_ms),
                                     files, on_progress=(lambda records: bar.update(records - bar.n)) if shown(bar) else None,
                                     max_message_bytes=settings.max_message_bytes,
                                     max_result_bytes=settings.max_result_bytes)

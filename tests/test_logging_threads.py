@@ -40,11 +40,9 @@ def test_a_thread_logging_while_the_filter_forgets_old_messages_neither_crashes_
         except BaseException as exc:  # noqa: BLE001 - what the other thread met is the finding
             errors.append(exc)
 
-    Moment.meet = threading.Thread(target=other_thread_logs)
+    other = Moment.meet = threading.Thread(target=other_thread_logs)
     now[0] = 100.0
     assert repeats.filter(record("a new message, past the remembered limit"))  # forgets the old ones
-    (waiting,) = [thread for thread in threading.enumerate() if thread.name.startswith("Thread") and thread.is_alive()] or [None]
-    if waiting is not None:
-        waiting.join()
+    other.join()
     assert errors == []
     assert len(repeats._seen) == 2  # the old ones forgotten, both new ones kept
