@@ -22,6 +22,9 @@ from streams.partitioning import partition_of
 HOUR_MS = 3_600_000
 YEAR_MS = 365 * 24 * HOUR_MS
 MAX_TS_MS = 253_402_300_799_999
+# Messages of 200 KB and 1.1 MB (past the limit): this many in a run at most, so that a long run does
+# not fill the embedded broker's memory with them.
+MAX_HUGE = 30
 
 
 @dataclass
@@ -39,6 +42,7 @@ class HostileMessages:
         self.partitions = partitions
         self.now_ms = now_ms
         self.count = 0
+        self.huge = 0
         self.hostile = True  # whether the event being built may hold hostile values (about a third do)
 
     # -------------------------------------------------------------------------- building blocks
@@ -141,12 +145,13 @@ class HostileMessages:
 
     def message(self) -> Fuzzed:
         kind = self.rng.choices(["event", "batch", "random", "truncated", "mutated", "invalid-utf8", "stray", "huge",
-                                 "empty"], weights=[25, 20, 10, 10, 10, 8, 8, 1, 2])[0]
+                                 "empty"], weights=[25, 20, 10, 10, 10, 8, 8, 1 if self.huge < MAX_HUGE else 0, 2])[0]
         if kind == "random":
             value = bytes(self.rng.randrange(256) for _ in range(self.rng.randrange(1, 300)))
         elif kind == "empty":
             value = b""
         elif kind == "huge":
+            self.huge += 1
             event = self.event()
             event["data"] = {"role": "user", "text": "y" * self.rng.choice([200_000, 1_100_000])}
             event["type"] = "turn"

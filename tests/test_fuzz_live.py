@@ -4,7 +4,7 @@ scored or dead-lettered with a bounded reason, a replay of the same bytes agrees
 and good calls sent afterwards score exactly as replay scores them. Then a short kill -9 loop under
 load: nothing lost, live equal to replay.
 
-CALLQA_FUZZ_MESSAGES sets how many (default 3,000; 100,000 for the long run), CALLQA_FUZZ_SEED the seed.
+FUZZ_MESSAGES sets how many (default 3,000; 100,000 for the long run), FUZZ_SEED the seed.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ from streams.wiring import build_engine
 
 pytestmark = pytest.mark.broker
 
-FUZZ_MESSAGES = int(os.environ.get("CALLQA_FUZZ_MESSAGES", "3000"))
-FUZZ_SEED = int(os.environ.get("CALLQA_FUZZ_SEED", "37"))
+FUZZ_MESSAGES = int(os.environ.get("FUZZ_MESSAGES", "3000"))
+FUZZ_SEED = int(os.environ.get("FUZZ_SEED", "37"))
 PARTITIONS = 4
 REASON_BOUND = 800
+# Time enough for the long run (pytest-timeout's 300 s is for the default one).
+FUZZ_TIMEOUT_S = max(300, FUZZ_MESSAGES // 60)
 
 
 def good_call(call_id: str, ts: int) -> list[bytes]:
@@ -97,6 +99,7 @@ def replayed(settings, sent: list[tuple[tuple[int, int], Fuzzed]]):
     return results, letters
 
 
+@pytest.mark.timeout(FUZZ_TIMEOUT_S * 2)
 def test_hostile_messages_never_stop_a_worker_and_score_as_replay_scores_them(broker, topic_prefix):
     settings = settings_for(broker, topic_prefix, partitions=PARTITIONS)
     now_ms = int(time.time() * 1000)
@@ -110,9 +113,9 @@ def test_hostile_messages_never_stop_a_worker_and_score_as_replay_scores_them(br
         expected_results, expected_letters = replayed(settings, sent)
         strays = [where for where, message in sent if message.stray]
         after_calls = {message.key.decode() for message in after}
-        live = collect_results(settings, {call_id: {"version": 1} for call_id in after_calls}, timeout_s=300)
+        live = collect_results(settings, {call_id: {"version": 1} for call_id in after_calls}, timeout_s=FUZZ_TIMEOUT_S)
         wanted = sum(len(reasons) for reasons in expected_letters.values()) + len(strays)
-        letters = collect(settings, TopicNames(topic_prefix).deadletter, lambda records: len(records) >= wanted, 300)
+        letters = collect(settings, TopicNames(topic_prefix).deadletter, lambda records: len(records) >= wanted, FUZZ_TIMEOUT_S)
         health = worker.health()
         alive = worker.process.poll() is None
     finally:
