@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from msgspec import Struct
 
 
@@ -31,3 +33,42 @@ def oversized_result_reason(call_id: str, version: int, size: int, limit: int) -
     """Why a result was dead-lettered instead of published (the worker) or written (replay)."""
     return (f"the result (version {version}) of call {call_id!r} is {size} bytes, above the {limit}-byte limit "
             "for a message (CALLQA_MAX_MESSAGE_BYTES): not published")
+
+
+# A reason is one line for people and dashboards: a producer's event_id or type quoted in full made
+# reasons of 99,326 characters. Past this its long quoted values are cut, then if need be its middle
+# (the head names the event, the tail the field and the problem); the dead letter keeps the record whole.
+MAX_REASON_CHARS = 800
+_REASON_HEAD_CHARS = 500
+_CUT = " … "
+
+
+# A value the reason quotes (an id, a type) longer than this is cut first: what the reason says of it
+# stays whole.
+QUOTED_KEPT_CHARS = 60
+_LONG_QUOTED = re.compile(r"'([^'\n]{%d,})'|\"([^\"\n]{%d,})\"" % (QUOTED_KEPT_CHARS + 20, QUOTED_KEPT_CHARS + 20))
+
+
+def _cut_quoted(match: re.Match[str]) -> str:
+    quote = match.group(0)[0]
+    return f"{quote}{match.group(0)[1:QUOTED_KEPT_CHARS + 1]}…{quote}"
+
+
+def bounded_reason(reason: str) -> str:
+    """`reason` with its long quoted values cut, then cut in the middle if still longer than
+    MAX_REASON_CHARS."""
+    if len(reason) <= MAX_REASON_CHARS:
+        return reason
+    reason = _LONG_QUOTED.sub(_cut_quoted, reason)
+    if len(reason) <= MAX_REASON_CHARS:
+        return reason
+    tail = MAX_REASON_CHARS - _REASON_HEAD_CHARS - len(_CUT)
+    return reason[:_REASON_HEAD_CHARS] + _CUT + reason[-tail:]
+
+
+def failure_reason(event_id: str | None, exc: BaseException) -> str:
+    """Why an event (or a message, event_id None) that passed the decoder was dead-lettered: handling
+    it raised. A bug, not bad input, but one message must never stop a partition (the worker and
+    replay dead-letter it alike and go on)."""
+    subject = f"event {event_id!r}" if event_id is not None else "the message"
+    return f"{subject}: handling it failed ({type(exc).__name__}: {str(exc)[:200]}); dead-lettered, and its partition goes on"

@@ -217,6 +217,9 @@ class WatermarkData(Struct, forbid_unknown_fields=False, gc=False):
     end_of_input: bool = False
     partition: int | None = None
     calls: list[str] | None = None
+    # An operator's reset (`callqa watermark reset`): the partition's time is set to `ts_ms`, even
+    # lower than it was, and a leap it held back is dropped; for a partition moved too far ahead.
+    reset: bool = False
 
 
 # ---------------------------------------------------------------------------------------- envelopes

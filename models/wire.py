@@ -16,7 +16,9 @@ from typing import Any, Callable
 
 import msgspec
 
+from models.deadletter import bounded_reason
 from models.events import CONTRACT_VERSION, EVENT_TYPES, AnyEvent, Event, Watermark
+from models.wire_limits import limit_problem
 
 MAX_MESSAGE_BYTES = 1_048_576
 
@@ -63,6 +65,9 @@ class Rejected:
     event_id: str | None = None
     call_id: str | None = None
     batch_index: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", bounded_reason(self.reason))  # (frozen: set once, here)
 
 
 class Decoded(msgspec.Struct, gc=False):  # (one per message: see scorers.engine.Processed)
@@ -219,6 +224,9 @@ def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> An
         return _reject(codec, raw, "undecodable: nested too deeply", batch_index)
     if not event.event_id or not event.call_id:
         return _reject(codec, raw, "event_id and call_id must not be empty", batch_index)
+    problem = limit_problem(event)  # (what the journal or a result could not hold: models/wire_limits.py)
+    if problem is not None:
+        return _reject(codec, raw, problem, batch_index)
     return event
 
 
@@ -265,7 +273,7 @@ def decode_message(raw: bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> Decoded:
         except _NOT_COMMON:
             pass
         else:
-            if event.event_id and event.call_id:
+            if event.event_id and event.call_id and limit_problem(event) is None:
                 return Decoded([event], [])
     if raw is None or len(raw) == 0:
         return Decoded([], [Rejected("empty message", raw or b"")])
@@ -384,7 +392,7 @@ def _decode_common(codec: _Codec, raw: bytes) -> Decoded | None:
             event = codec.event.decode(raw)
         except _NOT_COMMON:
             return None
-        return Decoded([event], []) if event.event_id and event.call_id else None
+        return Decoded([event], []) if event.event_id and event.call_id and limit_problem(event) is None else None
     # Probably a batch: try that first (a failed decode costs an exception); anything else (a single
     # event whose text holds the key, a batch with a bad item, a record that is both) the full path reads.
     try:
@@ -395,7 +403,8 @@ def _decode_common(codec: _Codec, raw: bytes) -> Decoded | None:
         return None  # could also read as one event (it has a type), or is refused: the full path decides
     call_id = batch.call_id
     for event in batch.events:
-        if not event.event_id or not event.call_id or (call_id is not None and event.call_id != call_id):
+        if not event.event_id or not event.call_id or (call_id is not None and event.call_id != call_id) \
+                or limit_problem(event) is not None:
             return None
     return Decoded(batch.events, [], is_batch=True)
 

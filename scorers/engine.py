@@ -17,6 +17,7 @@ from typing import Iterable, Literal
 import msgspec
 
 from models.call_state import CallState
+from models.deadletter import failure_reason
 from models.events import (AFTER_END_CLASSES, RESCORE_CLASSES, CallEnded, CallStarted, Event, JudgeResult,
                            TranscriptCorrected, Watermark, event_signature, signature_parts)
 from models.results import CallResult
@@ -33,6 +34,7 @@ from scorers.inactivity import (
 )
 from scorers.registry import ScorerRegistry, default_registry
 from scorers.text_forms import unicode_normal
+from scorers.future_time import from_the_future, future_reason
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
@@ -135,6 +137,14 @@ class CallEngine:
     retention_after_end_ms: int = 86_400_000
     calls: dict[str, CallState] = field(default_factory=dict)
     counters: EngineCounters = field(default_factory=EngineCounters)
+    # An event more than this past `wall_clock_ms` is refused as from the future (0: no bound;
+    # scorers/future_time.py). The caller sets the clock: the live worker before each message, replay
+    # once when it starts (None: no check).
+    future_bound_ms: int = 0
+    wall_clock_ms: int | None = None
+    # By partition, new calls refused as too late (behind the watermark by more than the retention):
+    # a partition whose time was moved too far ahead refuses them all (`/health` shows it).
+    too_late: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.sweeper = InactivitySweeper(self.allowed_lateness_ms, max_leap_ms=self.max_watermark_leap_ms)
@@ -155,9 +165,14 @@ class CallEngine:
         alone (the caller sets it from the journal afterwards, `InactivitySweeper.restore_time`), so
         nothing is decided against a time it would only have half rebuilt."""
         # Runs for every event: locals instead of repeated attribute lookups.
+        if self.future_bound_ms and not refold and from_the_future(event.ts_ms, self.wall_clock_ms, self.future_bound_ms):
+            return self._from_the_future(event)
         if isinstance(event, Watermark):
             self.counters.watermarks += 1
-            self.sweeper.observe(partition, event.ts_ms)
+            if event.data.reset:  # an operator's command: the partition's time starts again from here
+                self.sweeper.reset_time(partition, event.ts_ms)
+            else:
+                self.sweeper.observe(partition, event.ts_ms)
             if event.data.end_of_input:
                 named, told = event.data.calls, self._end_of_input
                 if named is None:
@@ -181,7 +196,7 @@ class CallEngine:
                                                     "after its retention)")
             watermark = None if refold else self.sweeper.watermark(partition)
             if watermark is not None and event.ts_ms < watermark - self._forgetting_span_ms():
-                return self._too_late_for_a_new_call(event, watermark)
+                return self._too_late_for_a_new_call(event, watermark, partition)
             call = self.calls[call_id] = new_call(call_id, self.registry)
             self.counters.calls += 1
         if position is not None:
@@ -254,6 +269,16 @@ class CallEngine:
         self.counters.results += 1
         return Processed("applied", call, result)
 
+    def process_guarded(self, event: Event, partition: int = 0, position: int | None = None) -> Processed:
+        """`process`, with a failure turned into the event's refusal: a bug on one event (what the
+        decoder let through and the engine cannot take) must never stop a partition. The worker and
+        replay both process through here, so they dead-letter such an event alike."""
+        try:
+            return self.process(event, partition, position)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, it is that event's, not the stream's
+            self.counters.rejected += 1
+            return Processed("rejected", self.calls.get(event.call_id), reason=failure_reason(event.event_id, exc))
+
     def _swept_because(self, call: CallState) -> str:
         """Why the sweep ended `call`, for the events refused after that end: a producer behind the
         others (calls sent once they end, a clock that runs behind) sees its calls ended this way."""
@@ -267,12 +292,20 @@ class CallEngine:
         Never less than the allowed lateness: a new call's first event reordered within it is taken up."""
         return max(self.retention_after_end_ms, self.allowed_lateness_ms)
 
-    def _too_late_for_a_new_call(self, event: Event, watermark: int) -> Processed:
+    def _from_the_future(self, event: Event) -> Processed:
+        """The refusal of an event stamped more than the bound past the clock."""
+        assert self.wall_clock_ms is not None
+        self.counters.rejected += 1
+        return Processed("rejected", reason=future_reason(event.event_id, event.ts_ms, self.wall_clock_ms,
+                                                          self.future_bound_ms))
+
+    def _too_late_for_a_new_call(self, event: Event, watermark: int, partition: int) -> Processed:
         """An event of a call not held, older than the retention: its call may have ended and been
         forgotten, and taking it up as a new call would publish a second version 1 over its result."""
         if is_inactivity_end(event):
             return self._superseded_sweep_end(None)
         self.counters.rejected += 1
+        self.too_late[partition] = self.too_late.get(partition, 0) + 1
         tag = event.__struct_config__.tag
         return Processed("rejected", reason=(
             f"event {event.event_id!r}: a {tag!r} event of call {event.call_id!r}, which is not held, at event time "
@@ -366,3 +399,4 @@ class CallEngine:
             self.sweeper.forget_partition(partition)
             self._retained.forget_partition(partition)
             self._end_of_input.pop(partition, None)
+            self.too_late.pop(partition, None)

@@ -98,6 +98,12 @@ class InactivitySweeper:
         else:
             clock.watermark_ms, clock.ahead = next_watermark(watermark, clock.ahead, ts_ms, call_id, self.max_leap_ms)
 
+    def reset_time(self, partition: int, ts_ms: int) -> None:
+        """Set the partition's time to `ts_ms`, lower or higher, and drop the leap it held back: an
+        operator brings back a partition whose time was moved too far ahead (`callqa watermark reset`)."""
+        clock = self.clock(partition)
+        clock.watermark_ms, clock.ahead = ts_ms, None
+
     def restore_time(self, partition: int, watermark_ms: int | None, latest: dict[str, int]) -> None:
         """Set a restored partition's time, its calls re-folded without moving it: the journaled
         watermark and the leap it held back, which by the watermark's own rule is the one call with

@@ -58,6 +58,9 @@ class Settings:
     # distance): a longer leap (a producer's clock hours ahead) waits for another call, a watermark
     # or the worker's own clock to bear it out, instead of sweeping every open call at once.
     max_watermark_leap_ms: int = 600_000
+    # An event stamped more than this past the worker's clock (replay: the log's own time) is refused
+    # as from the future, whoever bears it out (0: no bound; scorers/future_time.py).
+    future_bound_s: float = 86_400.0
     # A quiet partition with open calls gets a watermark tick after this many seconds (0: never).
     idle_tick_s: float = 5.0
     # How often the worker asks the brokers for their metadata, for /health (streams/kafka/health.py).
@@ -150,7 +153,7 @@ class Settings:
 
 # Lower bounds of the numeric settings (a count of partitions, a duration, a size cannot be negative).
 _AT_LEAST: dict[str, float] = {
-    "partitions": 1, "replication_factor": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0, "view_window_s": 0,
+    "partitions": 1, "replication_factor": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "future_bound_s": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0, "view_window_s": 0,
     "max_message_bytes": 1, "judge_timeout_s": 0.1, "judge_concurrency": 1, "judge_retries": 0,
     "judge_backoff_s": 0, "judge_queue_size": 0, "alert_quiet_release_s": 0.1,
 }

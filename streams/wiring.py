@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 from models.cohorts import CohortDefinition, CohortError
@@ -38,10 +39,15 @@ def _numbered(number: int, decode: Callable[[Any], CohortDefinition], document: 
         raise CohortError(f"cohort #{number}: {exc}") from None
 
 
-def build_engine(settings: Settings, cohorts_file: str | None = None) -> CallEngine:
-    return CallEngine(
+def build_engine(settings: Settings, cohorts_file: str | None = None, clock_ms: int | None = None) -> CallEngine:
+    """The engine the settings describe; its clock for events from the future is `clock_ms`, else
+    this machine's now (the worker sets it again before each message; replay keeps it)."""
+    engine = CallEngine(
         cohorts=cohort_book(settings, cohorts_file),
         allowed_lateness_ms=settings.allowed_lateness_ms,
         max_watermark_leap_ms=settings.max_watermark_leap_ms,
         retention_after_end_ms=int(settings.retention_after_end_s * 1000),
+        future_bound_ms=int(settings.future_bound_s * 1000),
     )
+    engine.wall_clock_ms = int(time.time() * 1000) if clock_ms is None else clock_ms
+    return engine

@@ -56,7 +56,9 @@ from scorers.alerting.rulebook import RuleBook
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
 from scorers.registry import qa_metric_names
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
+from streams.alerts.durable_acks import DurableAcks
 from streams.alerts.webhook import WebhookPoster, WebhookRelay
+from streams.journal.table import journal_table
 from streams.kafka.clients import ensure_topics, retrying
 from streams.kafka.topic_reader import follow_topic
 from streams.tuning import table_store_options
@@ -267,7 +269,8 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     input_topic = app.topic(names.alerts_input, key_type=bytes, value_type=bytes, partitions=1,
                             internal=True)
     alerts_topic = app.topic(names.alerts, key_type=bytes, value_type=bytes, partitions=1)
-    table = app.Table(ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1, options=table_store_options())
+    # (A JournalTable: its changelog writes can be waited for before a message is acknowledged.)
+    table = journal_table(app, ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1, options=table_store_options())
     _install_evaluation(callqa, runtime, input_topic, alerts_topic, table)
     _install_rule_reading(callqa, runtime, input_topic, known_metrics)
     if runtime.webhook is not None:
@@ -296,10 +299,12 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
                             SOURCE_OFFSET_FIELD: event.message.offset}
                 await input_topic.send(key=call.call_id.encode(), value=_json.encode(document))
 
-    async def publish(alerts: list[dict[str, Any]]) -> None:
+    async def publish(alerts: list[dict[str, Any]]) -> list[Any]:
+        sent = []
         for alert in alerts:
-            await alerts_topic.send(key=alert["dedupe_key"].encode(), value=_json.encode(alert))
+            sent.append(await alerts_topic.send(key=alert["dedupe_key"].encode(), value=_json.encode(alert)))
             runtime.published += 1
+        return sent
 
     @app.agent(input_topic, name="evaluate-alerts", concurrency=1)
     async def evaluate_alerts(stream: faust.StreamT) -> None:
@@ -310,15 +315,20 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
             logger.warning("alerts: %s not read within %s s; evaluating with the rules known so far",
                            names.alert_rules, RULES_READ_WAIT_S)
             runtime.rules_read.set()
-        async for value in stream:
+        # Each message is acknowledged once its changes to the table and its alerts are delivered
+        # (streams/alerts/durable_acks.py), not when the loop takes the next one.
+        acks = DurableAcks(lambda event: event.ack())
+        async for event in stream.noack().events():
+            value = event.value
             alerts = runtime.ensure_ready(table)
             if value == RELEASE_HELD:
                 alerts.extend(runtime.release_if_quiet(table, time.monotonic()))
             elif value != RULES_CHANGED:
                 runtime.last_input = time.monotonic()
                 alerts.extend(runtime.count_in_order(table, value))
-            await publish(alerts)
+            sent = await publish(alerts)
             runtime.persist(table)
+            acks.add(event, [*sent, *table.take_changelog_sends()])
 
     @app.timer(min(1.0, settings.alert_quiet_release_s / 2))
     async def release_when_quiet() -> None:

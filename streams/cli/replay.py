@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import time
 from typing import Any
 
 from streams.cli.args import LOG_HELP, count_records, log_as_file, settings_from
@@ -67,7 +68,9 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
             total = count_records(log)  # (reads the log: a missing one fails here, before any output is kept)
             bar = progress_bar(total=total, desc="replay", unit="record")
             try:
-                report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts),
+                # One clock for every job, so that the same log replays the same (scorers/future_time.py).
+                clock_ms = int(time.time() * 1000) if args.now_ms is None else args.now_ms
+                report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts, clock_ms),
                                     files, on_progress=(lambda records: bar.update(records - bar.n)) if shown(bar) else None,
                                     max_message_bytes=settings.max_message_bytes,
                                     max_result_bytes=settings.max_result_bytes)
@@ -159,4 +162,6 @@ def add_parser(sub: Any) -> None:
                         "and write the new answer in its place")
     p.add_argument("--jobs", type=int, help="processes sharing the partitions, same output as one "
                    "(default: one per CPU, at most one per partition; 1: in this process)")
+    p.add_argument("--now-ms", type=int, metavar="MS",
+                   help="the clock events from the future are measured against (Unix ms; default: this machine's, read once at start); the time a log was recorded replays it as the workers scored it")
     p.set_defaults(func=run)

@@ -410,12 +410,21 @@ class JournalBook:
             elif key == watermark_key(partition):
                 restored.watermark_ms, restored.through_offset = decode_watermark(value)
         segments.sort(key=lambda segment: segment.sequence)
+        record_offset = restored.through_offset
+        latest: tuple[int, int] | None = None  # (offset, watermark) of the latest segment that has one
         for segment in segments:
             # A segment names the calls forgotten before it: their records may not have followed it.
             for call_id in segment.forgotten:
                 retired_before[call_id] = max(segment.sequence, retired_before.get(call_id, -1))
-            restored.watermark_ms = later(restored.watermark_ms, segment.watermark_ms)
+            if segment.watermark_ms is not None:
+                latest = (segment.through_offset, segment.watermark_ms)
             restored.through_offset = max(segment.through_offset, restored.through_offset)
+        # The newest of the record and the latest segment (by the offset each covers), not the higher
+        # watermark: an operator's reset (`callqa watermark reset`) may have set the time lower since.
+        # (Without one the newer is also the higher: the same as taking the higher.)
+        if latest is not None and (restored.watermark_ms is None or latest[0] >= record_offset):
+            restored.watermark_ms = latest[1] if restored.watermark_ms is None or latest[0] > record_offset \
+                else later(restored.watermark_ms, latest[1])
         still_needed: set[str] = set()
         deletes: list[tuple[bytes, bytes | None]] = []
         for segment in segments:

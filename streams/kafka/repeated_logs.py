@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -30,17 +31,24 @@ class _Seen:
 
 @dataclass(eq=False)  # (a filter is itself: logging looks filters up by equality)
 class RepeatsCollapsed(logging.Filter):
-    # The worker's consumer thread logs too: two threads may meet here, and the worst they do is show
-    # a message twice or miscount what was held back.
+    # aiokafka logs from its own threads too (the consumer's, the producer's buffer): everything that
+    # reads or changes `_seen` holds the lock. Without it, forgetting while another thread added a
+    # message raised "dictionary changed size during iteration" inside aiokafka, which crashed its
+    # producer buffer, at the debug level.
     every_s: float = REPEAT_EVERY_S
     clock: Callable[[], float] = time.monotonic
     _seen: dict[tuple[str, int, str], _Seen] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         super().__init__()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        message = record.getMessage()  # (outside the lock: it formats the record's arguments)
+        with self._lock:
+            return self._let_through(record, message)
+
+    def _let_through(self, record: logging.LogRecord, message: str) -> bool:
         key = (record.name, record.levelno, message)
         now = self.clock()
         seen = self._seen.get(key)

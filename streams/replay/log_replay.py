@@ -155,7 +155,7 @@ def replay_partitions(
             on_result((index, phase, position), result, line)
 
     def feed(event: Event, partition: int, index: int, phase: int, position: int) -> None:
-        processed = engine.process(event, partition)
+        processed = engine.process_guarded(event, partition)
         if processed.reason is not None or processed.result is not None:
             emit(processed, event, index, phase, position)
 
@@ -183,7 +183,8 @@ def replay_partitions(
 
     # Runs for every record and event: locals instead of repeated lookups, and the common outcome
     # (applied, nothing to publish, nothing due) without a further call.
-    process, anything_due, known_partition = engine.process, engine.anything_due, partition_of_call.get
+    # (Guarded: an event whose handling raises is dead-lettered with the failure, as the worker does.)
+    process, anything_due, known_partition = engine.process_guarded, engine.anything_due, partition_of_call.get
     records_read = events = 0
     for index, raw in enumerate(records):
         records_read += 1

@@ -269,6 +269,9 @@ def install_health(callqa: CallqaApp, brokers: Any, judge: Any, webhook: Webhook
                          "calls_in_memory": len(engine.calls), **counters.__dict__, "dead_lettered": live.dead_lettered,
                          # Partitions whose offsets started again lower: the topic re-created under the worker.
                          "offsets_went_back": live.offsets_went_back,
+                         # Partitions refusing new calls as too late, with counts (a time moved too far
+                         # ahead refuses them all: docs/guides/hostile-input.md).
+                         "refusing_late_calls": live.refusing_late_calls(int(time.time() * 1000)),
                          # Whether events go from the consumer straight to the scorer (callqa's
                          # transports) or through Faust's agent stream (`aiokafka://`).
                          "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer),

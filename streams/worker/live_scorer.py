@@ -15,11 +15,11 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 import msgspec
 
-from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument
+from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument, bounded_reason, failure_reason
 from models.events import Event, JudgeResult, Watermark
 from models.results import CallResult
 from models.wire import (
@@ -81,6 +81,9 @@ class DeadLetter:
     event_id: str | None = None
     call_id: str | None = None
     batch_index: int | None = None
+
+    def __post_init__(self) -> None:
+        self.reason = bounded_reason(self.reason)
 
     def to_document(self) -> DeadLetterDocument:
         kept = self.original[:ORIGINAL_KEPT_BYTES]
@@ -150,6 +153,8 @@ class LiveScorer:
     # What the worker keeps about each partition it has taken up, besides its calls.
     partitions: dict[int, PartitionState] = field(default_factory=dict)
     dead_lettered: int = 0  # dead letters handed out since start (undecodable parts included)
+    # The worker's clock (Unix seconds): what an event from the future is measured against.
+    clock: Callable[[], float] = time.time
     offsets_went_back: int = 0  # times a partition's offsets started again lower (`_offsets_went_back`)
 
     def is_restored(self, partition: int) -> bool:
@@ -178,6 +183,8 @@ class LiveScorer:
         out = Outbox(forget=state.expired_at_restore)
         state.expired_at_restore = []
         self._republish_lost_results(state, offset, out)
+        if self.engine.future_bound_ms:
+            self.engine.wall_clock_ms = int(self.clock() * 1000)
         decoded = decode_message(value, self.max_message_bytes)
         for rejected in decoded.rejected:
             out.dead_letters.append(self._dead_letter(rejected, topic, partition, offset))
@@ -190,7 +197,8 @@ class LiveScorer:
         applied: list[tuple[int, Event]] = []  # (position, event) of one call's message, applied
         all_applied = True
         engine = self.engine
-        process, anything_due = engine.process, engine.anything_due
+        # (Guarded: an event whose handling raises is dead-lettered with the failure, not a stop.)
+        process, anything_due = engine.process_guarded, engine.anything_due
         # Delivered again after a restart, with its changes in the journal: its events of calls no
         # longer held belong to calls forgotten since (or were refused then), not to new calls.
         applied_before = offset <= state.journaled_through_offset
@@ -229,6 +237,8 @@ class LiveScorer:
                                       (value, decoded.batch_index_of(index)))
             else:
                 all_applied = False
+                if status == "watermark" and event.data.reset:  # (a lower time must reach the journal too)
+                    state.journaled_watermark_ms = -1
                 if status != "redelivered":  # (redelivered: its lost outputs were published again above)
                     self._collect(processed, event, partition, position, topic, offset, out,
                                   (value, decoded.batch_index_of(index)))
@@ -240,17 +250,42 @@ class LiveScorer:
                     applied.clear()
                     all_applied = False
         if applied:
-            self._journal_one_call(events[0].call_id, applied, all_applied, value, offset, partition, out)
+            try:
+                self._journal_one_call(events[0].call_id, applied, all_applied, value, offset, partition, out)
+            except Exception as exc:  # noqa: BLE001 - what the journal cannot hold is dead-lettered, not a stop
+                out.journal.pop(events[0].call_id, None)
+                for _, event in applied:
+                    self._refused(failure_reason(event.event_id, exc), event, topic, partition, offset, out, (value, None))
         self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
         self.dead_lettered += len(out.dead_letters)
         return out
+
+    def refusing_late_calls(self, now_ms: int) -> dict[str, dict[str, int | None]]:
+        """For /health: each partition that has refused new calls as too late, with how many of their
+        events, its time and how far that is ahead of this worker's clock (far ahead: a time moved too
+        far, which `callqa watermark reset --partition N` brings back)."""
+        report: dict[str, dict[str, int | None]] = {}
+        for partition, refused in sorted(self.engine.too_late.items()):
+            watermark = self.engine.sweeper.watermark(partition)
+            report[str(partition)] = {"refused_as_too_late": refused, "watermark_ms": watermark,
+                                      "ahead_of_clock_ms": None if watermark is None else watermark - now_ms}
+        return report
+
+    def failed_message(self, exc: Exception, value: bytes, topic: str, partition: int, offset: int) -> Outbox:
+        """The outbox of a message whose handling raised outside any one event (a bug): the message is
+        dead-lettered with the failure, and the partition goes on."""
+        reason = failure_reason(None, exc)
+        logger.error("%s[%s]@%s: %s", topic, partition, offset, reason[:300])
+        self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
+        self.dead_lettered += 1
+        return Outbox(dead_letters=[DeadLetter(reason, topic, partition, offset, value)])
 
     def _settle(self, partition: int, position: int, topic: str, offset: int, out: Outbox) -> list[str]:
         """After an event, as after a message of its own: end the partition's calls that are due (at
         `position`), then forget its ended calls past their retention; returns those forgotten."""
         for synthetic in self.engine.sweep(partition):
             out.recorded_events.append(synthetic)
-            processed = self.engine.process(synthetic, partition, position)
+            processed = self.engine.process_guarded(synthetic, partition, position)
             self._collect(processed, synthetic, partition, position, topic, offset, out, (encode_event(synthetic), None))
         forgotten = self.engine.forget_expired(partition)
         for call_id in forgotten:

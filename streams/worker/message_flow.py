@@ -134,7 +134,11 @@ class MessageFlow:
             restored = live.restore_partition(partition, list(self.sink.journal_items()))
             if self.on_restored is not None:
                 self.on_restored(partition, restored)
-        out = live.handle(message.value, message.topic, partition, message.offset)
+        try:
+            out = live.handle(message.value, message.topic, partition, message.offset)
+        except Exception as exc:  # noqa: BLE001 - one message must never stop the worker (each event's own
+            # failures are dead-lettered inside `handle`; this is what is left)
+            out = live.failed_message(exc, message.value or b"", message.topic, partition, message.offset)
         # Faust does not wait for a message in progress before it revokes its partition: a send
         # awaited here may resume after that. What the message changed is then the next owner's to
         # redo, so nothing more of it may reach this worker's book or the journal.
@@ -242,7 +246,10 @@ class MessageFlow:
             call = calls.get(result.call_id)
             if call is not None:
                 for hook in self.result_hooks:
-                    await hook(result, call)
+                    try:
+                        await hook(result, call)
+                    except Exception:  # noqa: BLE001 - a view or alert input failing must not stop scoring
+                        logger.exception("a result hook failed on call %r", result.call_id[:100])
 
     async def _send_oversized(self, result: CallResult, value: bytes, message: Any) -> None:
         """A result too large to publish, dead-lettered with its first bytes, its size and its hash,

@@ -84,13 +84,14 @@ def test_a_recorded_watermark_goes_to_the_partition_it_names_after_the_events_he
     assert sent[partition_for(b, PARTITIONS)] == [(f"{b}:1", b)]
 
 
-def test_an_event_that_cannot_be_packed_again_goes_as_it_was_in_its_place():
+def test_an_event_no_encoding_can_hold_is_sent_as_it_was_in_its_place_for_the_worker_to_refuse():
+    # (An integer beyond 64 bits: the decoder refuses it now, models/wire_limits.py; send passes it on.)
     huge = {**doc("c", 1, "tool.call", {"name": "n", "arguments": "{}", "result": {"n": 10**30}})}
     log = [pack(doc("c", 0)), json.dumps(huge).encode(), pack(doc("c", 2))]
     plan = SendPlan(PARTITIONS)
-    sent = delivered(plan, log)
-    assert sent[partition_for("c", PARTITIONS)] == [("c:0", "c"), ("c:1", "c"), ("c:2", "c")]
-    assert plan.report.events == 3 and plan.report.passed_through == 0
+    messages = [m for raw in log for m in plan.add(raw)] + plan.finish()
+    assert [m.value for m in messages][1] == json.dumps(huge).encode() and messages[1].key == b"c"
+    assert plan.report.events == 2 and plan.report.passed_through == 1
 
 
 def test_what_does_not_decode_is_sent_as_it_was_after_its_calls_held_events():
