@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
+from dataclasses import dataclass
 
 from msgspec import Struct
 
@@ -72,3 +75,35 @@ def failure_reason(event_id: str | None, exc: BaseException) -> str:
     replay dead-letter it alike and go on)."""
     subject = f"event {event_id!r}" if event_id is not None else "the message"
     return f"{subject}: handling it failed ({type(exc).__name__}: {str(exc)[:200]}); dead-lettered, and its partition goes on"
+
+
+@dataclass(slots=True)
+class DeadLetter:
+    """A message (or one event of it) refused, where it was read, and why: the worker publishes it to the
+    dead-letter topic as `to_document()`, `callqa send` and replay write the same document."""
+
+    reason: str
+    topic: str
+    partition: int
+    offset: int
+    original: bytes
+    event_id: str | None = None
+    call_id: str | None = None
+    batch_index: int | None = None
+
+    def __post_init__(self) -> None:
+        self.reason = bounded_reason(self.reason)
+
+    def to_document(self) -> DeadLetterDocument:
+        kept = self.original[:ORIGINAL_KEPT_BYTES]
+        try:
+            text: str | None = kept.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        return DeadLetterDocument(
+            reason=self.reason, topic=self.topic, partition=self.partition, offset=self.offset,
+            batch_index=self.batch_index, event_id=self.event_id, call_id=self.call_id,
+            original_b64=base64.b64encode(kept).decode("ascii"), original_text=text,
+            original_size=len(self.original), original_sha256=hashlib.sha256(self.original).hexdigest(),
+            original_truncated=len(kept) < len(self.original),
+        )

@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable, Iterable, TypeVar
 import msgspec
 from aiokafka.errors import KafkaTimeoutError
 
+from models.deadletter import DeadLetter
 from models.events import WATERMARK_CALL_ID
 from models.wire import MAX_MESSAGE_BYTES
 from streams.config import Settings
@@ -34,7 +35,6 @@ from streams.send.acknowledgements import (
 )
 from streams.send.plan import Outgoing, SendPlan, SendReport, end_of_input_messages
 from streams.topics import TopicNames
-from streams.worker.live_scorer import DeadLetter
 
 T = TypeVar("T")
 

@@ -9,9 +9,7 @@ The Faust agent (streams/worker/app.py) only performs those sends. Tests drive t
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -19,7 +17,7 @@ from typing import Callable, Iterable
 
 import msgspec
 
-from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetterDocument, bounded_reason, failure_reason
+from models.deadletter import DeadLetter, failure_reason
 from models.events import Event, JudgeResult, Watermark
 from models.results import CallResult
 from models.wire import (
@@ -69,35 +67,6 @@ def _original(event: Event, message: bytes, batch_index: int | None) -> tuple[by
     letter carrying the whole batch, made hundreds of megabytes of one message)."""
     original = message if batch_index is None else batch_item(message, batch_index) or message
     return original, event.event_id, event.call_id, batch_index
-
-
-@dataclass(slots=True)
-class DeadLetter:
-    reason: str
-    topic: str
-    partition: int
-    offset: int
-    original: bytes
-    event_id: str | None = None
-    call_id: str | None = None
-    batch_index: int | None = None
-
-    def __post_init__(self) -> None:
-        self.reason = bounded_reason(self.reason)
-
-    def to_document(self) -> DeadLetterDocument:
-        kept = self.original[:ORIGINAL_KEPT_BYTES]
-        try:
-            text: str | None = kept.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-        return DeadLetterDocument(
-            reason=self.reason, topic=self.topic, partition=self.partition, offset=self.offset,
-            batch_index=self.batch_index, event_id=self.event_id, call_id=self.call_id,
-            original_b64=base64.b64encode(kept).decode("ascii"), original_text=text,
-            original_size=len(self.original), original_sha256=hashlib.sha256(self.original).hexdigest(),
-            original_truncated=len(kept) < len(self.original),
-        )
 
 
 class Outbox(msgspec.Struct, gc=False):  # (one per message: see scorers.engine.Processed)

@@ -32,12 +32,12 @@ from typing import Any, Awaitable, Callable, Iterable, Protocol
 import msgspec
 
 from models.call_state import CallState
-from models.deadletter import oversized_result_reason
+from models.deadletter import DeadLetter, oversized_result_reason
 from models.results import CallResult
 from models.wire import MAX_MESSAGE_BYTES, encode_event
 from streams.journal.call_journal import segment_key
 from streams.result_size import fitted
-from streams.worker.live_scorer import DeadLetter, LiveScorer, Outbox, PartitionState
+from streams.worker.live_scorer import LiveScorer, Outbox, PartitionState
 
 _json = msgspec.json.Encoder()
 logger = logging.getLogger("callqa.worker")

@@ -88,7 +88,7 @@ def test_result_documents_validate_against_the_result_schema(tmp_path):
 
 
 def test_dead_letter_documents_validate_against_their_schema():
-    from streams.worker.live_scorer import DeadLetter
+    from models.deadletter import DeadLetter
 
     validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "deadletter.json").read_text()))
     letter = DeadLetter("event 'x': bad", "callqa.events", 0, 7, b"\xc1", "x", "c1", None)
@@ -99,8 +99,7 @@ def test_a_dead_letter_of_an_oversized_message_keeps_its_head_size_and_digest():
     import base64
     import hashlib
 
-    from models.deadletter import ORIGINAL_KEPT_BYTES
-    from streams.worker.live_scorer import DeadLetter
+    from models.deadletter import ORIGINAL_KEPT_BYTES, DeadLetter
 
     original = b"{" + b"x" * (2 * 1024 * 1024) + b"}"
     document = DeadLetter("too big", "callqa.events", 2, 40, original).to_document()
