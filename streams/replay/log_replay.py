@@ -8,7 +8,7 @@ log every call still open is swept, as a producer's end-of-input watermark does 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable
 
 from models.deadletter import oversized_result_reason
@@ -105,26 +105,27 @@ def replay(
         if on_dead_letter is not None:
             on_dead_letter(rejected, index)
 
-    return replay_partitions(records, engine, partitions, result, dead_letter if on_dead_letter else None,
-                             on_recorded=on_recorded, on_record=on_record, max_message_bytes=max_message_bytes,
-                             max_result_bytes=max_result_bytes)
+    outputs = ReplayOutputs(result, dead_letter if on_dead_letter else None, on_recorded, on_record)
+    return PartitionReplay(engine, partitions, outputs, max_message_bytes=max_message_bytes,
+                           max_result_bytes=max_result_bytes).run(records)
 
 
-def replay_partitions(
-    records: Iterable[bytes],
-    engine: CallEngine,
-    partitions: int,
-    on_result: KeyedResultSink,
-    on_dead_letter: KeyedDeadLetterSink | None = None,
-    owned: Collection[int] | None = None,
-    report_rejections: bool = True,
-    on_recorded: EventSink | None = None,
-    on_record: Callable[[int], None] | None = None,
-    max_message_bytes: int = MAX_MESSAGE_BYTES,
-    max_result_bytes: int | None = None,
-) -> ReplayReport:
-    """`replay`, restricted to the events of the `owned` partitions (all when None), each output
-    handed over with its `OutputKey`.
+@dataclass
+class ReplayOutputs:
+    """Where a replay hands what it makes, each output with its `OutputKey` (the place that orders the
+    outputs of parallel jobs as one replay would)."""
+
+    on_result: KeyedResultSink
+    on_dead_letter: KeyedDeadLetterSink | None = None
+    # Each event the replay adds to the log (the inactivity sweep's decisions), for `--record`.
+    on_recorded: EventSink | None = None
+    # Each record's size once it is read, for progress.
+    on_record: Callable[[int], None] | None = None
+
+
+@dataclass
+class PartitionReplay:
+    """`replay`, restricted to the events of the `owned` partitions (all when None).
 
     All engine state is per partition, so replays of disjoint sets of partitions, their outputs merged
     by key, give exactly the outputs of one replay of them all. A record of one call (`record_call`)
@@ -133,105 +134,118 @@ def replay_partitions(
     The report counts what this replay did: every record read, but only the events of its own
     partitions and the rejections it reported.
     """
-    report = ReplayReport()
-    started = time.perf_counter()
 
-    def emit(processed: Processed, event: Event, index: int, phase: int, position: int) -> None:
-        """What `process` said of an event, when it said more than that it was applied (or skipped)."""
-        if processed.reason is not None and on_dead_letter is not None:  # refused, or left unscored
-            on_dead_letter((index, phase, position),
-                           Rejected(processed.reason or "rejected", b"", event.event_id, event.call_id), index)
-        if processed.result is not None:
-            fit = fitted(processed.result, max_result_bytes)
-            result, line = fit.result, fit.value
-            if line is None:
-                # Too large to publish: the live worker dead-letters it in its place.
-                report.rejected += 1
-                if on_dead_letter is not None:
-                    reason = oversized_result_reason(result.call_id, result.version, fit.full_size, max_result_bytes)
-                    on_dead_letter((index, phase, position), Rejected(reason, b"", call_id=result.call_id), index)
-                return
-            report.results += 1
-            on_result((index, phase, position), result, line)
+    engine: CallEngine
+    partitions: int
+    outputs: ReplayOutputs
+    owned: Collection[int] | None = None
+    report_rejections: bool = True
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_result_bytes: int | None = None
+    report: ReplayReport = field(default_factory=ReplayReport)
+    # A call's partition never changes: its id is hashed once, not once per event.
+    partition_of_call: dict[str, int] = field(default_factory=dict)
 
-    def feed(event: Event, partition: int, index: int, phase: int, position: int) -> None:
-        processed = engine.process_guarded(event, partition)
-        if processed.reason is not None or processed.result is not None:
-            emit(processed, event, index, phase, position)
+    def run(self, records: Iterable[bytes]) -> ReplayReport:
+        """Replay every record, then sweep what is still open as the end of input does; the report."""
+        started = time.perf_counter()
+        report, engine, owned, on_record = self.report, self.engine, self.owned, self.outputs.on_record
+        # Runs for every record and event: locals instead of repeated lookups, and the common outcome
+        # (applied, nothing to publish, nothing due) without a further call. (Guarded: an event whose
+        # handling raises is dead-lettered with the failure, as the worker does.)
+        process, anything_due, known_partition = engine.process_guarded, engine.anything_due, self.partition_of_call.get
+        records_read = events = 0
+        for index, raw in enumerate(records):
+            records_read += 1
+            reports_rejections = self.report_rejections
+            if owned is not None:
+                # Decoding the other replays' records is wasted work (a fifth of a job's time in two jobs):
+                # a record of one call is left to the replay owning its partition, read at a sixth of the cost.
+                call_id = record_call(raw)
+                if call_id is not None:
+                    if self._call_partition(call_id) not in owned:
+                        if on_record is not None:
+                            on_record(len(raw))
+                        continue
+                    reports_rejections = True
+            decoded = decode_message(raw, self.max_message_bytes)
+            if decoded.rejected and reports_rejections:
+                self._reject(index, decoded.rejected)
+            for position, event in enumerate(decoded.events):
+                if isinstance(event, Watermark):  # (it names its own partition: `partition_of`)
+                    partition = partition_of(event, self.partitions)
+                    report.partition_beyond = partition_beyond(event, self.partitions, report.partition_beyond)
+                else:
+                    partition = known_partition(event.call_id)  # (`_call_partition`'s hit, without its call)
+                    if partition is None:
+                        partition = self._call_partition(event.call_id)
+                if owned is not None and partition not in owned:
+                    continue
+                events += 1
+                processed = process(event, partition)
+                if processed.reason is not None or processed.result is not None:
+                    self._emit(processed, event, (index, EVENT_OUTCOME, position))
+                if anything_due(partition):
+                    self._sweep(partition, (index, EVENT_OUTCOME, position))
+            if on_record is not None:
+                on_record(len(raw))
+        report.records, report.events = records_read, events
+        for partition in sorted(engine.partitions()):
+            self._sweep(partition, (report.records, END_OF_INPUT_SWEEP, partition), end_of_input=True)
+        self._count_from_engine()
+        report.seconds = time.perf_counter() - started
+        return report
 
-    # After every event, as if each came alone (docs/concepts/batches.md#a-batch-is-its-events-sent-one-by-one: a batch is its events sent one by one): a
-    # call whose deadline passes between two events of a batch is ended between them. (The caller
-    # asks `engine.anything_due` first, but at the end of input.)
-    def sweep(partition: int, index: int, phase: int, position: int, end_of_input: bool = False) -> None:
-        for synthetic in engine.sweep(partition, end_of_input):
-            report.swept += 1
-            if on_recorded is not None:
-                on_recorded(synthetic)
-            feed(synthetic, partition, index, phase, position)
-        # Ended calls past their retention are forgotten as the live worker forgets them, so that a
-        # post-call event arriving later is dead-lettered here too.
-        engine.forget_expired(partition)
-
-    # A call's partition never changes: hash its id once, not once per event.
-    partition_of_call: dict[str, int] = {}
-
-    def call_partition(call_id: str) -> int:
-        partition = partition_of_call.get(call_id)
+    def _call_partition(self, call_id: str) -> int:
+        partition = self.partition_of_call.get(call_id)
         if partition is None:
-            partition = partition_of_call[call_id] = partition_for(call_id, partitions)
+            partition = self.partition_of_call[call_id] = partition_for(call_id, self.partitions)
         return partition
 
-    # Runs for every record and event: locals instead of repeated lookups, and the common outcome
-    # (applied, nothing to publish, nothing due) without a further call.
-    # (Guarded: an event whose handling raises is dead-lettered with the failure, as the worker does.)
-    process, anything_due, known_partition = engine.process_guarded, engine.anything_due, partition_of_call.get
-    records_read = events = 0
-    for index, raw in enumerate(records):
-        records_read += 1
-        reports_rejections = report_rejections
-        if owned is not None:
-            # Decoding the other replays' records is wasted work (a fifth of a job's time in two jobs):
-            # a record of one call is left to the replay owning its partition, read at a sixth of the cost.
-            call_id = record_call(raw)
-            if call_id is not None:
-                if call_partition(call_id) not in owned:
-                    if on_record is not None:
-                        on_record(len(raw))
-                    continue
-                reports_rejections = True
-        decoded = decode_message(raw, max_message_bytes)
-        if decoded.rejected and reports_rejections:
-            for position, rejected in enumerate(decoded.rejected):
-                report.rejected += 1
-                if on_dead_letter is not None:
-                    on_dead_letter((index, DECODE_REJECTION, position), rejected, index)
-        for position, event in enumerate(decoded.events):
-            if isinstance(event, Watermark):  # (it names its own partition: `partition_of`)
-                partition = partition_of(event, partitions)
-                report.partition_beyond = partition_beyond(event, partitions, report.partition_beyond)
-            else:
-                partition = known_partition(event.call_id)  # (`call_partition`'s hit, without its call)
-                if partition is None:
-                    partition = call_partition(event.call_id)
-            if owned is not None and partition not in owned:
-                continue
-            events += 1
-            processed = process(event, partition)
-            if processed.reason is not None or processed.result is not None:
-                emit(processed, event, index, EVENT_OUTCOME, position)
-            if anything_due(partition):
-                sweep(partition, index, EVENT_OUTCOME, position)
-        if on_record is not None:
-            on_record(len(raw))
-    report.records, report.events = records_read, events
-    for partition in sorted(engine.partitions()):
-        sweep(partition, report.records, END_OF_INPUT_SWEEP, partition, end_of_input=True)
+    def _reject(self, index: int, rejected: Iterable[Rejected]) -> None:
+        """A record's decode rejections, counted and dead-lettered."""
+        for position, rejection in enumerate(rejected):
+            self.report.rejected += 1
+            if self.outputs.on_dead_letter is not None:
+                self.outputs.on_dead_letter((index, DECODE_REJECTION, position), rejection, index)
 
-    counters = engine.counters
-    report.applied = counters.applied
-    report.duplicates = counters.duplicate
-    report.rejected += counters.rejected + counters.unscored
-    report.calls = counters.calls  # forgotten calls included
-    report.watermarks = counters.watermarks
-    report.seconds = time.perf_counter() - started
-    return report
+    def _emit(self, processed: Processed, event: Event, key: OutputKey) -> None:
+        """What `process` said of an event, when it said more than that it was applied (or skipped)."""
+        on_dead_letter, index = self.outputs.on_dead_letter, key[0]
+        if processed.reason is not None and on_dead_letter is not None:  # refused, or left unscored
+            on_dead_letter(key, Rejected(processed.reason or "rejected", b"", event.event_id, event.call_id), index)
+        if processed.result is None:
+            return
+        fit = fitted(processed.result, self.max_result_bytes)
+        result, line = fit.result, fit.value
+        if line is None:
+            # Too large to publish: the live worker dead-letters it in its place.
+            self.report.rejected += 1
+            if on_dead_letter is not None:
+                reason = oversized_result_reason(result.call_id, result.version, fit.full_size, self.max_result_bytes)
+                on_dead_letter(key, Rejected(reason, b"", call_id=result.call_id), index)
+            return
+        self.report.results += 1
+        self.outputs.on_result(key, result, line)
+
+    def _sweep(self, partition: int, key: OutputKey, end_of_input: bool = False) -> None:
+        """After every event, as if each came alone (docs/concepts/batches.md#a-batch-is-its-events-sent-one-by-one):
+        a call whose deadline passes between two events of a batch is ended between them."""
+        for synthetic in self.engine.sweep(partition, end_of_input):
+            self.report.swept += 1
+            if self.outputs.on_recorded is not None:
+                self.outputs.on_recorded(synthetic)
+            processed = self.engine.process_guarded(synthetic, partition)
+            if processed.reason is not None or processed.result is not None:
+                self._emit(processed, synthetic, key)
+        # Ended calls past their retention are forgotten as the live worker forgets them, so that a
+        # post-call event arriving later is dead-lettered here too.
+        self.engine.forget_expired(partition)
+
+    def _count_from_engine(self) -> None:
+        counters, report = self.engine.counters, self.report
+        report.applied = counters.applied
+        report.duplicates = counters.duplicate
+        report.rejected += counters.rejected + counters.unscored
+        report.calls = counters.calls  # forgotten calls included
+        report.watermarks = counters.watermarks

@@ -30,7 +30,7 @@ from scorers.engine import CallEngine
 from streams.files.event_log import read_log
 from streams.files.output_files import STOP_SIGNALS
 from streams.kafka.embedded_broker import killed_with_parent
-from streams.replay.log_replay import ReplayReport, replay_partitions
+from streams.replay.log_replay import PartitionReplay, ReplayOutputs, ReplayReport
 from streams.replay.outputs import ReplayFiles
 from streams.replay.spool import RESULT, SpoolWriter, read_spool
 from streams.tuning import tune_gc
@@ -99,12 +99,11 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
             records_read[job.index] = records
 
         with SpoolWriter(job.spool) as spool:
-            report = replay_partitions(read_log(job.log), engine, job.partitions, spool.result,
-                                       spool.dead_letter if job.dead_letters else None, owned=job.owned,
-                                       report_rejections=job.index == 0,
-                                       on_record=every_so_many_records(publish),
-                                       max_message_bytes=job.max_message_bytes,
-                                       max_result_bytes=job.max_result_bytes)
+            outputs = ReplayOutputs(spool.result, spool.dead_letter if job.dead_letters else None,
+                                    on_record=every_so_many_records(publish))
+            report = PartitionReplay(engine, job.partitions, outputs, owned=job.owned,
+                                     report_rejections=job.index == 0, max_message_bytes=job.max_message_bytes,
+                                     max_result_bytes=job.max_result_bytes).run(read_log(job.log))
         report_to.send(report)
     except BaseException as exc:
         report_to.send(JobFailure.of(exc))
@@ -125,9 +124,10 @@ def replay_log(log: str, partitions: int, jobs: int, new_engine: Callable[[], Ca
     engine = new_engine()
     tune_gc()
     on_record = None if on_progress is None else every_so_many_records(on_progress)
-    report = replay_partitions(read_log(log), engine, partitions, lambda key, result, line: files.write_result(line),
-                               lambda key, rejected, index: files.dead_letter(rejected, index), on_record=on_record,
-                               max_message_bytes=max_message_bytes, max_result_bytes=max_result_bytes)
+    outputs = ReplayOutputs(lambda key, result, line: files.write_result(line),
+                            lambda key, rejected, index: files.dead_letter(rejected, index), on_record=on_record)
+    report = PartitionReplay(engine, partitions, outputs, max_message_bytes=max_message_bytes,
+                             max_result_bytes=max_result_bytes).run(read_log(log))
     if on_progress is not None:
         on_progress(report.records)
     return report

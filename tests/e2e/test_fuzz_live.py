@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaProducer
 
 from models.wire import decode_message
 from streams.partitioning import partition_for
-from streams.replay.log_replay import END_OF_INPUT_SWEEP, replay_partitions
+from streams.replay.log_replay import END_OF_INPUT_SWEEP, PartitionReplay, ReplayOutputs
 from streams.topics import TopicNames
 from streams.wiring import build_engine
 from tests.helpers.fuzzkit import Fuzzed, HostileMessages
@@ -101,9 +101,9 @@ def replayed(settings, sent: list[tuple[tuple[int, int], Fuzzed]]):
         if key[1] != END_OF_INPUT_SWEEP:  # (a replay ends its input; the live worker's goes on)
             letters.setdefault(placed[index][0], []).append(rejected.reason)
 
-    replay_partitions([message.value for _, message in placed], build_engine(settings), PARTITIONS, on_result,
-                      on_dead_letter, max_message_bytes=settings.max_message_bytes,
-                      max_result_bytes=settings.max_result_bytes)
+    PartitionReplay(build_engine(settings), PARTITIONS, ReplayOutputs(on_result, on_dead_letter),
+                    max_message_bytes=settings.max_message_bytes,
+                    max_result_bytes=settings.max_result_bytes).run([message.value for _, message in placed])
     return results, letters
 
 

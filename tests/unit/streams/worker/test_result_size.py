@@ -9,7 +9,7 @@ import json
 from scorers.cohort_overview import contribution
 from scorers.cohorts import CohortBook
 from scorers.engine import CallEngine
-from streams.replay.log_replay import replay_partitions
+from streams.replay.log_replay import PartitionReplay, ReplayOutputs
 from streams.result_size import CUT_KEY, fitted
 from streams.worker.live_scorer import LiveScorer
 from streams.worker.message_flow import MessageFlow
@@ -41,7 +41,7 @@ def one_call(call_id: str, start: int) -> list[bytes]:
 def scored(cohorts: int):
     engine = CallEngine(cohorts=book(cohorts))
     results = []
-    replay_partitions(one_call("c1", T0), engine, 1, lambda key, result, line: results.append(result))
+    PartitionReplay(engine, 1, ReplayOutputs(lambda key, result, line: results.append(result))).run(one_call("c1", T0))
     return results[-1]
 
 
@@ -87,8 +87,8 @@ def test_the_worker_publishes_the_cut_result_replay_writes_it_the_same_and_the_r
     asyncio.run(run())
     live = [value for topic, _, value in sink.sent if topic == "results"]
     replayed: list[bytes] = []
-    replay_partitions(messages, CallEngine(cohorts=book(4)), 1, lambda key, result, line: replayed.append(line),
-                      max_result_bytes=limit)
+    PartitionReplay(CallEngine(cohorts=book(4)), 1, ReplayOutputs(lambda key, result, line: replayed.append(line)),
+                    max_result_bytes=limit).run(messages)
     assert len(live) == 2 and live == replayed
     assert all(CUT_KEY in json.loads(value)["cohorts"][0]["details"] for value in live)
 
@@ -103,7 +103,7 @@ def test_a_transcript_too_large_for_a_message_is_cut_turn_by_turn_and_the_rest_k
                                 f"c1-{index + 1}", T0 + 1000 * (index + 1), "c1"))
     messages.append(message("call.ended", {"stop_reason": "[EXIT]"}, "c1-9", T0 + 10_000, "c1"))
     results = []
-    replay_partitions(messages, engine, 1, lambda key, result, line: results.append(result))
+    PartitionReplay(engine, 1, ReplayOutputs(lambda key, result, line: results.append(result))).run(messages)
     whole = fitted(results[-1], None)
     limit = 1_048_576
     assert whole.full_size > limit

@@ -7,7 +7,7 @@ from __future__ import annotations
 from models.wire import encode_batch
 from scorers.cohorts import CohortBook
 from scorers.engine import CallEngine
-from streams.replay.log_replay import replay_partitions
+from streams.replay.log_replay import PartitionReplay, ReplayOutputs
 from streams.worker.live_scorer import LiveScorer
 from tests.helpers.eventkit import T0, event
 from tests.helpers.workerkit import message
@@ -63,9 +63,9 @@ def test_replay_writes_the_dead_letter_and_goes_on():
     log = [message("call.started", {"agent_id": "a1"}, f"s-{c}", T0, c) for c in (BROKEN, "good")]
     log += [message("call.ended", {"stop_reason": "[EXIT]"}, f"end-{c}", T0 + 1000, c) for c in (BROKEN, "good")]
     results, letters = [], []
-    report = replay_partitions(log, CallEngine(cohorts=CohortsFailingOnOneCall()), 1,
-                               lambda key, result, line: results.append(result.call_id),
-                               lambda key, rejected, index: letters.append((index, rejected.event_id, rejected.reason)))
+    outputs = ReplayOutputs(lambda key, result, line: results.append(result.call_id),
+                            lambda key, rejected, index: letters.append((index, rejected.event_id, rejected.reason)))
+    report = PartitionReplay(CallEngine(cohorts=CohortsFailingOnOneCall()), 1, outputs).run(log)
     assert results == ["good"]
     [(index, event_id, reason)] = letters
     assert (index, event_id) == (2, "end-bad") and "cohort rule blew up" in reason
