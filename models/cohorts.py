@@ -38,7 +38,7 @@ verdict to pass. A document with `deleted: true` removes the cohort (only `cohor
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterable, Literal, Union
+from typing import Annotated, Any, Iterable, Literal, Union, cast, get_args
 
 import re
 import unicodedata
@@ -61,7 +61,7 @@ in/not_in: the field's value is (not) one of `value` (a list); contains: a strin
 text `value`, a list field contains the element `value`, an object field has the key `value`;
 exists: the field is present and not null (`value: false` asks for the opposite)."""
 
-CRITERION_OPS: tuple[str, ...] = CriterionOp.__args__
+CRITERION_OPS: tuple[str, ...] = get_args(CriterionOp)
 ORDERING_OPS = frozenset({"lt", "le", "gt", "ge"})
 LIST_OPS = frozenset({"in", "not_in"})
 
@@ -169,7 +169,7 @@ def encode_cohort(definition: CohortDefinition) -> bytes:
 
 def cohort_to_builtins(definition: CohortDefinition) -> dict[str, Any]:
     """The JSON-ready document the HTTP API returns."""
-    return msgspec.to_builtins(definition)
+    return cast("dict[str, Any]", msgspec.to_builtins(definition))
 
 
 def _with_default_kinds(data: Any) -> Any:

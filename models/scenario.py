@@ -26,14 +26,14 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 from enum import StrEnum
-from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence, TypeVar
+from typing import Any, ClassVar, Final, Iterable, Literal, Mapping, Sequence, TypeVar
 
 import msgspec
 
 from models.events import DEFAULT_MIN_AGENT_TURNS, ScenarioSpec
 from models.db_hash import db_state_hash
 
-NOT_APPLICABLE = "N/A"
+NOT_APPLICABLE: Final = "N/A"
 SIDES = ("user", "agent")
 SCENARIO_FILE = "scenario.json"  # what `Scenario.save` writes, beside the reference answer
 
@@ -233,11 +233,11 @@ class _ScenarioClass(type):
                 kwargs.pop(name, None)
             elif name not in kwargs or name in HARNESS_INIT_FIELDS:
                 kwargs[name] = copy.deepcopy(value)
-        made = super().__call__(*args, **kwargs)
+        made: _Made = super().__call__(*args, **kwargs)  # type: ignore[misc]  # cls is typed as the class it makes
         if computed:
             for name in computed:  # (the dataclass's __init__ put the field's default over it)
                 vars(made).pop(name, None)
-            made.to_scenario_spec()  # type: ignore[attr-defined]  (checked again, with the computed values)
+            made.to_scenario_spec()  # type: ignore[attr-defined]  # checked again, with the computed values
         return made
 
 
@@ -335,7 +335,7 @@ class Scenario(metaclass=_ScenarioClass):
 
     # -- scoring -----------------------------------------------------------------------------------
 
-    def compute_is_successful(self, signals: Mapping[SuccessSignal | str, bool | None]) -> bool | Literal["N/A"]:
+    def compute_is_successful(self, signals: Mapping[SuccessSignal | str, object]) -> bool | Literal["N/A"]:
         """Strict AND over the whitelisted signals with a verdict (None, or metrics.json's "N/A" = not
         applicable); "N/A" when none applies. Raises ValueError when the whitelist or `signals` names
         an unknown signal, or a verdict is no bool (the string "false" is true to Python: it passed)."""

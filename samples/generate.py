@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from random import Random
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, cast
 
 from models.events import RESCORE_TYPES
 from models.wire import MAX_MESSAGE_BYTES
@@ -293,7 +293,7 @@ def assign_rare_features(rng: Random, plans: list[CallPlan]) -> None:
     early_cutoff = max(p.start_ms for p in plans) - NEVER_ENDED_HEADROOM_MS
     taken: set[str] = set()  # call_ids whose ending is already special
 
-    def pick(count: int, eligible) -> list[CallPlan]:
+    def pick(count: int, eligible: Callable[[CallPlan], bool]) -> list[CallPlan]:
         pool = [p for p in plans if p.call_id not in taken and eligible(p)]
         chosen = rng.sample(pool, min(count, len(pool)))
         taken.update(p.call_id for p in chosen)
@@ -325,7 +325,7 @@ def assign_rare_features(rng: Random, plans: list[CallPlan]) -> None:
     for plan in pick(quota(n, NO_GREETING_PER_240, 1), lambda p: p.production and p.rtvi):
         plan.ending = "no_greeting"
 
-    def any_call(count: int, eligible) -> list[CallPlan]:
+    def any_call(count: int, eligible: Callable[[CallPlan], bool]) -> list[CallPlan]:
         pool = [p for p in plans if eligible(p)]
         return rng.sample(pool, min(count, len(pool)))
 
@@ -466,7 +466,7 @@ class CallBuilder:
         wrong = plan.task.wrong_facts
         acted = plan.ending not in ("timeout", "stalled", "silent_user")
         acted_wrongly = plan.db_outcome == "mismatch" and wrong is not None and acted
-        self.action_facts = wrong(plan.facts) if acted_wrongly else plan.facts
+        self.action_facts = wrong(plan.facts) if acted_wrongly and wrong is not None else plan.facts
 
     # ---------------------------------------------------------------------------- simple events
 
@@ -879,7 +879,7 @@ def gold_db(db: dict[str, Any]) -> dict[str, Any]:
             return None
         return value
 
-    return clean(db)
+    return cast("dict[str, Any]", clean(db))
 
 
 def presented_db(rng: Random, db: dict[str, Any], call_id: str) -> dict[str, Any]:
@@ -928,6 +928,7 @@ def broken_json(rng: Random, arguments: dict[str, Any]) -> str:
 
 def prediction_texts(plan: CallPlan, facts: Facts) -> list[str]:
     """The `<final_response>` texts the agent sends for the plan's prediction kind."""
+    assert plan.task.reference is not None  # (a plan with a prediction is of a task with a reference)
     reference = plan.task.reference(facts)
     items = [dict(item) for item in (reference if isinstance(reference, list) else [reference])]
     kind = plan.prediction

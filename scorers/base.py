@@ -14,7 +14,6 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from models.call_state import CallState
-from models.events import Event
 
 
 class Scorer(ABC):
@@ -32,5 +31,5 @@ class Scorer(ABC):
         """A fresh accumulator for a new call."""
 
     @abstractmethod
-    def update(self, acc: Any, event: Event, call: CallState) -> None:
+    def update(self, acc: Any, event: Any, call: CallState) -> None:  # each scorer takes the events it handles
         """Fold one event (of a type in `handles`) into `acc`. `call` already reflects the event."""

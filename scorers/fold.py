@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from models.call_state import DEFAULT_INACTIVITY_TIMEOUT_S, CallState, TurnRecord
 from models.events import (
@@ -40,7 +40,8 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
         activity = call.last_activity_ts_ms
         # Streamed audio levels say nothing of whether anyone speaks: they never hold a call open
         # (but a call's first event starts its clock, whatever it is, so that every call is swept).
-        if activity is None or (ts > activity and (cls is not Rtvi or event.data.message.type not in STREAMED_LEVELS)):
+        if activity is None or (ts > activity and (cls is not Rtvi
+                                                   or cast(Rtvi, event).data.message.type not in STREAMED_LEVELS)):
             call.last_activity_ts_ms = ts
     core = _CORE_FACTS.get(cls)
     if core is not None:
@@ -48,7 +49,7 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
     elif cls is AttemptDiscarded:
         restart_attempt(call, registry, ts)
     if cls is Rtvi:
-        updates = registry.rtvi_routes.get(event.data.message.type, registry.rtvi_unlisted)
+        updates = registry.rtvi_routes.get(cast(Rtvi, event).data.message.type, registry.rtvi_unlisted)
     else:
         updates = registry.routes.get(cls, ())
     accumulators = call.accumulators

@@ -31,7 +31,7 @@ class LatencySample(Record):
     user_transcript: str = ""
     agent_transcript: str = ""
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str | float]:
         return {
             "user_transcript": self.user_transcript,
             "agent_transcript": self.agent_transcript,

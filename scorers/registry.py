@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, cast
 
 from models.call_state import CallState
 from models.events import EVENT_TYPES, Event, Rtvi
@@ -115,7 +115,7 @@ class ScorerRegistry:
         return self.routes.get(type(event), ())
 
 
-RTVI = Rtvi.__struct_config__.tag
+RTVI = cast(str, Rtvi.__struct_config__.tag)  # (a tagged Struct: its tag is the event type)
 
 
 def default_registry() -> ScorerRegistry:

@@ -142,16 +142,16 @@ def compare_results(before: Iterable[dict[str, Any]], after: Iterable[dict[str, 
         (_, was), (_, now) = old[call_id], new[call_id]
         changes = []
         for name in [*was, *(name for name in now if name not in was)]:
-            before, after = was.get(name), now.get(name)
+            verdict_before, verdict_after = was.get(name), now.get(name)
             tally = tallies.setdefault(name, VerdictTally(name))
-            if before is None:
+            if verdict_before is None:
                 tally.added += 1
-            elif after is None:
+            elif verdict_after is None:
                 tally.gone += 1
             else:
-                tally.count(before, after)
-            if before != after:
-                changes.append(VerdictChange(name, before, after))
+                tally.count(verdict_before, verdict_after)
+            if verdict_before != verdict_after:
+                changes.append(VerdictChange(name, verdict_before, verdict_after))
         if changes:
             report.changed_calls.append(CallChanges(call_id, tuple(changes)))
     report.tallies = sorted(tallies.values(), key=_verdict_order)

@@ -76,7 +76,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, cast
 
 import msgspec
 
@@ -150,7 +150,7 @@ def significant_form(word: str) -> str | None:
         if len(_SIGNIFICANT_FORMS) >= _MAX_SIGNIFICANT_FORMS:
             _SIGNIFICANT_FORMS.clear()
         form = _SIGNIFICANT_FORMS[word] = _significant_form(word)
-    return form
+    return cast("str | None", form)  # (a memoised form: not _UNKNOWN)
 
 
 # Memo of significant_form, a pure function of one word: spoken vocabulary is small and repetitive.
@@ -172,13 +172,13 @@ def _significant_form(word: str) -> str | None:
 def significant(word_list: Iterable[str]) -> list[str]:
     """The significant words among already-split words, in order, repeats kept."""
     known = _SIGNIFICANT_FORMS.get
-    found = []
+    found: list[str] = []
     for word in word_list:
         form = known(word, _UNKNOWN)
         if form is _UNKNOWN:
             form = significant_form(word)
         if form is not None:
-            found.append(form)
+            found.append(cast(str, form))
     return found
 
 

@@ -30,7 +30,7 @@ _ZERO_WIDTH_SPACE = 0x200B
 _DOTTED_I_FOLDED = "i\u0307"  # "İ".casefold()
 
 
-class _FormatCharacters(dict):
+class _FormatCharacters(dict[int, int | None]):
     """A `str.translate` table that removes format characters (Unicode category Cf) and makes a
     zero-width space a space; each character is classified the first time a text holds it (the
     table keeps the first 65,536 characters met, as wer's punctuation table does)."""

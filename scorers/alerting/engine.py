@@ -17,7 +17,7 @@ rules they were evaluated under (`state_document`); see `restore`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import msgspec
 
@@ -181,7 +181,7 @@ class AlertEngine:
         length = round(window_s * 1000)
         if (scope_kind(scope), metric) not in self.windows.needs.get(length, ()):
             return None
-        return msgspec.to_builtins(self._reading(length, scope, metric))
+        return cast("dict[str, Any]", msgspec.to_builtins(self._reading(length, scope, metric)))
 
     # ------------------------------------------------------------------------------- evaluation
 
@@ -249,7 +249,7 @@ class AlertEngine:
             dedupe_key=episode.dedupe_key,
             reason=reason,
         )
-        return msgspec.to_builtins(alert)
+        return cast("dict[str, Any]", msgspec.to_builtins(alert))
 
     def _reading(self, length_ms: int, scope: str, metric: str) -> WindowReading:
         totals = self.windows.totals(length_ms, scope, metric)

@@ -16,6 +16,7 @@ Equal parts are left out; two equal DBs give empty lists and no modified table.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from models.db_hash import ORDER_INDEPENDENT_LIST_KEYS, canonical_db
@@ -27,7 +28,7 @@ def _sorted_items(items: list[Any]) -> list[Any]:
 
 def _key_changes(expected: dict[Any, Any], actual: dict[Any, Any]) -> tuple[list[Any], list[Any], list[Any]]:
     """Keys added, keys removed, keys in both (each sorted; keys of mixed types by their text)."""
-    order = lambda keys: sorted(keys, key=str)  # noqa: E731 (a JSON DB's keys are all text)
+    order: Callable[..., list[Any]] = lambda keys: sorted(keys, key=str)  # noqa: E731 (a JSON DB's keys are all text)
     return (order(actual.keys() - expected.keys()), order(expected.keys() - actual.keys()),
             order(expected.keys() & actual.keys()))
 

@@ -65,7 +65,8 @@ class PredicateRegistry:
         self._generic: dict[str, Predicate] = {}
         self._by_domain: dict[str, dict[str, Predicate]] = {}
 
-    def register(self, predicate: Predicate | None = None, *, name: str | None = None, domain: str | None = None):
+    def register(self, predicate: Predicate | None = None, *, name: str | None = None,
+                 domain: str | None = None) -> Predicate:
         """Add a predicate under `name` (default: the function's name). Usable as `register(fn)`,
         `@register` or `@register(name=..., domain=...)`. A name taken in the same scope is an error."""
 
@@ -214,7 +215,7 @@ class DbStateScorer(Scorer):
         if data.hash is None and data.db is None:
             return
         if data.side == "agent":
-            acc.agent_hash = data.hash if data.hash is not None else db_state_hash(data.db)
+            acc.agent_hash = data.hash if data.hash is not None or data.db is None else db_state_hash(data.db)
             expected = call.scenario.expected_db if call.scenario is not None else None
             acc.agent_diff = compute_db_diff(expected, data.db) if expected is not None and data.db is not None else None
         assertions = (call.scenario.db_state_assertions if call.scenario is not None else None) or []

@@ -19,7 +19,7 @@ Thresholds and `passed` are the metric's own (scorers/qa/base.py), so a cohort r
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 from models.call_state import CallState
 from models.results import MetricResult
@@ -118,7 +118,7 @@ def _naturalness(metric: QaMetric, heuristic: MetricResult, answer: Any) -> Metr
     if rating is None:
         return None
     score, reason = rating
-    return _llm_result(metric, heuristic.value, score, judge_reason=reason)
+    return _llm_result(metric, cast(float, heuristic.value), score, judge_reason=reason)  # (scored: it has a value)
 
 
 Override = Callable[[QaMetric, MetricResult, Any], "MetricResult | None"]

@@ -190,7 +190,7 @@ class ToolCallAccuracy(QaMetric):
     def _rtvi(acc: ToolCallAcc, event: Rtvi) -> None:
         data = rtvi_function_call(event)
         key = data.get("tool_call_id") if data is not None else None
-        if not isinstance(key, str):
+        if data is None or not isinstance(key, str):
             return  # without an id a message cannot be paired with its call
         record = acc.from_rtvi.get(key)
         if record is None:

@@ -58,7 +58,7 @@ def _is_punctuation(code: int) -> bool:
     return unicodedata.category(chr(code)).startswith("P")
 
 
-class _PunctuationDeletions(dict):
+class _PunctuationDeletions(dict[int, int | str | None]):
     """A `str.translate` table that deletes what jiwer's `RemovePunctuation` removes: every character
     whose Unicode category starts with "P". Each character is classified the first time a text holds
     it: jiwer classifies all 1.1 million code points when the transform is made, which took some
@@ -182,6 +182,7 @@ class WordErrorRate(QaMetric):
         return WerAcc()
 
     def update(self, acc: WerAcc, event: Event, call: CallState) -> None:
+        utterance: UserUtterance | None
         if isinstance(event, Turn):
             if event.data.role == "user":
                 # Uncorrected, the transcript is its own reference: no errors, nothing to align.

@@ -6,7 +6,8 @@ harness does, `run_files` its all_metrics.json and all_latencies.csv, `export` l
 harness's files, `text` holds callqa's earlier compact form of the summary and its parser.
 """
 
-from scorers.runs.aggregate import DEFAULT_MIN_AGENT_TURNS, RunSummary
+from models.events import DEFAULT_MIN_AGENT_TURNS
+from scorers.runs.aggregate import RunSummary
 from scorers.runs.export import export_run, load_run, summary_text
 from scorers.runs.harness_fold import ScenarioFiles
 from scorers.runs.harness_text import render_harness_summary

@@ -12,7 +12,7 @@ Which scenario stalled: `scorers.runs.stalls`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeGuard
 
 from scorers.runs.signals import CLEAN_EXIT, TOKEN_FIELDS, TOKEN_SIDES, domain_of, task_success
 from scorers.runs.stalls import stall_floor
@@ -60,13 +60,13 @@ class RunFold:
     tokens: dict[str, dict[str, int]] = field(
         default_factory=lambda: {side: {key: 0 for key in TOKEN_FIELDS} for side in TOKEN_SIDES})
 
-    def domains_with(self, bucket: str) -> dict[str, list]:
+    def domains_with(self, bucket: str) -> dict[str, list[Any]]:
         """Domain → its list for `bucket`, for the domains that put anything in it (sorted by domain)."""
         lists = {name: getattr(verdicts, bucket) for name, verdicts in sorted(self.domains.items())}
         return {name: values for name, values in lists.items() if values}
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float))  # (bool included, as the harness's isinstance check does)
 
 

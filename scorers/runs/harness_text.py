@@ -14,7 +14,7 @@ from __future__ import annotations
 from itertools import groupby
 from typing import Any, Mapping, Sequence
 
-from scorers.runs.harness_fold import RunFold, ScenarioFiles, Stalled, fold_run
+from scorers.runs.harness_fold import RunFold, ScenarioFiles, Stalled, Verdicts, fold_run
 from scorers.runs.run_files import pooled_latencies_ms
 
 RULE = "=" * 80
@@ -90,7 +90,7 @@ def _stall_warning(stalled: Sequence[Stalled], retry_command: str) -> list[str]:
     return lines
 
 
-def _composite_rates(run) -> list[str]:
+def _composite_rates(run: Verdicts) -> list[str]:
     if not run.success:
         return ["\n\nOverall Success Rate: N/A (no scenarios had any applicable signal)"]
     lines = [f"\n\nOverall Success Rate: {_rate(run.success) * 100:.2f}% ({sum(run.success)}/{len(run.success)} "
@@ -113,7 +113,7 @@ _SIGNAL_LINES = (
 )
 
 
-def _signal_rates(run) -> list[str]:
+def _signal_rates(run: Verdicts) -> list[str]:
     lines = ["\nPer-signal pass rates:"]
     for label, bucket, unit in _SIGNAL_LINES:
         values = getattr(run, bucket)

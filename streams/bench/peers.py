@@ -97,7 +97,7 @@ def naive_faust(bootstrap: str, topic: str, total: int) -> None:
     )
     source = app.topic(topic, key_type=bytes, value_type=bytes)
     counts = app.Table("counts", default=int, partitions=4)
-    state = {"seen": 0, "started": 0.0, "cpu_started": 0.0}
+    state: dict[str, Any] = {"seen": 0, "started": 0.0, "cpu_started": 0.0}
 
     @app.agent(source)
     async def count(stream: Any) -> None:
@@ -121,13 +121,14 @@ def naive_faust(bootstrap: str, topic: str, total: int) -> None:
 def quix_stateful(bootstrap: str, topic: str, total: int) -> None:
     from quixstreams import Application
 
+    loglevel: Any = os.environ.get("BENCH_QUIX_LOGLEVEL", "WARNING")  # (a level name, read by logging)
     app = Application(
         broker_address=bootstrap, consumer_group=f"bench-quix-{os.getpid()}", auto_offset_reset="earliest",
-        state_dir=tempfile.mkdtemp(prefix="bench-quix-"), loglevel=os.environ.get("BENCH_QUIX_LOGLEVEL", "WARNING"),
+        state_dir=tempfile.mkdtemp(prefix="bench-quix-"), loglevel=loglevel,
         consumer_extra_config={"session.timeout.ms": SESSION_TIMEOUT_S * 1000, "heartbeat.interval.ms": HEARTBEAT_S * 1000},
     )
     source = app.topic(topic, key_deserializer="bytes", value_deserializer="bytes")
-    progress = {"seen": 0, "started": 0.0, "finished": 0.0, "cpu_started": 0.0, "cpu_finished": 0.0}
+    progress: dict[str, Any] = {"seen": 0, "started": 0.0, "finished": 0.0, "cpu_started": 0.0, "cpu_finished": 0.0}
 
     def count(value: bytes, state: Any) -> None:
         if not progress["started"]:

@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence, cast
 
 import msgspec
 
@@ -170,7 +170,7 @@ class Bench:
         self.log = log
         self.broker: EmbeddedBroker | None = None
         self.runs = 0
-        self.messages: dict[str, list[Message]] = {}
+        self.messages: dict[str, Sequence[Message]] = {}
         self._lock = threading.Lock()
         # Topic names unique to this run, so that a broker may serve several runs.
         self.tag = f"{os.getpid() % 10_000}{int(time.time()) % 100_000}"
@@ -199,7 +199,7 @@ class Bench:
         worker.wait_ready(timeout_s=90)
         return worker
 
-    def _load(self, topic: str, messages: list[Message]) -> None:
+    def _load(self, topic: str, messages: Sequence[Message]) -> None:
         asyncio.run(create_topic(self.bootstrap, topic, PARTITIONS))
         asyncio.run(produce(self.bootstrap, topic, messages))
 
@@ -256,7 +256,7 @@ class Bench:
         lines = [line[line.index("{"):] for line in done.stdout.splitlines() if '{"events"' in line]
         if done.returncode != 0 or not lines:
             raise BenchError(f"{kind} failed ({done.returncode}): {done.stderr[-2000:]}")
-        return json.loads(lines[-1])
+        return cast("dict[str, float]", json.loads(lines[-1]))
 
     def _callqa_throughput(self, name: str, shape: str, events: int, broker_url: str | None = None) -> dict[str, Any]:
         """A worker started on a topic already holding the messages of `shape`; on the embedded
@@ -307,9 +307,9 @@ class Bench:
                              "average_message_bytes": sum(len(m[1]) for m in send_batched) / len(send_batched)},
         }
 
-    def throughput_runs(self, loaded: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+    def throughput_runs(self, loaded: dict[str, Any]) -> dict[str, Callable[..., Any]]:
         """One run per pipeline and message shape, keyed `shape.pipeline`."""
-        runs: dict[str, Callable[[], Any]] = {}
+        runs: dict[str, Callable[..., Any]] = {}
         for shape in ("single", "batched"):
             prefix, events = loaded["prefixes"][shape], loaded[shape]["events"]
             topic = f"{prefix}.events"
@@ -407,7 +407,7 @@ class Bench:
                               timeout=self.scale.timeout_s * 2, preexec_fn=killed_with_parent)
         if done.returncode != 0:
             raise BenchError(f"probe {args[0]} failed: {done.stderr[-2000:]}")
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        return cast("dict[str, Any]", json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def _cpu_seconds(workers: list[WorkerProcess]) -> float | None:
@@ -608,7 +608,7 @@ def _measure(quick: bool, log: Callable[[str], None], broker: EmbeddedBroker | N
 RUN_ONCE = frozenset({"single.callqa_stock_transport"})
 
 
-def _run_rounds(runs: dict[str, Callable[[], Any]], rounds: int, log: Callable[[str], None]) -> dict[str, Any]:
+def _run_rounds(runs: dict[str, Callable[..., Any]], rounds: int, log: Callable[[str], None]) -> dict[str, Any]:
     """Every run `rounds` times, interleaved (all runs, then all again): each one's median round."""
     taken: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
     for number in range(1, rounds + 1):
@@ -639,7 +639,7 @@ def median_latency(results: list[dict[str, Any]]) -> dict[str, Any]:
     return chosen
 
 
-def _run_all(runs: dict[str, Callable[[], Any]], parallel: bool, results: dict[str, Any]) -> None:
+def _run_all(runs: dict[str, Callable[..., Any]], parallel: bool, results: dict[str, Any]) -> None:
     """Every run, one after the other (or all at once for a smoke run), results by name into
     `results` as they come (a later run may read an earlier one's)."""
     if not parallel:

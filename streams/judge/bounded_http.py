@@ -25,7 +25,7 @@ class BodyTooLarge(Exception):
     """The answer's body passed the limit: reading stopped there."""
 
 
-class BoundedAsyncClient(DefaultAsyncHttpxClient):  # type: ignore[misc, valid-type]
+class BoundedAsyncClient(DefaultAsyncHttpxClient):
     """The `openai` package's own client (its timeouts, connection limits, the proxies the environment
     names), with every body that is read whole held to `limit_bytes`. A caller that asks to stream gets
     the stream as it is: the judge never does. Redirects are not followed: the client would read each

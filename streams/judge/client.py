@@ -21,7 +21,7 @@ import asyncio
 import json
 import logging
 import signal
-from typing import Any, Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 import openai
 from openai import AsyncOpenAI
@@ -72,7 +72,7 @@ class JudgeClient:
         self._slots = asyncio.Semaphore(max(1, settings.judge_concurrency))
 
     async def judge(self, requests: JudgeRequests) -> JudgeResult:
-        asks = [self.ask(requests.qa, parse_qa_answer)]
+        asks: list[Awaitable[tuple[Any, str | None]]] = [self.ask(requests.qa, parse_qa_answer)]
         if requests.evaluation is not None:
             asks.append(self.ask(requests.evaluation, parse_evaluation_answer))
         outcomes = await asyncio.gather(*asks)
@@ -106,7 +106,7 @@ class JudgeClient:
         return None, why
 
     async def _complete(self, request: JudgeRequest) -> str | None:
-        response = await self._openai.chat.completions.create(
+        response = await self._openai.chat.completions.create(  # type: ignore[call-overload]  # (plain chat dicts)
             model=self.settings.judge_model,
             messages=request.messages(),
             response_format=request.response_format(),

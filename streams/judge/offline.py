@@ -266,7 +266,7 @@ def _record(source: _Source, output: AtomicOutput, settings: Settings, engine: C
 
         if progress.on_judging is not None:
             progress.on_judging(len(to_judge))
-        answered: dict[int, Event] = {}
+        answered: dict[int, JudgeResult] = {}
         try:
             asyncio.run(judge_all(settings, [requests for _, requests in to_judge], progress.on_judged, answered))
         except JudgingInterrupted as stop:

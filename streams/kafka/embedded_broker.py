@@ -26,10 +26,10 @@ def broker_binary() -> str:
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
-def wait_for_port(host: str, port: int, timeout_s: float, process: subprocess.Popen | None = None) -> None:
+def wait_for_port(host: str, port: int, timeout_s: float, process: subprocess.Popen[bytes] | None = None) -> None:
     """Return once `host:port` accepts connections, and `process` (the one meant to listen there) is
     still running: something else answering on the port is not this broker."""
     deadline = time.monotonic() + timeout_s
@@ -84,7 +84,7 @@ def killed_with_parent() -> None:
 class EmbeddedBroker:
     port: int = 0
     host: str = "127.0.0.1"
-    process: subprocess.Popen | None = field(default=None, repr=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def bootstrap(self) -> str:

@@ -109,14 +109,14 @@ def install_broker_probe(callqa: Any) -> BrokerHealth:
     probe = BrokerProbe(connection_options(callqa.settings), health)
     interval = callqa.settings.broker_probe_s
 
-    @callqa.app.task
+    @callqa.app.task  # type: ignore[untyped-decorator]  # (the Faust app is untyped here)
     async def probe_brokers() -> None:
         # (A task rather than a timer: a timer's first round comes one interval after the start.)
         while True:
             await probe.probe()
             await asyncio.sleep(interval)
 
-    @callqa.app.on_before_shutdown.connect
+    @callqa.app.on_before_shutdown.connect  # type: ignore[untyped-decorator]  # (as above)
     async def close_probe(sender: Any, **kwargs: Any) -> None:
         await probe.close()
 

@@ -96,7 +96,7 @@ from faust.types import TP, Message
 from faust.types.transports import SchedulingStrategyT
 from faust.types.tuples import ack_lock
 from faust.utils.urls import urllist
-from mode import Service
+from mode import Service, ServiceT
 from mode.utils.futures import notify
 
 from streams.kafka.prompt_stop import (
@@ -247,7 +247,7 @@ class DirectHandoffConsumer(PromptStopConsumer):
             except Exception as ex:
                 self.log.warning(f"exception performing seek when flow not active {ex}")
 
-    async def _drain_messages(self, fetcher: Service) -> None:  # pragma: no cover - exercised end to end
+    async def _drain_messages(self, fetcher: ServiceT) -> None:  # pragma: no cover - exercised end to end
         # Same loop as faust.transport.consumer.Consumer._drain_messages, but the callback is awaited
         # directly while flow is not suspended, and topics delivered directly skip it (see the module
         # docstring, 3. and 4.).
@@ -268,7 +268,7 @@ class DirectHandoffConsumer(PromptStopConsumer):
         try:
             while not (consumer_should_stop() or fetcher_should_stop()):
                 set_flag(CONSUMER_FETCHING)
-                ait = cast(AsyncIterator, getmany(timeout=1.0))
+                ait = cast("AsyncIterator[tuple[TP, Message]]", getmany(timeout=1.0))
                 await self.sleep(0)
                 if not self.should_stop:
                     async for tp, message in ait:
@@ -379,7 +379,7 @@ def faust_broker_url(url: str) -> str:
 class InterleavedScheduler(SchedulingStrategyT):
     """A fetch's records round-robin over its partitions, from one generator (see 7. above)."""
 
-    def iterate(self, records: Mapping[TP, List]) -> Iterator[tuple[TP, Any]]:
+    def iterate(self, records: Mapping[TP, List[Any]]) -> Iterator[tuple[TP, Any]]:
         batches = [(tp, batch) for tp, batch in records.items() if batch]
         if len(batches) == 1:  # the common case on a quiet or lightly loaded topic
             tp, batch = batches[0]
@@ -387,7 +387,7 @@ class InterleavedScheduler(SchedulingStrategyT):
         return self._interleaved(batches)
 
     @staticmethod
-    def _interleaved(batches: list[tuple[TP, List]]) -> Iterator[tuple[TP, Any]]:
+    def _interleaved(batches: list[tuple[TP, List[Any]]]) -> Iterator[tuple[TP, Any]]:
         # (No batches at all: a fetch that came back empty, its wait ran out.)
         for index in range(max((len(batch) for _, batch in batches), default=0)):
             for tp, batch in batches:

@@ -23,7 +23,7 @@ import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from operator import itemgetter
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from models.wire import MAX_MESSAGE_BYTES
 from scorers.engine import CallEngine
@@ -163,6 +163,7 @@ def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[
                 for index in range(jobs)]
         processes: list[multiprocessing.process.BaseProcess] = []
         reports_from: dict[Any, ReplayJob] = {}
+        process: multiprocessing.process.BaseProcess
         try:
             for job in plan:
                 receive, send = context.Pipe(duplex=False)
@@ -206,7 +207,7 @@ def _collect(reports_from: dict[Any, ReplayJob], processes: list[multiprocessing
         for connection in wait(list(reports_from), timeout=PROGRESS_INTERVAL_S):
             job = reports_from.pop(connection)
             try:
-                message = connection.recv()
+                message = cast("Connection[Any, ReplayReport | JobFailure]", connection).recv()
             except EOFError:
                 process = processes[job.index]
                 process.join()

@@ -69,7 +69,7 @@ def events_to_record(value: bytes | None, partition: int, partitions: int, max_m
     decoded = decode_message(value or b"", max_message_bytes)
     recording.undecodable += len(decoded.rejected)
     whole = not decoded.rejected
-    kept = []
+    kept: list[Event] = []
     for event in decoded.events:
         if type(event) is Watermark:  # (it changes no call: applied to the partition it came on)
             if event.data.partition != partition:
