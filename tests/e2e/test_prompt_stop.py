@@ -25,6 +25,7 @@ from faust.transport.producer import Producer as FaustProducer
 
 from streams.bench.workload import Workload
 from streams.config import Settings
+from streams.kafka import prompt_stop
 from streams.kafka.embedded_broker import EmbeddedBroker
 from streams.kafka.prompt_stop import (
     PromptStopApp,
@@ -32,7 +33,6 @@ from streams.kafka.prompt_stop import (
     PromptStopProducer,
 )
 from streams.kafka.transports import faust_broker_url
-from streams.worker import prompt_stop
 from streams.worker.app import create_app
 from tests.helpers.livekit import start_worker
 from tests.helpers.pinning import each_pin, source_digest
