@@ -10,11 +10,11 @@ import os
 import signal
 import sys
 
-from streams.cli import bench, broker, demo, publish, record, replay, runs, send, tail, watermark, worker
+from streams.cli import bench, broker, compare, demo, publish, record, replay, runs, send, tail, watermark, worker
 from streams.files.output_files import STOP_SIGNALS, Terminated
 from streams.kafka.embedded_broker import BrokerUnavailable
 
-COMMANDS = (broker, worker, send, replay, record, tail, runs, publish, watermark, demo, bench)
+COMMANDS = (broker, worker, send, replay, record, tail, runs, compare, publish, watermark, demo, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

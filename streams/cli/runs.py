@@ -1,5 +1,5 @@
-"""`callqa summary`, `callqa export` and `callqa compare`: a run's files as the evaluation harness writes them, and
-what re-scoring changed."""
+"""`callqa summary` and `callqa export`: a run's files as the evaluation harness writes them, from a results
+file or the results topic."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from streams.cli.args import kafka_options, non_negative_int, settings_from
 from streams.files.output_files import STANDARD_INPUT
 
 
-def _result_documents(path: str) -> Iterator[dict]:
+def result_documents(path: str) -> Iterator[dict]:
     """The result documents of a results file (`callqa replay --out`, `callqa tail results --json`), each
     checked, one at a time; `-`: standard input."""
     name = "standard input" if path == STANDARD_INPUT else path
@@ -41,7 +41,7 @@ def _run_results(args: argparse.Namespace) -> list[dict]:
             others.add(str(run_id))
 
     if args.results:
-        for document in _result_documents(args.results):
+        for document in result_documents(args.results):
             keep(document)
     else:
         from streams.kafka.topic_reader import read_topic
@@ -92,24 +92,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    """What re-scoring changed: the workers' results against a replay's, verdict by verdict."""
-    from scorers.result_changes import compare_results
-    from streams.cli.render import result_changes_text
-
-    if args.before == args.after == STANDARD_INPUT:
-        raise ValueError("only one of BEFORE and AFTER can be - (standard input)")
-    if args.calls < 0:
-        raise ValueError(f"--calls must be 0 or more, got {args.calls}")
-    report = compare_results(_result_documents(args.before), _result_documents(args.after))
-    document = report.to_dict()
-    print(json.dumps(document, indent=2) if args.json else result_changes_text(document, args.calls))
-    if args.fail_on_regression and report.regressions:
-        print(f"callqa: {report.regressions} verdicts passed before and fail now", file=sys.stderr)
-        return 1
-    return 0
-
-
 def add_parser(sub: Any) -> None:
     for name, helptext in (("summary", "print a run's all_summary (from the results topic or a results file)"),
                            ("export", "write a run in the evaluation harness's layout (metrics.json, judge_result.json, "
@@ -127,14 +109,3 @@ def add_parser(sub: Any) -> None:
                             "--min-agent-turns (token_usage.agent.n_calls below N: stalled, counted as a failure; "
                             "0: none stalls); default: each scenario's own floor, as it was scored")
         p.set_defaults(func=cmd_summary if name == "summary" else cmd_export)
-
-    p = sub.add_parser("compare", help="what re-scoring changed: two results files compared call by call, "
-                                       "verdict by verdict")
-    p.add_argument("before", help="results as the workers published them (`callqa tail results --json --no-follow "
-                                  "> BEFORE`) or an earlier replay's; - reads standard input")
-    p.add_argument("after", help="results of the same calls scored again (`callqa replay LOG --out AFTER`)")
-    p.add_argument("--json", action="store_true", help="the comparison as JSON, every changed call in it")
-    p.add_argument("--calls", type=int, default=20, metavar="N", help="changed calls listed (default 20)")
-    p.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 1 when a verdict that passed before fails now")
-    p.set_defaults(func=cmd_compare)
