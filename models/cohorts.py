@@ -38,10 +38,10 @@ verdict to pass. A document with `deleted: true` removes the cohort (only `cohor
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterable, Literal, Union, cast, get_args
-
 import re
 import unicodedata
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, Union, cast, get_args
 
 import msgspec
 from msgspec import Meta, Struct

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 

@@ -22,16 +22,17 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from enum import StrEnum
-from typing import Any, ClassVar, Final, Iterable, Literal, Mapping, Sequence, TypeVar
+from typing import Any, ClassVar, Final, Literal, TypeVar
 
 import msgspec
 
-from models.events import DEFAULT_MIN_AGENT_TURNS, ScenarioSpec
 from models.db_hash import db_state_hash
+from models.events import DEFAULT_MIN_AGENT_TURNS, ScenarioSpec
 
 NOT_APPLICABLE: Final = "N/A"
 SIDES = ("user", "agent")
@@ -201,7 +202,7 @@ HARNESS_INIT_FIELDS = frozenset({
 
 def _is_descriptor(value: Any) -> bool:
     """A computed class attribute (`cached_property`, say): read on the instance, never copied."""
-    return hasattr(type(value), "__get__") and not callable(value) or isinstance(value, cached_property)
+    return (hasattr(type(value), "__get__") and not callable(value)) or isinstance(value, cached_property)
 
 
 class _ScenarioClass(type):

@@ -16,7 +16,8 @@ with nothing unbounded in it (a turn, a latency) costs one dictionary lookup.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import msgspec.inspect as mi

@@ -10,9 +10,10 @@ it, a robotic phrase, a contradiction, a recap far too long for a phone call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
-from typing import Any, Callable
+from typing import Any
 
 Facts = dict[str, str]
 

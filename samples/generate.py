@@ -22,17 +22,18 @@ import copy
 import itertools
 import json
 import string
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from random import Random
-from typing import Any, Callable, Iterable, cast
+from typing import Any, cast
 
+from models.db_hash import ORDER_INDEPENDENT_LIST_KEYS, db_state_hash
 from models.events import RESCORE_TYPES
 from models.wire import MAX_MESSAGE_BYTES
 from samples import domains as d
 from samples.domains import Facts, Step, Task, Tool
-from models.db_hash import ORDER_INDEPENDENT_LIST_KEYS, db_state_hash
 from scorers.inactivity import DEFAULT_ALLOWED_LATENESS_MS
 from streams.partitioning import partition_for
 
@@ -1239,7 +1240,7 @@ def malformed(kind: str, call_id: str, event_id: str, ts: int) -> bytes:
 
 
 def iso_time(ts_ms: int) -> str:
-    moment = datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc)
+    moment = datetime.fromtimestamp(ts_ms / 1000, tz=UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%S") + f",{ts_ms % 1000:03d}"
 
 

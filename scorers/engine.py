@@ -11,19 +11,31 @@ results go.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Literal
 
 import msgspec
 
 from models.call_state import CallState
 from models.deadletter import failure_reason
-from models.events import (AFTER_END_CLASSES, RESCORE_CLASSES, CallEnded, CallStarted, Event, JudgeResult,
-                           TranscriptCorrected, Watermark, event_signature, signature_parts)
+from models.events import (
+    AFTER_END_CLASSES,
+    RESCORE_CLASSES,
+    CallEnded,
+    CallStarted,
+    Event,
+    JudgeResult,
+    TranscriptCorrected,
+    Watermark,
+    event_signature,
+    signature_parts,
+)
 from models.results import CallResult
 from scorers.call_result import score_call
 from scorers.cohorts import CohortBook
 from scorers.fold import MAX_SCORER_ERROR_CHARS, apply_event, new_call
+from scorers.future_time import from_the_future, future_reason
 from scorers.inactivity import (
     DEFAULT_ALLOWED_LATENESS_MS,
     INACTIVITY_ID_SUFFIX,
@@ -34,7 +46,6 @@ from scorers.inactivity import (
 )
 from scorers.registry import ScorerRegistry, default_registry
 from scorers.text_forms import unicode_normal
-from scorers.future_time import from_the_future, future_reason
 from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
@@ -260,7 +271,7 @@ class CallEngine:
         call.result_event_ts_ms = event.ts_ms
         try:
             result = score_call(call, self.registry, self.cohorts, call.version, event.ts_ms)
-        except Exception as exc:  # noqa: BLE001 - a bug in assembling one result must not stop the stream
+        except Exception as exc:  # a bug in assembling one result must not stop the stream
             # The event stays applied (the call's state, and the journal, keep it); the reason goes
             # with it to the dead letters, where the missing version is found. Every metric's own
             # failure is already contained in the result (`scorers.call_result`): this is the rest.
@@ -275,7 +286,7 @@ class CallEngine:
         replay both process through here, so they dead-letter such an event alike."""
         try:
             return self.process(event, partition, position)
-        except Exception as exc:  # noqa: BLE001 - whatever it is, it is that event's, not the stream's
+        except Exception as exc:  # whatever it is, it is that event's, not the stream's
             self.counters.rejected += 1
             return Processed("rejected", self.calls.get(event.call_id), reason=failure_reason(event.event_id, exc))
 
@@ -347,7 +358,7 @@ class CallEngine:
             return None
         try:
             return score_call(call, self.registry, self.cohorts, call.version, call.result_event_ts_ms)
-        except Exception:  # noqa: BLE001 - dead-lettered when it first failed (see `process`)
+        except Exception:  # dead-lettered when it first failed (see `process`)
             return None
 
     # ---------------------------------------------------------------------------------- sweeping

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, cast
+from collections.abc import Callable
+from typing import Any, cast
 
 from models.call_state import DEFAULT_INACTIVITY_TIMEOUT_S, CallState, TurnRecord
 from models.events import (
@@ -56,7 +57,7 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
     for name, update in updates:
         try:
             update(accumulators[name], event, call)
-        except Exception as exc:  # noqa: BLE001 - one scorer's bug must not stop the call or the worker
+        except Exception as exc:  # one scorer's bug must not stop the call or the worker
             record_scorer_error(call, name, event, exc)
     call.events_applied += 1  # (its event_id is recorded by the engine, which decided it was new)
 

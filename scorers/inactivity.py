@@ -17,8 +17,8 @@ sweep every open call of the partition at once.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Collection
 
 from models.call_state import CallState
 from models.events import CallEnded, CallEndedData, Event

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, cast
+from typing import Any, cast
 
 from models.call_state import CallState
 from models.events import EVENT_TYPES, Event, Rtvi
@@ -17,15 +18,15 @@ from scorers.judge.context import JudgeContext
 from scorers.qa.base import QaMetric
 from scorers.qa.hallucination import Hallucination
 from scorers.qa.kb_recall import KbRecall
-from scorers.qa.wer import WordErrorRate
-from scorers.qa.overlapping_speech import OverlappingSpeech
+from scorers.qa.latency import LatencyMetric
 from scorers.qa.naturalness import Naturalness
+from scorers.qa.overlapping_speech import OverlappingSpeech
+from scorers.qa.sentiment import Sentiment
 from scorers.qa.tool_call_accuracy import ToolCallAccuracy
-from scorers.qa.transition_accuracy import TransitionAccuracy
 from scorers.qa.transfer_success import TransferSuccess
 from scorers.qa.transfer_wait_time import TransferWaitTime
-from scorers.qa.latency import LatencyMetric
-from scorers.qa.sentiment import Sentiment
+from scorers.qa.transition_accuracy import TransitionAccuracy
+from scorers.qa.wer import WordErrorRate
 from scorers.retries import Retries
 from scorers.token_usage import TokenUsage
 from scorers.ttfb import TimeToFirstByte
@@ -84,7 +85,7 @@ class ScorerRegistry:
     rtvi_unlisted: Updates = ()
 
     @classmethod
-    def build(cls, signals: list[Scorer], metrics: list[QaMetric]) -> "ScorerRegistry":
+    def build(cls, signals: list[Scorer], metrics: list[QaMetric]) -> ScorerRegistry:
         scorers = tuple(signals) + tuple(metrics)
         names = [s.name for s in scorers]
         duplicates = {n for n in names if names.count(n) > 1}

@@ -9,8 +9,9 @@ files and prints it).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 IS_SUCCESSFUL = "is_successful"
 COHORT_PREFIX = "cohort "

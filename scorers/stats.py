@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def nearest_rank(sorted_values: Sequence[float], fraction: float) -> float:

@@ -75,8 +75,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, cast
+from typing import Any, cast
 
 import msgspec
 
@@ -114,7 +115,7 @@ ENGLISH_STOP_WORDS = frozenset(
     where where's which while who who's whom why why's will with won won't would wouldn wouldn't you
     you'd you'll you're you've your yours yourself yourselves also yes yeah yep yup okay alright right
     sure well really actually like please thank thanks hello hey bye goodbye hmm uhm umm
-    """.split()
+    """.split()  # noqa: SIM905 - a word list reads best as prose
 )
 
 NEGATION_WORDS = frozenset(
@@ -122,7 +123,7 @@ NEGATION_WORDS = frozenset(
     not no never cannot nothing nobody none neither nor nowhere
     dont didnt doesnt isnt wasnt arent werent cant couldnt shouldnt wouldnt wont havent hasnt hadnt
     aint mustnt neednt
-    """.split()
+    """.split()  # noqa: SIM905 - a word list reads best as prose
 )
 _NEGATING_SUFFIX = "n't"
 

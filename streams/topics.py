@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 # What a compacted topic is given: Kafka keeps the newest document of each key for as long as the
 # topic lives. Cohort definitions and alert rules are state, not history: under the default

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from models.cohorts import CohortDefinition, CohortError
 from models.documents import decode_each_once, load_document_file

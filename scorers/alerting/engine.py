@@ -16,8 +16,9 @@ rules they were evaluated under (`state_document`); see `restore`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, cast
+from typing import Any, cast
 
 import msgspec
 

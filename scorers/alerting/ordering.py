@@ -22,8 +22,9 @@ the end of the log.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from scorers.alerting.calls import ScoredCall
 from scorers.alerting.engine import AlertEngine

@@ -8,8 +8,8 @@ can tell cheaply whether to hand the engine a new rule set.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from models.alert_rules import AlertRule
 
@@ -21,7 +21,7 @@ class RuleBook:
     revision: int = 0
 
     @classmethod
-    def from_file_rules(cls, rules: Iterable[AlertRule]) -> "RuleBook":
+    def from_file_rules(cls, rules: Iterable[AlertRule]) -> RuleBook:
         return cls(file_rules={rule.name: rule for rule in rules})
 
     def apply(self, name: str, rule: AlertRule | None) -> None:

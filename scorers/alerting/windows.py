@@ -21,8 +21,8 @@ per rule instead of one per scope, metric and window.
 from __future__ import annotations
 
 from bisect import bisect_right, insort
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from scorers.alerting.calls import Outcome, ScoredCall
 from scorers.qa.base import round_score

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from models.call_state import CallState
 from models.events import Rtvi, ScenarioSpec

@@ -39,8 +39,9 @@ takes the registry.)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from models.call_state import CallState
 from models.db_hash import db_state_hash

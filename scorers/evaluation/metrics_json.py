@@ -10,7 +10,7 @@ every signal whitelisted, no agent-turn floor.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -23,7 +23,6 @@ from scorers.evaluation.success import success_fields
 from scorers.handoff_latency import HandoffLatencyAcc
 from scorers.stats import latency_stats
 from scorers.token_usage import TokenUsageAcc
-
 
 ALWAYS_PRESENT_KEYS = (
     "scenario_name",
@@ -77,12 +76,12 @@ _FAST_ISO_BELOW_MS = 4_000_000_000_000
 
 @lru_cache(maxsize=4096)
 def _minute_prefix(minute: int) -> str:
-    return datetime.fromtimestamp(minute * 60, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:")
+    return datetime.fromtimestamp(minute * 60, tz=UTC).strftime("%Y-%m-%dT%H:%M:")
 
 
 def iso_timestamp(ts_ms: int) -> str:
     if not 0 <= ts_ms < _FAST_ISO_BELOW_MS or type(ts_ms) is not int:
-        return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+        return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
     minute, millis = divmod(ts_ms, 60_000)
     seconds, millis = divmod(millis, 1000)
     return f"{_minute_prefix(minute)}{seconds:02d}.{millis:03d}+00:00"

@@ -29,7 +29,8 @@ call as a failure in the composite rates and leaves it out of every per-signal r
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from models.events import ScenarioSpec
 from models.scenario import SuccessSignal, composite_is_successful

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 FENCED_OBJECT = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 FLAT_SCORED_OBJECT = re.compile(r'\{[^{}]*"score"\s*:\s*[\d.]+[^{}]*\}')

@@ -36,8 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from models.events import JudgeResult, JudgeResultData
 from models.wire import encode_event
-from scorers.evaluation.judge_fields import (JudgeAnswerAcc, answer_score, judge_result_document,
-                                            normalise_nl_verdicts)
+from scorers.evaluation.judge_fields import JudgeAnswerAcc, answer_score, judge_result_document, normalise_nl_verdicts
 from scorers.judge.answer_json import extract_json
 from scorers.judge.context import cut
 from scorers.judge.requests import JudgeRequest, JudgeRequests
@@ -91,7 +90,7 @@ def without_lone_surrogates(value: Any) -> Any:
     return value
 
 
-def check_answer(validator: "Draft202012Validator", answer: Any) -> None:
+def check_answer(validator: Draft202012Validator, answer: Any) -> None:
     from jsonschema.exceptions import best_match  # (imported with the validator, on first use)
 
     error = best_match(validator.iter_errors(answer))

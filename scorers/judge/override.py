@@ -19,7 +19,8 @@ Thresholds and `passed` are the metric's own (scorers/qa/base.py), so a cohort r
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, cast
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from models.call_state import CallState
 from models.results import MetricResult

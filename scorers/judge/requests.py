@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from models.call_state import CallState
 from scorers.cohorts import CohortBook, llm_criterion_questions
@@ -141,7 +142,7 @@ class JudgeRequest:
             return {"type": "json_object"}
         return {"type": "json_schema", "json_schema": {"name": self.schema_name, "strict": True, "schema": self.schema}}
 
-    def as_json_object(self) -> "JudgeRequest":
+    def as_json_object(self) -> JudgeRequest:
         """This request for a server without structured output: the schema goes into the system prompt."""
         schema = json.dumps(self.schema, indent=1, sort_keys=True)
         prompt = f"{self.system_prompt}\n\nThe JSON schema your answer must match:\n{schema}"

@@ -87,22 +87,22 @@ def evaluation_answer_schema(with_assertions: bool, verdict: dict[str, Any] = VE
 
 # The validators are built on first use: importing jsonschema cost every process 0.1 s at start,
 # and only a worker or command that meets a judge's answer needs one.
-def _validator(schema: dict[str, Any]) -> "Draft202012Validator":
+def _validator(schema: dict[str, Any]) -> Draft202012Validator:
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(schema)
 
 
 @cache
-def qa_answer_check() -> "Draft202012Validator":
+def qa_answer_check() -> Draft202012Validator:
     return _validator(qa_answer_schema(ANY_VERDICT))
 
 
 @cache
-def hallucination_check() -> "Draft202012Validator":
+def hallucination_check() -> Draft202012Validator:
     return _validator(HALLUCINATION_ANSWER)
 
 
 @cache
-def rating_check() -> "Draft202012Validator":
+def rating_check() -> Draft202012Validator:
     return _validator(RATING_ANSWER)

@@ -15,7 +15,21 @@ from scorers.runs.report import AllSummary, DomainSummary, Mean, Rate, SideToken
 from scorers.runs.text import LABELS, parse_all_summary, render_all_summary
 
 __all__ = [
-    "DEFAULT_MIN_AGENT_TURNS", "LABELS", "AllSummary", "DomainSummary", "Mean", "Rate", "RunSummary", "SideTokens",
-    "ScenarioFiles", "StallWarning", "TokenUsageSummary", "export_run", "load_run", "parse_all_summary",
-    "render_all_summary", "render_harness_summary", "summary_text",
+    "DEFAULT_MIN_AGENT_TURNS",
+    "LABELS",
+    "AllSummary",
+    "DomainSummary",
+    "Mean",
+    "Rate",
+    "RunSummary",
+    "ScenarioFiles",
+    "SideTokens",
+    "StallWarning",
+    "TokenUsageSummary",
+    "export_run",
+    "load_run",
+    "parse_all_summary",
+    "render_all_summary",
+    "render_harness_summary",
+    "summary_text",
 ]

@@ -17,16 +17,21 @@ import hashlib
 import json
 import re
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from models.results import CallResult
 from scorers.runs.aggregate import RunSummary, result_fields
 from scorers.runs.harness_fold import ScenarioFiles
-from scorers.runs.signals import DB_STATE_DIFF_KEY
 from scorers.runs.harness_text import DEFAULT_RETRY_COMMAND, render_harness_summary
 from scorers.runs.run_files import (
-    ALL_LATENCIES_FILE, ALL_METRICS_FILE, all_latencies_csv, all_metrics_json, with_run_directory,
+    ALL_LATENCIES_FILE,
+    ALL_METRICS_FILE,
+    all_latencies_csv,
+    all_metrics_json,
+    with_run_directory,
 )
+from scorers.runs.signals import DB_STATE_DIFF_KEY
 
 SUMMARY_FILE = "all_summary.txt"
 METRICS_FILE = "metrics.json"

@@ -11,8 +11,9 @@ Which scenario stalled: `scorers.runs.stalls`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, TypeGuard
+from typing import Any, TypeGuard
 
 from scorers.runs.signals import CLEAN_EXIT, TOKEN_FIELDS, TOKEN_SIDES, domain_of, task_success
 from scorers.runs.stalls import stall_floor
@@ -58,7 +59,7 @@ class RunFold:
     domains: dict[str, Verdicts] = field(default_factory=dict)
     stalled: list[Stalled] = field(default_factory=list)
     tokens: dict[str, dict[str, int]] = field(
-        default_factory=lambda: {side: {key: 0 for key in TOKEN_FIELDS} for side in TOKEN_SIDES})
+        default_factory=lambda: {side: dict.fromkeys(TOKEN_FIELDS, 0) for side in TOKEN_SIDES})
 
     def domains_with(self, bucket: str) -> dict[str, list[Any]]:
         """Domain → its list for `bucket`, for the domains that put anything in it (sorted by domain)."""

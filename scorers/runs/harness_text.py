@@ -11,8 +11,9 @@ The one line that differs: how to retry stalled scenarios names callqa's way, no
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from itertools import groupby
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from scorers.runs.harness_fold import RunFold, ScenarioFiles, Stalled, Verdicts, fold_run
 from scorers.runs.run_files import pooled_latencies_ms

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from scorers.numbers import finite_number
 

@@ -10,7 +10,8 @@ It depends on the floor asked for:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from models.events import DEFAULT_MIN_AGENT_TURNS
 

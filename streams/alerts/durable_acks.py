@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 logger = logging.getLogger("callqa.alerts")
 

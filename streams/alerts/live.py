@@ -311,7 +311,7 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
         await retrying(f"creating {names.alerts}", lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)
         try:
             await asyncio.wait_for(runtime.rules_read.wait(), RULES_READ_WAIT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             logger.warning("alerts: %s not read within %s s; evaluating with the rules known so far",
                            names.alert_rules, RULES_READ_WAIT_S)
             runtime.rules_read.set()
@@ -410,7 +410,7 @@ def _install_alerts_page(app: faust.App, runtime: AlertsRuntime, table: Any) -> 
             pass
         except (ServiceUnavailable, KeyError, TypeError):  # (what Faust raises while nothing is assigned)
             return web.error(503, "alert evaluation is not assigned to a worker yet")
-        except Exception as exc:  # noqa: BLE001 - the owner named, but not reached (CALLQA_WEB_HOST)
+        except Exception as exc:  # the owner named, but not reached (CALLQA_WEB_HOST)
             owner = app.router.key_store(table.name, EPISODES_KEY)
             return web.error(502, f"the worker evaluating alerts, {owner}, did not answer "
                                   f"({type(exc).__name__}: {exc}); it is reached by its CALLQA_WEB_HOST")

@@ -102,7 +102,7 @@ class WebhookPoster:
                     return False
                 return f"HTTP {status}"
             return f"more than {MAX_REDIRECTS} redirects in a row"
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
             # (An error may quote the URL, normalised or not, and a webhook's URL is often its token.)
             said = without_urls(str(exc))
             return f"{type(exc).__name__}: {said}" if said else type(exc).__name__

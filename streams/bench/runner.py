@@ -38,8 +38,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, cast
+from typing import Any, cast
 
 import msgspec
 
@@ -653,7 +654,7 @@ def _run_all(runs: dict[str, Callable[..., Any]], parallel: bool, results: dict[
     def run_one(name: str, run: Callable[[], Any]) -> None:
         try:
             outcomes[name] = (True, run())
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
+        except BaseException as exc:  # handed to the main thread, which raises it
             outcomes[name] = (False, exc)
 
     threads = {name: threading.Thread(target=run_one, args=(name, run), name=f"bench-{name}", daemon=True)

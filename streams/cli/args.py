@@ -9,8 +9,8 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from models.wire import MSGPACK_LOG
 from streams.config import Settings, load_settings

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 # Control characters (C0, DEL, C1) shown escaped: a call_id, agent_id or stop reason comes from the
 # producer, and raw it could clear the terminal, recolour it or forge lines of its own.
@@ -61,7 +62,7 @@ def alert_line(alert: dict[str, Any]) -> str:
 def _utc(ts_ms: Any) -> str:
     if not isinstance(ts_ms, int):
         return "-"
-    return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 COLUMNS = [

@@ -10,7 +10,8 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from streams.cli.args import kafka_options, settings_from
 from streams.cli.render import alert_line, dead_letter_line, result_line

@@ -11,7 +11,8 @@ from __future__ import annotations
 import enum
 import itertools
 import re
-from typing import Any, Generator, Iterator
+from collections.abc import Generator, Iterator
+from typing import Any
 
 import msgpack
 
@@ -355,7 +356,7 @@ def _look_for_record(data: bytes, begin: int, end: int | None = None) -> tuple[i
                     break  # runs past the end of what has been read: no whole record here, yet
                 window *= 4
                 continue
-            except Exception:  # noqa: BLE001 - anything that does not decode is not where a record starts
+            except Exception:  # anything that does not decode is not where a record starts
                 break
             if isinstance(value, dict) and "v" in value and ("type" in value or "events" in value):
                 return start, start

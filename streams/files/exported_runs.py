@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 
 def write_export(files: Mapping[str, bytes], out_dir: str | Path) -> list[Path]:

@@ -58,8 +58,9 @@ from __future__ import annotations
 import time
 import zlib
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import msgpack
 import zstandard

@@ -21,7 +21,8 @@ import asyncio
 import json
 import logging
 import signal
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import openai
 from openai import AsyncOpenAI

@@ -23,8 +23,9 @@ import asyncio
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO
 
 from models.events import Event, JudgeResult
 from models.results import CallResult

@@ -33,7 +33,7 @@ DROPS_PER_WARNING = 100
 
 
 class JudgeRunner:
-    def __init__(self, callqa: "CallqaApp") -> None:
+    def __init__(self, callqa: CallqaApp) -> None:
         self.callqa = callqa
         self.settings = callqa.settings
         self.client = JudgeClient(self.settings)  # built here: its setup is too slow for the hot path
@@ -113,7 +113,7 @@ class JudgeRunner:
                         "heuristic results", waiting, in_flight)
 
 
-def install_judge(callqa: "CallqaApp") -> JudgeRunner:
+def install_judge(callqa: CallqaApp) -> JudgeRunner:
     runner = JudgeRunner(callqa)
     callqa.result_hooks.append(runner.on_result)
     return runner

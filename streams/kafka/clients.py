@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -32,7 +33,7 @@ async def retrying(what: str, attempt: Callable[[], Awaitable[T]], log: logging.
             return await attempt()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - whatever the broker or the network did, ask again
+        except Exception as exc:  # whatever the broker or the network did, ask again
             log.warning("%s failed (%s: %s); again in %s s", what, type(exc).__name__, exc, retry_s)
             await asyncio.sleep(retry_s)
 
@@ -165,7 +166,7 @@ async def _not_compacted(admin: AIOKafkaAdminClient, topics: list[str]) -> list[
         return []
     # (Every config of each topic: the embedded broker drops the connection when asked for some by name.)
     resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in topics]
-    policies = {name: "delete" for name in topics}  # Kafka's default, when a broker reports none
+    policies = dict.fromkeys(topics, "delete")  # Kafka's default, when a broker reports none
     for response in await admin.describe_configs(resources):
         for error, _message, _type, name, entries in response.resources:
             if error:  # (not allowed to describe it, say: nothing is known, so nothing is said)

@@ -95,7 +95,7 @@ class EmbeddedBroker:
         """The Faust broker URL; `tansu://` selects the workarounds in streams/kafka/transports.py."""
         return f"tansu://{self.bootstrap}"
 
-    def start(self, log_path: str | None = None) -> "EmbeddedBroker":
+    def start(self, log_path: str | None = None) -> EmbeddedBroker:
         if self.port == 0:
             self.port = free_port()
         else:
@@ -125,7 +125,7 @@ class EmbeddedBroker:
                 self.process.wait()
         self.process = None
 
-    def __enter__(self) -> "EmbeddedBroker":
+    def __enter__(self) -> EmbeddedBroker:
         return self.start() if self.process is None else self
 
     def __exit__(self, *exc: object) -> None:

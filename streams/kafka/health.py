@@ -81,9 +81,9 @@ class BrokerProbe:
     async def probe(self) -> None:
         try:
             await asyncio.wait_for(self._ask(), PROBE_TIMEOUT_S)
-        except (KafkaError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, KafkaError, OSError) as exc:
             self.health.failed(describe(exc))
-        except Exception as exc:  # noqa: BLE001 - anything else must not end the probing task
+        except Exception as exc:  # anything else must not end the probing task
             logger.exception("the broker probe failed unexpectedly")
             self.health.failed(describe(exc))
         else:

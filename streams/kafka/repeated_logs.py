@@ -15,8 +15,8 @@ import importlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 REPEAT_EVERY_S = 30.0
 # Messages remembered at most; past that, those not seen for `every_s` are forgotten.

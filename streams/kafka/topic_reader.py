@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aiokafka import TopicPartition
 
@@ -98,7 +99,7 @@ async def follow_topic(callqa: Any, topic: str, on_record: Any, on_caught_up: An
                 for record in records:
                     try:
                         on_record(record.key, record.value, record.offset)
-                    except Exception as exc:  # noqa: BLE001 - one bad record must not stop the view
+                    except Exception as exc:  # one bad record must not stop the view
                         logger.warning("%s[%s]@%s skipped: %s", topic, record.partition, record.offset, exc)
     finally:
         await consumer.stop()

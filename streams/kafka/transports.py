@@ -72,17 +72,11 @@ import asyncio
 import logging
 import weakref
 from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from time import monotonic
 from typing import (
     Any,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    List,
-    Mapping,
     cast,
 )
 from weakref import WeakKeyDictionary
@@ -165,13 +159,13 @@ class VerifiedHighwaterConsumerThread(PromptStopConsumerThread):
         consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
         return consumer
 
-    async def _highwaters(self, partitions: List[TP]) -> Mapping[TP, int]:
+    async def _highwaters(self, partitions: list[TP]) -> Mapping[TP, int]:
         reported = dict(await super()._highwaters(partitions))
         if not reported or self.consumer.in_transaction:
             return reported
         try:
             probed = await probe_high_watermarks(self._ensure_consumer()._client, reported)
-        except Exception as exc:  # noqa: BLE001 - any failure: keep the broker's answer, loudly
+        except Exception as exc:  # any failure: keep the broker's answer, loudly
             logger.warning("high-watermark probe failed (%r); table recovery may miss the last records", exc)
             return reported
         corrected = {tp: max(end, probed.get(tp, end)) for tp, end in reported.items()}
@@ -313,7 +307,7 @@ class DirectHandoffConsumer(PromptStopConsumer):
 
 
 DirectHandler = Callable[[Message], Awaitable[Any]]
-_DIRECT_HANDLERS: "WeakKeyDictionary[Any, dict[str, DirectHandler]]" = WeakKeyDictionary()
+_DIRECT_HANDLERS: WeakKeyDictionary[Any, dict[str, DirectHandler]] = WeakKeyDictionary()
 
 
 def deliver_directly(app: Any, topic: str, handler: DirectHandler) -> None:
@@ -379,7 +373,7 @@ def faust_broker_url(url: str) -> str:
 class InterleavedScheduler(SchedulingStrategyT):
     """A fetch's records round-robin over its partitions, from one generator (see 7. above)."""
 
-    def iterate(self, records: Mapping[TP, List[Any]]) -> Iterator[tuple[TP, Any]]:
+    def iterate(self, records: Mapping[TP, list[Any]]) -> Iterator[tuple[TP, Any]]:
         batches = [(tp, batch) for tp, batch in records.items() if batch]
         if len(batches) == 1:  # the common case on a quiet or lightly loaded topic
             tp, batch = batches[0]
@@ -387,7 +381,7 @@ class InterleavedScheduler(SchedulingStrategyT):
         return self._interleaved(batches)
 
     @staticmethod
-    def _interleaved(batches: list[tuple[TP, List[Any]]]) -> Iterator[tuple[TP, Any]]:
+    def _interleaved(batches: list[tuple[TP, list[Any]]]) -> Iterator[tuple[TP, Any]]:
         # (No batches at all: a fetch that came back empty, its wait ran out.)
         for index in range(max((len(batch) for _, batch in batches), default=0)):
             for tp, batch in batches:

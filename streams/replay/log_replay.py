@@ -8,8 +8,8 @@ log every call still open is swept, as a producer's end-of-input watermark does 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Iterable
 
 from models.deadletter import oversized_result_reason
 from models.events import Event, Watermark

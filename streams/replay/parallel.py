@@ -20,10 +20,11 @@ import signal
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from operator import itemgetter
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 from models.wire import MAX_MESSAGE_BYTES
 from scorers.engine import CallEngine

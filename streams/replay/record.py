@@ -22,8 +22,8 @@ only its first events here, and replay ends it at the end of its input, as it en
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import msgspec
 from aiokafka import TopicPartition

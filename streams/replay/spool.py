@@ -7,7 +7,8 @@ Format: per output a fixed header (record index, phase, position, kind, line len
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from models.results import CallResult
 from models.wire import Rejected

@@ -27,8 +27,9 @@ promises that nothing older follows there).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import msgspec
 

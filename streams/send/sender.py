@@ -12,7 +12,8 @@ so open calls are swept at once.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Iterable, TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 import msgspec
 from aiokafka.errors import KafkaTimeoutError

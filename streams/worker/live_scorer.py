@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 import msgspec
 
@@ -221,7 +221,7 @@ class LiveScorer:
         if applied:
             try:
                 self._journal_one_call(events[0].call_id, applied, all_applied, value, offset, partition, out)
-            except Exception as exc:  # noqa: BLE001 - what the journal cannot hold is dead-lettered, not a stop
+            except Exception as exc:  # what the journal cannot hold is dead-lettered, not a stop
                 out.journal.pop(events[0].call_id, None)
                 for _, event in applied:
                     self._refused(failure_reason(event.event_id, exc), event, topic, partition, offset, out, (value, None))

@@ -26,8 +26,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -136,7 +137,7 @@ class MessageFlow:
                 self.on_restored(partition, restored)
         try:
             out = live.handle(message.value, message.topic, partition, message.offset)
-        except Exception as exc:  # noqa: BLE001 - one message must never stop the worker (each event's own
+        except Exception as exc:  # one message must never stop the worker (each event's own
             # failures are dead-lettered inside `handle`; this is what is left)
             out = live.failed_message(exc, message.value or b"", message.topic, partition, message.offset)
         # Faust does not wait for a message in progress before it revokes its partition: a send
@@ -160,7 +161,7 @@ class MessageFlow:
         assert self.ready is not None
         try:
             await asyncio.wait_for(self.ready.wait(), READY_WAIT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             logger.warning("the cohorts were not read within %s s; scoring with those known so far", READY_WAIT_S)
         self.ready = None
 
@@ -248,7 +249,7 @@ class MessageFlow:
                 for hook in self.result_hooks:
                     try:
                         await hook(result, call)
-                    except Exception:  # noqa: BLE001 - a view or alert input failing must not stop scoring
+                    except Exception:  # a view or alert input failing must not stop scoring
                         logger.exception("a result hook failed on call %r", result.call_id[:100])
 
     async def _send_oversized(self, result: CallResult, value: bytes, message: Any) -> None:

@@ -24,7 +24,7 @@ class WorkerProcess:
     log_path: str | None = None
     process: subprocess.Popen | None = field(default=None, repr=False)
 
-    def start(self) -> "WorkerProcess":
+    def start(self) -> WorkerProcess:
         if self.web_port == 0:
             self.web_port = free_port()
         env = {
@@ -90,7 +90,7 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             self.kill()
 
-    def __enter__(self) -> "WorkerProcess":
+    def __enter__(self) -> WorkerProcess:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest

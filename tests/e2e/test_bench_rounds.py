@@ -105,7 +105,7 @@ class _CountingWorker:
         return 0.0
 
 
-def _bench() -> "Bench":
+def _bench() -> Bench:
     from streams.bench.runner import QUICK, Bench
 
     return Bench(QUICK, "/tmp", log=lambda line: None)

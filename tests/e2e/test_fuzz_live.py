@@ -59,7 +59,7 @@ def good_call(call_id: str, ts: int) -> list[bytes]:
 
 def good_calls(prefix: str, count: int, ts: int) -> list[Fuzzed]:
     """`count` calls per partition at least (each partition's time set before the fuzz comes)."""
-    messages, per_partition, n = [], {p: 0 for p in range(PARTITIONS)}, 0
+    messages, per_partition, n = [], dict.fromkeys(range(PARTITIONS), 0), 0
     while min(per_partition.values()) < count:
         call_id = f"{prefix}-{n}"
         n += 1

@@ -44,7 +44,7 @@ def test_the_worker_judges_each_ended_call_and_the_events_topic_replays_to_the_s
             worker.stop()
     assert judge_counters == {"queued": 0, "in_flight": 0, "published": len(CALLS), "dropped": 0}
     latest = latest_by_call(live)
-    assert {c: latest[c]["version"] for c in CALLS} == {c: 2 for c in CALLS}
+    assert {c: latest[c]["version"] for c in CALLS} == dict.fromkeys(CALLS, 2)
     assert {m["details"]["judge"] for c in CALLS for m in latest[c]["metrics"]
             if m["metric"] in ("hallucination", "kb_recall", "naturalness", "tool_call_accuracy", "transition_accuracy")} == {"llm"}
     assert {latest[c]["evaluation"]["judge_score"] for c in CALLS} == {0.8}

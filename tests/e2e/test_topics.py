@@ -21,7 +21,7 @@ async def _described(settings, topics: list[str]) -> dict[str, tuple[int, str]]:
     await admin.start()
     try:
         partitions = {t["topic"]: len(t["partitions"]) for t in await admin.describe_topics(topics)}
-        policies = {name: "" for name in topics}
+        policies = dict.fromkeys(topics, "")
         resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in topics]
         for response in await admin.describe_configs(resources):
             for _error, _message, _type, name, entries in response.resources:

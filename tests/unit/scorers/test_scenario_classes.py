@@ -145,7 +145,7 @@ def test_compute_is_successful_is_na_when_no_whitelisted_signal_applies():
 def test_compute_is_successful_without_a_whitelist_raises_as_the_harness_does():
     # Mirrors the harness's Scenario.compute_is_successful ("success_signals is empty").
     with pytest.raises(ValueError, match="success_signals is empty"):
-        Scenario().compute_is_successful({s: True for s in SuccessSignal})
+        Scenario().compute_is_successful(dict.fromkeys(SuccessSignal, True))
 
 
 def test_an_empty_whitelist_is_refused_when_the_scenario_is_made():

@@ -123,7 +123,7 @@ def published(partitions: dict[int, list[bytes]], schedule: Schedule | None = No
         return MessageFlow(LiveScorer(CallEngine(**settings), topic_partitions=len(partitions)), topic)
 
     async def run() -> None:
-        flow, next_offset = new_worker(), {partition: 0 for partition in partitions}
+        flow, next_offset = new_worker(), dict.fromkeys(partitions, 0)
         while ready := [p for p, messages in topic.partitions.items() if next_offset[p] < len(messages)]:
             partition = schedule.next_partition(ready)
             offset = next_offset[partition]

@@ -17,7 +17,7 @@ class Moment(float):
     """A time that, the first time the filter compares it while forgetting, lets another thread log
     a new message: two threads meeting exactly there, made certain instead of left to chance."""
 
-    meet: "threading.Thread | None" = None
+    meet: threading.Thread | None = None
 
     def __ge__(self, other: object) -> bool:
         if Moment.meet is not None:
@@ -37,7 +37,7 @@ def test_a_thread_logging_while_the_filter_forgets_old_messages_neither_crashes_
     def other_thread_logs() -> None:
         try:
             repeats.filter(record("from the producer's thread"))
-        except BaseException as exc:  # noqa: BLE001 - what the other thread met is the finding
+        except BaseException as exc:  # what the other thread met is the finding
             errors.append(exc)
 
     other = Moment.meet = threading.Thread(target=other_thread_logs)

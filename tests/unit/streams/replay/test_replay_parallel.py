@@ -7,8 +7,8 @@ import dataclasses
 import json
 import multiprocessing
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import msgpack
 import pytest

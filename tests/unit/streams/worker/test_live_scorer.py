@@ -41,7 +41,7 @@ def run(live: LiveScorer, offsets: range, journal: dict[bytes, bytes]) -> list:
 def test_a_restarted_worker_restores_calls_from_the_journal_and_skips_what_they_applied():
     journal: dict[bytes, bytes] = {}
     first = LiveScorer(CallEngine())
-    published = run(first, range(0, 3), journal)
+    published = run(first, range(3), journal)
     assert [r.version for r in published] == [1]
 
     restarted = LiveScorer(CallEngine())
@@ -55,7 +55,7 @@ def test_a_restore_counts_nothing_as_applied_or_published():
     # /health's counters doubled with every restore (each rebalance): re-folding is no new work.
     journal: dict[bytes, bytes] = {}
     first = LiveScorer(CallEngine())
-    run(first, range(0, 3), journal)
+    run(first, range(3), journal)
     counted = (first.engine.counters.applied, first.engine.counters.results, first.engine.counters.calls)
     assert counted == (3, 1, 1)
     first.release_partitions({0})
@@ -71,7 +71,7 @@ def test_a_restore_counts_nothing_as_applied_or_published():
 def test_a_result_lost_in_a_crash_is_published_again_when_its_message_is_redelivered():
     journal: dict[bytes, bytes] = {}
     first = LiveScorer(CallEngine())
-    lost = run(first, range(0, 3), journal)  # the journal reached the broker, the result did not
+    lost = run(first, range(3), journal)  # the journal reached the broker, the result did not
 
     restarted = LiveScorer(CallEngine())
     restarted.restore_partition(0, journal.items())
@@ -85,9 +85,9 @@ def test_a_result_lost_in_a_crash_is_published_again_when_its_message_is_redeliv
 def test_redelivered_events_are_not_journaled_twice():
     journal: dict[bytes, bytes] = {}
     live = LiveScorer(CallEngine())
-    run(live, range(0, 3), journal)
+    run(live, range(3), journal)
     segments = len(journal)
-    run(live, range(0, 3), journal)
+    run(live, range(3), journal)
     assert len(journal) == segments
 
 
