@@ -158,4 +158,4 @@ class CallState:
             return None
         # Capped at the latest event time the contract accepts, so that the synthetic `call.ended`
         # a sweep records at the deadline decodes again (from the journal, from a recorded log).
-        return min(self.last_activity_ts_ms + int(round(self.inactivity_timeout_s * 1000)), MAX_TS_MS)
+        return min(self.last_activity_ts_ms + round(self.inactivity_timeout_s * 1000), MAX_TS_MS)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, Union, cast, get_args
+from typing import Annotated, Any, Literal, cast, get_args
 
 import msgspec
 from msgspec import Meta, Struct
@@ -53,7 +53,7 @@ DEFAULT_WEIGHT = 1
 DEFAULT_PASS_THRESHOLD = 70
 
 # Weights, thresholds and the pass threshold are all on the 0 to 100 scale of a score.
-ZeroToHundred = Union[Annotated[int, Meta(ge=0, le=100)], Annotated[float, Meta(ge=0, le=100)]]
+ZeroToHundred = Annotated[int, Meta(ge=0, le=100)] | Annotated[float, Meta(ge=0, le=100)]
 
 CriterionOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "exists"]
 """eq/ne: equal or not (1 == 1.0, but true is not 1); lt/le/gt/ge: both numbers or both strings;
@@ -103,7 +103,7 @@ class LlmCriterion(Struct, tag_field="kind", tag="llm", forbid_unknown_fields=Tr
     weight: ZeroToHundred = DEFAULT_WEIGHT
 
 
-Criterion = Union[RuleCriterion, LlmCriterion]
+Criterion = RuleCriterion | LlmCriterion
 
 
 class CohortDefinition(Struct, forbid_unknown_fields=True, kw_only=True):

@@ -49,7 +49,8 @@ _CUT = " … "
 # A value the reason quotes (an id, a type) longer than this is cut first: what the reason says of it
 # stays whole.
 QUOTED_KEPT_CHARS = 60
-_LONG_QUOTED = re.compile(r"'([^'\n]{%d,})'|\"([^\"\n]{%d,})\"" % (QUOTED_KEPT_CHARS + 20, QUOTED_KEPT_CHARS + 20))
+_LONG_QUOTED_CHARS = QUOTED_KEPT_CHARS + 20
+_LONG_QUOTED = re.compile(rf"'([^'\n]{{{_LONG_QUOTED_CHARS},}})'|\"([^\"\n]{{{_LONG_QUOTED_CHARS},}})\"")
 
 
 def _cut_quoted(match: re.Match[str]) -> str:

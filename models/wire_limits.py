@@ -181,7 +181,7 @@ def _tuple_check(item_checks: list[Check | None]) -> Check | None:
         return None
 
     def check(value: Any) -> Problem | None:
-        for index, (item, item_check) in enumerate(zip(value, item_checks)):
+        for index, (item, item_check) in enumerate(zip(value, item_checks, strict=False)):
             found = None if item_check is None else item_check(item)
             if found is not None:
                 found[1].append(str(index))

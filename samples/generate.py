@@ -196,7 +196,7 @@ def random_id(rng: Random, prefix: str, length: int, alphabet: str = "0123456789
 def plan_calls(rng: Random, n_calls: int) -> list[CallPlan]:
     n_production = round(n_calls * PRODUCTION_SHARE)
     tasks = [d.SCENARIO_TASKS[i % len(d.SCENARIO_TASKS)] for i in range(n_calls - n_production)]
-    mix_tasks, mix_weights = zip(*d.PRODUCTION_MIX)
+    mix_tasks, mix_weights = zip(*d.PRODUCTION_MIX, strict=True)
     tasks += rng.choices(mix_tasks, weights=mix_weights, k=n_production)
     kinds = [False] * (n_calls - n_production) + [True] * n_production
     order = list(range(n_calls))
@@ -390,7 +390,7 @@ class CallScript:
 
     def add(self, offset_ms: float, type_: str, data: dict[str, Any]) -> dict[str, Any]:
         """Add an event `offset_ms` after the call started; returns its data (to find it again)."""
-        self._events.append((self.start_ms + int(round(offset_ms)), len(self._events), type_, data))
+        self._events.append((self.start_ms + round(offset_ms), len(self._events), type_, data))
         return data
 
     @property
@@ -1267,10 +1267,10 @@ def check_inactivity(plans: list[CallPlan], calls: list[list[dict[str, Any]]]) -
     """Only the calls meant to time out may go quiet for their inactivity timeout, and every call that
     never ends is followed, on its own partition, by events past its deadline plus the sweep's allowed
     lateness — whatever the partition count — so that a worker's watermark gets there."""
-    for plan, events in zip(plans, calls):
+    for plan, events in zip(plans, calls, strict=True):
         active = [e["ts_ms"] for e in events if e["type"] not in RESCORE_TYPES]
         limit = plan.timeout_ms - INACTIVITY_SAFETY_MARGIN_MS
-        gaps = [b - a for a, b in zip(active, active[1:])]
+        gaps = [b - a for a, b in itertools.pairwise(active)]
         if plan.ending in ("stalled", "silent_user"):
             gaps = gaps[:-1]  # the last gap is the harness's own inactivity timeout
         if gaps and max(gaps) > limit:
@@ -1280,7 +1280,7 @@ def check_inactivity(plans: list[CallPlan], calls: list[list[dict[str, Any]]]) -
         for events in calls:
             partition = partition_for(events[0]["call_id"], partitions)
             feed_end[partition] = max(feed_end.get(partition, 0), max(e["ts_ms"] for e in events))
-        for plan, events in zip(plans, calls):
+        for plan, events in zip(plans, calls, strict=True):
             if plan.ending != "never":
                 continue
             deadline = events[-1]["ts_ms"] + plan.timeout_ms

@@ -295,7 +295,7 @@ class CallEngine:
         others (calls sent once they end, a clock that runs behind) sees its calls ended this way."""
         return (f": the inactivity sweep ended it at event time {call.ended_ts_ms}, once its partition's time had "
                 f"passed its last activity by more than its inactivity timeout "
-                f"({int(round(call.inactivity_timeout_s * 1000))} ms) and the allowed lateness "
+                f"({round(call.inactivity_timeout_s * 1000)} ms) and the allowed lateness "
                 f"({self.allowed_lateness_ms} ms) together. {LATE_DELIVERY_ADVICE}")
 
     def _forgetting_span_ms(self) -> int:

@@ -538,7 +538,7 @@ def _json_scalars(value: Any) -> Iterator[str]:
         elif isinstance(value, int):
             yield repr(value)
         elif isinstance(value, dict):
-            for key in reversed(sorted(value, key=str)):
+            for key in sorted(value, key=str)[::-1]:
                 stack.append(value[key])
                 stack.append(str(key))
         elif isinstance(value, (list, tuple)):
@@ -551,7 +551,7 @@ def _unambiguous(number: str) -> str:
     """A JSON number is written as English writes it; with three decimals ("6.125") it would also be
     read as thousands (6125, `_read_number`) and ground an invented "$6,125". A fourth, zero,
     decimal keeps its value and its one reading."""
-    whole, dot, fraction = number.partition(".")
+    _whole, dot, fraction = number.partition(".")
     return f"{number}0" if dot and len(fraction) == 3 and fraction.isdigit() else number
 
 

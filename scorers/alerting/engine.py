@@ -166,7 +166,7 @@ class AlertEngine:
         if call.call_id in self.windows.calls:  # (else left behind every window at once: not kept)
             self._changes.calls[call.call_id] = call
             self._changes.dropped.discard(call.call_id)
-        candidates = {key for key in self._episodes}
+        candidates = set(self._episodes)
         for length, scope, metric in self.windows.take_dirty():
             for rule in self._by_metric.get(metric, ()):
                 if length in (rule.window_ms, rule.long_window_ms) and scope_matches(rule.scope, scope):

@@ -52,9 +52,9 @@ def with_judge_answers(results: list[MetricResult], metrics: Sequence[QaMetric],
     if isinstance(error, str):
         # The request failed: the heuristics stand, and say why the judge's rating is missing.
         return [_with_judge_error(result, error) if metric.name in OVERRIDES else result
-                for metric, result in zip(metrics, results)]
+                for metric, result in zip(metrics, results, strict=True)]
     out = []
-    for metric, result in zip(metrics, results):
+    for metric, result in zip(metrics, results, strict=True):
         override = OVERRIDES.get(metric.name)
         answer = qa.get(metric.name)
         judged = override(metric, result, answer) if override is not None and result.score is not None else None

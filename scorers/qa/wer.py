@@ -131,13 +131,13 @@ def edit_distance(reference: str, hypothesis: str) -> Alignment:
     """Word-level substitutions + deletions + insertions turning `reference` into `hypothesis`."""
     ref, hyp = normalise(reference), normalise(hypothesis)
     shared_start = 0
-    for ref_word, hyp_word in zip(ref, hyp):
+    for ref_word, hyp_word in zip(ref, hyp, strict=False):
         if ref_word != hyp_word:
             break
         shared_start += 1
     ref, hyp = ref[shared_start:], hyp[shared_start:]
     shared_end = 0
-    for ref_word, hyp_word in zip(reversed(ref), reversed(hyp)):
+    for ref_word, hyp_word in zip(reversed(ref), reversed(hyp), strict=False):
         if ref_word != hyp_word:
             break
         shared_end += 1

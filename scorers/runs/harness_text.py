@@ -71,7 +71,7 @@ def _overall_latency(scenarios: Sequence[ScenarioFiles]) -> list[str]:
     # Each figure is -1 when nothing was measured; the count is then 0.
     figures = (sum(ordered) / n, ordered[n // 2], ordered[int(n * 0.95)], ordered[0], ordered[-1]) if n else (-1,) * 5
     lines = ["\n\nOverall Latency Statistics:", SUBRULE, f"  Total Measurements: {n}"]
-    for label, value in zip(("Mean", "P50", "P95", "Min", "Max"), figures):
+    for label, value in zip(("Mean", "P50", "P95", "Min", "Max"), figures, strict=True):
         lines.append(f"  {label}: {value:.1f}ms")
     return lines
 

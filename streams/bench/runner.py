@@ -158,7 +158,7 @@ def round_ratios(numerator: dict[str, Any] | None, denominator: dict[str, Any] |
     bottoms = (denominator or {}).get("rounds_events_per_s")
     if not tops or not bottoms or len(tops) != len(bottoms) or not all(bottoms):
         return None
-    return [top / bottom for top, bottom in zip(tops, bottoms)]
+    return [top / bottom for top, bottom in zip(tops, bottoms, strict=True)]
 
 
 # ------------------------------------------------------------------------------------ the stages
@@ -495,7 +495,7 @@ async def _journal_bytes(bootstrap: str, topic: str) -> float | None:
         decode_partition_segment,
     )
 
-    records, size, items = await topic_bytes(bootstrap, topic)
+    _records, size, items = await topic_bytes(bootstrap, topic)
     events = 0
     for key, value in items:
         if value and key.startswith(PARTITION_SEGMENT_PREFIX):

@@ -120,7 +120,7 @@ class Workload:
             nonlocal seq
             seq += 1
             # Producers name events with UUIDs; a random 128-bit hex id has the same size.
-            event_id = "%032x" % rng.getrandbits(128)
+            event_id = f"{rng.getrandbits(128):032x}"
             timeline.append((ts, seq, {"v": 1, "event_id": event_id, "call_id": call_id, "ts_ms": ts,
                                        "type": type_, "data": data}))
 
@@ -184,7 +184,7 @@ class Workload:
             add(call_id, end - 200, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "server-message",
                 "data": {"text": "<final_response>" + json.dumps({"action": "refund", "amount": fill("{price}")}) + "</final_response>"}}})
         if c % 12 == 0:
-            add(call_id, end - 100, "db.state", {"side": "agent", "hash": "h%d" % (c % 3)})
+            add(call_id, end - 100, "db.state", {"side": "agent", "hash": f"h{c % 3}"})
         if c % 50 == 7:
             add(call_id, t - 1000, "attempt.discarded", {"reason": "simulator crashed"})
         if c % 23 == 11:

@@ -85,7 +85,7 @@ def results_table(results: Iterable[dict[str, Any]]) -> str:
     header = "  ".join(name.ljust(width) for name, width in COLUMNS)
     lines = [header, "-" * len(header)]
     for row in rows:
-        lines.append("  ".join(shown(cell)[:width].ljust(width) for cell, (_, width) in zip(row, COLUMNS)))
+        lines.append("  ".join(shown(cell)[:width].ljust(width) for cell, (_, width) in zip(row, COLUMNS, strict=True)))
     return "\n".join(lines)
 
 

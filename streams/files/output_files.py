@@ -41,7 +41,7 @@ class AtomicOutput:
         # "pipe:[…]", a name that exists nowhere, while opening /dev/stdout reaches the pipe.
         existing = _stat(path)
         if existing is not None and not stat.S_ISREG(existing.st_mode):
-            self.file = open(path, "wb")
+            self.file = open(path, "wb")  # noqa: SIM115 - closed by commit() or discard()
             return
         target = os.path.realpath(path)  # through a symbolic link to the file it names
         self._target = target

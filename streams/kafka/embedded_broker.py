@@ -101,7 +101,7 @@ class EmbeddedBroker:
         else:
             refuse_a_port_in_use(self.host, self.port)
         address = f"tcp://{self.host}:{self.port}"
-        log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+        log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - the broker's output
         self.process = subprocess.Popen(
             [broker_binary(), "broker", "--listener-url", address, "--advertised-listener-url", address,
              "--storage-engine", "memory://tansu/"],

@@ -35,7 +35,7 @@ class WorkerProcess:
             **self.env,
         }
         os.makedirs(self.data_dir, exist_ok=True)
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 - the worker's output
         self.process = subprocess.Popen(
             [sys.executable, "-m", "streams.cli", "worker"], env=env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, preexec_fn=killed_with_parent,

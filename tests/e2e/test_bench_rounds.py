@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from streams.bench.runner import (
     _run_rounds,
@@ -14,6 +15,9 @@ from streams.bench.runner import (
     round_ratios,
 )
 from streams.worker.processes import process_cpu_seconds
+
+if TYPE_CHECKING:
+    from streams.bench.runner import Bench
 
 
 def test_the_median_round_is_kept_whole_with_every_rate_listed_in_run_order():

@@ -304,7 +304,7 @@ def test_the_worker_s_tables_ask_rocksdb_for_small_write_buffers_and_cache():
         return callqa.app.tables
 
     tables = asyncio.run(build())
-    assert {name for name in tables} >= {"call-journal", "alert-engine"}
+    assert set(tables) >= {"call-journal", "alert-engine"}
     for table in tables.values():
         assert table.options == TABLE_STORE_OPTIONS and table.options is not TABLE_STORE_OPTIONS
     assert TABLE_STORE_OPTIONS["block_cache_size"] <= 64 * 1024 * 1024

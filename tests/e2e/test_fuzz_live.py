@@ -117,7 +117,7 @@ def test_hostile_messages_never_stop_a_worker_and_score_as_replay_scores_them(br
     worker = start_worker(broker, topic_prefix, env={"CALLQA_IDLE_TICK_S": "0"})
     try:
         messages = before + fuzz + after
-        sent = list(zip(produce(settings, messages), messages))
+        sent = list(zip(produce(settings, messages), messages, strict=True))
         expected_results, expected_letters = replayed(settings, sent)
         strays = [where for where, message in sent if message.stray]
         after_calls = {message.key.decode() for message in after}

@@ -71,6 +71,7 @@ def test_stopping_with_judge_requests_in_flight_loses_them_quietly(broker, topic
             collect(settings, TopicNames(topic_prefix).results, lambda rows: len(latest_by_call(rows)) == len(CALLS), 25)
         finally:
             worker.stop()
-    text = open(worker.log_path, encoding="utf-8", errors="replace").read()
+    with open(worker.log_path, encoding="utf-8", errors="replace") as worker_log:
+        text = worker_log.read()
     assert "not published" not in text and "Traceback" not in text
     assert "judge: stopped with" in text and "in flight; those calls keep their heuristic results" in text

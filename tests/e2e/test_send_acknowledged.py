@@ -71,7 +71,7 @@ def test_a_broker_that_acknowledges_nothing_ends_the_wait_after_the_stall_time()
         acknowledgements.add(await _delivered())
         acknowledgements.add(asyncio.get_running_loop().create_future())  # never acknowledged
         started = time.monotonic()
-        with pytest.raises(NotAcknowledged, match="acknowledged nothing for 0.2 s; 1 message confirmed, 1 not"):
+        with pytest.raises(NotAcknowledged, match=r"acknowledged nothing for 0\.2 s; 1 message confirmed, 1 not"):
             await acknowledgements.wait_all()
         return time.monotonic() - started
 

@@ -25,7 +25,9 @@ async def _described(settings, topics: list[str]) -> dict[str, tuple[int, str]]:
         resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in topics]
         for response in await admin.describe_configs(resources):
             for _error, _message, _type, name, entries in response.resources:
-                policies.update({name: entry[1] for entry in entries if entry[0] == "cleanup.policy"})
+                for entry in entries:
+                    if entry[0] == "cleanup.policy":
+                        policies[name] = entry[1]
         return {name: (partitions[name], policies[name]) for name in topics}
     finally:
         await admin.close()

@@ -50,7 +50,8 @@ def test_a_fast_clock_sweeps_nobody_and_a_call_after_a_quiet_hour_is_swept_on_ti
         send(str(log), settings, end_of_input=False, batch_size=1)
         expected = {talking: {"version": 1}, after_quiet_hour: {"version": 1}}
         results = {r["call_id"]: r for r in collect_results(settings, expected, timeout_s=60)}
-        worker_log = open(worker.log_path).read()
+        with open(worker.log_path) as log_file:
+            worker_log = log_file.read()
     finally:
         worker.stop()
     # Before, the skewed call's event swept the talking call at once, and its turn and end were refused.

@@ -150,7 +150,7 @@ def test_a_second_start_of_an_open_call_is_rejected_and_the_first_start_stands()
     engine.process(started(run_id="R", cohort_ids=["support"]))
     again = engine.process(event("call.started", {"agent_id": "a2"}, event_id="start-2", ts_ms=T0 + 500))
     assert again.status == "rejected" and again.result is None
-    assert again.reason == "event 'start-2': call 'c1' has already started (at event time %d); a call starts once" % T0
+    assert again.reason == f"event 'start-2': call 'c1' has already started (at event time {T0}); a call starts once"
     result = engine.process(ended()).result
     assert (result.agent_id, result.run_id, result.cohort_ids) == ("a1", "R", ["support"])
     assert engine.counters.rejected == 1

@@ -199,7 +199,7 @@ def test_a_failed_qa_request_alone_gives_no_evaluation_error():
     reqs = requests(judged_call(scenario={"name": "production"}))
     event = judge_result_event(reqs, "judge-test", qa_error="HTTP 500 from the judge")
     assert reqs.evaluation is None and event.data.error is None
-    engine, results = run_call(judged_call(scenario={"name": "production"}) + [event])
+    _engine, results = run_call(judged_call(scenario={"name": "production"}) + [event])
     assert "judge_score" not in results[-1].evaluation and "judge_result" not in results[-1].evaluation
 
 
@@ -223,7 +223,7 @@ def test_the_event_of_an_enormous_call_fits_in_one_message():
                 "judge_include_conversation": True}
     events = [event("call.started", {"agent_id": "a", "agent_config": {"prompt": big * 20, "flow": {"n": big * 20}},
                                      "variables": {f"v{i}": big for i in range(20)}, "scenario": scenario})]
-    for i in range(60):
+    for _ in range(60):
         events.append(event("kb.retrieval", {"passages": [big] * 10}))
         for side in ("agent", "user"):
             events.append(event("tool.call", {"name": big, "arguments": big, "result": big, "side": side}))

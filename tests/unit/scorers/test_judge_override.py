@@ -97,7 +97,7 @@ def test_a_metric_that_does_not_apply_stays_not_applicable_whatever_the_judge_sa
 
 def test_a_failed_qa_request_leaves_every_heuristic_in_place_and_the_llm_metrics_say_why():
     first, second = results_with({"error": "HTTP 500 from the judge"})
-    for before, after in zip(first.metrics, second.metrics):
+    for before, after in zip(first.metrics, second.metrics, strict=True):
         assert (after.value, after.score, after.passed) == (before.value, before.score, before.passed)
         rated = after.metric in LLM_METRICS
         if rated and after.score is not None:

@@ -153,7 +153,7 @@ def _jiwer_edit_distance(reference: str, hypothesis: str) -> int:
 def test_wer_aligns_as_jiwer_does_with_its_own_normalisation():
     texts = TEXTS + _random_texts(600, seed=7) + _random_unicode_texts(600, seed=8)
     rng = random.Random(9)
-    for reference, hypothesis in zip(texts, rng.sample(texts, len(texts))):
+    for reference, hypothesis in zip(texts, rng.sample(texts, len(texts)), strict=True):
         assert edit_distance(reference, hypothesis).errors == _jiwer_edit_distance(reference, hypothesis), (reference, hypothesis)
 
 

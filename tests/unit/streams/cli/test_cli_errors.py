@@ -233,8 +233,10 @@ def test_a_send_stopped_says_how_far_it_came_and_how_to_finish(capsys, monkeypat
     code, err = run(capsys, "send", str(SAMPLE_LOG), "--broker", "kafka://127.0.0.1:1")
     lines = err.strip().splitlines()
     assert code == 130 and lines[-1] == "callqa: interrupted"
-    assert lines[-2].startswith(f"callqa: stopped after reading 3 of {sum(1 for line in open(SAMPLE_LOG) if line.strip()):,} "
-                                "records of the log, with no word that all it sent arrived; to finish, send the log again")
+    with open(SAMPLE_LOG) as sample:
+        records = sum(1 for line in sample if line.strip())
+    assert lines[-2].startswith(f"callqa: stopped after reading 3 of {records:,} records of the log, with no word "
+                                "that all it sent arrived; to finish, send the log again")
 
 
 def test_a_batch_size_below_one_is_refused_before_anything_is_sent(capsys):
@@ -509,7 +511,7 @@ COHORT = '{"cohort_id": "billing", "name": "Billing", "metrics": [{"metric": "%s
     ("cohorts.json", '{"cohort": [%s]}' % (COHORT % "wer"), "expected a list under `cohorts`, found `cohort`"),
     ("cohorts.toml", '[[rules]]\nname = "r"\n', "expected [[cohorts]] tables, found `rules`"),
     ("cohorts.json", '{"cohorts": [%s], "extra": 1}' % (COHORT % "wer"), "unknown keys beside `cohorts`: `extra`"),
-    ("cohorts.json", "[%s, %s]" % (COHORT % "wer", COHORT % "latency"), "cohort #2: cohort_id 'billing' is used twice"),
+    ("cohorts.json", f"[{COHORT % 'wer'}, {COHORT % 'latency'}]", "cohort #2: cohort_id 'billing' is used twice"),
     ("cohorts.json", "[%s]" % (COHORT % "empathy"), "cohort #1: invalid cohort 'billing'"),
 ])
 @pytest.mark.parametrize("command", ["replay", "publish"])

@@ -63,7 +63,7 @@ def fake():
 
 
 def test_with_the_server_answering_the_llm_metrics_carry_its_numbers(fake):
-    first, _, second = judge_call(fake)
+    _first, _, second = judge_call(fake)
     assert second.version == 2
     judged = {m: (metric(second, m).value, metric(second, m).score, metric(second, m).details["judge"]) for m in LLM_METRICS}
     assert judged == {

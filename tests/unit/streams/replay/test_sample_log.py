@@ -4,6 +4,7 @@ swept as designed, and varied enough to exercise every metric and signal."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -182,7 +183,7 @@ def test_malformed_lines_sit_among_valid_lines(log):
 
 def test_calls_overlap_in_time(log):
     spans = []
-    for call_id, events in log.by_call.items():
+    for events in log.by_call.values():
         started = next(e.ts_ms for e in events if tag_of(e) == "call.started")
         spans.append((started, max(e.ts_ms for e in events if tag_of(e) not in RESCORE_TYPES)))
     most_at_once = max(sum(1 for a, b in spans if a <= t <= b) for t, _ in spans)
@@ -203,7 +204,7 @@ def test_no_call_goes_quiet_for_its_inactivity_timeout_unless_that_is_how_it_end
         started = next(e.data for e in events if tag_of(e) == "call.started")
         timeout_ms = started.inactivity_timeout_s * 1000 if started.inactivity_timeout_s else DEFAULT_TIMEOUT_MS
         times = [e.ts_ms for e in events if tag_of(e) not in RESCORE_TYPES]
-        gaps = [b - a for a, b in zip(times, times[1:])]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
         ended = [e.data for e in events if tag_of(e) == "call.ended"]
         if ended and ended[0].stop_reason == INACTIVITY_STOP_REASON:
             assert gaps[-1] == timeout_ms  # the bridge's own inactivity timer ended it
@@ -278,7 +279,7 @@ def test_turns_include_interruptions_and_calls_without_word_timings(log):
     interruptions = 0
     for events in log.by_call.values():
         turns = [e.data for e in events if tag_of(e) == "turn"]
-        for previous, turn in zip(turns, turns[1:]):
+        for previous, turn in itertools.pairwise(turns):
             if previous.words and turn.words and turn.role != previous.role:
                 interruptions += turn.words[0][1] < previous.words[-1][2]
     calls_without_words = [c for c, events in log.by_call.items() if not any(tag_of(e) == "turn" and e.data.words for e in events)]
@@ -511,7 +512,7 @@ def test_inactivity_timeouts_follow_both_a_final_user_turn_and_a_final_agent_tur
 
 def test_post_call_events_follow_the_end_and_discarded_attempts_precede_the_start(log):
     sentiments = Counter()
-    for call_id, events in log.by_call.items():
+    for events in log.by_call.values():
         tags = [tag_of(e) for e in events]
         times = {tag: [e.ts_ms for e in events if tag_of(e) == tag] for tag in set(tags)}
         for tag in ("call.annotated", "transcript.corrected"):

@@ -117,7 +117,7 @@ def test_a_batch_item_refused_for_its_batchs_call_id_is_refused_by_the_worker_to
     record = json.dumps({"v": 1, "call_id": a, "events": [doc(a, 1), doc(b, 2)]}).encode()
     assert decode_message(record).rejected[0].reason.endswith(f"call_id {b!r} differs from its batch's {a!r}")
     plan = SendPlan(PARTITIONS)
-    sent = [m for m in plan.add(record)] + plan.finish()
+    sent = list(plan.add(record)) + plan.finish()
     refused = [r for m in sent for r in decode_message(m.value).rejected]
     assert [e.event_id for m in sent for e in decode_message(m.value).events] == [f"{a}:1"]
     assert len(refused) == 1 and refused[0].event_id == f"{b}:2" and "differs from its batch's" in refused[0].reason
@@ -130,7 +130,7 @@ def test_a_batch_record_taken_apart_with_more_bad_items_than_are_dead_lettered_o
     record = pack({"v": 1, "events": items})
     replayed = decode_message(record, max_bytes=len(record)).rejected
     plan = SendPlan(PARTITIONS, max_message_bytes=len(record))
-    sent = [m for m in plan.add(record)] + plan.finish()
+    sent = list(plan.add(record)) + plan.finish()
     # What the worker dead-letters of what was sent, and what `send` dead-letters itself: as many as
     # replay's, the rest's letter the same.
     by_worker = [r for m in sent if m.refused is None for r in decode_message(m.value).rejected]
@@ -146,7 +146,7 @@ def test_a_batch_item_that_is_a_batch_holding_a_good_event_is_refused_by_the_wor
     record = pack({"v": 1, "events": [doc(a, 1), doc(b, 2), {"v": 1, "events": [doc("c-x", 3), 4]}]})
     replayed = decode_message(record)
     plan = SendPlan(PARTITIONS)
-    sent = [m for m in plan.add(record)] + plan.finish()
+    sent = list(plan.add(record)) + plan.finish()
     by_worker = [decode_message(m.value) for m in sent]
     assert [e.event_id for d in by_worker for e in d.events] == [e.event_id for e in replayed.events] == [f"{a}:1", f"{b}:2"]
     assert sum(len(d.rejected) for d in by_worker) == len(replayed.rejected) == 1
@@ -198,7 +198,7 @@ def test_a_batch_item_that_is_itself_a_batch_is_refused_by_the_worker_too():
     record = json.dumps({"v": 1, "events": [inner]}).encode()
     (reason,) = [r.reason for r in decode_message(record).rejected]
     plan = SendPlan(PARTITIONS)
-    sent = [m for m in plan.add(record)] + plan.finish()
+    sent = list(plan.add(record)) + plan.finish()
     assert [e for m in sent for e in decode_message(m.value).events] == []
     assert [r.reason.split(": ", 1)[1] for m in sent for r in decode_message(m.value).rejected] == [reason.split(": ", 1)[1]]
 

@@ -59,7 +59,7 @@ def test_too_large_the_verdicts_keep_what_overviews_and_alerts_read_and_say_why(
     fit = fitted(result, limit)
     assert fit.value is not None and len(fit.value) <= limit and fit.full_size == whole.full_size
     published = json.loads(fit.value)
-    for before, after, raw in zip(result.cohorts, fit.result.cohorts, published["cohorts"]):
+    for before, after, raw in zip(result.cohorts, fit.result.cohorts, published["cohorts"], strict=False):
         assert (after.cohort_id, after.weighted_score, after.passed, after.metrics_counted) == \
             (before.cohort_id, before.weighted_score, before.passed, before.metrics_counted)
         assert contribution(after, fit.result) == contribution(before, result)

@@ -148,7 +148,7 @@ def test_a_restored_worker_whose_journal_begins_with_the_leaping_calls_keeps_its
            message("call.started", {"agent_id": "a1"}, "x1", T0 + YEAR, call_id="X"),
            message("call.started", {"agent_id": "a1"}, "b1", T0 + 100_000, call_id="B"),  # A is forgotten
            message("turn", {"role": "user", "text": "hi"}, "b2", T0 + 110_000, call_id="B")]
-    first, restarted, table = _worker_and_its_restart(log, retention_after_end_ms=0)
+    first, restarted, _table = _worker_and_its_restart(log, retention_after_end_ms=0)
     for live in (first, restarted):
         assert sorted(live.engine.calls) == ["B", "X"]
         assert (live.engine.sweeper.watermark(0), live.engine.sweeper.ahead(0)) == (T0 + 110_000, (T0 + YEAR, "X"))
