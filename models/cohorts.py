@@ -158,7 +158,8 @@ def _type_problems(data: Any, known_metrics: list[str]) -> list[str]:
                 problems.append(_explain_at(f"{key}[{i}]" + (f".{path}" if path else ""), problem))
                 continue
             if isinstance(converted, CohortMetric) and converted.metric not in known_metrics:
-                problems.append(f"`metrics[{i}]`: unknown metric {converted.metric!r} (known metrics: {', '.join(known_metrics)})")
+                problems.append(f"`metrics[{i}]`: unknown metric {converted.metric!r} (known metrics: "
+                                f"{', '.join(known_metrics)})")
     return problems
 
 
@@ -331,9 +332,11 @@ def _rule_problems(i: int, rule: RuleCriterion, known_metrics: list[str]) -> lis
     if not rule.field or not all(segments):
         problems.append(f"`criteria[{i}].field`: {rule.field!r} is not a dotted path such as 'evaluation.stop_reason'")
     elif segments[0] not in RESULT_FIELDS:
-        problems.append(f"`criteria[{i}].field`: {segments[0]!r} is not a field of a call's result (known: {', '.join(RESULT_FIELDS)})")
+        problems.append(f"`criteria[{i}].field`: {segments[0]!r} is not a field of a call's result (known: "
+                        f"{', '.join(RESULT_FIELDS)})")
     elif segments[0] == "metrics" and len(segments) > 1 and segments[1] not in known_metrics:
-        problems.append(f"`criteria[{i}].field`: unknown metric {segments[1]!r} (known metrics: {', '.join(known_metrics)})")
+        problems.append(f"`criteria[{i}].field`: unknown metric {segments[1]!r} (known metrics: "
+                        f"{', '.join(known_metrics)})")
 
     where, value = f"`criteria[{i}].value`", rule.value
     if rule.op in LIST_OPS and not isinstance(value, list):

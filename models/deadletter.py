@@ -75,7 +75,8 @@ def failure_reason(event_id: str | None, exc: BaseException) -> str:
     it raised. A bug, not bad input, but one message must never stop a partition (the worker and
     replay dead-letter it alike and go on)."""
     subject = f"event {event_id!r}" if event_id is not None else "the message"
-    return f"{subject}: handling it failed ({type(exc).__name__}: {str(exc)[:200]}); dead-lettered, and its partition goes on"
+    return (f"{subject}: handling it failed ({type(exc).__name__}: {str(exc)[:200]}); dead-lettered, and its "
+            "partition goes on")
 
 
 @dataclass(slots=True)

@@ -201,7 +201,8 @@ def _looks_like_text(raw: bytes) -> bool:
 def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> AnyEvent | Rejected:
     if codec is _MSGPACK and _looks_like_text(raw):
         # Printable text that is not a JSON object: MessagePack would read it as a stray number.
-        return _reject(codec, raw, f"undecodable: neither a JSON object nor a MessagePack map ({raw[:40]!r})", batch_index)
+        return _reject(codec, raw, f"undecodable: neither a JSON object nor a MessagePack map ({raw[:40]!r})",
+                       batch_index)
     try:
         event = codec.event.decode(raw)
     except msgspec.ValidationError as exc:
@@ -209,7 +210,8 @@ def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> An
         if reason.endswith("- at `v`"):
             problem = reason.split(" - at")[0]
             if problem.startswith("Invalid enum value "):
-                reason = f"unsupported contract version v={problem.removeprefix('Invalid enum value ')} (callqa reads version {CONTRACT_VERSION})"
+                reason = (f"unsupported contract version v={problem.removeprefix('Invalid enum value ')} (callqa "
+                          f"reads version {CONTRACT_VERSION})")
             else:
                 reason = f"`v` must be the contract version, {CONTRACT_VERSION} ({problem})"
         elif reason.startswith("Invalid value") and reason.endswith("- at `type`"):
@@ -280,7 +282,8 @@ def decode_message(raw: bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> Decoded:
         return Decoded([], [Rejected("empty message", raw or b"")])
     if len(raw) > max_bytes:
         event_id, call_id = _readable_ids(_codec_for(raw), raw)
-        return Decoded([], [Rejected(f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit", raw, event_id, call_id)])
+        return Decoded([], [Rejected(f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit", raw, event_id,
+                                     call_id)])
     if raw[:3] == UTF8_BOM:  # (read as MessagePack it would be refused as "got int": say what it is)
         event_id, call_id = _readable_ids(_JSON, raw[3:])
         return Decoded([], [Rejected("a UTF-8 byte-order mark starts the message: send the JSON object alone",
@@ -357,7 +360,8 @@ def _decode_items(codec: _Codec, raw: bytes) -> Decoded:
     for index, item in enumerate(batch.events):
         decoded = _decode_one(codec, bytes(item), index)
         if isinstance(decoded, Event) and batch.call_id is not None and decoded.call_id != batch.call_id:
-            decoded = _reject(codec, bytes(item), f"call_id {decoded.call_id!r} differs from its batch's {batch.call_id!r}",
+            decoded = _reject(codec, bytes(item),
+                              f"call_id {decoded.call_id!r} differs from its batch's {batch.call_id!r}",
                               index)
         if isinstance(decoded, Rejected):
             if len(out.rejected) < MAX_ITEMS_DEAD_LETTERED:
@@ -370,7 +374,8 @@ def _decode_items(codec: _Codec, raw: bytes) -> Decoded:
     if refused_beyond:
         out.rejected.append(Rejected(
             f"batch: {refused_beyond} more of its {len(batch.events)} items were refused as well, not dead-lettered "
-            f"one by one past the first {MAX_ITEMS_DEAD_LETTERED}, which name their reasons", raw, call_id=batch.call_id))
+            f"one by one past the first {MAX_ITEMS_DEAD_LETTERED}, which name their reasons", raw,
+            call_id=batch.call_id))
     if out.rejected:
         out.item_indexes = accepted
     return out

@@ -208,7 +208,8 @@ AIRLINE = Domain(
         "Your seat assignment carries over to the new flight.",
         "Your seat assignment does not carry over to the new flight.",
     ),
-    misheard={"flight": "fight", "suitcase": "suit case", "cancel": "council", "booking": "cooking", "earlier": "early"},
+    misheard={"flight": "fight", "suitcase": "suit case", "cancel": "council", "booking": "cooking",
+              "earlier": "early"},
 )
 
 
@@ -286,17 +287,20 @@ AIRLINE_TOOLS = tools(
     Tool(
         "search_flights",
         lambda f: {"origin": f["origin"], "destination": f["destination"], "date": f["travel_date"]},
-        lambda f: {"flights": [{"flight": f["alt_flight"], "departure": f["alt_departure"], "seats": [f["alt_seat"]], "fare_difference": 0}]},
+        lambda f: {"flights": [{"flight": f["alt_flight"], "departure": f["alt_departure"], "seats": [f["alt_seat"]],
+                                "fare_difference": 0}]},
     ),
     Tool(
         "rebook_flight",
-        lambda f: {"confirmation_code": f["confirmation_code"], "flight_number": f["alt_flight"], "seat": f["alt_seat"]},
+        lambda f: {"confirmation_code": f["confirmation_code"], "flight_number": f["alt_flight"],
+                   "seat": f["alt_seat"]},
         lambda f: {"success": True, "flight": f["alt_flight"], "departure": f["alt_departure"], "fee_charged": 75},
     ),
     Tool(
         "trace_bag",
         lambda f: {"bag_tag": f["bag_tag"]},
-        lambda f: {"bag_tag": f["bag_tag"], "located": True, "location": f"{f['origin']} airport", "next_flight": f["alt_flight"]},
+        lambda f: {"bag_tag": f["bag_tag"], "located": True, "location": f"{f['origin']} airport",
+                   "next_flight": f["alt_flight"]},
     ),
     Tool(
         "schedule_bag_delivery",
@@ -327,11 +331,13 @@ AIRLINE_TASKS = (
                  "fee for your fare is {change_fee}.", tool="search_flights", kb="change_policy", node="options"),
             Step("Okay, please move me to the {alt_departure} flight.",
                  "Done. You're confirmed on flight {alt_flight} departing at {alt_departure}, seat {alt_seat}, and "
-                 "the {change_fee} fee went on the card on file.", tool="rebook_flight", node="confirm_change", action=True),
+                 "the {change_fee} fee went on the card on file.", tool="rebook_flight", node="confirm_change",
+                 action=True),
         ),
         AIRLINE_TOOLS,
         success_signals=("is_action_match", "db_state_match", "clean_exit"),
-        reference=lambda f: [{"action": "rebook_flight", "confirmation_code": f["confirmation_code"], "flight_number": f["alt_flight"], "change_fee_usd": 75}],
+        reference=lambda f: [{"action": "rebook_flight", "confirmation_code": f["confirmation_code"],
+                              "flight_number": f["alt_flight"], "change_fee_usd": 75}],
         nl_assertions=("The agent verified the confirmation code before changing the booking.",
                        "The agent told the caller the change fee before rebooking."),
         db=airline_db,
@@ -344,7 +350,8 @@ AIRLINE_TASKS = (
         ("customer_name", "bag_tag"),
         (
             Step("Hi, I landed in {destination} this morning but my suitcase never showed up.",
-                 "I'm sorry about that. Do you have the bag tag number from your boarding pass?", node="verify_booking"),
+                 "I'm sorry about that. Do you have the bag tag number from your boarding pass?",
+                 node="verify_booking"),
             Step("Yes, the tag number is {bag_tag}.",
                  "Thank you. Your bag was found at {origin} airport and it's going out on flight {alt_flight}.",
                  tool="trace_bag", node="lookup"),
@@ -371,14 +378,16 @@ AIRLINE_TASKS = (
                  "Thanks, {first_name}. I have flight {flight_number} on {travel_date}, booked on a refundable "
                  "fare of {fare_paid}.", tool="get_reservation", node="lookup"),
             Step("How much would I get back if I cancel?",
-                 "Since the fare is refundable, you'd get the full {fare_paid} back.", kb="refund_policy", node="options"),
+                 "Since the fare is refundable, you'd get the full {fare_paid} back.", kb="refund_policy",
+                 node="options"),
             Step("Okay, go ahead and cancel it.",
                  "It's cancelled. The refund of {fare_paid} will reach your card within {refund_eta}.",
                  tool="cancel_reservation", node="confirm_change", action=True),
         ),
         AIRLINE_TOOLS,
         success_signals=("is_action_match", "db_state_match", "clean_exit"),
-        reference=lambda f: [{"action": "cancel_reservation", "confirmation_code": f["confirmation_code"], "refund_amount": amount(f["fare_paid"])}],
+        reference=lambda f: [{"action": "cancel_reservation", "confirmation_code": f["confirmation_code"],
+                              "refund_amount": amount(f["fare_paid"])}],
         db=airline_db,
     ),
 )
@@ -428,7 +437,8 @@ RETAIL = Domain(
         "The refund will go back to your original card.",
         "The refund will not go back to your original card.",
     ),
-    misheard={"return": "retain", "blender": "bender", "order": "older", "refund": "re fund", "label": "table", "size": "sighs"},
+    misheard={"return": "retain", "blender": "bender", "order": "older", "refund": "re fund", "label": "table",
+              "size": "sighs"},
 )
 
 
@@ -466,14 +476,16 @@ def retail_db(f: Facts, done: bool) -> dict[str, Any]:
     db: dict[str, Any] = {"orders": orders, "notifications": notifications}
     if done:
         notifications.append({"id": "N2", "kind": "return_label", "order": f["order_id"]})
-        db["returns"] = {f["return_id"]: {"order": f["order_id"], "reason": "defective", "refund": amount(f["item_price"])}}
+        db["returns"] = {f["return_id"]: {"order": f["order_id"], "reason": "defective",
+                                          "refund": amount(f["item_price"])}}
     return db
 
 
 def exchange_db(f: Facts, done: bool) -> dict[str, Any]:
     size = f["new_size"] if done else f["old_size"]
     return {
-        "orders": {f["order_id"]: {"status": "delivered", "items": [{"name": f["shoe"], "size": size, "price": amount(f["shoe_price"])}]}},
+        "orders": {f["order_id"]: {"status": "delivered",
+                                   "items": [{"name": f["shoe"], "size": size, "price": amount(f["shoe_price"])}]}},
         "notifications": [{"id": "N1", "kind": "exchange_created" if done else "shipment_delivered"}],
     }
 
@@ -483,7 +495,8 @@ RETAIL_TOOLS = tools(
         "get_order",
         lambda f: {"order_id": f["order_id"]},
         lambda f: {"order_id": f["order_id"], "status": "delivered", "delivered_on": f["delivery_date"],
-                   "items": [{"name": f["item"], "price": amount(f["item_price"])}, {"name": f["shoe"], "size": f["old_size"], "price": amount(f["shoe_price"])}]},
+                   "items": [{"name": f["item"], "price": amount(f["item_price"])},
+                             {"name": f["shoe"], "size": f["old_size"], "price": amount(f["shoe_price"])}]},
     ),
     Tool(
         "create_return",
@@ -493,12 +506,14 @@ RETAIL_TOOLS = tools(
     Tool(
         "create_exchange",
         lambda f: {"order_id": f["order_id"], "item": f["shoe"], "new_size": f["new_size"]},
-        lambda f: {"success": True, "exchange_id": f["return_id"].replace("R", "X"), "ships": "when the original is scanned"},
+        lambda f: {"success": True, "exchange_id": f["return_id"].replace("R", "X"),
+                   "ships": "when the original is scanned"},
     ),
     Tool(
         "track_order",
         lambda f: {"order_id": f["order_id"]},
-        lambda f: {"carrier": f["carrier"], "status": "in_transit", "estimated_delivery": f["eta_date"], "last_scan": "regional hub"},
+        lambda f: {"carrier": f["carrier"], "status": "in_transit", "estimated_delivery": f["eta_date"],
+                   "last_scan": "regional hub"},
     ),
 )
 
@@ -512,7 +527,8 @@ RETAIL_TASKS = (
             Step("Hi, I'd like to return the {item} I ordered.",
                  "Sure, I can help with a return. What's the order number?", node="identify_order"),
             Step("It's {order_id}.",
-                 "Got it. I see the {item} for {item_price}, delivered on {delivery_date}.", tool="get_order", node="order_details"),
+                 "Got it. I see the {item} for {item_price}, delivered on {delivery_date}.", tool="get_order",
+                 node="order_details"),
             Step("It stopped working after two days. Can I still send it back?",
                  "Yes, it's still within the return window, so you can send it back for a full refund.",
                  kb="return_policy", node="policy"),
@@ -535,11 +551,13 @@ RETAIL_TASKS = (
             Step("Hi, the {shoe} I got are too small. Can I swap them for a size {new_size}?",
                  "Absolutely. Can I have the order number?", node="identify_order"),
             Step("Sure, {order_id}.",
-                 "Thanks. I see the {shoe} in size {old_size}, delivered on {delivery_date}.", tool="get_order", node="order_details"),
+                 "Thanks. I see the {shoe} in size {old_size}, delivered on {delivery_date}.", tool="get_order",
+                 node="order_details"),
             Step("Do I have to pay for shipping on the new pair?",
                  "Good news, exchanges ship free.", kb="exchange_policy", node="policy"),
             Step("Perfect, let's do the exchange then.",
-                 "All set. A size {new_size} pair of the {shoe} is reserved for you, and a return label is in your email.",
+                 "All set. A size {new_size} pair of the {shoe} is reserved for you, and a return label is in your "
+                 "email.",
                  tool="create_exchange", node="process_request", action=True),
         ),
         RETAIL_TOOLS,
@@ -557,7 +575,8 @@ RETAIL_TASKS = (
             Step("Hi, I'm calling about an order that hasn't arrived yet.",
                  "I'm sorry it's running late. What's the order number?", node="identify_order"),
             Step("It's {order_id}.",
-                 "Thanks. It's with {carrier} and it's expected to arrive on {eta_date}.", tool="track_order", node="order_details"),
+                 "Thanks. It's with {carrier} and it's expected to arrive on {eta_date}.", tool="track_order",
+                 node="order_details"),
             Step("Will I hear from you if it gets delayed again?",
                  "Yes, we'll keep an eye on it.", kb="shipping_policy", node="policy"),
         ),
@@ -613,7 +632,8 @@ TELECOM = Domain(
         "Your current plan includes international roaming.",
         "Your current plan doesn't include international roaming.",
     ),
-    misheard={"SIM": "sin", "roaming": "roman", "card": "car", "charge": "change", "account": "a count", "bill": "bell"},
+    misheard={"SIM": "sin", "roaming": "roman", "card": "car", "charge": "change", "account": "a count",
+              "bill": "bell"},
     dual_side=True,
 )
 
@@ -652,7 +672,8 @@ def telecom_db(f: Facts, done: bool) -> dict[str, Any]:
     return {
         "accounts": {f["account_number"]: {"holder": f["customer_name"], "plan": f["plan_name"], "credits": credits}},
         "lines": {f["line_id"]: line},
-        "system_accounts": [{"system": "billing", "id": f["account_number"]}, {"system": "provisioning", "id": f["line_id"]}],
+        "system_accounts": [{"system": "billing", "id": f["account_number"]},
+                            {"system": "provisioning", "id": f["line_id"]}],
         "group_memberships": [{"group": "autopay"}, {"group": "postpaid"}],
     }
 
@@ -694,7 +715,8 @@ TELECOM_TOOLS = tools(
     ),
     Tool(
         "credit_account",
-        lambda f: {"account_number": f["account_number"], "amount": amount(f["overage_charge"]), "reason": "overage dispute"},
+        lambda f: {"account_number": f["account_number"], "amount": amount(f["overage_charge"]),
+                   "reason": "overage dispute"},
         lambda f: {"success": True, "credited": amount(f["overage_charge"])},
     ),
     Tool("toggle_airplane_mode", lambda f: {"enabled": False}, lambda f: {"airplane_mode": False}, side="user"),
@@ -728,14 +750,17 @@ TELECOM_TASKS = (
         ("customer_name", "line_last4", "plan_name"),
         (
             Step("Hi, I put in a new SIM card and now my phone says no service.",
-                 "I can help activate it. Can I have the account number and the PIN on the account?", node="verify_identity"),
+                 "I can help activate it. Can I have the account number and the PIN on the account?",
+                 node="verify_identity"),
             Step("The account number is {account_number} and the PIN is {pin}.",
-                 "Thank you, you're verified. I see the line ending in {line_last4}.", tool="verify_identity", node="account_review"),
+                 "Thank you, you're verified. I see the line ending in {line_last4}.", tool="verify_identity",
+                 node="account_review"),
             Step("The number on the new card is {iccid}.",
                  "The new SIM is now linked to your line. It can take up to 10 minutes to come online.",
                  tool="activate_sim", node="apply_change", action=True, user_tool="toggle_airplane_mode"),
             Step("Should I restart my phone?",
-                 "Yes, a restart usually does it.", kb="sim_activation", node="troubleshoot", user_tool="restart_device"),
+                 "Yes, a restart usually does it.", kb="sim_activation", node="troubleshoot",
+                 user_tool="restart_device"),
         ),
         TELECOM_TOOLS,
         success_signals=("db_state_match", "db_state_assertion", "nl_assertion", "clean_exit"),
@@ -744,7 +769,8 @@ TELECOM_TASKS = (
                        "The agent told the caller how long activation can take."),
         db=telecom_db,
         user_db=telecom_user_db,
-        db_assertions=telecom_assertions("field_equals", "lines.{line_id}.sim_iccid", lambda f: f["iccid"], "The new SIM is on the line"),
+        db_assertions=telecom_assertions("field_equals", "lines.{line_id}.sim_iccid", lambda f: f["iccid"],
+                                         "The new SIM is on the line"),
         wrong_facts=lambda f: {**f, "iccid": f["iccid"][:-1] + str((int(f["iccid"][-1]) + 1) % 10)},
     ),
     Task(
@@ -769,7 +795,8 @@ TELECOM_TASKS = (
         reference=lambda f: {"account_number": f["account_number"], "country": f["country"], "pass": "travel_pass"},
         db=telecom_db,
         user_db=telecom_user_db,
-        db_assertions=telecom_assertions("field_equals", "lines.{line_id}.roaming", lambda f: True, "Roaming is on for the line"),
+        db_assertions=telecom_assertions("field_equals", "lines.{line_id}.roaming", lambda f: True,
+                                         "Roaming is on for the line"),
         wrong_facts=lambda f: {**f, "country": "Canada" if f["country"] != "Canada" else "Mexico"},
     ),
     Task(
@@ -781,7 +808,8 @@ TELECOM_TASKS = (
             Step("Hi, my bill has an overage charge of {overage_charge} and I never went over my data.",
                  "Let me look into that. What's your account number and PIN?", node="verify_identity"),
             Step("Account {account_number}, and the PIN is {pin}.",
-                 "Thanks. I can see the {overage_charge} overage on this month's bill, on top of the {monthly_price} plan.",
+                 "Thanks. I can see the {overage_charge} overage on this month's bill, on top of the {monthly_price} "
+                 "plan.",
                  tool="get_bill", node="account_review"),
             Step("Can you take it off?",
                  "Yes, I've credited the {overage_charge} back to your account.", tool="credit_account",
@@ -792,7 +820,8 @@ TELECOM_TASKS = (
         reference=lambda f: [{"account_number": f["account_number"], "amount": amount(f["overage_charge"])}],
         db=telecom_db,
         user_db=telecom_user_db,
-        db_assertions=telecom_assertions("count", "accounts.{account_number}.credits", lambda f: 1, "One credit was applied"),
+        db_assertions=telecom_assertions("count", "accounts.{account_number}.credits", lambda f: 1,
+                                         "One credit was applied"),
         wrong_facts=lambda f: {**f, "overage_charge": "$10.00"},
     ),
 )
@@ -863,7 +892,8 @@ BILLING_TOOLS = tools(
     Tool(
         "create_payment_plan",
         lambda f: {"account_number": f["account_number"], "installments": 3},
-        lambda f: {"plan_id": f["plan_id"], "installment": amount(f["installment"]), "first_payment": f["first_payment_date"]},
+        lambda f: {"plan_id": f["plan_id"], "installment": amount(f["installment"]),
+                   "first_payment": f["first_payment_date"]},
     ),
 )
 
@@ -877,11 +907,14 @@ BILLING_TASKS = (
             Step("Hi, I got a bill for {balance} and I can't pay it all at once.",
                  "I understand. Can I have your account number to take a look?", node="identify_account"),
             Step("It's {account_number}.",
-                 "Thanks, {first_name}. Your balance is {balance}, due on {due_date}.", tool="get_balance", node="balance"),
+                 "Thanks, {first_name}. Your balance is {balance}, due on {due_date}.", tool="get_balance",
+                 node="balance"),
             Step("Is there any way to split it up?",
-                 "Yes, we can split it into 3 monthly payments of {installment}.", kb="payment_plans", node="plan_options"),
+                 "Yes, we can split it into 3 monthly payments of {installment}.", kb="payment_plans",
+                 node="plan_options"),
             Step("Okay, let's set that up.",
-                 "Done. Your first payment of {installment} is due on {first_payment_date}.", tool="create_payment_plan",
+                 "Done. Your first payment of {installment} is due on {first_payment_date}.",
+                 tool="create_payment_plan",
                  node="confirm_plan", action=True),
         ),
         BILLING_TOOLS,
@@ -924,7 +957,8 @@ CLINIC = Domain(
         "This visit requires a referral from your insurance.",
         "This visit does not require a referral from your insurance.",
     ),
-    misheard={"appointment": "a point meant", "Thursday": "thirsty", "doctor": "doctors", "move": "moved", "week": "weak"},
+    misheard={"appointment": "a point meant", "Thursday": "thirsty", "doctor": "doctors", "move": "moved",
+              "week": "weak"},
 )
 
 
@@ -933,7 +967,8 @@ def clinic_facts(rng: Random) -> Facts:
     return {
         **person(rng),
         "doctor": rng.choice(DOCTORS),
-        "date_of_birth": f"{rng.choice(('March', 'June', 'July', 'December'))} {rng.randint(2, 28)}, {rng.randint(1950, 2004)}",
+        "date_of_birth": f"{rng.choice(('March', 'June', 'July', 'December'))} {rng.randint(2, 28)}, "
+                         f"{rng.randint(1950, 2004)}",
         "appointment_time": current,
         "slot_a": option_a,
         "new_slot": option_b,
@@ -945,7 +980,8 @@ CLINIC_TOOLS = tools(
     Tool(
         "find_appointment",
         lambda f: {"patient_name": f["customer_name"], "date_of_birth": f["date_of_birth"]},
-        lambda f: {"appointment_id": f["appointment_id"], "provider": f"Dr. {f['doctor']}", "time": f["appointment_time"]},
+        lambda f: {"appointment_id": f["appointment_id"], "provider": f"Dr. {f['doctor']}",
+                   "time": f["appointment_time"]},
     ),
     Tool(
         "list_open_slots",

@@ -84,7 +84,8 @@ def uncorrectable_turn(call: CallState, event: TranscriptCorrected) -> str | Non
         held = f"its {len(turns)} turns are numbered 0 to {len(turns) - 1}" if turns else "it has no turns"
         return f"turn_index {index} names no turn of call {call.call_id!r} ({held})"
     if turns[index].role != "user":
-        return f"turn_index {index} of call {call.call_id!r} is the {turns[index].role}'s turn; only user turns are corrected"
+        return (f"turn_index {index} of call {call.call_id!r} is the {turns[index].role}'s turn; only user turns are "
+                "corrected")
     original = event.data.original
     # (Compared in one Unicode form: a correction typed on another system may spell the same text
     # decomposed, or with invisible direction marks.)
@@ -176,7 +177,8 @@ class CallEngine:
         alone (the caller sets it from the journal afterwards, `InactivitySweeper.restore_time`), so
         nothing is decided against a time it would only have half rebuilt."""
         # Runs for every event: locals instead of repeated attribute lookups.
-        if self.future_bound_ms and not refold and from_the_future(event.ts_ms, self.wall_clock_ms, self.future_bound_ms):
+        if self.future_bound_ms and not refold and from_the_future(event.ts_ms, self.wall_clock_ms,
+                                                                   self.future_bound_ms):
             return self._from_the_future(event)
         if isinstance(event, Watermark):
             self.counters.watermarks += 1
@@ -202,7 +204,8 @@ class CallEngine:
                 # was forgotten after its retention, has nothing left to re-score.
                 self.counters.rejected += 1
                 tag = event.__struct_config__.tag
-                return Processed("rejected", reason=f"event {event.event_id!r}: a {tag!r} event names call {call_id!r}, "
+                return Processed("rejected",
+                                 reason=f"event {event.event_id!r}: a {tag!r} event names call {call_id!r}, "
                                                     "which is not held (it never started, or it ended and was forgotten "
                                                     "after its retention)")
             watermark = None if refold else self.sweeper.watermark(partition)

@@ -123,7 +123,8 @@ class AlertEngine:
         return alerts
 
     def _scopes_of(self, rule: AlertRule) -> list[str]:
-        return [scope for scope in self.windows.scopes(rule.window_ms, rule.metric or "") if scope_matches(rule.scope, scope)]
+        return [scope for scope in self.windows.scopes(rule.window_ms, rule.metric or "") if scope_matches(rule.scope,
+                                                                                                           scope)]
 
     # ---------------------------------------------------------------------------------- results
 
@@ -273,7 +274,8 @@ class AlertEngine:
     def state_document(self) -> dict[str, Any]:
         """The rules in force and the count of rule changes: restored with them, and handed the
         current rules afterwards, an engine evaluates a change made meanwhile as this one would have."""
-        return {"rules": [msgspec.to_builtins(rule) for rule in self._rules.values()], "rule_changes": self._rule_changes}
+        return {"rules": [msgspec.to_builtins(rule) for rule in self._rules.values()],
+                "rule_changes": self._rule_changes}
 
     def time_document(self) -> dict[str, Any]:
         """The windows' event time and the leap they hold back. Kept as they are: rebuilt from the
@@ -298,7 +300,8 @@ class AlertEngine:
             self.windows.restore(kept)
         else:
             ahead = time.get("ahead")
-            self.windows.restore(kept, (time.get("watermark"), None if ahead is None else (int(ahead[0]), str(ahead[1]))))
+            self.windows.restore(kept,
+                                 (time.get("watermark"), None if ahead is None else (int(ahead[0]), str(ahead[1]))))
         self.windows.take_dirty()
         self._episodes = {}
         for document in episodes:

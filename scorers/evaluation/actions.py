@@ -137,14 +137,16 @@ def first_fit_pairing(references: list[Any], predictions: list[Any], matches: Ca
     """The harness's pairing: each reference, in order, takes the first unused prediction it matches."""
     used: set[int] = set()
     for reference in references:
-        found = next((j for j, prediction in enumerate(predictions) if j not in used and matches(reference, prediction)), None)
+        found = next((j for j, prediction in enumerate(predictions) if j not in used and matches(reference,
+                                                                                                 prediction)), None)
         if found is None:
             return False
         used.add(found)
     return True
 
 
-def each_matches_a_distinct_item(references: list[Any], predictions: list[Any], matches: Callable[[Any, Any], bool]) -> bool:
+def each_matches_a_distinct_item(references: list[Any], predictions: list[Any],
+                                 matches: Callable[[Any, Any], bool]) -> bool:
     """Whether every reference can be paired with its own matching prediction (bipartite matching by
     augmenting paths; the lists are a handful of actions, so the quadratic search is cheap)."""
     candidates = [[j for j, prediction in enumerate(predictions) if matches(reference, prediction)] for reference in references]

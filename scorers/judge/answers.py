@@ -137,7 +137,8 @@ def parse_qa_answer(content: str | None, request: JudgeRequest) -> QaAnswer:
     check_answer(qa_answer_check(), answer)
     qa: dict[str, Any] = {
         "hallucination": {
-            "issues": [{"type": i["type"], "severity": i["severity"], "text": short_text(i["text"], MAX_ISSUE_TEXT_CHARS)}
+            "issues": [{"type": i["type"], "severity": i["severity"],
+                        "text": short_text(i["text"], MAX_ISSUE_TEXT_CHARS)}
                        for i in answer["hallucination"]["issues"]]
         }
     }

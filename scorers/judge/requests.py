@@ -338,7 +338,8 @@ def evaluation_request(call: CallState, context: JudgeContextAcc) -> JudgeReques
         section("nl_assertions", numbered(assertions)),
         # (Each part is cut to its own limit already: the section's only lets both through, with their
         # headings and the notes of what was cut.)
-        section("agent_context_history", agent_context_history(call, context), 2 * MAX_SECTION_CHARS + MAX_TRANSCRIPT_CHARS),
+        section("agent_context_history", agent_context_history(call, context),
+                2 * MAX_SECTION_CHARS + MAX_TRANSCRIPT_CHARS),
         section("user_context_history", user_context_history(context)),
     ])
     return JudgeRequest("evaluation", EVALUATION_SYSTEM_PROMPT, content, EVALUATION_SCHEMA_NAME,

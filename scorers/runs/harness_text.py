@@ -60,7 +60,8 @@ def _scenario_block(metrics: Mapping[str, Any]) -> list[str]:
     count = stats.get("count", 0)
     lines.append(f"  Latency Measurements: {count}")
     if count > 0:
-        for label, key in (("Mean", "mean_ms"), ("P50", "p50_ms"), ("P95", "p95_ms"), ("Min", "min_ms"), ("Max", "max_ms")):
+        for label, key in (("Mean", "mean_ms"), ("P50", "p50_ms"), ("P95", "p95_ms"), ("Min", "min_ms"),
+                           ("Max", "max_ms")):
             lines.append(f"    {label}: {stats[key]:.1f}ms")
     return lines
 

@@ -270,7 +270,8 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
                             internal=True)
     alerts_topic = app.topic(names.alerts, key_type=bytes, value_type=bytes, partitions=1)
     # (A JournalTable: its changelog writes can be waited for before a message is acknowledged.)
-    table = journal_table(app, ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1, options=table_store_options())
+    table = journal_table(app, ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1,
+                          options=table_store_options())
     _install_evaluation(callqa, runtime, input_topic, alerts_topic, table)
     _install_rule_reading(callqa, runtime, input_topic, known_metrics)
     if runtime.webhook is not None:
@@ -308,7 +309,8 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
 
     @app.agent(input_topic, name="evaluate-alerts", concurrency=1)
     async def evaluate_alerts(stream: faust.StreamT) -> None:
-        await retrying(f"creating {names.alerts}", lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)
+        await retrying(f"creating {names.alerts}",
+                       lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)
         try:
             await asyncio.wait_for(runtime.rules_read.wait(), RULES_READ_WAIT_S)
         except TimeoutError:
@@ -356,7 +358,8 @@ def _install_rule_reading(callqa: Any, runtime: AlertsRuntime, input_topic: Any,
         """Tell the evaluating worker, wherever it is, that the rules changed (and once at the start,
         so that it restores and evaluates the rules it finds without waiting for a result)."""
         await runtime.rules_read.wait()
-        await retrying(f"creating {names.alerts_input}", lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts_input)), logger)
+        await retrying(f"creating {names.alerts_input}",
+                       lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts_input)), logger)
         while True:
             runtime.rules_changed.clear()
             await input_topic.send(key=b"rules", value=RULES_CHANGED)

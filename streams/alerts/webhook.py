@@ -146,7 +146,8 @@ class _StartWhereTheGroupLeftOff(ConsumerRebalanceListener):
     that start is committed at once: a relay launched later (after a crash, on another worker) resumes
     from it rather than from its own launch, which would skip what came between."""
 
-    def __init__(self, relay: WebhookRelay, consumer: AIOKafkaConsumer, launch_offsets: dict[TopicPartition, int]) -> None:
+    def __init__(self, relay: WebhookRelay, consumer: AIOKafkaConsumer,
+                 launch_offsets: dict[TopicPartition, int]) -> None:
         self.relay, self.consumer, self.launch_offsets = relay, consumer, launch_offsets
 
     async def on_partitions_revoked(self, revoked: Any) -> None:

@@ -24,7 +24,8 @@ from typing import Any
 
 import msgpack
 
-# This broker holds a new group's join for half the session timeout (docs/guides/embedded-broker.md#limits-of-the-embedded-broker): a short one keeps
+# This broker holds a new group's join for half the session timeout
+# (docs/guides/embedded-broker.md#limits-of-the-embedded-broker): a short one keeps
 # every peer's start (not timed) short. librdkafka's default, 45 s, would add 22 s.
 SESSION_TIMEOUT_S = 6
 HEARTBEAT_S = 2
@@ -92,7 +93,8 @@ def naive_faust(bootstrap: str, topic: str, total: int) -> None:
     app = faust.App(
         f"bench-naive-{os.getpid()}", broker=f"kafka://{bootstrap}", store="memory://",
         datadir=tempfile.mkdtemp(prefix="bench-naive-"), web_port=free_port(), topic_partitions=4,
-        broker_session_timeout=SESSION_TIMEOUT_S, broker_heartbeat_interval=HEARTBEAT_S, consumer_auto_offset_reset="earliest",
+        broker_session_timeout=SESSION_TIMEOUT_S, broker_heartbeat_interval=HEARTBEAT_S,
+        consumer_auto_offset_reset="earliest",
         key_serializer="raw", value_serializer="raw", autodiscover=False,
     )
     source = app.topic(topic, key_type=bytes, value_type=bytes)
@@ -125,7 +127,8 @@ def quix_stateful(bootstrap: str, topic: str, total: int) -> None:
     app = Application(
         broker_address=bootstrap, consumer_group=f"bench-quix-{os.getpid()}", auto_offset_reset="earliest",
         state_dir=tempfile.mkdtemp(prefix="bench-quix-"), loglevel=loglevel,
-        consumer_extra_config={"session.timeout.ms": SESSION_TIMEOUT_S * 1000, "heartbeat.interval.ms": HEARTBEAT_S * 1000},
+        consumer_extra_config={"session.timeout.ms": SESSION_TIMEOUT_S * 1000,
+                               "heartbeat.interval.ms": HEARTBEAT_S * 1000},
     )
     source = app.topic(topic, key_deserializer="bytes", value_deserializer="bytes")
     progress: dict[str, Any] = {"seen": 0, "started": 0.0, "finished": 0.0, "cpu_started": 0.0, "cpu_finished": 0.0}

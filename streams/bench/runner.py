@@ -134,7 +134,8 @@ def goals(report: dict[str, Any]) -> dict[str, Any]:
     turns = report["changelog_bytes_per_event"]
     flat = [turns[k] for k in ("turns_10", "turns_100", "turns_1000") if turns.get(k)]
     return {
-        "single_event_vs_naive_faust": {"ratio": ratio(single["events_per_s"], single["naive_faust_events_per_s"]), "target": 5.0,
+        "single_event_vs_naive_faust": {"ratio": ratio(single["events_per_s"], single["naive_faust_events_per_s"]),
+                                        "target": 5.0,
                                         "rounds": round_ratios(single.get("callqa"), single.get("naive_faust"))},
         "batched_events_per_s": {"value": batched["events_per_s"], "target": 100_000},
         "batched_vs_quix_stateful_same_messages": {"ratio": ratio(batched["events_per_s"], batched["quix_stateful_events_per_s"]), "target": 1.0},
@@ -144,7 +145,8 @@ def goals(report: dict[str, Any]) -> dict[str, Any]:
         "end_to_result_p50_ms": {"value": latency["p50"], "target": 100},
         "end_to_result_p99_ms": {"value": latency["p99"], "target": 500},
         "replay_events_per_s": {"value": report["replay"]["events_per_s"], "target": 200_000},
-        "changelog_bytes_per_event_spread": {"ratio": (max(flat) / min(flat)) if flat else None, "target": "about 1 (flat)"},
+        "changelog_bytes_per_event_spread": {"ratio": (max(flat) / min(flat)) if flat else None,
+                                             "target": "about 1 (flat)"},
         "open_calls_100k_bytes": {"value": report["open_calls"]["many_rss_bytes"], "target": 2 * GIB,
                                   "calls": report["open_calls"]["many_calls"]},
         "two_workers_speedup": {"value": report["two_workers_speedup"], "target": "reported"},
@@ -236,7 +238,8 @@ class Bench:
                 if worker.process is not None and worker.process.poll() is not None:
                     raise BenchError(f"worker exited; see {worker.log_path}")
             time.sleep(POLL_S)
-        raise BenchError(f"workers applied {self._processed(workers)[0]} of {events} events in {self.scale.timeout_s:.0f} s")
+        raise BenchError(f"workers applied {self._processed(workers)[0]} of {events} events in "
+                         f"{self.scale.timeout_s:.0f} s")
 
     def _wait_assigned(self, workers: list[WorkerProcess]) -> None:
         deadline = time.monotonic() + 90
@@ -347,7 +350,8 @@ class Bench:
         try:
             self._wait_assigned([worker])
             messages = list(workload.messages(self.scale.batch_size, self.scale.batch_span_ms))
-            latencies = asyncio.run(_paced_latencies(self.bootstrap, prefix, messages, load_events_per_s, self.scale.timeout_s))
+            latencies = asyncio.run(_paced_latencies(self.bootstrap, prefix, messages, load_events_per_s,
+                                                     self.scale.timeout_s))
         finally:
             worker.stop()
         if not latencies:
@@ -590,7 +594,8 @@ def _measure(quick: bool, log: Callable[[str], None], broker: EmbeddedBroker | N
     report["changelog_bytes_per_event"] = {f"turns_{t}": measured[f"changelog.turns_{t}"] for t in (10, 100, 1000)}
     per_call, many = measured["memory.per_call"], measured["memory.many"]
     report["memory_per_open_call_bytes"] = per_call["bytes_per_call"]
-    report["open_calls"] = {"per_call": per_call, "many_calls": many["calls"], "many_rss_bytes": many["rss_after_bytes"],
+    report["open_calls"] = {"per_call": per_call, "many_calls": many["calls"],
+                            "many_rss_bytes": many["rss_after_bytes"],
                             "many": many}
     one, two = measured["workers.one"], measured["workers.two"]
     report["two_workers_speedup"] = two["events_per_s"] / one["events_per_s"]

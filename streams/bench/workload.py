@@ -148,11 +148,14 @@ class Workload:
             if k % 5 == 0:
                 words = user_text.split()[:4]
                 user["words"] = [[w, offset + i * 300, offset + i * 300 + 250] for i, w in enumerate(words)]
-            add(call_id, base - 1200, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "user-started-speaking"}})
+            add(call_id, base - 1200, "rtvi",
+                {"side": "agent", "message": {"label": "rtvi-ai", "type": "user-started-speaking"}})
             add(call_id, base, "turn", user)
-            add(call_id, base + 1500, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "user-stopped-speaking"}})
-            add(call_id, base + 1700, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics", "data": {
-                "tokens": [{"prompt_tokens": 300 + 20 * k, "completion_tokens": 25 + k % 7, "total_tokens": 325 + 21 * k}]}}})
+            add(call_id, base + 1500, "rtvi",
+                {"side": "agent", "message": {"label": "rtvi-ai", "type": "user-stopped-speaking"}})
+            add(call_id, base + 1700, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics",
+                "data": {"tokens": [{"prompt_tokens": 300 + 20 * k, "completion_tokens": 25 + k % 7,
+                                     "total_tokens": 325 + 21 * k}]}}})
             if k % 7 == 3:
                 price = fill("{price}")
                 add(call_id, base + 1800, "tool.call", {"name": rng.choice(["lookup_order", "quote", "reschedule"]),
@@ -162,19 +165,25 @@ class Workload:
                 add(call_id, base + 1850, "kb.retrieval", {"query": fill("{item} policy"),
                     "passages": [fill(rng.choice(_PASSAGES))]})
             if k % 6 == 1:
-                add(call_id, base + 1900, "node.transition", {"to": rng.choice(["greet", "verify", "resolve", "close"])})
+                add(call_id, base + 1900, "node.transition",
+                    {"to": rng.choice(["greet", "verify", "resolve", "close"])})
             if c % 8 == 5 and k == 2:
                 add(call_id, base + 1950, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai",
-                    "type": "llm-function-call-in-progress", "data": {"tool_call_id": "f1", "function_name": "transfer_call"}}})
+                    "type": "llm-function-call-in-progress", "data": {"tool_call_id": "f1",
+                                                                      "function_name": "transfer_call"}}})
                 add(call_id, base + 1960, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai",
-                    "type": "llm-function-call-stopped", "data": {"tool_call_id": "f1", "cancelled": False, "result": {"ok": 1}}}})
+                    "type": "llm-function-call-stopped", "data": {"tool_call_id": "f1", "cancelled": False,
+                                                                  "result": {"ok": 1}}}})
             if c % 11 == 3:
                 add(call_id, base + 1990, "latency", {"latency_ms": 600 + rng.randint(0, 1500)})
-            add(call_id, base + 1500 + rng.randint(400, 2500), "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "bot-started-speaking"}})
+            add(call_id, base + 1500 + rng.randint(400, 2500), "rtvi",
+                {"side": "agent", "message": {"label": "rtvi-ai", "type": "bot-started-speaking"}})
             agent_text = fill(rng.choice(_AGENT))
             add(call_id, base + 2600, "turn", {"role": "agent", "text": agent_text,
-                                               "start_ms": offset + 1900 + rng.randint(0, 1200), "end_ms": offset + 3800})
-            add(call_id, base + 3300, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "bot-stopped-speaking"}})
+                                               "start_ms": offset + 1900 + rng.randint(0, 1200),
+                                               "end_ms": offset + 3800})
+            add(call_id, base + 3300, "rtvi",
+                {"side": "agent", "message": {"label": "rtvi-ai", "type": "bot-stopped-speaking"}})
             offset += step
         end = t + 500 + self.turns * step
         if c % 13 == 2:
@@ -191,7 +200,8 @@ class Workload:
             return  # never ends: swept for inactivity
         add(call_id, end, "call.ended", {"stop_reason": "[EXIT]" if c % 2 else "[SIMULATOR_EXIT]"})
         if c % 3 == 0:
-            add(call_id, end + 4000, "call.annotated", {"user_sentiment": rng.choice(["Positive", "Neutral", "Negative"])})
+            add(call_id, end + 4000, "call.annotated",
+                {"user_sentiment": rng.choice(["Positive", "Neutral", "Negative"])})
         if c % 10 == 1:
             add(call_id, end + 6000, "transcript.corrected", {"turn_index": 0, "text": fill(rng.choice(_USER))})
         if c % 20 == 9:

@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         # more can be said. Python would report the failing flush at exit, so stdout goes nowhere now.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (ValueError, OSError, BrokerUnavailable) as exc:  # configuration, input and file errors: one clear line, no traceback
+    except (ValueError, OSError,
+            BrokerUnavailable) as exc:  # configuration, input and file errors: one clear line, no traceback
         print(f"callqa: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:

@@ -43,7 +43,8 @@ def result_line(result: dict[str, Any]) -> str:
 
 
 def dead_letter_line(document: dict[str, Any]) -> str:
-    return shown(f"{document.get('topic')}[{document.get('partition')}]@{document.get('offset')}: {document.get('reason')}")
+    return shown(f"{document.get('topic')}[{document.get('partition')}]@{document.get('offset')}: "
+                 f"{document.get('reason')}")
 
 
 def alert_line(alert: dict[str, Any]) -> str:
@@ -100,10 +101,12 @@ def totals_block(results: list[dict[str, Any]]) -> str:
         applied = [m for m in entries if m.get("score") is not None]
         avg = sum(m["score"] for m in applied) / len(applied) if applied else None
         rate = sum(1 for m in applied if m.get("passed")) / len(applied) if applied else None
-        lines.append(f"{name:22}  {len(applied):>7}  {_fmt(avg):>9}  {(_fmt(rate * 100) + '%') if rate is not None else '-':>9}")
+        lines.append(f"{name:22}  {len(applied):>7}  {_fmt(avg):>9}  "
+                     f"{(_fmt(rate * 100) + '%') if rate is not None else '-':>9}")
     successes = [r["evaluation"].get("is_successful") for r in results if isinstance(r.get("evaluation", {}).get("is_successful"), bool)]
     if successes:
-        lines.append(f"\nscenarios with a verdict: {len(successes)}, successful: {sum(successes)} ({100 * sum(successes) / len(successes):.1f}%)")
+        lines.append(f"\nscenarios with a verdict: {len(successes)}, successful: {sum(successes)} "
+                     f"({100 * sum(successes) / len(successes):.1f}%)")
     return "\n".join(lines)
 
 
@@ -123,7 +126,8 @@ def result_changes_text(report: dict[str, Any], calls_shown: int) -> str:
               for row in rows]
     changed = report["changed_calls"]
     if changed and calls_shown:
-        lines.append(f"calls changed{f' (the first {calls_shown} of {len(changed)})' if len(changed) > calls_shown else ''}:")
+        shown_of = f" (the first {calls_shown} of {len(changed)})" if len(changed) > calls_shown else ""
+        lines.append(f"calls changed{shown_of}:")
         for call in changed[:calls_shown]:
             lines.append(shown(f"  {call['call_id']}: " + "; ".join(
                 f"{change['name']} {_verdict_text(change['before'])} → {_verdict_text(change['after'])}"

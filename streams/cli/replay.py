@@ -23,7 +23,8 @@ def run(args: argparse.Namespace) -> int:
     if jobs < 1:
         raise ValueError("--jobs must be at least 1")
     if args.record == STANDARD_INPUT:
-        raise ValueError("--record needs a file: LOG2 is replayed once it is written, so it cannot go to standard output")
+        raise ValueError("--record needs a file: LOG2 is replayed once it is written, so it cannot go to standard "
+                         "output")
     refuse_clashes({"LOG": args.log, "--cohorts": args.cohorts, "--rules": args.rules},
                    {"--out": args.out, "--deadletter": args.deadletter, "--alerts-out": args.alerts_out,
                     "--record": args.record})
@@ -70,8 +71,10 @@ def _replay(args: argparse.Namespace, settings: Settings, jobs: int, log: str) -
             try:
                 # One clock for every job, so that the same log replays the same (scorers/future_time.py).
                 clock_ms = int(time.time() * 1000) if args.now_ms is None else args.now_ms
-                report = replay_log(log, settings.partitions, jobs, lambda: build_engine(settings, args.cohorts, clock_ms),
-                                    files, on_progress=(lambda records: bar.update(records - bar.n)) if shown(bar) else None,
+                report = replay_log(log, settings.partitions, jobs,
+                                    lambda: build_engine(settings, args.cohorts, clock_ms),
+                                    files,
+                                    on_progress=(lambda records: bar.update(records - bar.n)) if shown(bar) else None,
                                     max_message_bytes=settings.max_message_bytes,
                                     max_result_bytes=settings.max_result_bytes)
             finally:
@@ -155,13 +158,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cohorts", help="cohort definitions (JSON or TOML) to score the calls against")
     p.add_argument("--rules", help="alert rules (TOML or JSON) to evaluate over the results")
     p.add_argument("--alerts-out", help="write the alert events here as JSON Lines (with --rules)")
-    p.add_argument("--judge", action="store_true", help="ask the configured LLM judge about calls with no recorded answer (needs --record)")
-    p.add_argument("--record", metavar="LOG2", help="write the log plus its sweep and judge.result events here, then score that")
+    p.add_argument("--judge", action="store_true",
+                   help="ask the configured LLM judge about calls with no recorded answer (needs --record)")
+    p.add_argument("--record", metavar="LOG2",
+                   help="write the log plus its sweep and judge.result events here, then score that")
     p.add_argument("--retry-judge-errors", action="store_true",
                    help="with --judge: ask again about the calls whose recorded answer is an error, "
                         "and write the new answer in its place")
     p.add_argument("--jobs", type=int, help="processes sharing the partitions, same output as one "
                    "(default: one per CPU, at most one per partition; 1: in this process)")
     p.add_argument("--now-ms", type=int, metavar="MS",
-                   help="the clock events from the future are measured against (Unix ms; default: this machine's, read once at start); the time a log was recorded replays it as the workers scored it")
+                   help="the clock events from the future are measured against (Unix ms; default: this machine's, "
+                        "read once at start); the time a log was recorded replays it as the workers scored it")
     p.set_defaults(func=run)

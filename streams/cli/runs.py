@@ -50,7 +50,8 @@ def _run_results(args: argparse.Namespace) -> list[dict]:
 
         settings = settings_from(args)
         topic = TopicNames(settings.topic_prefix).results
-        asyncio.run(read_topic(settings, topic, 3.0, lambda key, value: keep(_result_document(value, f"a record of {topic}"))))
+        asyncio.run(read_topic(settings, topic, 3.0,
+                               lambda key, value: keep(_result_document(value, f"a record of {topic}"))))
     if not run:
         raise ValueError(f"no results of run {args.run_id!r}; runs present: {sorted(others) or 'none'}")
     return run
@@ -95,7 +96,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     for name, helptext in (("summary", "print a run's all_summary (from the results topic or a results file)"),
-                           ("export", "write a run in the evaluation harness's layout (metrics.json, judge_result.json, "
+                           ("export",
+                            "write a run in the evaluation harness's layout (metrics.json, judge_result.json, "
                                      "all_summary.txt, all_metrics.json, all_latencies.csv)")):
         p = sub.add_parser(name, help=helptext)
         kafka_options(p)

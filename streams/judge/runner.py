@@ -56,7 +56,8 @@ class JudgeRunner:
             self.queue.put_nowait(requests)
         except asyncio.QueueFull:
             self.dropped += 1
-            if (self.dropped - 1) % DROPS_PER_WARNING == 0:  # (the first, then one in so many: a backlog drops thousands)
+            # (the first, then one in so many: a backlog drops thousands)
+            if (self.dropped - 1) % DROPS_PER_WARNING == 0:
                 logger.warning("judge queue full (%s calls): call %s keeps its heuristic result (%s calls so far; "
                                "/health counts them)", self.queue.maxsize, call.call_id, self.dropped)
 

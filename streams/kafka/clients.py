@@ -62,7 +62,8 @@ def connection_options(settings: Settings) -> dict[str, Any]:
 
 
 def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
-    # No idempotence: the embedded broker rejects InitProducerId (docs/guides/embedded-broker.md#limits-of-the-embedded-broker); duplicates are absorbed
+    # No idempotence: the embedded broker rejects InitProducerId
+    # (docs/guides/embedded-broker.md#limits-of-the-embedded-broker); duplicates are absorbed
     # by the worker's event_id and offset checks instead.
     return AIOKafkaProducer(acks="all", linger_ms=20, max_request_size=PRODUCER_MAX_REQUEST_BYTES,
                             compression_type=settings.compression_type, **connection_options(settings), **extra)

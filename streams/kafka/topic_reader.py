@@ -20,7 +20,8 @@ from streams.kafka.clients import ensure_topics, reader
 logger = logging.getLogger("callqa.kafka")
 
 
-async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None, on_record: Callable[[bytes, bytes], None],
+async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None,
+                     on_record: Callable[[bytes, bytes], None],
                      until: Callable[[], bool] | None = None, timeout_s: float | None = None,
                      on_waiting: Callable[[str], None] | None = None) -> int:
     """Deliver every record of `topic` to `on_record(key, value)`; stop after `idle_exit_s` without
@@ -30,7 +31,8 @@ async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None, 
     count = 0
     try:
         await consumer.start()  # (inside: a broker that cannot be reached still gets its consumer closed)
-        partitions = await topic_partitions(consumer, topic, idle_exit_s if idle_exit_s is not None else timeout_s, on_waiting)
+        partitions = await topic_partitions(consumer, topic, idle_exit_s if idle_exit_s is not None else timeout_s,
+                                            on_waiting)
         consumer.assign([TopicPartition(topic, p) for p in partitions])
         await consumer.seek_to_beginning()
         idle = 0.0

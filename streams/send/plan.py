@@ -207,12 +207,14 @@ class SendPlan:
         for stale in [p for p, b in self._held.items() if ts - b.first_ts_ms >= self.max_span_ms]:
             self._flush(stale, out)
 
-    def _refused_item(self, raw: bytes, batch: _BatchRecord, item: bytes, rejection: Rejected, out: list[Outgoing]) -> None:
+    def _refused_item(self, raw: bytes, batch: _BatchRecord, item: bytes, rejection: Rejected,
+                      out: list[Outgoing]) -> None:
         if decode_message(item).events:
             # Refused as an item (another call's than the batch's; a batch, which an item may not be)
             # but accepted alone, in whole or in part: sent as an item, in a batch of its own, so that
             # the worker refuses it as replay does. In the record's own encoding, its bytes as they are.
-            item = _batch_body([msgspec.Raw(item)], batch.call_id, msgspec.json.encode if _is_json(raw) else _msgpack.encode)
+            item = _batch_body([msgspec.Raw(item)], batch.call_id,
+                               msgspec.json.encode if _is_json(raw) else _msgpack.encode)
         self._pass_through(item, rejection.call_id, out)
 
     def _whole(self, raw: bytes, decoded: Decoded, partition: int, out: list[Outgoing]) -> None:
@@ -252,7 +254,8 @@ class SendPlan:
             return
         self._one_message(partition, [event for event, _ in share], _SEVERAL_CALLS_KEY, body, out)
 
-    def _one_message(self, partition: int, events: list[AnyEvent], key: bytes, body: bytes, out: list[Outgoing]) -> None:
+    def _one_message(self, partition: int, events: list[AnyEvent], key: bytes, body: bytes,
+                     out: list[Outgoing]) -> None:
         """`events` (all on `partition`) as the one message `body`, after what the partition holds."""
         self._flush_partition(partition, out)
         self._count(events, partition)
@@ -317,7 +320,8 @@ class SendPlan:
         batch = self._held.pop(partition)
         if len(batch.calls) == 1:
             (call_id,) = batch.calls
-            self._send(out, Outgoing(call_id.encode(), _batch_body(batch.events, call_id)))  # (its key chooses the partition)
+            # (its key chooses the partition)
+            self._send(out, Outgoing(call_id.encode(), _batch_body(batch.events, call_id)))
         else:
             self._send(out, Outgoing(_SEVERAL_CALLS_KEY, _batch_body(batch.events), partition))
 

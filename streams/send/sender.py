@@ -123,7 +123,8 @@ def refused_document(message: Outgoing, events_topic: str) -> bytes:
 
 
 async def send_end_of_input(kafka: Any, topic: str, ts_ms: int, acknowledgements: Acknowledgements,
-                            calls: dict[int, set[str]] | None = None, max_message_bytes: int = MAX_MESSAGE_BYTES) -> int:
+                            calls: dict[int, set[str]] | None = None,
+                            max_message_bytes: int = MAX_MESSAGE_BYTES) -> int:
     """End-of-input watermarks to every partition of `topic`, naming the log's calls there (`calls`,
     by partition; None: they end every open call); returns how many were sent."""
     sent = 0

@@ -29,7 +29,8 @@ async def publish_reset(settings: Settings, partition: int, ts_ms: int | None = 
     from streams.topics import TopicNames
 
     if not 0 <= partition < settings.partitions:
-        raise ValueError(f"partition {partition} is not one of the events topic's {settings.partitions} (CALLQA_PARTITIONS)")
+        raise ValueError(f"partition {partition} is not one of the events topic's {settings.partitions} "
+                         "(CALLQA_PARTITIONS)")
     event = reset_event(partition, int(time.time() * 1000) if ts_ms is None else ts_ms)
     kafka = producer(settings)
     await kafka.start()

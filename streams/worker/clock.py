@@ -87,6 +87,7 @@ def install_idle_clock(callqa: Any) -> None:
                                (leap_ms - wall_ms) / 1000)
         for watermark in idle_ticks(callqa.live, time.monotonic(), idle_s, wall_ms):
             partition = watermark.data.partition
-            await callqa.events_topic.send(key=WATERMARK_CALL_ID.encode(), value=encode_event(watermark), partition=partition)
+            await callqa.events_topic.send(key=WATERMARK_CALL_ID.encode(), value=encode_event(watermark),
+                                           partition=partition)
             # Until the tick comes back, count the partition as busy so it is not ticked twice.
             callqa.live.mark_busy(partition, time.monotonic(), watermark.ts_ms)

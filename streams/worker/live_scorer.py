@@ -224,7 +224,8 @@ class LiveScorer:
             except Exception as exc:  # what the journal cannot hold is dead-lettered, not a stop
                 out.journal.pop(events[0].call_id, None)
                 for _, event in applied:
-                    self._refused(failure_reason(event.event_id, exc), event, topic, partition, offset, out, (value, None))
+                    self._refused(failure_reason(event.event_id, exc), event, topic, partition, offset, out,
+                                  (value, None))
         self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
         self.dead_lettered += len(out.dead_letters)
         return out
@@ -255,7 +256,8 @@ class LiveScorer:
         for synthetic in self.engine.sweep(partition):
             out.recorded_events.append(synthetic)
             processed = self.engine.process_guarded(synthetic, partition, position)
-            self._collect(processed, synthetic, partition, position, topic, offset, out, (encode_event(synthetic), None))
+            self._collect(processed, synthetic, partition, position, topic, offset, out,
+                          (encode_event(synthetic), None))
         forgotten = self.engine.forget_expired(partition)
         for call_id in forgotten:
             out.forget.append(call_id)
@@ -337,7 +339,8 @@ class LiveScorer:
             state.results_at_restore = None  # past every restored result: nothing more to look for
         for call_id in call_ids:
             call = self.engine.calls.get(call_id)
-            if call is not None and position_of(offset, 0) <= call.result_position <= position_of(offset, SYNTHETIC_INDEX):
+            if call is not None and (
+                    position_of(offset, 0) <= call.result_position <= position_of(offset, SYNTHETIC_INDEX)):
                 result = self.engine.latest_result(call)
                 if result is not None:
                     out.results.append(result)

@@ -258,7 +258,8 @@ class MessageFlow:
         reason = oversized_result_reason(result.call_id, result.version, len(value), self.max_result_bytes)
         logger.error("%s", reason)
         self.live.dead_lettered += 1
-        await self._send_dead_letter(message.partition, DeadLetter(reason, message.topic, message.partition, message.offset,
+        await self._send_dead_letter(message.partition,
+                                     DeadLetter(reason, message.topic, message.partition, message.offset,
                                                                    value, call_id=result.call_id))
 
     async def _send_dead_letter(self, partition: int, letter: DeadLetter) -> None:

@@ -103,7 +103,8 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
         worker.wait_ready()
         asyncio.run(publish_rule(settings, names.alert_rules, TOPIC_RULE))
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (get_alerts(worker) or {}).get("rules") != ["agent latency", "all latency"]:
+        while time.monotonic() < deadline and (get_alerts(worker) or {}).get("rules") != ["agent latency",
+                                                                                          "all latency"]:
             time.sleep(0.3)
         assert (get_alerts(worker) or {}).get("rules") == ["agent latency", "all latency"]
         in_force = get_alerts(worker, "/alerts/rules")
@@ -229,7 +230,8 @@ def test_alerts_asked_of_either_worker_come_from_the_one_evaluating_them(broker,
             assert answers["reachable"][0] == 200 and answers["reachable"][1]["rules"] == ["reachable latency"]
             assert rules["misnamed"] == rules["reachable"]
             assert rules["reachable"][0] == 200
-            assert rules["reachable"][1]["rules"] == [{**tomllib.loads(AGENT_LATENCY_TOML)["rules"][0], "name": "reachable latency",
+            assert rules["reachable"][1]["rules"] == [{**tomllib.loads(AGENT_LATENCY_TOML)["rules"][0],
+                                                       "name": "reachable latency",
                                                        "description": "", "long_window_s": None, "enabled": True,
                                                        "deleted": False}]
     finally:

@@ -65,8 +65,10 @@ def test_a_quick_bench_writes_every_figure_of_the_report_and_leaves_nothing_else
     assert report["quick"] is True
     # Every callqa run reads topics of its own, never those of an earlier run nor the peers' topic:
     # a worker reads its results back, and would re-read every earlier run's.
-    callqa_topics = [report["single_event"]["callqa"]["topic"], report["single_event"]["callqa_stock_transport"]["topic"],
-                     report["batched"]["callqa"]["topic"], report["batched"]["as_callqa_send_batches"]["callqa"]["topic"]]
+    callqa_topics = [report["single_event"]["callqa"]["topic"],
+                     report["single_event"]["callqa_stock_transport"]["topic"],
+                     report["batched"]["callqa"]["topic"],
+                     report["batched"]["as_callqa_send_batches"]["callqa"]["topic"]]
     assert len(set(callqa_topics)) == 4
     assert not set(callqa_topics) & {report["single_event"]["peers_topic"], report["batched"]["peers_topic"]}
     assert set(report["goals"]) >= {"single_event_vs_naive_faust", "batched_events_per_s", "end_to_result_p99_ms",

@@ -51,7 +51,8 @@ def test_rounds_interleave_the_runs_rather_than_repeat_each_run_in_a_row():
 def test_the_median_round_lists_every_round_s_cpu_cost_when_each_has_one():
     rounds = [{"events_per_s": 30.0, "cpu_us_per_event": 5.0}, {"events_per_s": 10.0, "cpu_us_per_event": 9.0}]
     assert median_round(rounds)["rounds_cpu_us_per_event"] == [5.0, 9.0]
-    assert "rounds_cpu_us_per_event" not in median_round([{"events_per_s": 1.0}, {"events_per_s": 2.0, "cpu_us_per_event": 3.0}])
+    assert "rounds_cpu_us_per_event" not in median_round([{"events_per_s": 1.0},
+                                                          {"events_per_s": 2.0, "cpu_us_per_event": 3.0}])
 
 
 def test_cpu_figures_are_the_cost_per_event_and_the_cores_kept_busy():

@@ -71,7 +71,8 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
     book = CohortBook()
     book.apply(COHORT)
     expected_results: list[dict] = []
-    replay(read_log(log), CallEngine(cohorts=book), 4, lambda r: expected_results.append(json.loads(__import__("msgspec").json.encode(r))))
+    replay(read_log(log), CallEngine(cohorts=book), 4,
+           lambda r: expected_results.append(json.loads(__import__("msgspec").json.encode(r))))
     expected = latest_by_call(expected_results)
 
     worker = start_worker(broker, topic_prefix, env={"CALLQA_API_TOKEN": API_TOKEN})
@@ -91,12 +92,15 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert status == 401
         assert http(worker, "GET", "/cohorts", token=None)[1] == {"cohorts": []}
 
-        status, body = http(worker, "POST", "/cohorts", {"cohort_id": "x", "name": "X", "metrics": [{"metric": "empathy"}]})
+        status, body = http(worker, "POST", "/cohorts",
+                            {"cohort_id": "x", "name": "X", "metrics": [{"metric": "empathy"}]})
         assert status == 422 and "empathy" in body["error"]
-        nan = {"cohort_id": "n", "name": "N", "criteria": [{"name": "r", "field": "agent_id", "op": "lt", "value": float("nan")}]}
+        nan = {"cohort_id": "n", "name": "N",
+               "criteria": [{"name": "r", "field": "agent_id", "op": "lt", "value": float("nan")}]}
         assert http(worker, "POST", "/cohorts", nan)[0] == 400  # NaN is not JSON
         assert http(worker, "POST", "/cohorts", b'{"cohort_id": ' + b"[" * 5000)[0] == 400  # nested too deeply
-        huge = {"cohort_id": "h", "name": "H", "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": 10**30}]}
+        huge = {"cohort_id": "h", "name": "H",
+                "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": 10**30}]}
         status, body = http(worker, "POST", "/cohorts", huge)
         assert status == 422 and "cannot be stored" in body["error"]
 
@@ -108,14 +112,16 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert status == 405 and isinstance(body, dict) and body["error"]
         status, body = http(worker, "POST", "/cohorts", b"{" + b" " * (2 * 1024 * 1024) + b"}")
         assert status == 413 and isinstance(body, dict) and "body size" in body["error"]
-        status, body = http(worker, "POST", "/cohorts", b'{"cohort_id": "z", "name": "Z"}', {"Content-Encoding": "gzip"})
+        status, body = http(worker, "POST", "/cohorts", b'{"cohort_id": "z", "name": "Z"}',
+                            {"Content-Encoding": "gzip"})
         assert status == 400 and body["error"].startswith("the body cannot be read: it is not what its "
                                                           "Content-Encoding (gzip) says")
         status, body = http(worker, "GET", "/cohorts")  # (the worker still answers)
         assert status == 200 and isinstance(body, dict)
         with open(worker.log_path) as worker_log:  # (the web server read the bad body again and logged a traceback)
             assert "Unhandled exception" not in worker_log.read()
-        deep = {"cohort_id": "d", "name": "D", "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": None}]}
+        deep = {"cohort_id": "d", "name": "D",
+                "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": None}]}
         deep["criteria"][0]["value"] = json.loads("[" * 500 + "]" * 500)
         status, body = http(worker, "POST", "/cohorts", deep)
         assert status == 422 and "`criteria[0].value`: is nested more than 8 levels deep" in body["error"]

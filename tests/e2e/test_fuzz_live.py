@@ -123,7 +123,8 @@ def test_hostile_messages_never_stop_a_worker_and_score_as_replay_scores_them(br
         after_calls = {message.key.decode() for message in after}
         live = collect_results(settings, {call_id: {"version": 1} for call_id in after_calls}, timeout_s=FUZZ_TIMEOUT_S)
         wanted = sum(len(reasons) for reasons in expected_letters.values()) + len(strays)
-        letters = collect(settings, TopicNames(topic_prefix).deadletter, lambda records: len(records) >= wanted, FUZZ_TIMEOUT_S)
+        letters = collect(settings, TopicNames(topic_prefix).deadletter, lambda records: len(records) >= wanted,
+                          FUZZ_TIMEOUT_S)
         health = worker.health()
         alive = worker.process.poll() is None
     finally:
@@ -137,7 +138,8 @@ def test_hostile_messages_never_stop_a_worker_and_score_as_replay_scores_them(br
     # Message by message: the same refusals, live and in replay (strays: the worker's alone).
     assert {where: len(reasons) for where, reasons in live_letters.items() if where not in strays} == \
         {where: len(reasons) for where, reasons in expected_letters.items()}
-    assert [where for where in strays if not any("belongs to partition" in reason for reason in live_letters.get(where, []))] == []
+    assert [where for where in strays
+            if not any("belongs to partition" in reason for reason in live_letters.get(where, []))] == []
     # Every message is scored or dead-lettered: one with no dead letter had events to score.
     for where, message in sent:
         if where not in live_letters:

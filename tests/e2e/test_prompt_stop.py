@@ -136,8 +136,10 @@ def test_a_worker_whose_broker_goes_away_mid_traffic_stops_on_sigterm_within_the
         worker = start_worker(own, topic_prefix)
         worker.wait_ready(assigned=True)
         sender = subprocess.Popen(
-            [sys.executable, "-m", "streams.cli", "send", str(log)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "CALLQA_BROKER": own.url, "CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix})
+            [sys.executable, "-m", "streams.cli", "send", str(log)], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "CALLQA_BROKER": own.url, "CALLQA_TOPIC_PREFIX": topic_prefix,
+                 "CALLQA_APP_ID": topic_prefix})
         deadline = time.monotonic() + 60
         # The first calls end some way into the log: the worker is then mid-stream, with results on
         # their way to the broker and offsets not yet committed.
@@ -155,7 +157,8 @@ def test_a_worker_whose_broker_goes_away_mid_traffic_stops_on_sigterm_within_the
         own.stop()
 
 
-def test_a_closed_terminals_sighup_stops_a_worker_as_sigterm_does_unless_it_was_started_ignoring_it(broker, topic_prefix):
+def test_a_closed_terminals_sighup_stops_a_worker_as_sigterm_does_unless_it_was_started_ignoring_it(broker,
+                                                                                                    topic_prefix):
     # Before, SIGHUP's default ended the worker at once: no last commit, nothing of its stop ran.
     worker = start_worker(broker, topic_prefix, partitions=1)
     # (Once started: a stop asked for while the worker still subscribes can hang — left open.)

@@ -73,7 +73,8 @@ def test_a_message_in_the_logs_encoding_is_written_as_it_came_and_what_no_encodi
     packed = msgspec.msgpack.encode(_event(call, 1, "db.state", {"side": "agent", "hash": "h",
                                                                  "db": {"blob": b"\x00\x01", "ratio": float("nan")}}))
     as_json = json.dumps(_event(call, 2)).encode()
-    huge = json.dumps(_event(call, 3, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "server-message",
+    huge = json.dumps(_event(call, 3, "rtvi",
+                             {"side": "agent", "message": {"label": "rtvi-ai", "type": "server-message",
                                                                             "data": {"trace": 2 ** 70}}})).encode()
 
     def record(value: bytes, log_format: str, recording: TopicRecording) -> list[bytes]:
@@ -93,7 +94,8 @@ def test_a_message_in_the_logs_encoding_is_written_as_it_came_and_what_no_encodi
 
 @pytest.mark.parametrize("log_format", [MSGPACK_LOG, JSONL_LOG])
 def test_a_recorded_event_reads_back_as_the_same_event(log_format):
-    raw = msgspec.json.encode(_event("c1", 1, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics",
+    raw = msgspec.json.encode(_event("c1", 1, "rtvi",
+                                     {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics",
                                                                                     "data": {"ttfb": [{"value": 0.25}]}}}))
     event = decode_message(raw).events[0]
     again = decode_message(encode_record(event, log_format).rstrip(b"\n")).events
@@ -149,7 +151,8 @@ async def _produce(settings, topic: str, key: str, partition: int, value: bytes)
 def test_the_record_command_writes_a_json_lines_log_that_replays_as_the_sent_one(broker, topic_prefix, tmp_path):
     log = str(tmp_path / "calls.jsonl")
     build_log(log, calls=12)
-    send(log, settings_for(broker, topic_prefix))  # (no worker: the topic holds what was sent, and its end-of-input watermarks)
+    # (no worker: the topic holds what was sent, and its end-of-input watermarks)
+    send(log, settings_for(broker, topic_prefix))
     recorded = tmp_path / "recorded.jsonl"
     done = subprocess.run([sys.executable, "-m", "streams.cli", "record", str(recorded), "--broker", broker.url,
                            "--topic-prefix", topic_prefix], capture_output=True, text=True, timeout=120)

@@ -53,7 +53,8 @@ def test_a_layer_imports_nothing_above_it_nor_any_io_client(layer):
 
 def test_the_import_reader_sees_imports_inside_functions(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("import json\n\ndef f():\n    from streams.worker.live_scorer import LiveScorer\n    import aiokafka.errors\n")
+    module.write_text("import json\n\ndef f():\n    from streams.worker.live_scorer import LiveScorer\n    import "
+                      "aiokafka.errors\n")
     assert imported_packages(module) == {"json", "streams", "aiokafka"}
 
 

@@ -128,7 +128,8 @@ def test_a_result_whose_success_is_not_applicable_validates_without_is_task_succ
     ({"cohort_id": "c", "deleted": True}, True),
     ({"cohort_id": "c"}, False),
     ({"cohort_id": "c", "name": "C", "metrics": [{"metric": "nope"}]}, False),
-    ({"cohort_id": "c", "name": "C", "criteria": [{"name": "r", "field": "agent_id", "op": "in", "value": "a"}]}, False),
+    ({"cohort_id": "c", "name": "C", "criteria": [{"name": "r", "field": "agent_id", "op": "in", "value": "a"}]},
+     False),
 ])
 def test_the_cohort_schema_accepts_what_the_decoder_accepts(document, accepted):
     from models.cohorts import CohortError, decode_cohort
@@ -179,7 +180,8 @@ def test_alert_events_and_the_sample_rules_validate_against_their_schemas(tmp_pa
     validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "alert-rule.json").read_text()))
     for rule in rules:
         assert validator.is_valid(rule), list(validator.iter_errors(rule))[:1]
-    assert not validator.is_valid({**rules[0], "fire_below": 1.5}) and not validator.is_valid({**rules[0], "colour": "red"})
+    assert not validator.is_valid({**rules[0], "fire_below": 1.5}) and not validator.is_valid({**rules[0],
+                                                                                               "colour": "red"})
 
 
 def _cohort_accepted(document) -> bool:

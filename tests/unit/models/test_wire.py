@@ -49,7 +49,8 @@ def test_a_wrong_type_is_named():
 
 def test_an_unknown_type_is_rejected():
     (rejected,) = decode_message(json.dumps(envelope(type="call.teleported")).encode()).rejected
-    assert rejected.reason.startswith("event 'e1': unknown event type 'call.teleported'; known types: call.started, turn,")
+    assert rejected.reason.startswith("event 'e1': unknown event type 'call.teleported'; known types: call.started, "
+                                      "turn,")
 
 
 def test_undecodable_bytes_keep_their_original_bytes():
@@ -85,7 +86,8 @@ def test_a_lone_surrogate_escape_is_named_as_such_with_the_events_ids():
     raw = json.dumps(document).encode()  # Python writes the lone surrogate as the escape \ud800
     (rejected,) = decode_message(raw).rejected
     at = raw.index(b"\\ud800")
-    assert rejected.reason == f"event 'e1': undecodable: a lone UTF-16 surrogate escape (\\ud800 at byte {at}), which is no text"
+    assert rejected.reason == (f"event 'e1': undecodable: a lone UTF-16 surrogate escape (\\ud800 at byte {at}), "
+                               "which is no text")
     assert (rejected.event_id, rejected.call_id) == ("e1", "c1")
     pair = json.dumps(envelope(type="turn", data={"role": "user", "text": "a\U0001F600b"})).encode()
     assert b"\\ud83d\\ude00" in pair and decode_message(pair).events[0].data.text == "a\U0001F600b"
@@ -151,12 +153,14 @@ def test_a_scenario_naming_an_unknown_success_signal_is_rejected_on_the_wire():
     from models.scenario import SuccessSignal
 
     assert set(get_args(SuccessSignalName)) == {signal.value for signal in SuccessSignal}
-    doc = envelope(type="call.started", data={"agent_id": "a", "scenario": {"success_signals": ["clean_exit", "vibes"]}})
+    doc = envelope(type="call.started",
+                   data={"agent_id": "a", "scenario": {"success_signals": ["clean_exit", "vibes"]}})
     (rejected,) = decode_message(json.dumps(doc).encode()).rejected
     assert "'vibes'" in rejected.reason and "scenario.success_signals[1]" in rejected.reason
 
 
-@pytest.mark.parametrize("field, value, bound", [("min_agent_turns", -3, "`int` >= 0"), ("judge_threshold", 5, "`float` <= 1.0"),
+@pytest.mark.parametrize("field, value, bound",
+                         [("min_agent_turns", -3, "`int` >= 0"), ("judge_threshold", 5, "`float` <= 1.0"),
                                                  ("judge_threshold", -0.5, "`float` >= 0.0")])
 def test_a_scenario_whose_floor_or_judge_threshold_cannot_be_met_is_rejected_on_the_wire(field, value, bound):
     # A threshold of 5 on a score of 0 to 1 never passed, a floor of -3 never stalled: both were taken.
@@ -219,7 +223,8 @@ def test_a_record_that_is_both_is_refused_however_its_events_key_is_written():
     packed, written = msgpack.packb(both), json.dumps(both).encode()
     forms = [packed.replace(b"\xa6events", key) for key in (b"\xd9\x06events", b"\xda\x00\x06events",
                                                            b"\xdb\x00\x00\x00\x06events")]
-    forms += [written.replace(b'"events"', key) for key in (b'"\\u0065vents"', b'"even\\u0074s"', b'"\\u0065\\u0056ents"'.replace(b"\\u0056", b"\\u0076"))]
+    forms += [written.replace(b'"events"', key) for key in (b'"\\u0065vents"', b'"even\\u0074s"',
+                                                            b'"\\u0065\\u0056ents"'.replace(b"\\u0056", b"\\u0076"))]
     for raw in forms:
         decoded = decode_message(raw)
         assert decoded.events == [] and len(decoded.rejected) == 1, raw
@@ -238,7 +243,8 @@ def test_a_json_message_behind_a_byte_order_mark_is_refused_saying_so():
 
 @pytest.mark.parametrize("wrap, says", [
     (lambda body: b"\x00\x00\x00\x00\x07" + body, "Confluent Schema Registry framing"),
-    (lambda body: b"\x00\x00\x00\x00\x07" + msgspec.msgpack.encode(json.loads(body)), "Confluent Schema Registry framing"),
+    (lambda body: b"\x00\x00\x00\x00\x07" + msgspec.msgpack.encode(json.loads(body)),
+     "Confluent Schema Registry framing"),
     (lambda body: gzip.compress(body), "a gzip-compressed value: send the event itself"),
     (lambda body: body.decode().encode("utf-16"), "UTF-16 text: JSON must be UTF-8"),
     (lambda body: body.decode().encode("utf-16-le"), "UTF-16 text: JSON must be UTF-8"),

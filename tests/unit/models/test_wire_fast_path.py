@@ -43,7 +43,8 @@ def _variants() -> list[tuple[str, dict | list | str]]:
         ("invalid field", bad_role),
         ("not a map", [1, 2, 3]),
         ("watermark", WATERMARK),
-        ("batch with a watermark", {"v": 1, "call_id": call, "events": same_call[:2] + [{**WATERMARK, "call_id": call}]}),
+        ("batch with a watermark",
+         {"v": 1, "call_id": call, "events": same_call[:2] + [{**WATERMARK, "call_id": call}]}),
     ]
     return cases
 
@@ -61,7 +62,8 @@ CASES += [
     ("escaped call_id key (json)", b'{"c\\u0061ll_id": "someone-else", ' + _ONE.encode()),
     ("escaped type value (json)", json.dumps({**SAMPLE[1], "type": "watermar\u006b"}, ensure_ascii=True).encode()
      .replace(b'"watermark"', b'"watermar\\u006b"')),
-    ("duplicated call_id (msgpack)", bytes([0x81 + len(SAMPLE[1])]) + b"\xa7call_id\xacsomeone-else" + _pack(SAMPLE[1])[1:]),
+    ("duplicated call_id (msgpack)",
+     bytes([0x81 + len(SAMPLE[1])]) + b"\xa7call_id\xacsomeone-else" + _pack(SAMPLE[1])[1:]),
 ]
 CASES += [("printable text", b"this is not an event"), ("truncated msgpack", _pack(SAMPLE[2])[:-3]),
           ("random bytes", bytes(random.Random(5).randrange(256) for _ in range(64))), ("a number", b"42")]

@@ -72,7 +72,8 @@ def wire_bytes(document: dict, as_json: bool) -> bytes | None:
 @example(document={"v": 1, "type": "rtvi", "event_id": "p", "call_id": "c", "ts_ms": T0 + 1,  # the probe's
                    "data": {"message": {"type": "metrics", "data": {"ttfb": 100000000000000000000}}}},
          as_json=True, batched=True)
-def test_what_the_decoder_accepts_the_journal_and_the_result_can_hold_and_the_rest_is_dead_lettered(document, as_json, batched):
+def test_what_the_decoder_accepts_the_journal_and_the_result_can_hold_and_the_rest_is_dead_lettered(document, as_json,
+                                                                                                    batched):
     if batched:
         document = {"v": 1, "call_id": "c", "events": [document, document]}
     raw = wire_bytes(document, as_json)
@@ -89,7 +90,8 @@ def test_what_the_decoder_accepts_the_journal_and_the_result_can_hold_and_the_re
     # The worker's own path: never raises; what it refuses becomes dead letters that encode.
     live = LiveScorer(CallEngine())
     start = {"v": 1, "type": "call.started", "event_id": "s", "call_id": "c", "ts_ms": T0, "data": {"agent_id": "a"}}
-    end = {"v": 1, "type": "call.ended", "event_id": "e", "call_id": "c", "ts_ms": T0 + 20_000, "data": {"stop_reason": "[X]"}}
+    end = {"v": 1, "type": "call.ended", "event_id": "e", "call_id": "c", "ts_ms": T0 + 20_000,
+           "data": {"stop_reason": "[X]"}}
     results, letters = [], []
     for offset, message in enumerate([json.dumps(start).encode(), raw, json.dumps(end).encode()]):
         out = live.handle(message, "callqa.events", 0, offset)

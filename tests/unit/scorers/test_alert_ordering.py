@@ -56,7 +56,8 @@ def test_without_the_ordering_stage_the_same_shuffle_changes_the_alerts():
 
 def test_a_result_is_held_until_the_end_times_seen_pass_it_by_the_lateness():
     order = EventTimeOrder(15_000)
-    first, second, third = (scored_call(r) for r in agent_stream(30, lambda a, s: False, agents=["a0"]))  # T0, +10 s, +20 s
+    # T0, +10 s, +20 s
+    first, second, third = (scored_call(r) for r in agent_stream(30, lambda a, s: False, agents=["a0"]))
     assert order.add(second) == [] and order.add(first) == []  # the latest end, T0 + 10 s, is not 15 s past either
     assert order.add(third) == [first]  # T0 + 20 s: only the call of T0 is 15 s behind
     assert order.held == [second, third] and order.release_all() == [second, third] and len(order) == 0

@@ -26,7 +26,8 @@ def test_tables_and_records_added_and_removed_are_listed_sorted():
     actual = {"users": {"u2": {}, "u1": EXPECTED["users"]["u1"]}, "settings": ["x"], "payments": {}, "audit": {}}
     diff = compute_db_diff(EXPECTED, actual)
     assert (diff["tables_added"], diff["tables_removed"]) == (["audit", "payments"], ["flights"])
-    assert diff["tables_modified"] == {"users": {"records_added": ["u2"], "records_removed": [], "records_modified": {}}}
+    assert diff["tables_modified"] == {"users": {"records_added": ["u2"], "records_removed": [],
+                                                 "records_modified": {}}}
 
 
 def test_a_changed_field_is_a_value_mismatch_under_its_record():

@@ -62,7 +62,8 @@ def test_an_event_refused_takes_its_id_back_so_the_same_id_sent_again_mended_is_
     engine.process(ended())
     wrong = event("transcript.corrected", {"turn_index": 7, "text": "x"}, event_id="fix", ts_ms=T0 + 20_000)
     assert engine.process(wrong).status == "rejected"
-    mended = event("transcript.corrected", {"turn_index": 0, "text": "my bill is right"}, event_id="fix", ts_ms=T0 + 20_000)
+    mended = event("transcript.corrected", {"turn_index": 0, "text": "my bill is right"}, event_id="fix",
+                   ts_ms=T0 + 20_000)
     processed = engine.process(mended)
     assert processed.status == "applied" and processed.result.version == 2
     assert engine.process(mended).status == "duplicate"
@@ -104,7 +105,8 @@ def test_a_correction_that_names_no_user_turn_is_rejected_and_publishes_nothing(
     engine.process(ended())
     for index, why in ((2, "turn_index 2 names no turn of call 'c1' (its 2 turns are numbered 0 to 1)"),
                        (1, "turn_index 1 of call 'c1' is the agent's turn; only user turns are corrected")):
-        refused = engine.process(event("transcript.corrected", {"turn_index": index, "text": "x"}, event_id=f"fix-{index}"))
+        refused = engine.process(event("transcript.corrected", {"turn_index": index, "text": "x"},
+                                       event_id=f"fix-{index}"))
         assert refused.status == "rejected" and refused.result is None
         assert refused.reason.startswith(f"event 'fix-{index}': {why}")
     corrected = engine.process(event("transcript.corrected", {"turn_index": 0, "text": "my bill is right"}))
@@ -285,7 +287,8 @@ def test_a_deadline_past_the_latest_event_time_is_held_at_it_so_the_synthetic_en
 
 def test_a_post_call_event_for_a_call_not_held_is_rejected_without_taking_the_call_up():
     engine = CallEngine()
-    processed = engine.process(event("call.annotated", {"user_sentiment": "Negative"}, call_id="nobody", event_id="ann-1"))
+    processed = engine.process(event("call.annotated", {"user_sentiment": "Negative"}, call_id="nobody",
+                                     event_id="ann-1"))
     assert processed.status == "rejected" and processed.call is None
     assert processed.reason == ("event 'ann-1': a 'call.annotated' event names call 'nobody', which is not held "
                                 "(it never started, or it ended and was forgotten after its retention)")
@@ -456,14 +459,16 @@ def test_an_event_after_a_sweeps_end_says_the_sweep_ended_its_call_and_what_a_la
     engine.process(started("late", T0), partition=0)
     for swept in engine.sweep(0):
         engine.process(swept, partition=0)
-    refused = engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="late", ts_ms=T0 + 1_000), partition=0)
+    refused = engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="late", ts_ms=T0 + 1_000),
+                             partition=0)
     assert refused.status == "rejected"
     assert f"which has already ended: the inactivity sweep ended it at event time {T0 + 120_000}" in refused.reason
     assert "inactivity timeout (120000 ms) and the allowed lateness (30000 ms)" in refused.reason
     assert "CALLQA_ALLOWED_LATENESS_MS of at least its delay" in refused.reason
     # A call that ended by its own end says no more than that.
     engine.process(ended("current", T0 + 601_000), partition=0)
-    after = engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="current", ts_ms=T0 + 602_000), partition=0)
+    after = engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="current", ts_ms=T0 + 602_000),
+                           partition=0)
     assert after.reason.endswith("which has already ended")
 
 

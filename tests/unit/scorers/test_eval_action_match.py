@@ -104,7 +104,8 @@ def test_numbers_compare_exactly_as_numpy_isclose_compares_them():
     pairs = [(a, b) for a in edges for b in edges]
     for _ in range(20000):
         a = rng.choice([rng.uniform(-1e3, 1e3), rng.uniform(-1, 1) * 10 ** rng.randint(-12, 300), rng.choice(edges)])
-        b = a * (1 + rng.choice([0, 1e-4, 1e-5, 9.99e-6, 1.001e-5, -1e-5, 1e-9])) + rng.choice([0, 1e-8, -1e-8, 2e-8, 1e-9])
+        b = a * (1 + rng.choice([0, 1e-4, 1e-5, 9.99e-6, 1.001e-5, -1e-5, 1e-9])) + rng.choice([0, 1e-8, -1e-8, 2e-8,
+                                                                                                1e-9])
         pairs += [(a, b), (b, a)]
     for a, b in pairs:
         assert numbers_close(a, b) is bool(numpy.isclose(a, b)), (a, b)
@@ -121,7 +122,8 @@ def test_strings_compare_exactly_by_default():
 
 
 def test_ignore_capitalization_lowercases_both_sides():
-    assert is_action_match({"item": "Pepperoni"}, [{"item": "PEPPERONI"}], MatchOptions(ignore_capitalization=True)) is True
+    assert is_action_match({"item": "Pepperoni"}, [{"item": "PEPPERONI"}],
+                           MatchOptions(ignore_capitalization=True)) is True
 
 
 def test_ignore_punctuation_and_clean_text_follow_nemos_text_rules():

@@ -145,13 +145,15 @@ def evaluation(*events: object, engine: CallEngine | None = None) -> dict:
 def test_a_matching_agent_hash_matches():
     expected = db_state_hash(EXPECTED_DB)
     doc = evaluation(started(expected_db_hash=expected), db_state("agent", hash_=expected))
-    assert (doc["db_state_expected_hash"], doc["db_state_actual_hash"], doc["db_state_match"]) == (expected, expected, True)
+    assert (doc["db_state_expected_hash"], doc["db_state_actual_hash"], doc["db_state_match"]) == (expected, expected,
+                                                                                                   True)
 
 
 def test_an_agent_db_without_a_hash_is_hashed_here():
     # The same end state written differently: 20 instead of 20.0 hashes equally.
     expected = db_state_hash(EXPECTED_DB)
-    doc = evaluation(started(expected_db_hash=expected), db_state("agent", db={"orders": {"o1": {"status": "placed", "total": 20}}}))
+    doc = evaluation(started(expected_db_hash=expected),
+                     db_state("agent", db={"orders": {"o1": {"status": "placed", "total": 20}}}))
     assert doc["db_state_actual_hash"] == expected
     assert doc["db_state_match"] is True
 
@@ -188,7 +190,8 @@ def test_a_db_state_before_the_start_still_opens_the_call_as_any_event_of_a_runn
 
 def test_the_latest_agent_state_wins():
     expected = db_state_hash(EXPECTED_DB)
-    doc = evaluation(started(expected_db_hash=expected), db_state("agent", hash_=expected), db_state("agent", db={"orders": {}}))
+    doc = evaluation(started(expected_db_hash=expected), db_state("agent", hash_=expected),
+                     db_state("agent", db={"orders": {}}))
     assert doc["db_state_match"] is False
 
 
@@ -212,16 +215,20 @@ USER_DB = {"device": {"airplane_mode": False}}
 
 def test_assertions_give_one_verdict_each_and_their_pass_rate():
     assertions = [
-        {"func_name": "field_equals", "side": "agent", "arguments": {"path": "lines.L1.status"}, "assert_value": "active",
+        {"func_name": "field_equals", "side": "agent", "arguments": {"path": "lines.L1.status"},
+         "assert_value": "active",
          "message": "line active"},
         {"func_name": "count", "side": "agent", "arguments": {"path": "bills"}, "assert_value": 3},
-        {"func_name": "field_equals", "side": "user", "arguments": {"path": "device.airplane_mode"}, "assert_value": False},
+        {"func_name": "field_equals", "side": "user", "arguments": {"path": "device.airplane_mode"},
+         "assert_value": False},
     ]
-    doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB), db_state("user", db=USER_DB))
+    doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB),
+                     db_state("user", db=USER_DB))
     assert doc["db_state_assertion_verdicts"] == [
         {"func_name": "field_equals", "side": "agent", "passed": True, "expected": "active", "actual": "active",
          "message": "line active", "error": None},
-        {"func_name": "count", "side": "agent", "passed": False, "expected": 3, "actual": 2, "message": None, "error": None},
+        {"func_name": "count", "side": "agent", "passed": False, "expected": 3, "actual": 2, "message": None,
+         "error": None},
         {"func_name": "field_equals", "side": "user", "passed": True, "expected": False, "actual": False,
          "message": None, "error": None},
     ]
@@ -239,7 +246,8 @@ def test_a_side_without_a_db_fails_its_assertions_with_an_error():
 
 def test_a_hash_only_state_leaves_no_db_for_the_assertions():
     assertions = [{"func_name": "exists", "side": "agent", "arguments": {"path": "lines"}, "assert_value": True}]
-    doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB), db_state("agent", hash_="abc"))
+    doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB),
+                     db_state("agent", hash_="abc"))
     assert doc["db_state_assertion_verdicts"][0]["error"].startswith("no agent DB available: ")
     assert "latest db.state of side 'agent' carried a hash but no db" in doc["db_state_assertion_verdicts"][0]["error"]
 
@@ -287,7 +295,8 @@ def test_a_custom_registry_reaches_the_engine_through_signal_scorers():
 
     engine = CallEngine(registry=ScorerRegistry.build(signal_scorers(predicates=predicates), qa_metrics()))
     assertions = [{"func_name": "roaming_enabled", "side": "agent", "arguments": {"line": "L1"}, "assert_value": True}]
-    doc = evaluation(started(domain="telecom", db_state_assertions=assertions), db_state("agent", db=AGENT_DB), engine=engine)
+    doc = evaluation(started(domain="telecom", db_state_assertions=assertions), db_state("agent", db=AGENT_DB),
+                     engine=engine)
     assert doc["db_state_assertion_verdicts"][0]["passed"] is True
     assert doc["db_state_assertion_pass_rate"] == 1.0
 
@@ -297,5 +306,6 @@ def test_a_domain_predicate_is_not_found_for_another_domain():
     predicates.register(lambda db: True, name="ok", domain="telecom")
     engine = CallEngine(registry=ScorerRegistry.build(signal_scorers(predicates=predicates), qa_metrics()))
     assertions = [{"func_name": "ok", "side": "agent", "assert_value": True}]
-    doc = evaluation(started(domain="retail", db_state_assertions=assertions), db_state("agent", db=AGENT_DB), engine=engine)
+    doc = evaluation(started(domain="retail", db_state_assertions=assertions), db_state("agent", db=AGENT_DB),
+                     engine=engine)
     assert doc["db_state_assertion_verdicts"][0]["passed"] is False

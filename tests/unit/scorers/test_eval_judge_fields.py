@@ -91,7 +91,8 @@ def test_a_verdict_names_its_assertion_as_int_reads_it(index, held):
     # Mirrors the harness's LLMJudge.judge_scenario normalisation (int(index)) and
     # tests/unit/test_llm_judge_nl_assertions.py::test_out_of_range_indices_are_dropped.
     verdicts = [{"index": index, "passed": True, "reason": "ok"}]
-    doc = evaluation(started(nl_assertions=ASSERTIONS[:1]), ended(), judged(answer(0.9, nl_assertion_verdicts=verdicts)))
+    doc = evaluation(started(nl_assertions=ASSERTIONS[:1]), ended(),
+                     judged(answer(0.9, nl_assertion_verdicts=verdicts)))
     (verdict,) = doc["judge_result"]["nl_assertion_verdicts"]
     assert verdict["passed"] is held
     assert doc["nl_assertion_pass_rate"] == (1.0 if held else 0.0)

@@ -23,7 +23,8 @@ def spec(**fields) -> ScenarioSpec:
 # ------------------------------------------------------------------------------ signal verdicts
 
 
-@pytest.mark.parametrize(("rate", "verdict"), [(1.0, True), (1, True), (0.99, False), (0.0, False), (None, None), ("N/A", None)])
+@pytest.mark.parametrize(("rate", "verdict"),
+                         [(1.0, True), (1, True), (0.99, False), (0.0, False), (None, None), ("N/A", None)])
 def test_a_pass_rate_passes_only_at_one(rate, verdict):
     assert rate_verdict(rate) is verdict
 
@@ -56,12 +57,14 @@ def test_buckets_split_whitelisted_signals_and_list_computed_others_as_excluded(
 
 
 def test_any_failed_whitelisted_signal_fails_the_composite():
-    fields = success_fields({"is_action_match": True, "clean_exit": False}, spec(success_signals=["is_action_match", "clean_exit"]), 5)
+    fields = success_fields({"is_action_match": True, "clean_exit": False},
+                            spec(success_signals=["is_action_match", "clean_exit"]), 5)
     assert fields["is_successful"] is False
 
 
 def test_all_applicable_whitelisted_signals_passing_succeeds():
-    fields = success_fields({"is_action_match": True, "clean_exit": True}, spec(success_signals=["is_action_match", "clean_exit", "judge_passed"]), 5)
+    fields = success_fields({"is_action_match": True, "clean_exit": True},
+                            spec(success_signals=["is_action_match", "clean_exit", "judge_passed"]), 5)
     assert (fields["is_successful"], fields["is_task_successful"]) == (True, True)
 
 
@@ -79,15 +82,19 @@ def test_a_failed_pass_rate_signal_lands_in_failed():
 
 
 def test_task_success_ignores_only_a_failed_clean_exit():
-    only_exit = success_fields({"is_action_match": True, "clean_exit": False}, spec(success_signals=["is_action_match", "clean_exit"]), 5)
-    with_action = success_fields({"is_action_match": False, "clean_exit": False}, spec(success_signals=["is_action_match", "clean_exit"]), 5)
+    only_exit = success_fields({"is_action_match": True, "clean_exit": False},
+                               spec(success_signals=["is_action_match", "clean_exit"]), 5)
+    with_action = success_fields({"is_action_match": False, "clean_exit": False},
+                                 spec(success_signals=["is_action_match", "clean_exit"]), 5)
     assert (only_exit["is_successful"], only_exit["is_task_successful"]) == (False, True)
     assert (with_action["is_successful"], with_action["is_task_successful"]) == (False, False)
 
 
 def test_no_applicable_whitelisted_signal_is_na_and_task_success_is_not_written():
-    fields = success_fields({"is_action_match": "N/A", "clean_exit": True}, spec(success_signals=["is_action_match", "judge_passed"]), 5)
-    assert fields["success_breakdown"] == {"passed": [], "failed": [], "not_applicable": ["is_action_match", "judge_passed"],
+    fields = success_fields({"is_action_match": "N/A", "clean_exit": True},
+                            spec(success_signals=["is_action_match", "judge_passed"]), 5)
+    assert fields["success_breakdown"] == {"passed": [], "failed": [],
+                                           "not_applicable": ["is_action_match", "judge_passed"],
                                            "excluded": ["clean_exit"]}
     assert fields["is_successful"] == "N/A"
     assert "is_task_successful" not in fields
@@ -123,7 +130,8 @@ def test_an_empty_whitelist_gates_nothing():
 def test_fewer_agent_llm_calls_than_the_floor_force_failure():
     document = {"is_action_match": True, "clean_exit": True}
     fields = success_fields(document, spec(success_signals=["is_action_match", "clean_exit"]), 1)  # 1 < default 2
-    assert (fields["is_successful"], fields["is_task_successful"], fields["insufficient_agent_turns"]) == (False, False, True)
+    assert (fields["is_successful"], fields["is_task_successful"], fields["insufficient_agent_turns"]) == (False, False,
+                                                                                                           True)
     assert fields["min_agent_turns"] == 2  # the floor it fell short of: scenarios each carry their own
     assert success_fields(document, spec(min_agent_turns=5), 4)["min_agent_turns"] == 5
     # The breakdown still shows what each signal said; the run summary skips the call per signal.
@@ -205,7 +213,8 @@ def full_scenario_call() -> list:
         "success_signals": ["db_state_match", "clean_exit", "nl_assertion"],
         "reference_answer": {"status": "placed"},
         "expected_db_hash": db_state_hash(EXPECTED_DB),
-        "db_state_assertions": [{"func_name": "field_equals", "side": "agent", "arguments": {"path": "orders.o1.status"}, "assert_value": "placed"}],
+        "db_state_assertions": [{"func_name": "field_equals", "side": "agent",
+                                 "arguments": {"path": "orders.o1.status"}, "assert_value": "placed"}],
         "nl_assertions": ["The agent confirmed the booking."],
         "judge_threshold": 0.5,
     }
@@ -217,7 +226,8 @@ def full_scenario_call() -> list:
         event("turn", {"role": "user", "text": "book it"}),
         tokens(2),
         event("rtvi", {"side": "agent", "message": {"type": "server-message",
-                                                     "data": {"text": '<final_response>{"status": "placed"}</final_response>'}}}),
+                                                     "data": {"text": '<final_response>{"status": '
+                                                                      '"placed"}</final_response>'}}}),
         event("turn", {"role": "agent", "text": "done"}),
         event("db.state", {"side": "agent", "db": EXPECTED_DB}),
         event("tool.call", {"name": "EndConversationTool", "arguments": "{}"}),
@@ -244,7 +254,8 @@ def test_a_scenario_document_scores_every_signal():
     _, results = run_call(full_scenario_call())
     doc = results[-1].evaluation
     assert doc["is_action_match"] is True
-    assert (doc["db_state_match"], doc["db_state_assertion_pass_rate"], doc["nl_assertion_pass_rate"]) == (True, 1.0, 1.0)
+    assert (doc["db_state_match"], doc["db_state_assertion_pass_rate"], doc["nl_assertion_pass_rate"]) == (True, 1.0,
+                                                                                                           1.0)
     assert (doc["judge_score"], doc["judge_passed"], doc["clean_exit"]) == (0.9, True, True)
     assert doc["success_breakdown"] == {
         "passed": ["db_state_match", "nl_assertion", "clean_exit"],

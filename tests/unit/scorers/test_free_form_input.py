@@ -112,7 +112,8 @@ def test_recorded_judge_scores_outside_0_to_1_are_held_to_it_and_odd_ones_are_an
     assert judged({"score": 1, "reason": "r"})["judge_score"] == 1.0
     for odd, as_msgpack in (("high", False), ([0.5], True)):
         fields = judged({"score": odd, "reason": "r"}, as_msgpack)
-        assert fields["judge_score"] == 0.0 and fields["judge_result"]["reason"].startswith("Error: judge score is not a number")
+        assert fields["judge_score"] == 0.0 and fields["judge_result"]["reason"].startswith("Error: judge score is "
+                                                                                            "not a number")
     verdicts = judged({"score": 1.0, "reason": "r", "nl_assertion_verdicts": [{"index": "first", "passed": True}]},
                       as_msgpack=True)["judge_result"]["nl_assertion_verdicts"]
     assert verdicts[0]["passed"] is False
@@ -130,8 +131,10 @@ def test_long_numbers_keep_every_digit_so_a_made_up_one_is_not_grounded_by_a_nea
     assert canonical_number("1234567890123456789012345678901") == "1234567890123456789012345678901"
     assert canonical_number("٣٤.٥٠") == "34.5" and canonical_number("1,200.00") == "1200"
     assert canonical_number("00" + "1,000" * 2_000) == "1000" * 2_000  # past int()'s 4,300 digits
-    result = score([started(), envelope("tool.call", {"name": "n", "arguments": "{}", "result": {"ref": "1234567890123456789012345678999"}}),
-                    envelope("turn", {"role": "agent", "text": "Your reference is 1234567890123456789012345678901."}), ended()])
+    result = score([started(), envelope("tool.call", {"name": "n", "arguments": "{}",
+                                                      "result": {"ref": "1234567890123456789012345678999"}}),
+                    envelope("turn", {"role": "agent", "text": "Your reference is 1234567890123456789012345678901."}),
+                    ended()])
     assert metric(result, "hallucination").details["fabrications"] == 1
 
 

@@ -31,7 +31,8 @@ def test_the_judge_and_nl_lines_read_as_the_harness_writes_them():
                  "  Judge score mean:            0.675 (across 2 scenarios)\n",
                  "  Judge passed (>= threshold):  50.00% (1/2 scenarios)\n",
                  "  DB-State-Assertion pass:      66.67% (2/3 predicates)\n",
-                 "Per-Domain NL-Assertion Pass Rate:\n" + "-" * 80 + "\n  retail: 33.33% (1/3)\n  telecom: 100.00% (1/1)\n"):
+                 "Per-Domain NL-Assertion Pass Rate:\n" + "-" * 80 + "\n  retail: 33.33% (1/3)\n  telecom: 100.00% "
+                                                                     "(1/1)\n"):
         assert line in text
 
 
@@ -61,7 +62,8 @@ def test_at_min_agent_turns_0_the_stalled_scenario_counts_in_every_rate():
 
 def test_all_metrics_json_lists_each_scenario_under_the_run_directory():
     documents = json.loads(export_run(judged_run(), run_directory="eval_x")["all_metrics.json"])
-    assert [d["scenario_directory"] for d in documents] == ["eval_x/retail__1", "eval_x/telecom__1", "eval_x/telecom__2"]
+    assert [d["scenario_directory"] for d in documents] == ["eval_x/retail__1", "eval_x/telecom__1",
+                                                            "eval_x/telecom__2"]
     assert "judge_result" not in documents[0]
 
 

@@ -60,7 +60,8 @@ def test_ratings_are_clamped_to_0_100_and_null_stays_null():
     answer = qa_with(kb_recall={"score": -5, "reason": ""}, naturalness={"score": 130.5, "reason": ""},
                      transition_accuracy={"score": None, "reason": "no transitions"})
     qa = parse_qa_answer(answer, requests().qa).qa
-    assert (qa["kb_recall"]["score"], qa["naturalness"]["score"], qa["transition_accuracy"]["score"]) == (0.0, 100.0, None)
+    assert (qa["kb_recall"]["score"], qa["naturalness"]["score"], qa["transition_accuracy"]["score"]) == (0.0, 100.0,
+                                                                                                          None)
     assert qa["tool_call_accuracy"] == {"score": 90.0, "reason": "Right tool, right time."}
 
 
@@ -178,7 +179,8 @@ def test_without_assertions_the_document_has_no_verdicts():
 def test_the_event_is_deterministic_and_keeps_the_prompts():
     reqs = requests()
     qa = parse_qa_answer(qa_with(), reqs.qa)
-    event = judge_result_event(reqs, "judge-test", qa=qa, evaluation=parse_evaluation_answer(evaluation_with(), reqs.evaluation))
+    event = judge_result_event(reqs, "judge-test", qa=qa,
+                               evaluation=parse_evaluation_answer(evaluation_with(), reqs.evaluation))
     assert isinstance(event, JudgeResult)
     assert (event.event_id, event.call_id, event.ts_ms) == ("c1:judge", "c1", reqs.ts_ms)
     # The evaluation's prompts are in its answered document (judge_input), not recorded twice.
@@ -192,7 +194,8 @@ def test_failed_requests_are_recorded_where_each_fallback_reads_them():
     event = judge_result_event(reqs, "judge-test", qa_error="HTTP 500 from the judge", evaluation_error="timed out")
     assert event.data.qa == {"error": "HTTP 500 from the judge"}
     assert (event.data.criteria, event.data.evaluation, event.data.error) == (None, None, "timed out")
-    assert (event.data.input["system_prompt"], event.data.input["user_content"]) == (reqs.evaluation.system_prompt, reqs.evaluation.user_content)
+    assert (event.data.input["system_prompt"], event.data.input["user_content"]) == (reqs.evaluation.system_prompt,
+                                                                                     reqs.evaluation.user_content)
 
 
 def test_a_failed_qa_request_alone_gives_no_evaluation_error():
@@ -208,7 +211,8 @@ def test_an_evaluation_error_scores_0_with_error_reason():
     event = judge_result_event(reqs, "judge-test", qa_error="x", evaluation_error="the judge did not answer within 2 s")
     _, results = run_call(judged_call() + [event])
     evaluation = results[-1].evaluation
-    assert (evaluation["judge_score"], evaluation["judge_passed"], evaluation["nl_assertion_pass_rate"]) == (0.0, False, 0.0)
+    assert (evaluation["judge_score"], evaluation["judge_passed"], evaluation["nl_assertion_pass_rate"]) == (0.0, False,
+                                                                                                             0.0)
     assert evaluation["judge_result"]["reason"] == "Error: the judge did not answer within 2 s"
     assert evaluation["judge_result"]["judge_input"] == reqs.evaluation.input()
 
@@ -233,7 +237,8 @@ def test_the_event_of_an_enormous_call_fits_in_one_message():
     events.append(event("call.ended", {"stop_reason": "[EXIT]"}))
     reqs = requests(events, book)
     answer = {"hallucination": {"issues": [{"type": "fabrication", "severity": "major", "text": big * 4}] * 100},
-              **{name: {"score": 50, "reason": big * 4} for name in ("kb_recall", "naturalness", "tool_call_accuracy", "transition_accuracy")},
+              **{name: {"score": 50, "reason": big * 4} for name in ("kb_recall", "naturalness", "tool_call_accuracy",
+                                                                     "transition_accuracy")},
               "criteria": [{"index": i, "passed": True, "reason": big * 4} for i in range(1, MAX_CRITERIA + 1)]}
     evaluation = {"score": 0.5, "reason": big * 4,
                   "nl_assertion_verdicts": [{"index": i, "passed": True, "reason": big * 4} for i in range(1, 101)]}

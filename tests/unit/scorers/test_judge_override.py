@@ -36,9 +36,11 @@ def test_hallucination_score_is_100_minus_30_per_major_minus_10_per_minor():
     result = metric(results_with(qa_answer())[-1], "hallucination")
     # 2 major, 1 minor: 100 − 30×2 − 10×1 = 30; value = 3 issues; 30 < 70 → failed.
     assert (result.value, result.score, result.passed) == (3, 30.0, False)
-    assert {k: result.details[k] for k in ("total", "major", "minor", "fabrications", "contradictions", "confusions")} == \
+    assert {k: result.details[k] for k in ("total", "major", "minor", "fabrications", "contradictions",
+                                           "confusions")} == \
         {"total": 3, "major": 2, "minor": 1, "fabrications": 1, "contradictions": 1, "confusions": 1}
-    assert result.details["issues"][0] == {"type": "fabrication", "severity": "major", "text": "Delivery is free today."}
+    assert result.details["issues"][0] == {"type": "fabrication", "severity": "major",
+                                           "text": "Delivery is free today."}
 
 
 def test_hallucination_score_is_floored_at_0():

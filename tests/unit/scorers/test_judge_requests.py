@@ -19,7 +19,8 @@ from scorers.judge.schemas import qa_answer_schema
 from tests.helpers.eventkit import event, run_call
 from tests.helpers.judgekit import ASSERTIONS, judged_call
 
-SEED_ORDER = ["reference", "prediction", "conversation", "nl_assertions", "agent_context_history", "user_context_history"]
+SEED_ORDER = ["reference", "prediction", "conversation", "nl_assertions", "agent_context_history",
+              "user_context_history"]
 
 
 def requests_for(events: list, cohorts: CohortBook | None = None):
@@ -68,7 +69,8 @@ def test_the_conversation_is_shown_only_when_the_scenario_says_so():
     with_it = requests_for(judged_call(scenario={"name": "s", "judge": True, "judge_include_conversation": True})).evaluation.user_content
     assert "conversation" not in opening_tags(without)
     assert section_body(with_it, "conversation") == (
-        "user: Hi, how much is a large pizza?\nagent: Hello Ann, a large is $12.\nagent: Your order is placed, thank you."
+        "user: Hi, how much is a large pizza?\nagent: Hello Ann, a large is $12.\nagent: Your order is placed, thank "
+        "you."
     )
 
 
@@ -81,7 +83,8 @@ def test_nl_assertions_are_a_one_based_numbered_list():
 
 def test_agent_and_user_context_histories_hold_each_sides_tool_calls():
     events = judged_call(scenario={"name": "s", "judge": True})
-    events[-1:-1] = [event("tool.call", {"name": "check_card", "arguments": "{\"n\": 1}", "result": "ok", "side": "user"})]
+    events[-1:-1] = [event("tool.call",
+                           {"name": "check_card", "arguments": "{\"n\": 1}", "result": "ok", "side": "user"})]
     content = requests_for(events).evaluation.user_content
     agent, user = section_body(content, "agent_context_history"), section_body(content, "user_context_history")
     assert "System prompt:\nYou sell pizza. A large is $12." in agent
@@ -137,7 +140,8 @@ def test_the_answer_is_stamped_just_after_the_calls_end():
 
 def test_qa_request_shows_the_calls_material_in_tagged_sections():
     content = requests_for(judged_call()).qa.user_content
-    assert opening_tags(content) == ["agent_prompt", "variables", "knowledge_base", "tool_calls", "node_transitions", "transcript"]
+    assert opening_tags(content) == ["agent_prompt", "variables", "knowledge_base", "tool_calls", "node_transitions",
+                                     "transcript"]
     assert section_body(content, "knowledge_base") == "Retrieval 1 (query: price):\n- A large pizza costs $12."
     assert section_body(content, "node_transitions") == "1. greet -> order"
     assert section_body(content, "transcript").splitlines()[0] == "[1] user: Hi, how much is a large pizza?"
@@ -199,7 +203,8 @@ def test_a_long_passage_is_cut_and_says_how_much_was_left_out():
 
 def test_transitions_are_capped_and_a_missing_from_is_the_previous_node():
     moves = [event("node.transition", {"to": f"n{i}"}) for i in range(MAX_TRANSITIONS + 3)]
-    body = section_body(requests_for(judged_call()[:1] + moves + judged_call()[-1:]).qa.user_content, "node_transitions")
+    body = section_body(requests_for(judged_call()[:1] + moves + judged_call()[-1:]).qa.user_content,
+                        "node_transitions")
     lines = body.splitlines()
     assert lines[:2] == ["1. (start) -> n0", "2. n0 -> n1"]
     assert lines[-1] == "(3 more transitions not shown)" and len(lines) == MAX_TRANSITIONS + 1
@@ -216,7 +221,8 @@ def test_a_later_tool_call_event_with_the_same_id_completes_the_call():
 
 def test_rtvi_function_calls_stand_in_only_when_there_are_no_tool_call_events():
     rtvi = [event("rtvi", {"side": "agent", "message": {"type": "llm-function-call-in-progress",
-                                                          "data": {"tool_call_id": "r1", "function_name": "lookup", "arguments": {"id": 3}}}}),
+                                                          "data": {"tool_call_id": "r1", "function_name": "lookup",
+                                                                   "arguments": {"id": 3}}}}),
             event("rtvi", {"side": "agent", "message": {"type": "llm-function-call-stopped",
                                                           "data": {"tool_call_id": "r1", "cancelled": True}}})]
     only_rtvi = requests_for(judged_call()[:1] + rtvi + judged_call()[-1:]).qa.user_content

@@ -61,7 +61,8 @@ def test_latency_stats_are_nearest_rank_over_the_latency_samples():
 
 def test_latency_stats_are_all_zero_without_samples():
     ev = evaluation([started(), ended(1000)])
-    assert ev["latency_stats"] == {"count": 0, "mean_ms": 0.0, "p50_ms": 0.0, "p95_ms": 0.0, "min_ms": 0.0, "max_ms": 0.0}
+    assert ev["latency_stats"] == {"count": 0, "mean_ms": 0.0, "p50_ms": 0.0, "p95_ms": 0.0, "min_ms": 0.0,
+                                   "max_ms": 0.0}
     assert ev["latencies"] == []
 
 
@@ -160,7 +161,8 @@ def test_the_accepted_attempt_measures_its_duration_from_the_last_discard():
 
 
 def test_streamed_audio_levels_do_not_hold_a_silent_call_open():
-    engine, _ = run_call([started(inactivity_timeout_s=60), event("turn", {"role": "user", "text": "hi"}, ts_ms=T0 + 2_000)]
+    engine, _ = run_call([started(inactivity_timeout_s=60),
+                          event("turn", {"role": "user", "text": "hi"}, ts_ms=T0 + 2_000)]
                          + [rtvi(kind, side="user", data={"value": 0.0}, ts=T0 + 3_000 + 1_000 * i)
                             for i, kind in enumerate(["user-audio-level", "bot-audio-level"] * 150)])
     assert engine.calls["c1"].inactivity_deadline_ms() == T0 + 2_000 + 60_000  # from the user's turn

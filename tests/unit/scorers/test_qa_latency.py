@@ -23,7 +23,8 @@ def test_value_is_the_median_and_details_hold_the_full_statistics():
     e2e = m.details["e2e"]
     assert e2e["count"] == 3
     assert e2e["mean"] == pytest.approx(5000 / 3)
-    assert (e2e["p50"], e2e["p90"], e2e["p95"], e2e["p99"], e2e["min"], e2e["max"]) == (1200, 3000, 3000, 3000, 800, 3000)
+    assert (e2e["p50"], e2e["p90"], e2e["p95"], e2e["p99"], e2e["min"], e2e["max"]) == (1200, 3000, 3000, 3000, 800,
+                                                                                        3000)
 
 
 def test_median_of_an_even_count_is_the_upper_middle_sample():
@@ -83,7 +84,8 @@ def test_details_hold_each_agent_services_time_to_first_byte_in_ms():
                        tokens=[{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}]),
                # not measurements: the user side's, negative, NaN, a string, a bool, not an entry
                metrics(side="user", ttfb=[{"processor": "OpenAILLMService#0", "value": 9.0}]),
-               metrics(ttfb=[{"processor": "OpenAILLMService#0", "value": -0.1}, {"processor": "x", "value": float("nan")},
+               metrics(ttfb=[{"processor": "OpenAILLMService#0", "value": -0.1},
+                             {"processor": "x", "value": float("nan")},
                              {"processor": "x", "value": "0.3"}, {"processor": "x", "value": True}, 0.5]),
                metrics(ttfb={"processor": "x", "value": 0.3}))
     assert m.value == 1200  # the score stays the handoff's: TTFB is part of each handoff, not a sample

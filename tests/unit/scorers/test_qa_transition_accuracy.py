@@ -18,7 +18,8 @@ def test_call_without_transitions_is_not_applicable():
 
 
 def test_sensible_flow_scores_100():
-    m = scored("transition_accuracy", move("greeting", "start"), move("billing", "greeting"), move("goodbye", "billing"))
+    m = scored("transition_accuracy", move("greeting", "start"), move("billing", "greeting"),
+               move("goodbye", "billing"))
     assert (m.value, m.score, m.passed) == (1.0, 100.0, True)
     assert (m.details["total"], m.details["good"], m.details["problems"]) == (3, 3, [])
 
@@ -41,7 +42,8 @@ def test_third_entry_into_a_node_is_bad_and_the_second_is_not():
     m = scored("transition_accuracy",
                move("menu", "start"), move("billing", "menu"), move("menu", "billing"),
                move("billing", "menu"), move("menu", "billing"))
-    assert m.details["problems"] == [{"index": 4, "from": "billing", "to": "menu", "problem": "entered more than twice"}]
+    assert m.details["problems"] == [{"index": 4, "from": "billing", "to": "menu",
+                                      "problem": "entered more than twice"}]
     assert (m.value, m.score, m.passed) == (0.8, 80.0, True)
 
 

@@ -72,7 +72,8 @@ def test_case_is_folded_beyond_lower_case():
 
 
 def test_a_dash_slash_or_ellipsis_between_words_is_no_error():
-    m = scored("wer", user("Yes, I can do 4:30 5:00. Fine, thanks."), correct(0, "Yes\u2014I can do 4:30/5:00 \u2026 fine...thanks"))
+    m = scored("wer", user("Yes, I can do 4:30 5:00. Fine, thanks."),
+               correct(0, "Yes\u2014I can do 4:30/5:00 \u2026 fine...thanks"))
     assert (m.value, m.score) == (0.0, 100.0)
     m = scored("wer", user("call 555-0100 well-known"), correct(0, "Call 555\u20130100, well\u2013known."))
     assert (m.value, m.score) == (0.0, 100.0)

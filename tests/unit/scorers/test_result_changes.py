@@ -26,7 +26,8 @@ def result(call_id: str, version: int = 1, metrics: dict | None = None, cohorts:
 
 def test_a_call_s_verdicts_are_its_metrics_cohorts_and_scenario_success():
     found = verdicts(result("c", metrics={"wer": (90.0, True)}, cohorts={"billing": (55.5, False)}, successful=True))
-    assert found == {"wer": Verdict(90.0, True), "cohort billing": Verdict(55.5, False), "is_successful": Verdict(None, True)}
+    assert found == {"wer": Verdict(90.0, True), "cohort billing": Verdict(55.5, False),
+                     "is_successful": Verdict(None, True)}
 
 
 def test_each_call_is_compared_by_its_newest_result():
@@ -117,14 +118,17 @@ def test_verdicts_are_listed_metrics_first_then_cohorts_by_id_then_the_scenario_
         return result("c", metrics={"wer": (1.0, True), "latency": (50.0, False)}, cohorts=cohorts, successful=True)
 
     # (The first call compared has no cohort: its success would come first in the order met.)
-    before = [result("a", metrics={"wer": (1.0, True)}, successful=True), both({"zeta": (1.0, True), "alpha": (1.0, True)})]
-    after = [result("a", metrics={"wer": (1.0, True)}, successful=True), both({"zeta": (1.0, True), "alpha": (1.0, True)})]
+    before = [result("a", metrics={"wer": (1.0, True)}, successful=True),
+              both({"zeta": (1.0, True), "alpha": (1.0, True)})]
+    after = [result("a", metrics={"wer": (1.0, True)}, successful=True),
+             both({"zeta": (1.0, True), "alpha": (1.0, True)})]
     assert [t.name for t in compare_results(before, after).tallies] == [
         "wer", "latency", "cohort alpha", "cohort zeta", "is_successful"]
 
 
 def test_listing_no_calls_lists_none_of_them(tmp_path, capsys):
-    before = _write(tmp_path / "before.jsonl", [result("dropped-call"), result("kept-call", metrics={"wer": (90.0, True)})])
+    before = _write(tmp_path / "before.jsonl",
+                    [result("dropped-call"), result("kept-call", metrics={"wer": (90.0, True)})])
     after = _write(tmp_path / "after.jsonl", [result("kept-call", metrics={"wer": (60.0, False)})])
     assert main(["compare", before, after, "--calls", "0"]) == 0
     out = capsys.readouterr().out

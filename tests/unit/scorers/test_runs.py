@@ -89,7 +89,8 @@ def test_nl_assertions_count_only_from_the_verdict_list_beside_a_pass_rate():
                                  judge=counts_only)).nl_assertion_success_rate is None
     no_rate = call_result("c1", metrics_doc("d__a"), judge=judge_doc(nl_verdicts=[True, False]))
     assert summarize(no_rate).nl_assertion_success_rate is None
-    with_rate = call_result("c1", metrics_doc("d__a", nl_assertion_pass_rate=0.5), judge=judge_doc(nl_verdicts=[True, False]))
+    with_rate = call_result("c1", metrics_doc("d__a", nl_assertion_pass_rate=0.5),
+                            judge=judge_doc(nl_verdicts=[True, False]))
     assert summarize(with_rate).nl_assertion_success_rate == Rate(1, 2)
 
 

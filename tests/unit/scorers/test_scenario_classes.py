@@ -77,7 +77,8 @@ def test_resources_render_documents_information_and_info_sections():
                         info_sections={"Things you know": "Your order id is 42."}).to_prompt_section()
     assert section.startswith("# Resources\n\n## Available Documents\n")
     assert "- menu: docs/menu.txt" in section
-    assert "## Additional Information\nUse this information for reference:\n- Open until 10pm\n### Things you know\nYour order id is 42." in section
+    assert ("## Additional Information\nUse this information for reference:\n- Open until 10pm\n### Things you "
+            "know\nYour order id is 42.") in section
 
 
 def test_info_sections_alone_still_get_an_additional_information_heading():
@@ -235,7 +236,8 @@ def test_a_domain_subclass_sets_its_defaults_as_dataclass_fields():
         success_signals: tuple = (SuccessSignal.ACTION_MATCH, SuccessSignal.CLEAN_EXIT)
 
     scenario = RestaurantScenario(name="restaurant__1")
-    assert (scenario.domain, scenario.to_scenario_spec()["success_signals"]) == ("restaurant", ["is_action_match", "clean_exit"])
+    assert (scenario.domain, scenario.to_scenario_spec()["success_signals"]) == ("restaurant",
+                                                                                 ["is_action_match", "clean_exit"])
 
 
 def test_a_subclass_sets_its_parts_as_class_attributes_as_the_harness_classes_do():
@@ -261,7 +263,8 @@ def test_a_subclass_sets_its_parts_as_class_attributes_as_the_harness_classes_do
     assert PizzaScenario(domain="default").domain == "default"
     larger = LargePizzaScenario(name="restaurant__large")
     # (name is one of the harness's constructor arguments: the class attribute wins, as in the harness)
-    assert (larger.name, larger.domain, larger.user_task.goal) == ("restaurant__pizza", "restaurant", "Order a large pizza")
+    assert (larger.name, larger.domain, larger.user_task.goal) == ("restaurant__pizza", "restaurant",
+                                                                   "Order a large pizza")
     assert (Scenario().domain, Scenario().agent_persona) == ("default", None)
 
 

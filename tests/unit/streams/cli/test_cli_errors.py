@@ -260,19 +260,25 @@ def test_partitions_must_be_at_least_one(tmp_path, capsys):
     ({"CALLQA_WEB_PORT": "70000"}, "web_port must be a port number (0 to 65535), got 70000"),
     ({"CALLQA_WEB_PORT": "-1"}, "web_port must be a port number (0 to 65535), got -1"),
     ({"CALLQA_LOG_LEVEL": "loud"}, "log_level must be one of debug, info, warning, error, critical, got 'loud'"),
-    ({"CALLQA_JUDGE_RESPONSE_FORMAT": "JSON_OBJECT"}, "judge_response_format must be one of json_schema, json_object, got 'JSON_OBJECT'"),
-    ({"CALLQA_BROKER": "foo://x:1"}, "broker 'foo://x:1': unknown scheme 'foo://' (use one of kafka://, tansu://, aiokafka://, or host:port)"),
+    ({"CALLQA_JUDGE_RESPONSE_FORMAT": "JSON_OBJECT"},
+     "judge_response_format must be one of json_schema, json_object, got 'JSON_OBJECT'"),
+    ({"CALLQA_BROKER": "foo://x:1"},
+     "broker 'foo://x:1': unknown scheme 'foo://' (use one of kafka://, tansu://, aiokafka://, or host:port)"),
     ({"CALLQA_BROKER": "kafka://a:9092;b"}, "broker 'kafka://a:9092;b': expected host:port, got 'b'"),
     ({"CALLQA_BROKER": "kafka://a:port"}, "expected host:port, got 'kafka://a:port'"),
     ({"CALLQA_BROKR": "kafka://a:9092"}, "unknown environment variable CALLQA_BROKR (did you mean CALLQA_BROKER?)"),
     ({"CALLQA_SASL_PASSWORD": "x"}, "CALLQA_SASL_PASSWORD (did you mean CALLQA_KAFKA_SASL_PASSWORD?)"),
     ({"CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p"},
      "kafka_sasl_username, kafka_sasl_password set, but kafka_security_protocol is PLAINTEXT, which does not use them"),
-    ({"CALLQA_KAFKA_SASL_MECHANISM": "PLAIN"}, "kafka_sasl_mechanism set, but kafka_security_protocol is PLAINTEXT, which does not use it"),
+    ({"CALLQA_KAFKA_SASL_MECHANISM": "PLAIN"},
+     "kafka_sasl_mechanism set, but kafka_security_protocol is PLAINTEXT, which does not use it"),
     ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL"}, "SASL_SSL needs kafka_sasl_username and kafka_sasl_password"),
-    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "TLS"}, "kafka_security_protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
-    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p",
-      "CALLQA_KAFKA_SASL_MECHANISM": "GSSAPI"}, "kafka_sasl_mechanism must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
+    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "TLS"},
+     "kafka_security_protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
+    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "CALLQA_KAFKA_SASL_USERNAME": "u",
+      "CALLQA_KAFKA_SASL_PASSWORD": "p",
+      "CALLQA_KAFKA_SASL_MECHANISM": "GSSAPI"},
+     "kafka_sasl_mechanism must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
     ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SSL", "CALLQA_KAFKA_SSL_CAFILE": "/no/such/ca.pem"},
      "kafka_ssl_cafile '/no/such/ca.pem': no such file"),
     ({"CALLQA_STORE": "rockdb://"}, "store must be one of memory://, rocksdb://, aerospike://, got 'rockdb://'"),
@@ -281,7 +287,8 @@ def test_partitions_must_be_at_least_one(tmp_path, capsys):
     ({"CALLQA_ALERT_WEBHOOK_URL": "hooks.example.com/services/T0KEN"},
      "alert_webhook_url must be an http:// or https:// URL with a host, got 'hooks.example.com/…'"),
     ({"CALLQA_REPLICATION_FACTOR": "0"}, "replication_factor must be at least 1, got 0"),
-    ({"CALLQA_KAFKA_COMPRESSION": "brotli"}, "kafka_compression must be one of none, gzip, snappy, lz4, zstd, got 'brotli'"),
+    ({"CALLQA_KAFKA_COMPRESSION": "brotli"},
+     "kafka_compression must be one of none, gzip, snappy, lz4, zstd, got 'brotli'"),
     ({"OPENAI_BASE_URL": "judge:8000/v1"}, "openai_base_url must be an http:// or https:// URL with a host"),
 ])
 def test_settings_from_the_environment_are_checked_and_the_variable_named(environ, message):
@@ -330,7 +337,8 @@ def test_an_optional_setting_set_but_empty_says_nothing(tmp_path):
 def test_secured_settings_that_fit_together_are_taken(tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_text("")
-    settings = load_settings({"CALLQA_KAFKA_SECURITY_PROTOCOL": "sasl_ssl", "CALLQA_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+    settings = load_settings({"CALLQA_KAFKA_SECURITY_PROTOCOL": "sasl_ssl",
+                              "CALLQA_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
                               "CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p",
                               "CALLQA_KAFKA_SSL_CAFILE": str(ca), "CALLQA_GC_THRESHOLDS": "700,10,10",
                               "CALLQA_ALERT_WEBHOOK_URL": "https://hooks.example.com/services/T0KEN",
@@ -340,7 +348,8 @@ def test_secured_settings_that_fit_together_are_taken(tmp_path):
     from streams.kafka.clients import connection_options
     from streams.worker.app import faust_broker_credentials
 
-    lower = load_settings({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "CALLQA_KAFKA_SASL_MECHANISM": "scram-sha-512",
+    lower = load_settings({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+                           "CALLQA_KAFKA_SASL_MECHANISM": "scram-sha-512",
                            "CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p"})
     assert connection_options(lower)["sasl_mechanism"] == "SCRAM-SHA-512"
     assert faust_broker_credentials(lower).mechanism.name == "SCRAM_SHA_512"
@@ -438,7 +447,8 @@ def test_a_truncated_msgpack_log_counts_its_cut_record_as_dead_lettered(tmp_path
     log = tmp_path / "log.msgpack"
     log.write_bytes(b"".join(records)[:-4])
     dead = tmp_path / "dead.jsonl"
-    code, err = run(capsys, "replay", str(log), "--out", str(tmp_path / "o.jsonl"), "--deadletter", str(dead), "--jobs", "1")
+    code, err = run(capsys, "replay", str(log), "--out", str(tmp_path / "o.jsonl"), "--deadletter", str(dead), "--jobs",
+                    "1")
     assert code == 0 and "replayed 3 records" in err and "1 dead-lettered" in err
     assert len(dead.read_text().splitlines()) == 1
 
@@ -515,7 +525,8 @@ COHORT = '{"cohort_id": "billing", "name": "Billing", "metrics": [{"metric": "%s
     ("cohorts.json", "[%s]" % (COHORT % "empathy"), "cohort #1: invalid cohort 'billing'"),
 ])
 @pytest.mark.parametrize("command", ["replay", "publish"])
-def test_a_cohorts_file_that_defines_nothing_or_one_cohort_twice_is_refused(tmp_path, capsys, name, text, message, command):
+def test_a_cohorts_file_that_defines_nothing_or_one_cohort_twice_is_refused(tmp_path, capsys, name, text, message,
+                                                                            command):
     cohorts = tmp_path / name
     cohorts.write_text(text)
     out = tmp_path / "o.jsonl"
@@ -575,15 +586,18 @@ def test_a_configuration_file_saved_with_a_byte_order_mark_is_read(tmp_path):
 
 
 @pytest.mark.parametrize(("kind", "name", "text"), [
-    ("cohorts", "cohorts.json", "[]"), ("cohorts", "cohorts.json", '{"cohorts": []}'), ("rules", "rules.toml", "rules = []\n"),
+    ("cohorts", "cohorts.json", "[]"), ("cohorts", "cohorts.json", '{"cohorts": []}'),
+    ("rules", "rules.toml", "rules = []\n"),
 ])
-def test_a_file_that_defines_nothing_is_refused_before_any_broker_is_asked_or_any_call_scored(tmp_path, capsys, kind, name, text):
+def test_a_file_that_defines_nothing_is_refused_before_any_broker_is_asked_or_any_call_scored(tmp_path, capsys, kind,
+                                                                                              name, text):
     path = tmp_path / name
     path.write_text(text)
     code, err = run(capsys, "publish", kind, str(path), "--broker", "kafka://127.0.0.1:1")
     assert code == 2 and f"{path}: defines no {kind} (an empty list)" in err
     alerts = ["--alerts-out", str(tmp_path / "alerts.jsonl")] if kind == "rules" else []
-    code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), f"--{kind}", str(path), *alerts)
+    code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), f"--{kind}", str(path),
+                    *alerts)
     assert code == 2 and f"{path}: defines no {kind} (an empty list)" in err
     assert not (tmp_path / "o.jsonl").exists()
 

@@ -174,7 +174,8 @@ def test_an_export_cut_short_leaves_nothing_behind_and_the_same_command_then_suc
     assert list((tmp_path / "exports").iterdir()) == [target]
 
 
-def test_an_export_into_an_empty_directory_fills_it_where_it_is_and_empties_it_again_if_cut_short(tmp_path, monkeypatch):
+def test_an_export_into_an_empty_directory_fills_it_where_it_is_and_empties_it_again_if_cut_short(tmp_path,
+                                                                                                  monkeypatch):
     # `.`, a mount point, or a directory whose mode was set for the run: it stays the same directory.
     files = export_run(live_run())
     target = tmp_path / "run"

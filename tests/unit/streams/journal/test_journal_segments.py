@@ -24,7 +24,8 @@ from tests.helpers.eventkit import T0
 
 
 def message(type_: str, data: dict, event_id: str, ts: int, call_id: str = "c1") -> bytes:
-    return json.dumps({"v": 1, "type": type_, "event_id": event_id, "call_id": call_id, "ts_ms": ts, "data": data}).encode()
+    return json.dumps({"v": 1, "type": type_, "event_id": event_id, "call_id": call_id, "ts_ms": ts,
+                       "data": data}).encode()
 
 
 def call_messages(call_id: str, start: int) -> list[bytes]:

@@ -42,7 +42,8 @@ def judge_call(fake: FakeLlm, events: list | None = None, **options):
     """The call's first result, the judge's event, and the result re-scored from it."""
     engine = CallEngine(cohorts=CohortBook(cohorts=BOOK))
     _, (first,) = run_call(events or judged_call(), engine)
-    requests = build_requests(engine.calls[first.call_id], engine.cohorts, options.get("judge_response_format", "json_schema"))
+    requests = build_requests(engine.calls[first.call_id], engine.cohorts,
+                              options.get("judge_response_format", "json_schema"))
 
     async def ask():
         client = JudgeClient(settings(fake.base_url, **options))
@@ -79,7 +80,8 @@ def test_with_the_server_answering_the_evaluation_judge_fills_judge_result(fake)
     _, _, second = judge_call(fake)
     evaluation = second.evaluation
     # 2 of 3 assertions pass; 0.8 ≥ 0.7.
-    assert (evaluation["judge_score"], evaluation["judge_passed"], evaluation["nl_assertion_pass_rate"]) == (0.8, True, 2 / 3)
+    assert (evaluation["judge_score"], evaluation["judge_passed"], evaluation["nl_assertion_pass_rate"]) == (0.8, True,
+                                                                                                             2 / 3)
     assert [v["assertion"] for v in evaluation["judge_result"]["nl_assertion_verdicts"]] == ASSERTIONS
     (request,) = fake.received(EVALUATION_SCHEMA_NAME)
     assert evaluation["judge_result"]["judge_input"] == {"system_prompt": request["messages"][0]["content"],
@@ -97,7 +99,8 @@ def test_requests_go_to_the_configured_model_with_the_key_and_the_schema(fake):
     (qa,) = fake.received(QA_SCHEMA_NAME)
     assert (qa["path"], qa["model"], qa["authorization"]) == ("/v1/chat/completions", "judge-test", f"Bearer {API_KEY}")
     assert qa["response_format"] == {"type": "json_schema",
-                                     "json_schema": {"name": QA_SCHEMA_NAME, "strict": True, "schema": qa_answer_schema()}}
+                                     "json_schema": {"name": QA_SCHEMA_NAME, "strict": True,
+                                                     "schema": qa_answer_schema()}}
 
 
 def test_the_recorded_event_never_holds_the_api_key(fake):

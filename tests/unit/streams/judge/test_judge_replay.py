@@ -97,7 +97,8 @@ def test_the_judge_is_asked_once_per_call_without_a_recorded_answer(tmp_path, ju
     write_log(log)
     with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
-        main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(tmp_path / "l2.jsonl")])
+        main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record",
+              str(tmp_path / "l2.jsonl")])
     qa_contents = [r["messages"][1]["content"] for r in fake.received(QA_SCHEMA_NAME)]
     assert len(qa_contents) == 3 and not any("PRE-RECORDED" in c for c in qa_contents)
     assert len(fake.received(EVALUATION_SCHEMA_NAME)) == 1  # only c-eval's scenario asks for it
@@ -158,7 +159,8 @@ def test_judge_without_a_key_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     log = tmp_path / "calls.jsonl"
     write_log(log)
-    assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(tmp_path / "l2.jsonl")]) == 2
+    assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record",
+                 str(tmp_path / "l2.jsonl")]) == 2
     assert "--judge needs OPENAI_API_KEY" in capsys.readouterr().err
 
 
@@ -207,13 +209,15 @@ def test_recording_tells_how_far_it_has_read_and_judged(tmp_path, judge_env):
     with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
         settings = load_settings()
-        record_log(str(log), str(tmp_path / "l2.jsonl"), settings, build_engine(settings), judge=True, progress=progress)
+        record_log(str(log), str(tmp_path / "l2.jsonl"), settings, build_engine(settings), judge=True,
+                   progress=progress)
     records = len(log.read_text().splitlines())
     assert [kind for kind, _ in told] == ["record"] * records + ["judging"] + ["judged"] * 3
     assert told[records] == ("judging", 3)  # c-eval, c-prod and c-open: c-pre has its answer
 
 
-def test_a_replay_failing_after_the_recording_says_the_recorded_log_is_complete(tmp_path, judge_env, capsys, monkeypatch):
+def test_a_replay_failing_after_the_recording_says_the_recorded_log_is_complete(tmp_path, judge_env, capsys,
+                                                                                monkeypatch):
     log, log2 = tmp_path / "calls.jsonl", tmp_path / "judged.jsonl"
     write_log(log)
 
@@ -233,7 +237,8 @@ def test_outputs_failing_as_they_are_finished_after_the_recording_say_the_record
     # A full disk refuses the dead letters' last bytes when the outputs are put in place.
     log, log2 = tmp_path / "calls.jsonl", tmp_path / "log2.jsonl"
     write_log(log)
-    code = main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--deadletter", "/dev/full", "--record", str(log2)])
+    code = main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--deadletter", "/dev/full", "--record",
+                 str(log2)])
     err = capsys.readouterr().err
     assert code == 2 and "No space left on device" in err and f"{log2} is complete" in err
     assert log2.is_file() and not (tmp_path / "r.jsonl").exists()
@@ -271,7 +276,8 @@ def test_a_call_id_taken_up_again_is_swept_in_the_recorded_log_like_any_call(tmp
     lines = log.read_text().splitlines(keepends=True)
     # Day one recorded first (its sweep of `x` in it), then the next day's traffic appended.
     day_one.write_text("".join(lines[:4]))
-    assert main(["replay", str(day_one), *ONE_PARTITION, "--out", str(tmp_path / "d1.jsonl"), "--record", str(tmp_path / "d1r.jsonl")]) == 0
+    assert main(["replay", str(day_one), *ONE_PARTITION, "--out", str(tmp_path / "d1.jsonl"), "--record",
+                 str(tmp_path / "d1r.jsonl")]) == 0
     log.write_text((tmp_path / "d1r.jsonl").read_text() + "".join(lines[4:]))
 
     assert main(["replay", str(log), *ONE_PARTITION, "--out", str(tmp_path / "a.jsonl")]) == 0
@@ -287,7 +293,8 @@ def test_each_call_under_a_call_id_taken_up_again_is_judged_on_its_own_transcrip
     a_call_id_taken_up_again(log)
     with FakeLlm({**QA_ANSWER, "criteria": []}) as fake:
         judge_env(fake.base_url)
-        assert main(["replay", str(log), *ONE_PARTITION, "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(log2)]) == 0
+        assert main(["replay", str(log), *ONE_PARTITION, "--out", str(tmp_path / "r.jsonl"), "--judge", "--record",
+                     str(log2)]) == 0
     asked = [r["messages"][1]["content"] for r in fake.received(QA_SCHEMA_NAME)]
     assert len(asked) == 6  # x, z, w, v, x again and y
     assert sum("first call" in text for text in asked) == 1 and sum("second call" in text for text in asked) == 1
@@ -356,7 +363,8 @@ def test_judging_interrupted_keeps_the_answers_that_came_and_a_second_recording_
 
     with FakeLlm(signalled_on_the_third_question(signal.SIGINT), EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
-        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(partial)]) == 130
+        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record",
+                     str(partial)]) == 130
     err = capsys.readouterr().err
     assert "2 judge answers" in err and "asks only for the other 1 calls" in err
     answered = [json.loads(line)["call_id"] for line in partial.read_text().splitlines()
@@ -374,7 +382,8 @@ def test_judging_interrupted_keeps_the_answers_that_came_and_a_second_recording_
     assert (tmp_path / "resumed.jsonl").read_bytes() == (tmp_path / "once.jsonl").read_bytes()
 
 
-def test_recorded_errors_are_asked_again_on_request_and_their_answers_take_the_errors_place(tmp_path, judge_env, capsys):
+def test_recorded_errors_are_asked_again_on_request_and_their_answers_take_the_errors_place(tmp_path, judge_env,
+                                                                                            capsys):
     log, failed, retried = tmp_path / "calls.jsonl", tmp_path / "failed.jsonl", tmp_path / "retried.jsonl"
     write_log(log)
     with FakeLlm(QA_ANSWER, EVALUATION_ANSWER, mode="error") as fake:  # an outage: every request fails
@@ -432,7 +441,8 @@ def test_retrying_the_error_of_a_call_swept_mid_log_writes_its_answer_after_its_
     with FakeLlm(answer, EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
         run = lambda source, out, record, *flags: main(  # noqa: E731
-            ["replay", str(source), "--out", str(tmp_path / out), "--judge", *flags, "--record", str(tmp_path / record)])
+            ["replay", str(source), "--out", str(tmp_path / out), "--judge", *flags, "--record",
+             str(tmp_path / record)])
         assert run(log, "failed.res", "failed.jsonl") == 0
         outage[0] = False
         assert run(tmp_path / "failed.jsonl", "retried.res", "retried.jsonl", "--retry-judge-errors") == 0
@@ -458,12 +468,14 @@ def test_a_recorded_error_of_a_call_not_asked_again_stays_and_is_not_counted(tmp
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])  # (SIGHUP: a closed terminal)
-def test_judging_stopped_by_sigterm_is_said_to_be_terminated_and_ends_as_sigterm_does(tmp_path, judge_env, capsys, signum):
+def test_judging_stopped_by_sigterm_is_said_to_be_terminated_and_ends_as_sigterm_does(tmp_path, judge_env, capsys,
+                                                                                      signum):
     log, partial = tmp_path / "calls.jsonl", tmp_path / "partial.jsonl"
     write_log(log)
     with FakeLlm(signalled_on_the_third_question(signum), EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
-        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(partial)]) == 143
+        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record",
+                     str(partial)]) == 143
     err = capsys.readouterr().err
     assert "terminated while judging" in err and err.rstrip().endswith("callqa: terminated")
     assert partial.exists()

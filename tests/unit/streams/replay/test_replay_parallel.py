@@ -252,7 +252,8 @@ def test_a_log_whose_watermarks_name_partitions_the_replay_lacks_is_replayed_wit
     assert "warning" not in capsys.readouterr().err
 
 
-def test_recording_a_log_whose_watermarks_name_partitions_the_replay_lacks_is_refused_before_it_starts(tmp_path, capsys):
+def test_recording_a_log_whose_watermarks_name_partitions_the_replay_lacks_is_refused_before_it_starts(tmp_path,
+                                                                                                       capsys):
     # LOG2 would hold the sweeps of the wrong partitions for good (and a judge would be paid first).
     lines = SAMPLE_LOG.read_text().splitlines()
     lines.insert(6, json.dumps(watermark("wm-6", 6, json.loads(lines[5])["ts_ms"])))

@@ -256,7 +256,8 @@ def test_scenarios_carry_every_signal_and_both_end_policies(log):
     assert {s.conversation_end_policy for s in scenarios} == {"tool-only", "valid-terminal-state"}
     assert {2, 3} <= {s.min_agent_turns for s in scenarios}
     signals = {signal for s in scenarios for signal in s.success_signals}
-    assert signals == {"is_action_match", "db_state_match", "db_state_assertion", "nl_assertion", "judge_passed", "clean_exit"}
+    assert signals == {"is_action_match", "db_state_match", "db_state_assertion", "nl_assertion", "judge_passed",
+                       "clean_exit"}
     assert all(s.expected_db_hash for s in scenarios if "db_state_match" in s.success_signals)
     assert any(s.db_state_assertions for s in scenarios) and any(s.nl_assertions for s in scenarios)
     assert any(isinstance(s.reference_answer, list) for s in scenarios)
@@ -299,7 +300,8 @@ def test_agent_turns_include_each_kind_of_fault(log):
     assert calls_with(lambda t: t.startswith(("As an AI", "As a language model"))) >= 5
     assert calls_with(lambda t: len(t.split()) > LONG_AGENT_TURN_WORDS) >= 5
     assert sum(1 for call in agent_texts.values() if len(set(call)) < len(call)) >= 10  # a repeated agent turn
-    pairs = [d.contradiction for d in (domains.AIRLINE, domains.RETAIL, domains.TELECOM, domains.BILLING, domains.CLINIC)]
+    pairs = [d.contradiction for d in (domains.AIRLINE, domains.RETAIL, domains.TELECOM, domains.BILLING,
+                                       domains.CLINIC)]
     assert sum(1 for call in agent_texts.values() for a, b in pairs if any(a in t for t in call) and any(b in t for t in call)) >= 5
     assert any(t.startswith(domains.AIRLINE.greeting) for t in texts)
 
@@ -482,7 +484,8 @@ def test_matching_dbs_match_only_through_the_canonical_hash(log):
         db = event.data.db
         if event.data.side != "agent" or db is None or db_state_hash(db) != expected.get(event.call_id):
             continue
-        raw = json.dumps({k: v for k, v in db.items() if k != "session"}, sort_keys=True, separators=(",", ":"), default=str)
+        raw = json.dumps({k: v for k, v in db.items() if k != "session"}, sort_keys=True, separators=(",", ":"),
+                         default=str)
         assert "session" in db
         canonical_only += hashlib.sha256(raw.encode()).hexdigest() != expected[event.call_id]
     assert canonical_only >= 20

@@ -18,7 +18,8 @@ PARTITIONS = 4
 
 
 def doc(call_id: str, n: int, type_: str = "turn", data: dict | None = None, ts: int | None = None) -> dict:
-    return {"v": 1, "type": type_, "event_id": f"{call_id}:{n}", "call_id": call_id, "ts_ms": T0 + n if ts is None else ts,
+    return {"v": 1, "type": type_, "event_id": f"{call_id}:{n}", "call_id": call_id,
+            "ts_ms": T0 + n if ts is None else ts,
             "data": data if data is not None else {"role": "user", "text": f"turn {n}"}}
 
 
@@ -32,7 +33,8 @@ def delivered(plan: SendPlan, records: list[bytes]) -> dict[int, list[tuple[str 
     messages = [m for raw in records for m in plan.add(raw)] + plan.finish()
     by_partition: dict[int, list] = {}
     for message in messages:
-        partition = message.partition if message.partition is not None else partition_for(message.key.decode(), PARTITIONS)
+        partition = message.partition if message.partition is not None else partition_for(message.key.decode(),
+                                                                                          PARTITIONS)
         decoded = decode_message(message.value, plan.max_message_bytes)
         seen = by_partition.setdefault(partition, [])
         seen += [(e.event_id, e.call_id) for e in decoded.events]
@@ -148,7 +150,8 @@ def test_a_batch_item_that_is_a_batch_holding_a_good_event_is_refused_by_the_wor
     plan = SendPlan(PARTITIONS)
     sent = list(plan.add(record)) + plan.finish()
     by_worker = [decode_message(m.value) for m in sent]
-    assert [e.event_id for d in by_worker for e in d.events] == [e.event_id for e in replayed.events] == [f"{a}:1", f"{b}:2"]
+    assert [e.event_id for d in by_worker for e in d.events] == [e.event_id for e in replayed.events] == [f"{a}:1",
+                                                                                                          f"{b}:2"]
     assert sum(len(d.rejected) for d in by_worker) == len(replayed.rejected) == 1
 
 
@@ -165,7 +168,8 @@ def test_a_record_too_large_for_the_worker_is_not_sent_but_dead_lettered_in_its_
     from streams.send.sender import refused_document
 
     letter = msgspec.json.decode(refused_document(refusal, "p.events"), type=DeadLetterDocument)
-    assert (letter.topic, letter.partition, letter.offset, letter.original_size) == ("p.events", refusal.partition, -1, len(huge))
+    assert (letter.topic, letter.partition, letter.offset, letter.original_size) == ("p.events", refusal.partition, -1,
+                                                                                     len(huge))
 
 
 def test_an_event_with_bytes_that_are_no_utf8_in_a_field_the_contract_ignores_goes_as_it_was():
@@ -200,7 +204,8 @@ def test_a_batch_item_that_is_itself_a_batch_is_refused_by_the_worker_too():
     plan = SendPlan(PARTITIONS)
     sent = list(plan.add(record)) + plan.finish()
     assert [e for m in sent for e in decode_message(m.value).events] == []
-    assert [r.reason.split(": ", 1)[1] for m in sent for r in decode_message(m.value).rejected] == [reason.split(": ", 1)[1]]
+    assert [r.reason.split(": ", 1)[1] for m in sent for r in decode_message(m.value).rejected] == [reason.split(": ",
+                                                                                                                 1)[1]]
 
 
 def test_a_record_of_several_calls_goes_as_one_message_per_partition_after_what_its_calls_hold():
@@ -265,7 +270,8 @@ def test_the_end_of_input_time_leaves_out_one_calls_leap_and_keeps_one_borne_out
 
     assert end_of([pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 5))]) == T0 + 5
     # Wherever in the log the fast call comes, the first record included, and within a partition too.
-    assert end_of([pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 0)), pack(doc("d", 3)), pack(doc("a", 5))]) == T0 + 5
+    assert end_of([pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 0)), pack(doc("d", 3)),
+                   pack(doc("a", 5))]) == T0 + 5
     assert end_of([pack(doc("a", 0)), pack(doc("fast", 0, ts=T0 + year)), pack(doc("d", 7))]) == T0 + 7
     # Fast calls on two partitions, each held back within its own, do not vouch for each other.
     assert end_of([pack(doc("a", 0)), pack(doc("fast", 0, ts=T0 + year)), pack(doc("c", 0)),

@@ -149,7 +149,8 @@ def test_a_call_ended_by_the_sweep_after_a_batchs_last_event_is_journaled_as_the
 
 
 def test_a_call_ended_between_the_events_of_its_own_message_is_journaled_event_by_event_in_order():
-    message = json.dumps({"v": 1, "call_id": "E", "events": [started("E", T0, timeout_s=1), audio_level("E", T0 + 5_000),
+    message = json.dumps({"v": 1, "call_id": "E",
+                          "events": [started("E", T0, timeout_s=1), audio_level("E", T0 + 5_000),
                                                                turn("E", 1, T0 + 5_001)]}).encode()
     table: dict[bytes, bytes] = {}
     live = LiveScorer(engine())
@@ -170,11 +171,13 @@ def test_a_call_ended_between_the_events_of_its_own_message_is_journaled_event_b
 def test_a_call_forgotten_inside_a_message_and_taken_up_again_by_it_is_journaled_as_the_new_call_only():
     table: dict[bytes, bytes] = {}
     live = LiveScorer(engine(retention_ms=0))
-    for offset, raw in enumerate([record(started("C", T0)), record(turn("C", 1, T0 + 10)), record(ended("C", T0 + 1_000))]):
+    for offset, raw in enumerate([record(started("C", T0)), record(turn("C", 1, T0 + 10)),
+                                  record(ended("C", T0 + 1_000))]):
         handle_as_the_worker_does(live, raw, offset, table)
     # One message of call C: its annotation re-scores the ended call and moves time past its retention
     # (the call is forgotten); its turn then starts a new call of that id.
-    again = json.dumps({"v": 1, "call_id": "C", "events": [annotated("C", T0 + 5_000), turn("C", 3, T0 + 5_001)]}).encode()
+    again = json.dumps({"v": 1, "call_id": "C",
+                        "events": [annotated("C", T0 + 5_000), turn("C", 3, T0 + 5_001)]}).encode()
     out = handle_as_the_worker_does(live, again, 3, table)
     assert out.forget == ["C"] and [(r.call_id, r.version) for r in out.results] == [("C", 2)]
     assert live.engine.calls["C"].events_applied == 1 and live.owned["C"][0] == 0

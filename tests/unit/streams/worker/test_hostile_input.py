@@ -68,7 +68,8 @@ def run_replay(messages: list[bytes], engine: CallEngine | None = None) -> Outco
 def poison_batch() -> bytes:
     metrics = {"v": 1, "type": "rtvi", "event_id": "p:2", "call_id": "p", "ts_ms": T0 + 1000,
                "data": {"message": {"type": "metrics", "data": {"ttfb": 100000000000000000000}}}}
-    started = {"v": 1, "type": "call.started", "event_id": "p:1", "call_id": "p", "ts_ms": T0, "data": {"agent_id": "a"}}
+    started = {"v": 1, "type": "call.started", "event_id": "p:1", "call_id": "p", "ts_ms": T0,
+               "data": {"agent_id": "a"}}
     return json.dumps({"v": 1, "call_id": "p", "events": [started, metrics, started]}).encode()
 
 
@@ -104,7 +105,8 @@ def test_events_of_four_calls_from_the_future_are_refused_and_the_partition_keep
     # Four calls of years 3134 to 9508 bore out each other's leap: the partition's time went millennia
     # ahead, and every good call after them was refused as too late.
     future = [message("call.started", {"agent_id": "a"}, f"f{n}:1", ts, f"f{n}")
-              for n, ts in enumerate((36_000_000_000_000, 99_000_000_000_000, 180_000_000_000_000, 237_900_000_000_000))]
+              for n, ts in enumerate((36_000_000_000_000, 99_000_000_000_000, 180_000_000_000_000,
+                                      237_900_000_000_000))]
     messages = [*call("before", T0), *future, *call("after", T0 + 10_000)]
     live = run_live(messages)
     assert live.results == [("before", 1), ("after", 1)]

@@ -177,7 +177,8 @@ def test_a_partition_released_and_restored_forgets_each_ended_call_once():
     live.release_partitions({0})
     live.restore_partition(0, table.items())
     # (Past the retention and the allowed lateness, which the retention is never shorter than.)
-    out = live.handle(message("call.started", {"agent_id": "a1"}, "y3", T0 + 40_000, call_id="B"), "callqa.events", 0, 2)
+    out = live.handle(message("call.started", {"agent_id": "a1"}, "y3", T0 + 40_000, call_id="B"), "callqa.events", 0,
+                      2)
     assert out.forget == ["A"]
 
 
@@ -213,10 +214,12 @@ def test_a_batch_item_refused_by_the_engine_names_its_place_in_the_batch_after_a
 
     one_call = {"v": 1, "call_id": "c1", "events": items("one")}
     across_calls = {"v": 1, "events": [*items("across"), {"v": 1, "type": "call.started", "event_id": "z",
-                                                          "call_id": "other", "ts_ms": T0 + 3_002, "data": {"agent_id": "a1"}}]}
+                                                          "call_id": "other", "ts_ms": T0 + 3_002,
+                                                          "data": {"agent_id": "a1"}}]}
     for offset, (tag, batch) in enumerate((("one", one_call), ("across", across_calls)), start=7):
         out = live.handle(msgspec.msgpack.encode(batch), "callqa.events", 0, offset)
-        assert [(letter.event_id, letter.batch_index) for letter in out.dead_letters] == [(f"bad-{tag}", 0), (f"late-{tag}", 1)]
+        assert [(letter.event_id, letter.batch_index) for letter in out.dead_letters] == [(f"bad-{tag}", 0),
+                                                                                          (f"late-{tag}", 1)]
 
 
 def test_a_refused_batch_item_is_dead_lettered_alone_not_with_the_whole_batch():
@@ -229,7 +232,8 @@ def test_a_refused_batch_item_is_dead_lettered_alone_not_with_the_whole_batch():
     for offset, raw in enumerate(MESSAGES[:3]):
         live.handle(raw, "callqa.events", home, offset)
     # (A field the contract does not know stays in the dead letter: the item's own bytes, not a re-encoding.)
-    after_the_end = [{**json.loads(message("turn", {"role": "user", "text": f"late {k}" * 50}, f"late-{k}", T0 + 3_000 + k)),
+    after_the_end = [{**json.loads(message("turn", {"role": "user", "text": f"late {k}" * 50}, f"late-{k}",
+                                           T0 + 3_000 + k)),
                       "producer_meta": {"host": "h1"}} for k in range(200)]
     offsets = iter(range(10, 20))
     for encode in (lambda doc: json.dumps(doc).encode(), msgspec.msgpack.encode):
@@ -253,8 +257,10 @@ def test_an_event_reusing_an_applied_id_is_dead_lettered_and_the_same_event_agai
     live.handle(message("call.started", {"agent_id": "a1"}, "s1", T0), "callqa.events", 0, 0)
     live.handle(message("turn", {"role": "user", "text": "hi"}, "t1", T0 + 5), "callqa.events", 0, 1)
     batch = {"v": 1, "call_id": "c1", "events": [
-        {"v": 1, "type": "turn", "event_id": "t1", "call_id": "c1", "ts_ms": T0 + 5, "data": {"role": "user", "text": "hi"}},
-        {"v": 1, "type": "turn", "event_id": "t1", "call_id": "c1", "ts_ms": T0 + 8, "data": {"role": "agent", "text": "yes?"}}]}
+        {"v": 1, "type": "turn", "event_id": "t1", "call_id": "c1", "ts_ms": T0 + 5,
+         "data": {"role": "user", "text": "hi"}},
+        {"v": 1, "type": "turn", "event_id": "t1", "call_id": "c1", "ts_ms": T0 + 8,
+         "data": {"role": "agent", "text": "yes?"}}]}
     out = live.handle(msgspec.msgpack.encode(batch), "callqa.events", 0, 2)
     (letter,) = out.dead_letters
     assert (letter.event_id, letter.batch_index, letter.offset) == ("t1", 1, 2)
@@ -315,7 +321,8 @@ def test_the_recorded_end_of_a_call_swept_and_forgotten_at_once_publishes_nothin
     # A partition quiet for longer than timeout + retention: the next message sweeps the call and
     # forgets it; the sweep's end, recorded to the events topic, is delivered back to the worker.
     live = LiveScorer(CallEngine(retention_after_end_ms=60_000, allowed_lateness_ms=0))
-    live.handle(message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 60}, "a1", T0, "a"), "callqa.events", 0, 0)
+    live.handle(message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 60}, "a1", T0, "a"), "callqa.events",
+                0, 0)
     out = live.handle(message("call.started", {"agent_id": "a2"}, "b1", T0 + 500_000, "b"), "callqa.events", 0, 1)
     (swept,) = out.recorded_events
     assert [r.call_id for r in out.results] == ["a"] and out.forget == ["a"]
@@ -323,7 +330,8 @@ def test_the_recorded_end_of_a_call_swept_and_forgotten_at_once_publishes_nothin
     assert back.results == [] and back.dead_letters == [] and "a" not in live.engine.calls
 
 
-def _worker_run(live: LiveScorer, log: list[bytes], table: dict[bytes, bytes], write_after: set[int], start: int = 0) -> list:
+def _worker_run(live: LiveScorer, log: list[bytes], table: dict[bytes, bytes], write_after: set[int],
+                start: int = 0) -> list:
     results = []
     for offset, raw in enumerate(log, start=start):
         if not live.is_restored(0):
@@ -395,8 +403,10 @@ def test_a_restore_does_not_decide_again_about_the_events_a_message_had_refused(
     # whole, the start would be taken up under the lower watermark a restore rebuilds.
     engine = lambda: CallEngine(retention_after_end_ms=5_000, allowed_lateness_ms=0)  # noqa: E731
     batch = json.dumps({"v": 1, "call_id": "C", "events": [
-        {"v": 1, "type": "call.started", "event_id": "c1", "call_id": "C", "ts_ms": T0 + 1_000, "data": {"agent_id": "a"}},
-        {"v": 1, "type": "turn", "event_id": "c2", "call_id": "C", "ts_ms": T0 + 16_000, "data": {"role": "user", "text": "hi"}},
+        {"v": 1, "type": "call.started", "event_id": "c1", "call_id": "C", "ts_ms": T0 + 1_000,
+         "data": {"agent_id": "a"}},
+        {"v": 1, "type": "turn", "event_id": "c2", "call_id": "C", "ts_ms": T0 + 16_000,
+         "data": {"role": "user", "text": "hi"}},
     ]}).encode()
     log = [message("watermark", {"partition": 0}, "w1", T0 + 20_000, "__watermark__"), batch]
     table: dict[bytes, bytes] = {}
@@ -435,7 +445,8 @@ def test_an_event_on_another_partition_than_its_calls_is_dead_lettered_not_skipp
     assert live.engine.calls["c1"].events_applied == 2
     # A watermark first in a one-call batch (its call_id is the call's) does not carry a stray past the check.
     sneaky = json.dumps({"v": 1, "call_id": "c1", "events": [
-        json.loads(message("watermark", {}, "w1", T0 + 3)), json.loads(message("turn", {"role": "user", "text": "?"}, "e4", T0 + 3))]})
+        json.loads(message("watermark", {}, "w1", T0 + 3)),
+        json.loads(message("turn", {"role": "user", "text": "?"}, "e4", T0 + 3))]})
     out = live.handle(sneaky.encode(), "callqa.events", elsewhere, 1)
     assert [(d.event_id, d.batch_index) for d in out.dead_letters] == [("e4", 1)]
     assert live.engine.calls["c1"].events_applied == 2
@@ -451,6 +462,7 @@ def test_offsets_that_start_again_lower_are_a_re_created_topic_whose_new_message
     assert live.partitions[0].journaled_through_offset == 2
     again = [message("call.started", {"agent_id": "a1"}, "n1", T0 + 5000, "c2"),
              message("call.ended", {"stop_reason": "[EXIT]"}, "n2", T0 + 6000, "c2")]
-    published = [r.call_id for offset, raw in enumerate(again) for r in handle_as_the_worker_does(live, raw, offset, journal).results]
+    published = [r.call_id for offset, raw in enumerate(again) for r in handle_as_the_worker_does(live, raw, offset,
+                                                                                                  journal).results]
     assert published == ["c2"]
     assert live.offsets_went_back == 1 and "came after offset 2: the topic was re-created or truncated" in caplog.text

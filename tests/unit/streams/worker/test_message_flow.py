@@ -280,7 +280,8 @@ def test_a_result_too_large_to_publish_is_dead_lettered_and_the_worker_goes_on()
     letter = json.loads(sink.sent[0][2])
     assert letter["call_id"] == "c1" and letter["offset"] == 2 and letter["original_size"] > 2_000
     assert letter["reason"].startswith("the result (version 1) of call 'c1' is ")
-    assert letter["reason"].endswith("above the 2000-byte limit for a message (CALLQA_MAX_MESSAGE_BYTES): not published")
+    assert letter["reason"].endswith("above the 2000-byte limit for a message (CALLQA_MAX_MESSAGE_BYTES): not "
+                                     "published")
     assert json.loads(letter["original_text"])["call_id"] == "c1"
     assert flow.live.dead_lettered == 2 and [m.offset for m in sink.acknowledged] == [0, 1, 2, 3, 4, 5]
 
