@@ -91,10 +91,10 @@ class _Codec:
         # Whether a message may have a batch's "events" key (False: it certainly has none, so it is no
         # batch), asked of every message: one search of its bytes for most of them.
         self.may_hold_events = may_hold_events
-        self.event = module.Decoder(AnyEvent)
+        self.event: msgspec.json.Decoder[AnyEvent] | msgspec.msgpack.Decoder[AnyEvent] = module.Decoder(AnyEvent)
         self.batch = module.Decoder(_RawBatch)
         self.typed_batch = module.Decoder(_TypedBatch)
-        self.probe = module.Decoder(_IdProbe)
+        self.probe: msgspec.json.Decoder[_IdProbe] | msgspec.msgpack.Decoder[_IdProbe] = module.Decoder(_IdProbe)
         self.head = module.Decoder(_RecordHead)
 
 
@@ -227,9 +227,9 @@ def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> An
         return _reject(codec, raw, "undecodable: nested too deeply", batch_index)
     if not event.event_id or not event.call_id:
         return _reject(codec, raw, "event_id and call_id must not be empty", batch_index)
-    problem = limit_problem(event)  # (what the journal or a result could not hold: models/wire_limits.py)
-    if problem is not None:
-        return _reject(codec, raw, problem, batch_index)
+    too_large = limit_problem(event)  # (what the journal or a result could not hold: models/wire_limits.py)
+    if too_large is not None:
+        return _reject(codec, raw, too_large, batch_index)
     return event
 
 

@@ -145,8 +145,8 @@ def _compile(info: mi.Type) -> Check | None:
 
 
 def _struct_check(info: mi.StructType) -> Check | None:
-    fields = [(field.name, field.encode_name, check) for field in info.fields
-              if (check := _compile(field.type)) is not None]
+    fields = [(field.name, field.encode_name, compiled) for field in info.fields
+              if (compiled := _compile(field.type)) is not None]
     if not fields:
         return None
 
@@ -211,21 +211,21 @@ def _union_check(members: tuple[mi.Type, ...]) -> Check | None:
     by_kind: dict[type, Check] = {}
     free: Check | None = None
     for member in members:
-        check = _compile(member)
-        if check is None:
+        compiled = _compile(member)
+        if compiled is None:
             continue
         if isinstance(member, mi.AnyType):
-            free = check
+            free = compiled
         elif isinstance(member, mi.StructType):
-            by_kind[member.cls] = check
+            by_kind[member.cls] = compiled
         elif isinstance(member, (mi.ListType, mi.VarTupleType, mi.TupleType)):
-            by_kind[list] = by_kind[tuple] = check
+            by_kind[list] = by_kind[tuple] = compiled
         elif isinstance(member, mi.DictType):
-            by_kind[dict] = check
+            by_kind[dict] = compiled
         elif isinstance(member, mi.IntType):
-            by_kind[int] = check
+            by_kind[int] = compiled
         elif isinstance(member, mi.FloatType):
-            by_kind[float] = check
+            by_kind[float] = compiled
     if not by_kind and free is None:
         return None
 

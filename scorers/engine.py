@@ -192,8 +192,8 @@ class CallEngine:
                     told[partition] = None
                 elif partition not in told:
                     told[partition] = set(named)
-                elif told[partition] is not None:  # (several ends before a sweep: all they name)
-                    told[partition].update(named)
+                elif (named_before := told[partition]) is not None:  # (several ends before a sweep: all they name)
+                    named_before.update(named)
             return Processed("watermark")
 
         call_id = event.call_id
@@ -204,10 +204,9 @@ class CallEngine:
                 # was forgotten after its retention, has nothing left to re-score.
                 self.counters.rejected += 1
                 tag = event.__struct_config__.tag
-                return Processed("rejected",
-                                 reason=f"event {event.event_id!r}: a {tag!r} event names call {call_id!r}, "
-                                                    "which is not held (it never started, or it ended and was forgotten "
-                                                    "after its retention)")
+                return Processed("rejected", reason=f"event {event.event_id!r}: a {tag!r} event names call {call_id!r}, "
+                                                    "which is not held (it never started, or it ended and was "
+                                                    "forgotten after its retention)")
             watermark = None if refold else self.sweeper.watermark(partition)
             if watermark is not None and event.ts_ms < watermark - self._forgetting_span_ms():
                 return self._too_late_for_a_new_call(event, watermark, partition)

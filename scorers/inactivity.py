@@ -19,6 +19,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import cast
 
 from models.call_state import CallState
 from models.events import CallEnded, CallEndedData, Event
@@ -204,7 +205,8 @@ class RetentionClock:
         """Whether `expired` can find a call of `partition`: the earliest retention has passed."""
         heap = self.ends.get(partition)
         clock = self.sweeper.partitions.get(partition)
-        return bool(heap) and clock is not None and clock.watermark_ms is not None and heap[0][0] < clock.watermark_ms
+        return (heap is not None and bool(heap) and clock is not None and clock.watermark_ms is not None
+                and heap[0][0] < clock.watermark_ms)
 
     def expired(self, partition: int, calls: dict[str, CallState]) -> list[str]:
         if not self.anything_expired(partition):
@@ -212,7 +214,7 @@ class RetentionClock:
         heap = self.ends[partition]
         clock = self.sweeper.partitions[partition]
         out: list[str] = []
-        while heap and heap[0][0] < clock.watermark_ms:
+        while heap and heap[0][0] < cast(int, clock.watermark_ms):  # (not None: `anything_expired`)
             deadline, call_id = heapq.heappop(heap)
             call = calls.get(call_id)
             if call is None:

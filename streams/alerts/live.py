@@ -288,7 +288,7 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
     names = callqa.topics
 
     @app.agent(callqa.results_topic, name="alerts-relay")
-    async def relay_results(stream: faust.StreamT) -> None:
+    async def relay_results(stream: faust.StreamT[Any]) -> None:
         async for event in stream.events():
             try:
                 call = scored_call(event.value)
@@ -308,7 +308,7 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
         return sent
 
     @app.agent(input_topic, name="evaluate-alerts", concurrency=1)
-    async def evaluate_alerts(stream: faust.StreamT) -> None:
+    async def evaluate_alerts(stream: faust.StreamT[Any]) -> None:
         await retrying(f"creating {names.alerts}",
                        lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)
         try:
@@ -320,7 +320,7 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
         # Each message is acknowledged once its changes to the table and its alerts are delivered
         # (streams/alerts/durable_acks.py), not when the loop takes the next one.
         acks = DurableAcks(lambda event: event.ack())
-        async for event in stream.noack().events():
+        async for event in stream.noack().events():  # type: ignore[attr-defined]  # (Stream has it; StreamT does not)
             value = event.value
             alerts = runtime.ensure_ready(table)
             if value == RELEASE_HELD:
@@ -332,7 +332,7 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
             runtime.persist(table)
             acks.add(event, [*sent, *table.take_changelog_sends()])
 
-    @app.timer(min(1.0, settings.alert_quiet_release_s / 2))
+    @app.timer(min(1.0, settings.alert_quiet_release_s / 2))  # type: ignore[untyped-decorator]  # (Faust: untyped)
     async def release_when_quiet() -> None:
         """Live, no end of input comes: once the input has been quiet long enough, what is held for
         event-time order is counted (only the evaluating worker holds anything)."""
@@ -341,7 +341,7 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
             runtime.release_requested_at = now
             await input_topic.send(key=b"release", value=RELEASE_HELD)
 
-    @app.on_partitions_revoked.connect
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]  # (Faust passes `signal` in **kwargs)
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
         if any(tp.topic == input_topic.get_topic_name() for tp in revoked):
             runtime.reset()
@@ -353,7 +353,7 @@ def _install_rule_reading(callqa: Any, runtime: AlertsRuntime, input_topic: Any,
     settings = callqa.settings
     names = callqa.topics
 
-    @app.task
+    @app.task  # type: ignore[untyped-decorator]  # (Faust: untyped)
     async def announce_rule_changes() -> None:
         """Tell the evaluating worker, wherever it is, that the rules changed (and once at the start,
         so that it restores and evaluates the rules it finds without waiting for a result)."""
@@ -379,7 +379,7 @@ def _install_rule_reading(callqa: Any, runtime: AlertsRuntime, input_topic: Any,
         runtime.rulebook.apply(rule.name, rule)
         runtime.rules_changed.set()
 
-    @app.task
+    @app.task  # type: ignore[untyped-decorator]  # (Faust: untyped)
     async def follow_rules() -> None:
         # (follow_topic creates the compacted topic when it is missing.) A lost connection must not end
         # the task: the topic is read again.
@@ -396,7 +396,7 @@ def _install_webhook(callqa: Any, poster: WebhookPoster) -> None:
 
     relay = WebhookRelay(settings, names.alerts, poster)
 
-    @app.task
+    @app.task  # type: ignore[untyped-decorator]  # (Faust: untyped)
     async def deliver_webhooks() -> None:
         await retrying(f"creating {names.alerts}",
                        lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)

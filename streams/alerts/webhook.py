@@ -109,7 +109,8 @@ class WebhookPoster:
 
     def backoff_s(self, failures: int) -> float:
         """The wait after an event's `failures`-th failed attempt: doubling from the first, capped."""
-        return min(self.first_backoff_s * 2 ** min(failures - 1, 32), self.max_backoff_s)
+        factor: int = 2 ** min(failures - 1, 32)
+        return min(self.first_backoff_s * factor, self.max_backoff_s)
 
     def failed(self, failures: int, problem: str) -> float:
         """Count and log a failed attempt; returns the wait before the next."""
@@ -141,7 +142,7 @@ def _may_follow(url: str, target: str) -> bool:
     return (after.host or "").lower() == (before.host or "").lower()
 
 
-class _StartWhereTheGroupLeftOff(ConsumerRebalanceListener):
+class _StartWhereTheGroupLeftOff(ConsumerRebalanceListener):  # type: ignore[misc]  # (aiokafka: untyped)
     """A partition the group has never committed starts where the topic ended at the relay's launch, and
     that start is committed at once: a relay launched later (after a crash, on another worker) resumes
     from it rather than from its own launch, which would skip what came between."""

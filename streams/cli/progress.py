@@ -31,7 +31,7 @@ def progress_bar(total: int | None, desc: str, unit: str = "it", unit_scale: boo
         return _QuietBar(total)
     from tqdm import tqdm
 
-    class _Bar(tqdm):
+    class _Bar(tqdm):  # type: ignore[misc]  # (tqdm ships no type information)
         # No monitor thread: `callqa replay --jobs` forks its jobs while a bar shows, and a fork copies
         # no threads but whatever locks they hold. These bars are updated often enough not to need one.
         monitor_interval = 0

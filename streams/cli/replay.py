@@ -6,7 +6,7 @@ import argparse
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 from streams.cli.args import LOG_HELP, count_records, log_as_file, settings_from
 from streams.config import Settings
@@ -145,7 +145,7 @@ def _record(args: argparse.Namespace, settings: Settings, log: str) -> str:
               f"{args.record} holds the {report.judged} answers that came; `callqa replay {args.record} --judge "
               f"--record LOG3 --out …` asks only for the other {report.interrupted} calls", file=sys.stderr)
         raise KeyboardInterrupt() if report.stopped_by == signal.SIGINT else Terminated()
-    return args.record
+    return cast(str, args.record)  # (a path: `_record` runs only when --record names one)
 
 
 def add_parser(sub: Any) -> None:

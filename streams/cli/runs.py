@@ -16,7 +16,7 @@ from streams.cli.args import kafka_options, non_negative_int, settings_from
 from streams.files.output_files import STANDARD_INPUT
 
 
-def result_documents(path: str) -> Iterator[dict]:
+def result_documents(path: str) -> Iterator[dict[str, Any]]:
     """The result documents of a results file (`callqa replay --out`, `callqa tail results --json`), each
     checked, one at a time; `-`: standard input."""
     name = "standard input" if path == STANDARD_INPUT else path
@@ -26,15 +26,15 @@ def result_documents(path: str) -> Iterator[dict]:
                 yield _result_document(line, f"{name} line {number}")
 
 
-def _run_results(args: argparse.Namespace) -> list[dict]:
+def _run_results(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The results of one run: from a results file (`callqa replay --out`) or the results topic."""
     import asyncio
 
     # Only the run's documents are kept: a results file or topic holds every run and production call.
-    run: list[dict] = []
+    run: list[dict[str, Any]] = []
     others: set[str] = set()
 
-    def keep(document: dict) -> None:
+    def keep(document: dict[str, Any]) -> None:
         run_id = document.get("run_id")
         if run_id == args.run_id:
             run.append(document)
@@ -57,7 +57,7 @@ def _run_results(args: argparse.Namespace) -> list[dict]:
     return run
 
 
-def _result_document(line: bytes, where: str) -> dict:
+def _result_document(line: bytes, where: str) -> dict[str, Any]:
     try:
         document = json.loads(line)
     except (ValueError, RecursionError) as exc:

@@ -102,7 +102,8 @@ def split_key(key: bytes) -> tuple[str, int]:
 
 
 def encode_segment(partition: int, entries: list[Entry]) -> bytes:
-    return msgpack.packb({"p": partition, "e": entries}, use_bin_type=True)
+    packed: bytes = msgpack.packb({"p": partition, "e": entries}, use_bin_type=True)
+    return packed
 
 
 def decode_segment(value: bytes) -> tuple[int, list[Entry]]:
@@ -135,7 +136,8 @@ def watermark_key(partition: int) -> bytes:
 
 
 def encode_watermark(partition: int, ts_ms: int, through_offset: int = -1) -> bytes:
-    return msgpack.packb({"p": partition, "w": ts_ms, "o": through_offset})
+    packed: bytes = msgpack.packb({"p": partition, "w": ts_ms, "o": through_offset})
+    return packed
 
 
 def decode_watermark(value: bytes) -> tuple[int, int]:
@@ -157,7 +159,8 @@ def retired_key(partition: int, call_id: str) -> bytes:
 
 
 def encode_retired(partition: int, call_id: str, sequence: int) -> bytes:
-    return msgpack.packb({"p": partition, "c": call_id, "s": sequence}, use_bin_type=True)
+    packed: bytes = msgpack.packb({"p": partition, "c": call_id, "s": sequence}, use_bin_type=True)
+    return packed
 
 
 def partition_segment_prefix(partition: int) -> bytes:

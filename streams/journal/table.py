@@ -17,7 +17,7 @@ from typing import Any
 import faust
 
 
-class JournalTable(faust.Table):
+class JournalTable(faust.Table[Any, Any]):
     """`faust.Table`, keeping the future of every changelog record it queues until they are taken."""
 
     def send_changelog(self, partition: int | None, key: Any, value: Any, key_serializer: Any = None,
@@ -31,7 +31,8 @@ class JournalTable(faust.Table):
     def take_changelog_sends(self) -> list[Any]:
         """The futures of the changelog records queued since the last call, each done once the broker
         has its record."""
-        return self.__dict__.pop("_changelog_sends", [])
+        sends: list[Any] = self.__dict__.pop("_changelog_sends", [])
+        return sends
 
 
 def journal_table(app: faust.App, name: str, **options: Any) -> JournalTable:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 from models.deadletter import oversized_result_reason
 from models.events import Event, Watermark
@@ -176,9 +177,8 @@ class PartitionReplay:
                     partition = partition_of(event, self.partitions)
                     report.partition_beyond = partition_beyond(event, self.partitions, report.partition_beyond)
                 else:
-                    partition = known_partition(event.call_id)  # (`_call_partition`'s hit, without its call)
-                    if partition is None:
-                        partition = self._call_partition(event.call_id)
+                    known = known_partition(event.call_id)  # (`_call_partition`'s hit, without its call)
+                    partition = known if known is not None else self._call_partition(event.call_id)
                 if owned is not None and partition not in owned:
                     continue
                 events += 1
@@ -222,7 +222,8 @@ class PartitionReplay:
             # Too large to publish: the live worker dead-letters it in its place.
             self.report.rejected += 1
             if on_dead_letter is not None:
-                reason = oversized_result_reason(result.call_id, result.version, fit.full_size, self.max_result_bytes)
+                limit = cast(int, self.max_result_bytes)  # (no limit: every result fits)
+                reason = oversized_result_reason(result.call_id, result.version, fit.full_size, limit)
                 on_dead_letter(key, Rejected(reason, b"", call_id=result.call_id), index)
             return
         self.report.results += 1

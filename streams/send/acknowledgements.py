@@ -35,7 +35,7 @@ AGAIN = ("send the log again soon: the worker skips the events it already has (b
          "longer than the calls' inactivity timeout, the calls it left open will have been ended")
 
 
-class NotAcknowledged(KafkaError):
+class NotAcknowledged(KafkaError):  # type: ignore[misc]  # (aiokafka ships no type information)
     """The broker did not take what was sent: some messages may be missing from the topic."""
 
 

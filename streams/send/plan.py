@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -108,7 +108,8 @@ class SendPlan:
         carry one producer's fast clock to every partition, and the next log's calls would be
         refused as too late."""
         report = self.report
-        partition_times = [(watermark_of_times(latest.times(), self.max_leap_ms)[0], str(partition))
+        # (A partition is listed once a call of it was noted: its watermark is a time.)
+        partition_times = [(cast(int, watermark_of_times(latest.times(), self.max_leap_ms)[0]), str(partition))
                            for partition, latest in report.latest_calls.items()]
         calls_ms, _ = watermark_of_times(partition_times, self.max_leap_ms)  # (partitions as the sources)
         return later(calls_ms, self._watermark_ms(calls_ms))
@@ -247,7 +248,7 @@ class SendPlan:
 
     def _share(self, partition: int, share: list[tuple[AnyEvent, bytes]], out: list[Outgoing]) -> None:
         packed = [_repacked(item) for _, item in share]
-        body = None if None in packed else _batch_body([msgspec.Raw(p) for p in packed])
+        body = None if None in packed else _batch_body([msgspec.Raw(p) for p in packed if p is not None])
         if body is None or len(body) > self.max_message_bytes:
             for event, item in share:  # (not sendable as one message: event by event, as any record's)
                 self._event(event, item, out)

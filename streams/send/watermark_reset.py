@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import time
 
-from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, Watermark, WatermarkData
+from models.events import WATERMARK_CALL_ID, Watermark, WatermarkData
 from models.wire import encode_event
 from streams.config import Settings
 
 
 def reset_event(partition: int, ts_ms: int) -> Watermark:
     return Watermark(event_id=f"{WATERMARK_CALL_ID}:reset:{partition}:{ts_ms}", call_id=WATERMARK_CALL_ID, ts_ms=ts_ms,
-                     data=WatermarkData(partition=partition, reset=True), v=CONTRACT_VERSION)
+                     data=WatermarkData(partition=partition, reset=True))
 
 
 async def publish_reset(settings: Settings, partition: int, ts_ms: int | None = None) -> Watermark:

@@ -20,7 +20,7 @@ import logging
 import time
 from typing import Any
 
-from models.events import CONTRACT_VERSION, WATERMARK_CALL_ID, Watermark, WatermarkData
+from models.events import WATERMARK_CALL_ID, Watermark, WatermarkData
 from models.wire import encode_event
 from scorers.watermarks import Ahead
 from streams.worker.live_scorer import LiveScorer
@@ -52,7 +52,7 @@ def idle_ticks(live: LiveScorer, now: float, idle_s: float, wall_ms: int | None 
         if leap is not None and not wrong_clock:
             ts_ms = max(ts_ms, leap[0])
         ticks.append(Watermark(event_id=f"{WATERMARK_CALL_ID}:tick:{partition}:{ts_ms}", call_id=WATERMARK_CALL_ID,
-                               ts_ms=ts_ms, data=WatermarkData(partition=partition), v=CONTRACT_VERSION))
+                               ts_ms=ts_ms, data=WatermarkData(partition=partition)))
     return ticks
 
 
@@ -76,7 +76,7 @@ def install_idle_clock(callqa: Any) -> None:
         return
     reported: dict[int, str] = {}  # partition → the call whose implausible leap was logged last
 
-    @callqa.app.timer(interval=idle_s)
+    @callqa.app.timer(interval=idle_s)  # type: ignore[untyped-decorator]  # (Faust's decorators are untyped)
     async def tick() -> None:
         wall_ms = int(time.time() * 1000)
         for held_on, leap_ms, leap_call in implausible_leaps(callqa.live, wall_ms):

@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import msgspec
 
@@ -206,7 +207,8 @@ class LiveScorer:
                                       (value, decoded.batch_index_of(index)))
             else:
                 all_applied = False
-                if status == "watermark" and event.data.reset:  # (a lower time must reach the journal too)
+                # (A lower time must reach the journal too.)
+                if status == "watermark" and cast(Watermark, event).data.reset:
                     state.journaled_watermark_ms = -1
                 if status != "redelivered":  # (redelivered: its lost outputs were published again above)
                     self._collect(processed, event, partition, position, topic, offset, out,
@@ -223,8 +225,8 @@ class LiveScorer:
                 self._journal_one_call(events[0].call_id, applied, all_applied, value, offset, partition, out)
             except Exception as exc:  # what the journal cannot hold is dead-lettered, not a stop
                 out.journal.pop(events[0].call_id, None)
-                for _, event in applied:
-                    self._refused(failure_reason(event.event_id, exc), event, topic, partition, offset, out,
+                for _, refused in applied:
+                    self._refused(failure_reason(refused.event_id, exc), refused, topic, partition, offset, out,
                                   (value, None))
         self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
         self.dead_lettered += len(out.dead_letters)
@@ -281,7 +283,7 @@ class LiveScorer:
                                           key=lambda entry: entry[0])
         self.owned.setdefault(call_id, [partition, 0])
 
-    def _strays(self, events: list[Event], partition: int, one_call: bool) -> dict[str, int]:
+    def _strays(self, events: Sequence[Event], partition: int, one_call: bool) -> dict[str, int]:
         """The calls of `events` that belong to another partition than `partition`, with theirs: where
         the call is held, else by its call_id (watermarks name their own partition)."""
         assert self.topic_partitions is not None

@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from typing import Any
 
 from streams.kafka.embedded_broker import free_port, killed_with_parent
 
@@ -22,7 +23,7 @@ class WorkerProcess:
     web_port: int = 0
     env: dict[str, str] = field(default_factory=dict)
     log_path: str | None = None
-    process: subprocess.Popen | None = field(default=None, repr=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> WorkerProcess:
         if self.web_port == 0:
@@ -42,15 +43,17 @@ class WorkerProcess:
         )
         return self
 
-    def health(self) -> dict | None:
+    def health(self) -> dict[str, Any] | None:
         """The worker's /health document (also when it answers 503: the brokers do not answer it);
         None when the worker does not answer."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/health", timeout=1) as response:
-                return json.loads(response.read())
+                document: dict[str, Any] = json.loads(response.read())
+                return document
         except urllib.error.HTTPError as error:
             try:
-                return json.loads(error.read())
+                answer: dict[str, Any] = json.loads(error.read())
+                return answer
             except ValueError:
                 return None
         except (OSError, ValueError):
