@@ -119,7 +119,8 @@ class CohortDefinition(Struct, forbid_unknown_fields=True, kw_only=True):
 # ------------------------------------------------------------------------------------------ decoding
 
 
-def decode_cohort(document: bytes | str | dict[str, Any] | CohortDefinition, known_metrics: Iterable[str]) -> CohortDefinition:
+def decode_cohort(document: bytes | str | dict[str, Any] | CohortDefinition,
+                  known_metrics: Iterable[str]) -> CohortDefinition:
     """Decode and validate a cohort document (JSON or MessagePack bytes, a dict, or a definition).
 
     `known_metrics` are the QA metric names a cohort may count (the registry's). Raises `CohortError`.

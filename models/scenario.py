@@ -175,7 +175,8 @@ class Resources:
         if self.information or self.info_sections:
             parts = ["## Additional Information"]
             if self.information:
-                parts.append("Use this information for reference:\n" + "\n".join(f"- {line}" for line in self.information))
+                parts.append("Use this information for reference:\n"
+                             + "\n".join(f"- {line}" for line in self.information))
             for title, body in (self.info_sections or {}).items():
                 parts.append(f"### {title}\n{body}")
             sections.append("\n".join(parts))
@@ -362,7 +363,8 @@ class Scenario(metaclass=_ScenarioClass):
         naming the field, when the block is one a worker would refuse (and score the call without it)."""
         if self.success_signals is not None and not isinstance(self.success_signals, str) and not self.success_signals:
             raise ValueError(f"scenario {self.name!r}: success_signals is empty: every call would be 'N/A'")
-        whitelist = None if self.success_signals is None else [s.value for s in parse_success_signals(self.success_signals)]
+        whitelist = (None if self.success_signals is None
+                     else [s.value for s in parse_success_signals(self.success_signals)])
         spec = {
             "name": self.name,
             "domain": self.domain,

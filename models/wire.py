@@ -305,7 +305,8 @@ def _wrapping(raw: bytes) -> str | None:
     if raw[:2] == GZIP_MAGIC:
         return ("a gzip-compressed value: send the event itself (a producer's compression.type compresses "
                 "messages on the wire, and callqa reads gzip, snappy, lz4 and zstd there)")
-    if raw[0] == _SCHEMA_REGISTRY_MAGIC and len(raw) > 5 and (raw[5:6] in (b"{", b"[") or _FIXMAP_FIRST <= raw[5] <= _FIXMAP_LAST):
+    if raw[0] == _SCHEMA_REGISTRY_MAGIC and len(raw) > 5 and (
+            raw[5:6] in (b"{", b"[") or _FIXMAP_FIRST <= raw[5] <= _FIXMAP_LAST):
         return ("Confluent Schema Registry framing (a 0 byte and a 4-byte schema id before the document): "
                 "send the JSON object or MessagePack map alone, with a plain serializer")
     if raw[:2] in UTF16_BOMS or (len(raw) > 3 and raw[1] == raw[3] == 0 and 32 <= raw[0] < 127 and 32 <= raw[2] < 127):

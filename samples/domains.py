@@ -668,7 +668,8 @@ def telecom_db(f: Facts, done: bool) -> dict[str, Any]:
         "roaming": done and task == "roaming",
         "roaming_country": f["country"] if done and task == "roaming" else "none",
     }
-    credits = [{"amount": amount(f["overage_charge"]), "reason": "overage dispute"}] if done and task == "bill_dispute" else []
+    credits = ([{"amount": amount(f["overage_charge"]), "reason": "overage dispute"}]
+               if done and task == "bill_dispute" else [])
     return {
         "accounts": {f["account_number"]: {"holder": f["customer_name"], "plan": f["plan_name"], "credits": credits}},
         "lines": {f["line_id"]: line},

@@ -341,7 +341,8 @@ def assign_rare_features(rng: Random, plans: list[CallPlan]) -> None:
     for plan in any_call(quota(n, NOISY_LINES_PER_240, 2),
                          lambda p: p.production and p.ending not in ("never", "transfer")):
         plan.noisy_line = True
-    failing = [p for p in plans if p.ending not in ("stalled", "dead_air", "no_greeting") and p.transfer != "tool_failed"]
+    failing = [p for p in plans
+               if p.ending not in ("stalled", "dead_air", "no_greeting") and p.transfer != "tool_failed"]
     rng.shuffle(failing)
     per_kind = quota(n, TOOL_FAILURES_PER_240, 3)
     for i, plan in enumerate(failing[: per_kind * len(TOOL_FAILURE_KINDS)]):
@@ -364,7 +365,8 @@ def choose_outcome(rng: Random, plan: CallPlan) -> None:
         plan.ignore_punctuation = plan.prediction == "punct" and rng.random() < 0.7
         plan.disallow_extra_items = plan.prediction == "extra_items" and rng.random() < 0.5
     if ended and rng.random() < 0.75:
-        troubled = plan.ungrounded or plan.confusion or plan.ending in ("timeout", "stalled") or plan.transfer in ("abandoned", "failed")
+        troubled = (plan.ungrounded or plan.confusion or plan.ending in ("timeout", "stalled")
+                    or plan.transfer in ("abandoned", "failed"))
         weights = (10, 30, 45, 15) if troubled else (50, 35, 8, 7)
         plan.sentiment = rng.choices(SENTIMENTS, weights=weights)[0]
         plan.sentiment_revised = plan.sentiment == "Unknown" and rng.random() < 0.5
@@ -866,7 +868,8 @@ class CallBuilder:
             self.db_state(at, "agent", presented_db(self.rng, task.db(self.action_facts, acted), plan.call_id),
                           plan.db_report)
         if task.user_db is not None:
-            user_done = plan.db_outcome == "match" or (plan.ending not in ("timeout", "stalled") and task.wrong_facts is None)
+            user_done = plan.db_outcome == "match" or (plan.ending not in ("timeout", "stalled")
+                                                       and task.wrong_facts is None)
             self.db_state(at + 60, "user", task.user_db(self.facts, user_done), "both")
 
     # ------------------------------------------------------------------------------- post-call
@@ -960,7 +963,8 @@ def prediction_texts(plan: CallPlan, facts: Facts) -> list[str]:
     def wrap(item: Any) -> str:
         return f"<final_response>{json.dumps(item)}</final_response>"
 
-    first_string = next((k for item in items for k, v in item.items() if isinstance(v, str) and any(c.isalpha() for c in v)), None)
+    first_string = next((k for item in items for k, v in item.items()
+                         if isinstance(v, str) and any(c.isalpha() for c in v)), None)
     if kind == "case" and first_string:
         value = items[0][first_string]
         items[0][first_string] = value.lower() if value == value.upper() else value.upper()
@@ -1078,7 +1082,8 @@ def loop_exchanges(rng: Random, plan: CallPlan, exchanges: list[Exchange]) -> li
     nodes = [e.node for e in exchanges if e.node]
     a, b = (nodes[1], nodes[2]) if len(nodes) >= 3 else plan.task.domain.flow_nodes[2:4]
     rounds = 4 if plan.ending == "timeout" else 3
-    return [Exchange(rng.choice(d.LOOP_USER), rng.choice(d.LOOP_AGENT), node=(a if i % 2 == 0 else b)) for i in range(rounds)]
+    return [Exchange(rng.choice(d.LOOP_USER), rng.choice(d.LOOP_AGENT), node=(a if i % 2 == 0 else b))
+            for i in range(rounds)]
 
 
 def misheard(text: str, confusions: dict[str, str]) -> str | None:
@@ -1111,7 +1116,8 @@ def garbled(rng: Random, text: str, confusions: dict[str, str]) -> str:
 
 def bogus_figures(rng: Random, plan: CallPlan) -> dict[str, str]:
     """A price and a time the agent was never given: nowhere in its prompt, variables, tools or KB."""
-    known = " ".join([plan.task.domain.prompt, json.dumps(plan.facts)] + [p.text for p in plan.task.domain.passages.values()])
+    known = " ".join([plan.task.domain.prompt, json.dumps(plan.facts)]
+                     + [p.text for p in plan.task.domain.passages.values()])
     known_numbers = set(_numbers(known))
     prices = [p for p in d.BOGUS_PRICES if p.lstrip("$") not in known_numbers]
     times = [t for t in d.BOGUS_TIMES if t[:-2] not in known]
@@ -1194,7 +1200,8 @@ def add_batches(rng: Random, lines: list[Line], plans: list[CallPlan]) -> list[L
     replace: dict[int, Line] = {}
     drop: set[int] = set()
     for call_id in batched_calls:
-        own = [line.events[0] for line in lines if line.events[0]["call_id"] == call_id and line.events[0]["type"] not in ("call.annotated", "transcript.corrected")]
+        own = [line.events[0] for line in lines if line.events[0]["call_id"] == call_id
+               and line.events[0]["type"] not in ("call.annotated", "transcript.corrected")]
         for _ in range(2):
             start = rng.randrange(1, max(2, len(own) - 6))
             group = [own[start]]
@@ -1241,7 +1248,8 @@ def malformed_lines(rng: Random, lines: list[Line], kinds: tuple[str, ...]) -> l
 def malformed(kind: str, call_id: str, event_id: str, ts: int) -> bytes:
     envelope = {"v": 1, "event_id": event_id, "call_id": call_id, "ts_ms": ts}
     if kind == "log_line":
-        return f"{iso_time(ts)} WARNING pipecat.transports.websocket: client disconnected unexpectedly (code 1006)".encode()
+        return (f"{iso_time(ts)} WARNING pipecat.transports.websocket: client disconnected unexpectedly "
+                "(code 1006)").encode()
     if kind == "truncated":  # a producer killed halfway through writing a line
         return to_json({**envelope, "type": "turn",
                         "data": {"role": "user", "text": "I was wondering if you could also check"}})[:-24]
@@ -1315,7 +1323,8 @@ def check_inactivity(plans: list[CallPlan], calls: list[list[dict[str, Any]]]) -
             if plan.ending != "never":
                 continue
             deadline = events[-1]["ts_ms"] + plan.timeout_ms
-            if feed_end[partition_for(plan.call_id, partitions)] < deadline + DEFAULT_ALLOWED_LATENESS_MS + SWEEP_SPARE_MS:
+            if (feed_end[partition_for(plan.call_id, partitions)]
+                    < deadline + DEFAULT_ALLOWED_LATENESS_MS + SWEEP_SPARE_MS):
                 raise AssertionError(
                     f"{plan.call_id} never ends, but with {partitions} partitions its partition's events stop before "
                     "its deadline"

@@ -204,9 +204,9 @@ class CallEngine:
                 # was forgotten after its retention, has nothing left to re-score.
                 self.counters.rejected += 1
                 tag = event.__struct_config__.tag
-                return Processed("rejected", reason=f"event {event.event_id!r}: a {tag!r} event names call {call_id!r}, "
-                                                    "which is not held (it never started, or it ended and was "
-                                                    "forgotten after its retention)")
+                return Processed("rejected", reason=f"event {event.event_id!r}: a {tag!r} event names call "
+                                                    f"{call_id!r}, which is not held (it never started, or it ended "
+                                                    "and was forgotten after its retention)")
             watermark = None if refold else self.sweeper.watermark(partition)
             if watermark is not None and event.ts_ms < watermark - self._forgetting_span_ms():
                 return self._too_late_for_a_new_call(event, watermark, partition)
@@ -341,10 +341,10 @@ class CallEngine:
         tag, ts_ms = signature_parts(earlier)
         return Processed("rejected", call, reason=(
             f"event {event.event_id!r}: call {call.call_id!r} has already applied another event under this event_id "
-            f"(a {tag!r} event at event time {ts_ms}; this one is a {event.__struct_config__.tag!r} event at event time "
-            f"{event.ts_ms}): an event_id names one event of its call, so give this one an id of its own and send it again "
-            f"(or, when it belongs to another call than the one held under {call.call_id!r}, give that call an id of its own: "
-            "a call_id names one call)"))
+            f"(a {tag!r} event at event time {ts_ms}; this one is a {event.__struct_config__.tag!r} event at event "
+            f"time {event.ts_ms}): an event_id names one event of its call, so give this one an id of its own and "
+            f"send it again (or, when it belongs to another call than the one held under {call.call_id!r}, give that "
+            "call an id of its own: a call_id names one call)"))
 
     def _superseded_sweep_end(self, call: CallState | None) -> Processed:
         """A sweep's end, recorded to the log, coming back when it no longer applies: its call has

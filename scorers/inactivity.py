@@ -94,7 +94,8 @@ class InactivitySweeper:
         if watermark is not None and ts_ms <= watermark:
             return
         # Every event comes here: the usual step (within the limit, no leap held) is taken inline.
-        if clock.ahead is None and watermark is not None and ts_ms - watermark <= self.max_leap_ms and call_id is not None:
+        if (clock.ahead is None and watermark is not None and ts_ms - watermark <= self.max_leap_ms
+                and call_id is not None):
             clock.watermark_ms = ts_ms
         else:
             clock.watermark_ms, clock.ahead = next_watermark(watermark, clock.ahead, ts_ms, call_id, self.max_leap_ms)

@@ -149,7 +149,8 @@ def each_matches_a_distinct_item(references: list[Any], predictions: list[Any],
                                  matches: Callable[[Any, Any], bool]) -> bool:
     """Whether every reference can be paired with its own matching prediction (bipartite matching by
     augmenting paths; the lists are a handful of actions, so the quadratic search is cheap)."""
-    candidates = [[j for j, prediction in enumerate(predictions) if matches(reference, prediction)] for reference in references]
+    candidates = [[j for j, prediction in enumerate(predictions) if matches(reference, prediction)]
+                  for reference in references]
     holder: dict[int, int] = {}  # prediction index -> the reference it is paired with
 
     def pair(i: int, visited: set[int]) -> bool:

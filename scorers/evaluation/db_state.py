@@ -218,7 +218,8 @@ class DbStateScorer(Scorer):
         if data.side == "agent":
             acc.agent_hash = data.hash if data.hash is not None or data.db is None else db_state_hash(data.db)
             expected = call.scenario.expected_db if call.scenario is not None else None
-            acc.agent_diff = compute_db_diff(expected, data.db) if expected is not None and data.db is not None else None
+            acc.agent_diff = (compute_db_diff(expected, data.db)
+                              if expected is not None and data.db is not None else None)
         assertions = (call.scenario.db_state_assertions if call.scenario is not None else None) or []
         if len(acc.verdicts) != len(assertions):
             acc.verdicts = [None] * len(assertions)

@@ -20,8 +20,8 @@ Stalled agent: on a scenario call with `min_agent_turns` > 0 (default 2), fewer 
 the floor (`token_usage.agent.n_calls`, else the agent's turns when no agent token usage was
 reported: `metrics_json.agent_llm_calls`) force `is_successful: false`, `is_task_successful: false` and
 add `insufficient_agent_turns: true` with the floor it fell short of (`min_agent_turns`, callqa's own
-key: scenarios carry their own floors, the harness's runner has one), whatever the signals say. `success_breakdown` still holds the
-buckets computed from the signals, as the harness writes them, so the individual measurements stay
+key: scenarios carry their own floors, the harness's runner has one), whatever the signals say. `success_breakdown`
+still holds the buckets computed from the signals, as the harness writes them, so the individual measurements stay
 readable for triage; "skipped in every per-signal bucket" is the run summary's rule: it counts the
 call as a failure in the composite rates and leaves it out of every per-signal rate, keyed on
 `insufficient_agent_turns`. Production calls (no scenario) have no floor.
@@ -68,7 +68,8 @@ def whitelist(scenario: ScenarioSpec | None) -> tuple[SuccessSignal, ...]:
     return tuple(dict.fromkeys(SuccessSignal(name) for name in scenario.success_signals if name in known))
 
 
-def success_breakdown(verdicts: Mapping[SuccessSignal, bool | None], gating: tuple[SuccessSignal, ...]) -> dict[str, list[str]]:
+def success_breakdown(verdicts: Mapping[SuccessSignal, bool | None],
+                      gating: tuple[SuccessSignal, ...]) -> dict[str, list[str]]:
     buckets: dict[str, list[str]] = {"passed": [], "failed": [], "not_applicable": [], "excluded": []}
     for signal in SuccessSignal:
         verdict = verdicts.get(signal)

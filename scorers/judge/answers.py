@@ -6,8 +6,8 @@ checked against its JSON Schema (scorers/judge/schemas.py); an evaluation answer
 harness takes it (any object with a score that `float()` reads). Anything else is a
 `JudgeAnswerError`, which counts like any failed request. Then:
 - QA judge: ratings are clamped to 0–100 (null stays null: the metric does not apply), issues are
-  kept as `{type, severity, text}` (the model's free text is cut short), and the criteria verdicts become `{name: {passed, reason}}`,
-  exactly one per criterion asked, normalised as the nl_assertion verdicts are.
+  kept as `{type, severity, text}` (the model's free text is cut short), and the criteria verdicts become
+  `{name: {passed, reason}}`, exactly one per criterion asked, normalised as the nl_assertion verdicts are.
 - evaluation judge: the score ("0.8" is 0.8) is clamped to 0–1 and the answer becomes the
   judge_result.json document (`judge_input` verbatim; `nl_assertion_verdicts` exactly one per
   assertion, read as the harness reads them; counts and rate), by the same code that builds the

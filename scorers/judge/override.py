@@ -87,7 +87,8 @@ def _hallucination(metric: QaMetric, heuristic: MetricResult, answer: Any) -> Me
         metric,
         len(issues),
         max(0, 100 - MAJOR_PENALTY * major - MINOR_PENALTY * minor),
-        issues=[{"type": i["type"], "severity": i["severity"], "text": excerpt(i["text"])} for i in issues[:MAX_LISTED_ISSUES]],
+        issues=[{"type": i["type"], "severity": i["severity"], "text": excerpt(i["text"])}
+                for i in issues[:MAX_LISTED_ISSUES]],
         total=len(issues),
         major=major,
         minor=minor,

@@ -128,7 +128,8 @@ def export_run(results: Iterable[AnyResult], *, min_agent_turns: int | None = No
     # (the DB diff is not part of what the harness reads back: kept beside the summary's documents)
     names = {call_id: _scenario_name(result_fields(result)[3], call_id) for call_id, result in latest.items()}
     directories = scenario_directories(names)
-    diffs = {directories[call_id]: result_fields(result)[3].get(DB_STATE_DIFF_KEY) for call_id, result in latest.items()}
+    diffs = {directories[call_id]: result_fields(result)[3].get(DB_STATE_DIFF_KEY)
+             for call_id, result in latest.items()}
     files: dict[str, bytes] = {}
     loaded: list[dict[str, Any]] = []
     for directory, documents in ordered_scenarios(summary):

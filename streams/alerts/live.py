@@ -161,7 +161,8 @@ class AlertsRuntime:
                 elif key == WINDOWS_TIME_KEY:
                     windows_time = msgspec.json.decode(value)
                 elif key == HELD_AHEAD_KEY:
-                    ahead = {int(source): (int(ts), call_id) for source, (ts, call_id) in msgspec.json.decode(value).items()}
+                    ahead = {int(source): (int(ts), call_id)
+                             for source, (ts, call_id) in msgspec.json.decode(value).items()}
                 elif key == READ_OFFSETS_KEY:
                     self.read_offsets = {int(source): offset for source, offset in msgspec.json.decode(value).items()}
             self.order.restore([call for call in held if call is not None], latest or {}, ahead)

@@ -138,10 +138,14 @@ def goals(report: dict[str, Any]) -> dict[str, Any]:
                                         "target": 5.0,
                                         "rounds": round_ratios(single.get("callqa"), single.get("naive_faust"))},
         "batched_events_per_s": {"value": batched["events_per_s"], "target": 100_000},
-        "batched_vs_quix_stateful_same_messages": {"ratio": ratio(batched["events_per_s"], batched["quix_stateful_events_per_s"]), "target": 1.0},
-        "batched_vs_quix_stateful_single_event": {"ratio": ratio(batched["events_per_s"], single["quix_stateful_events_per_s"]), "target": 1.0},
-        "batched_share_of_bare_aiokafka_same_messages": {"ratio": ratio(batched["events_per_s"], batched["bare_aiokafka_events_per_s"]), "target": 0.3},
-        "batched_share_of_bare_aiokafka_single_event": {"ratio": ratio(batched["events_per_s"], single["bare_aiokafka_events_per_s"]), "target": 0.3},
+        "batched_vs_quix_stateful_same_messages": {
+            "ratio": ratio(batched["events_per_s"], batched["quix_stateful_events_per_s"]), "target": 1.0},
+        "batched_vs_quix_stateful_single_event": {
+            "ratio": ratio(batched["events_per_s"], single["quix_stateful_events_per_s"]), "target": 1.0},
+        "batched_share_of_bare_aiokafka_same_messages": {
+            "ratio": ratio(batched["events_per_s"], batched["bare_aiokafka_events_per_s"]), "target": 0.3},
+        "batched_share_of_bare_aiokafka_single_event": {
+            "ratio": ratio(batched["events_per_s"], single["bare_aiokafka_events_per_s"]), "target": 0.3},
         "end_to_result_p50_ms": {"value": latency["p50"], "target": 100},
         "end_to_result_p99_ms": {"value": latency["p99"], "target": 500},
         "replay_events_per_s": {"value": report["replay"]["events_per_s"], "target": 200_000},
@@ -245,7 +249,8 @@ class Bench:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             _, assigned = self._processed(workers)
-            if sorted(assigned) == list(range(PARTITIONS)) and all((w.health() or {}).get("assigned_partitions") for w in workers):
+            if sorted(assigned) == list(range(PARTITIONS)) and all(
+                    (w.health() or {}).get("assigned_partitions") for w in workers):
                 return
             time.sleep(0.2)
         raise BenchError("the workers never shared the partitions between them")

@@ -11,7 +11,8 @@ annotation, a transcript correction or a judge answer (each a rescore), and a fe
 for inactivity).
 
 `Workload.messages()` gives the Kafka messages as `(key, value)` pairs: one event per message, or the
-events of one call in batch envelopes of up to `batch_size` (docs/concepts/batches.md#two-shapes-of-batch), in event-time order.
+events of one call in batch envelopes of up to `batch_size` (docs/concepts/batches.md#two-shapes-of-batch), in
+event-time order.
 """
 
 from __future__ import annotations
@@ -191,7 +192,8 @@ class Workload:
             add(call_id, end - 300, "transfer", {"phase": "bridged", "target": "billing"})
         if c % 5 == 0:
             add(call_id, end - 200, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "server-message",
-                "data": {"text": "<final_response>" + json.dumps({"action": "refund", "amount": fill("{price}")}) + "</final_response>"}}})
+                "data": {"text": "<final_response>" + json.dumps({"action": "refund", "amount": fill("{price}")})
+                                 + "</final_response>"}}})
         if c % 12 == 0:
             add(call_id, end - 100, "db.state", {"side": "agent", "hash": f"h{c % 3}"})
         if c % 50 == 7:

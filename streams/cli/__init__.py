@@ -1,1 +1,2 @@
-"""The `callqa` command line: one module per command, the shared argument helpers, and the readable rendering of results."""
+"""The `callqa` command line: one module per command, the shared argument helpers, and the readable rendering of
+results."""

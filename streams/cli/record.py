@@ -43,16 +43,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"left out, as the workers dead-lettered them: {' and '.join(left_out)}", file=sys.stderr)
     if recording.unwritable:
         print(f"left out, though the workers applied them: {recording.unwritable} events this log's encoding cannot "
-              "hold as they are (" + ("an integer beyond 64 bits: record to a .jsonl log instead" if format_ == MSGPACK_LOG
-              else "bytes, NaN or infinity: record to a .msgpack log instead") + ")", file=sys.stderr)
+              "hold as they are ("
+              + ("an integer beyond 64 bits: record to a .jsonl log instead" if format_ == MSGPACK_LOG
+                 else "bytes, NaN or infinity: record to a .msgpack log instead") + ")", file=sys.stderr)
     for partition, first in sorted(recording.truncated.items()):
         print(f"partition {partition} begins at offset {first}: the topic's retention deleted what came before, "
               "so calls begun earlier are scored from what is left", file=sys.stderr)
     # (Without the cohorts in force, no cohort verdict would match the workers'.)
     log = "LOG" if args.log == STANDARD_OUTPUT else args.log
-    print(f"score it: callqa replay {log} --partitions {recording.partitions} --cohorts COHORTS.json --out RESULTS.jsonl "
-          f"(COHORTS.json: the cohorts in force, `curl WORKER:6066/cohorts > COHORTS.json`; no --cohorts when there "
-          "are none; for the alerts too, add --rules RULES.json --alerts-out ALERTS.jsonl, RULES.json from "
+    print(f"score it: callqa replay {log} --partitions {recording.partitions} --cohorts COHORTS.json "
+          f"--out RESULTS.jsonl (COHORTS.json: the cohorts in force, `curl WORKER:6066/cohorts > COHORTS.json`; "
+          "no --cohorts when there are none; for the alerts too, add --rules RULES.json --alerts-out ALERTS.jsonl, "
+          "RULES.json from "
           "`curl WORKER:6066/alerts/rules`)", file=sys.stderr)
     return 0
 

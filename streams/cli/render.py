@@ -103,7 +103,8 @@ def totals_block(results: list[dict[str, Any]]) -> str:
         rate = sum(1 for m in applied if m.get("passed")) / len(applied) if applied else None
         lines.append(f"{name:22}  {len(applied):>7}  {_fmt(avg):>9}  "
                      f"{(_fmt(rate * 100) + '%') if rate is not None else '-':>9}")
-    successes = [r["evaluation"].get("is_successful") for r in results if isinstance(r.get("evaluation", {}).get("is_successful"), bool)]
+    successes = [r["evaluation"].get("is_successful") for r in results
+                 if isinstance(r.get("evaluation", {}).get("is_successful"), bool)]
     if successes:
         lines.append(f"\nscenarios with a verdict: {len(successes)}, successful: {sum(successes)} "
                      f"({100 * sum(successes) / len(successes):.1f}%)")

@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
             from streams.send.acknowledgements import AGAIN
 
-            print(f"callqa: stopped after reading {handed_over:,}{f' of {total:,}' if total else ''} records of the log, "
-                  f"with no word that all it sent arrived; to finish, {AGAIN}", file=sys.stderr)
+            print(f"callqa: stopped after reading {handed_over:,}{f' of {total:,}' if total else ''} records of the "
+                  f"log, with no word that all it sent arrived; to finish, {AGAIN}", file=sys.stderr)
             raise
         bar.close()
     print(f"sent {report.records} records ({report.events} events) as {report.messages} messages to "

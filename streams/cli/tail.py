@@ -1,7 +1,8 @@
 """`callqa tail results|deadletter|alerts`: print a topic's records readably, from the beginning.
 
 It reads outside any consumer group and from the first offset: the embedded broker's "latest offset"
-answer is wrong (docs/guides/embedded-broker.md#limits-of-the-embedded-broker), so starting "at the end" cannot be trusted there.
+answer is wrong (docs/guides/embedded-broker.md#limits-of-the-embedded-broker), so starting "at the end" cannot be
+trusted there.
 """
 
 from __future__ import annotations

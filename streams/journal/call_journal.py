@@ -345,7 +345,8 @@ class JournalBook:
         # A call forgotten again here can lose its earlier record to the delete of another call's last
         # segment, which also held its old fragment: staged after its new record, that delete would
         # erase it. The calls still retired at the end keep their records.
-        still_retired = {retired_key(self.retired[call_id][0], call_id) for call_id in call_ids if call_id in self.retired}
+        still_retired = {retired_key(self.retired[call_id][0], call_id)
+                         for call_id in call_ids if call_id in self.retired}
         for partition in sorted(records.keys() | deletes.keys()):
             kept = [(key, value) for key, value in deletes.get(partition, []) if key not in still_retired]
             self.stage_changes(partition, records.get(partition, []) + kept)

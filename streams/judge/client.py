@@ -82,7 +82,8 @@ class JudgeClient:
         return judge_result_event(requests, self.settings.judge_model, qa=qa, qa_error=qa_error,
                                   evaluation=evaluation, evaluation_error=evaluation_error)
 
-    async def ask(self, request: JudgeRequest, parse: Callable[[str | None, JudgeRequest], Answer]) -> tuple[Answer | None, str | None]:
+    async def ask(self, request: JudgeRequest,
+                  parse: Callable[[str | None, JudgeRequest], Answer]) -> tuple[Answer | None, str | None]:
         """(answer, None), or (None, why) once every attempt failed."""
         attempts = max(0, self.settings.judge_retries) + 1
         why = "no attempt"

@@ -1,1 +1,2 @@
-"""Kafka plumbing: plain aiokafka clients with the deployment's settings, the embedded broker, the Faust transports that work around its limits, broker health and the throttling of aiokafka's repeated complaints."""
+"""Kafka plumbing: plain aiokafka clients with the deployment's settings, the embedded broker, the Faust transports that
+work around its limits, broker health and the throttling of aiokafka's repeated complaints."""

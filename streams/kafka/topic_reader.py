@@ -56,7 +56,8 @@ async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None,
     return count
 
 
-async def topic_partitions(consumer: Any, topic: str, wait_s: float | None, on_waiting: Callable[[str], None] | None) -> list[int]:
+async def topic_partitions(consumer: Any, topic: str, wait_s: float | None,
+                           on_waiting: Callable[[str], None] | None) -> list[int]:
     """The topic's partitions, once it exists; it is waited for up to `wait_s` (None: for ever)."""
     loop = asyncio.get_running_loop()
     deadline = None if wait_s is None else loop.time() + wait_s

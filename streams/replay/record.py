@@ -8,8 +8,9 @@ replay reproduces the workers' results: re-scoring history after a fix starts he
 A message goes into the log as it came, byte for byte, when it is in the log's encoding (MessagePack,
 or JSON on one line) and the worker applied or judged all of it: decoded and encoded again, an event
 could grow past the message size limit, and JSON has no bytes, NaN or integer keys. Otherwise its
-events are written one by one, as the worker applies a batch's (docs/concepts/batches.md#a-batch-is-its-events-sent-one-by-one), leaving out what a worker
-dead-lettered as it read the message — a message it could not decode or that was over
+events are written one by one, as the worker applies a batch's
+(docs/concepts/batches.md#a-batch-is-its-events-sent-one-by-one), leaving out what a worker dead-lettered as it read the
+message — a message it could not decode or that was over
 `max_message_bytes`, and an event that came on another partition than its call's (replay places every
 call on its own partition) — and a watermark is given the partition it came on, which is the one the
 worker applied it to (replay applies it to the partition it names).

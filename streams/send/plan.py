@@ -1,7 +1,7 @@
 """What `callqa send` publishes for a recorded log, decided without Kafka (streams/send/sender.py sends it).
 
-Each partition's events go out as batch messages (docs/concepts/batches.md#two-shapes-of-batch) in the order of the log: a batch holds
-the next events of one partition, of whichever calls (`{"v": 1, "events": […]}`, key "batch", sent to
+Each partition's events go out as batch messages (docs/concepts/batches.md#two-shapes-of-batch) in the order of the log:
+a batch holds the next events of one partition, of whichever calls (`{"v": 1, "events": […]}`, key "batch", sent to
 the partition; a batch that holds one call's events only is keyed by the call, with its `call_id`).
 The worker sweeps a batch as its events sent one by one, so a partition that receives the log's
 events in the log's order scores them exactly as replay does, its inactivity sweeps included. (Batches
@@ -192,7 +192,8 @@ class SendPlan:
             self._pass_through(raw, call_id, out, readable=True)
             return
         batch = self._held.get(partition)
-        if batch is not None and batch.size + len(encoded) + len(call_id.encode()) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes:
+        if (batch is not None
+                and batch.size + len(encoded) + len(call_id.encode()) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes):
             self._flush(partition, out)
             batch = None
         if batch is None:
@@ -333,8 +334,8 @@ class SendPlan:
 
 def _batch_body(events: list[msgspec.Raw], call_id: str | None = None,
                 encode: Callable[[Any], bytes] = _msgpack.encode) -> bytes:
-    """A batch message (docs/concepts/batches.md#two-shapes-of-batch) around `events`: of one call when `call_id` is given, else of
-    several calls of one partition."""
+    """A batch message (docs/concepts/batches.md#two-shapes-of-batch) around `events`: of one call when `call_id` is
+    given, else of several calls of one partition."""
     body: dict[str, Any] = {"v": CONTRACT_VERSION}
     if call_id is not None:
         body["call_id"] = call_id

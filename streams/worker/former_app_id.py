@@ -32,8 +32,9 @@ async def refuse_a_moved_group(settings: Settings) -> None:
     raise ValueError(
         f"{events} was consumed by the consumer group {FORMER_DEFAULT_APP_ID!r}, the app id used whatever the topic "
         f"prefix before it defaulted to the prefix: set CALLQA_APP_ID={FORMER_DEFAULT_APP_ID} to keep that group's "
-        f"offsets and its journal, or CALLQA_APP_ID={settings.topic_prefix} to start the group {settings.topic_prefix!r} "
-        f"afresh (every event the topic retains is scored again and its results published again)")
+        f"offsets and its journal, or CALLQA_APP_ID={settings.topic_prefix} to start the group "
+        f"{settings.topic_prefix!r} afresh (every event the topic retains is scored again and its results published "
+        "again)")
 
 
 async def _has_committed(settings: Settings, group: str, partitions: list[TopicPartition]) -> bool:
