@@ -44,7 +44,8 @@ PINNED = {
     (FaustConsumer, "on_stop"): "45b1d2210ce2b526339856969472683f8bcc1b1d04c8dc1fb2315b4eb7fbd5e3",
     (faust_aiokafka.Consumer, "on_stop"): "173f86b366f3608e2d2c7c0b5c7f223eeaf0ae29de99985a24812050792b4ff5",
     # 2. the consumer's thread, and what `close_consumer_without_broker` does in aiokafka's place.
-    (faust_aiokafka.AIOKafkaConsumerThread, "on_thread_stop"): "8dfc004e258b6c25edd2b0986531aea0fc75dd5cef0d0718c87848af33c6f757",
+    (faust_aiokafka.AIOKafkaConsumerThread, "on_thread_stop"):
+        "8dfc004e258b6c25edd2b0986531aea0fc75dd5cef0d0718c87848af33c6f757",
     (AIOKafkaConsumer, "stop"): "bc5da9c98595299a3d968526cd9f4a344e672520892a917547d15151cd588d35",
     (Fetcher, "close"): "1cd24bc1c442149e7d9a4ddef0770f4aa1272c60c4c7f2a89ab7a50e4444d44b",
     (GroupCoordinator, "close"): "f30d831089456312e58c9790ef349046c99bbe73a7358a466eea2a5b1c3b1b58",

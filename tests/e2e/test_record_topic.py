@@ -96,7 +96,7 @@ def test_a_message_in_the_logs_encoding_is_written_as_it_came_and_what_no_encodi
 def test_a_recorded_event_reads_back_as_the_same_event(log_format):
     raw = msgspec.json.encode(_event("c1", 1, "rtvi",
                                      {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics",
-                                                                                    "data": {"ttfb": [{"value": 0.25}]}}}))
+                                                                   "data": {"ttfb": [{"value": 0.25}]}}}))
     event = decode_message(raw).events[0]
     again = decode_message(encode_record(event, log_format).rstrip(b"\n")).events
     assert again == [event]

@@ -109,8 +109,8 @@ def test_every_relative_link_resolves(path: Path) -> None:
 
 def test_the_link_check_sees_a_broken_file_and_a_broken_anchor(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("# A title\n\n## Späte Ereignisse: `late` events\n\n[ok](#a-title) [ok](#späte-ereignisse-late-events)"
-                    " [gone](missing.md) [bad](#no-such-heading) [web](https://example.com/x)\n"
+    page.write_text("# A title\n\n## Späte Ereignisse: `late` events\n\n"
+                    "[ok](#a-title) [ok](#späte-ereignisse-late-events) [gone](missing.md) [bad](#no-such-heading) [web](https://example.com/x)\n"
                     "```\n[in code](nowhere.md)\n```\n", encoding="utf-8")
     problems = link_problems(page, root=tmp_path)
     assert len(problems) == 2

@@ -242,6 +242,7 @@ def test_an_error_names_twenty_problems_and_counts_the_rest():
 
 def test_a_cohort_at_every_bound_is_taken():
     at_bounds = doc(name="N" * 200, agents=["a" * 200] * 100,
-                    criteria=[{**RULE, "name": f"r{i}", "value": json.loads("[" * 7 + "1" + "]" * 7)} for i in range(49)]
+                    criteria=[{**RULE, "name": f"r{i}", "value": json.loads("[" * 7 + "1" + "]" * 7)}
+                              for i in range(49)]
                     + [{**RULE, "name": "many", "op": "in", "value": ["x" * 1000] * 999}])
     assert decode_cohort(at_bounds, KNOWN).name == "N" * 200

@@ -19,7 +19,8 @@ REASON_BOUND = 800
 
 scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
            | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12) | st.binary(max_size=4))
-keys = st.text(max_size=6) | st.integers(min_value=-(2**66), max_value=2**66) | st.floats(allow_nan=False) | st.booleans()
+keys = (st.text(max_size=6) | st.integers(min_value=-(2**66), max_value=2**66) | st.floats(allow_nan=False)
+        | st.booleans())
 free_form = st.recursive(scalars, lambda children: st.lists(children, max_size=4)
                          | st.dictionaries(keys, children, max_size=4), max_leaves=16)
 

@@ -28,7 +28,8 @@ def test_the_same_event_sent_again_with_other_content_is_still_a_duplicate():
     # A producer's retry: the same id, type and event time. What the rest says is not compared.
     engine = CallEngine()
     engine.process(started())
-    assert engine.process(event("turn", {"role": "user", "text": "hi"}, event_id="t1", ts_ms=T0 + 5)).status == "applied"
+    turn = event("turn", {"role": "user", "text": "hi"}, event_id="t1", ts_ms=T0 + 5)
+    assert engine.process(turn).status == "applied"
     again = engine.process(event("turn", {"role": "user", "text": "hi there"}, event_id="t1", ts_ms=T0 + 5))
     assert again.status == "duplicate" and [t.text for t in engine.calls["c1"].turns] == ["hi"]
 
@@ -51,7 +52,8 @@ def test_another_event_under_an_id_already_applied_is_refused_with_what_each_was
     assert [t.text for t in engine.calls["c1"].turns] == ["hi"]
     assert engine.counters.rejected == 2 and engine.counters.duplicate == 0
     # The id stays the first event's: sent again, that one is still a duplicate.
-    assert engine.process(event("turn", {"role": "user", "text": "hi"}, event_id="t1", ts_ms=T0 + 5)).status == "duplicate"
+    again = event("turn", {"role": "user", "text": "hi"}, event_id="t1", ts_ms=T0 + 5)
+    assert engine.process(again).status == "duplicate"
 
 
 def test_an_event_refused_takes_its_id_back_so_the_same_id_sent_again_mended_is_applied():
@@ -212,7 +214,8 @@ def test_end_of_input_sweeps_every_open_call():
 def test_a_watermark_event_with_end_of_input_sweeps_its_partition():
     engine = CallEngine()
     engine.process(started("a", ts=T0))
-    assert engine.process(event("watermark", {"end_of_input": True}, call_id="__watermark__", ts_ms=T0)).status == "watermark"
+    end_of_input = event("watermark", {"end_of_input": True}, call_id="__watermark__", ts_ms=T0)
+    assert engine.process(end_of_input).status == "watermark"
     assert "__watermark__" not in engine.calls
     assert [e.call_id for e in engine.sweep(0)] == ["a"]
 

@@ -1,4 +1,5 @@
-"""clean_exit and its evidence under both conversation-end policies (metrics dictionary, docs/concepts/evaluation-rules.md#conversation-end)."""
+"""clean_exit and its evidence under both conversation-end policies (metrics dictionary,
+docs/concepts/evaluation-rules.md#conversation-end)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The DB hash, db_state_match and db_state_assertions (metrics dictionary, docs/concepts/evaluation-rules.md#db-state-hash)."""
+"""The DB hash, db_state_match and db_state_assertions (metrics dictionary,
+docs/concepts/evaluation-rules.md#db-state-hash)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def test_the_hash_of_a_small_db_is_the_sha256_of_its_canonical_json():
         "bookings": [{"id": "b2"}, {"id": "b1"}],  # order-independent: sorted
         "log": ["z", "a"],  # any other list keeps its order
     }
-    canonical = '{"bookings":[{"id":"b1"},{"id":"b2"}],"flights":{"F1":{"fare":99.5,"seats":3,"status":null}},"log":["z","a"]}'
+    canonical = ('{"bookings":[{"id":"b1"},{"id":"b2"}],"flights":{"F1":{"fare":99.5,"seats":3,"status":null}},'
+                 '"log":["z","a"]}')
     assert db_state_hash(db) == sha256(canonical)
 
 

@@ -164,7 +164,8 @@ def test_a_batch_holding_an_item_nested_too_deeply_is_rejected_whole_with_the_re
     # Splitting the batch into its items already goes too deep, so it cannot keep its good items: it
     # is dead-lettered whole, bytes and reason, and the worker goes on.
     good = msgspec.msgpack.encode(started())
-    deep = b"\x85\xa1v\x01\xa4type\xa9tool.call\xa8event_id\xa2d1\xa7call_id\xa2c1\xa4data" + b"\x91" * TOO_DEEP + b"\x01"
+    deep = (b"\x85\xa1v\x01\xa4type\xa9tool.call\xa8event_id\xa2d1\xa7call_id\xa2c1\xa4data"
+            + b"\x91" * TOO_DEEP + b"\x01")
     batch = msgspec.msgpack.encode({"v": 1, "events": [msgspec.Raw(good), msgspec.Raw(deep)]})
     decoded = decode_message(batch)
     assert decoded.events == [] and len(decoded.rejected) == 1

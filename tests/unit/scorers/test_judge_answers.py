@@ -37,8 +37,8 @@ def requests(events: list | None = None, cohorts: CohortBook | None = BOOK):
 
 
 def final_response(payload: str) -> object:
-    return event("rtvi", {"side": "agent", "message": {"type": "server-message",
-                                                       "data": {"text": f"<final_response>{payload}</final_response>"}}})
+    return event("rtvi", {"side": "agent", "message": {
+        "type": "server-message", "data": {"text": f"<final_response>{payload}</final_response>"}}})
 
 
 def qa_with(**changes) -> str:
@@ -159,7 +159,8 @@ def test_missing_out_of_range_and_non_boolean_verdicts_fail_with_a_reason():
     document = parse_evaluation_answer(evaluation_with(nl_assertion_verdicts=verdicts), requests().evaluation)
     assert [(v["index"], v["passed"], v["reason"]) for v in document["nl_assertion_verdicts"]] == [
         (1, False, MISSING_VERDICT_REASON), (2, False, "quoted"), (3, False, MISSING_VERDICT_REASON)]
-    assert (document["nl_assertion_pass_count"], document["nl_assertion_total"], document["nl_assertion_pass_rate"]) == (0, 3, 0.0)
+    assert (document["nl_assertion_pass_count"], document["nl_assertion_total"],
+            document["nl_assertion_pass_rate"]) == (0, 3, 0.0)
 
 
 def test_an_evaluation_score_that_is_not_a_number_is_an_error():

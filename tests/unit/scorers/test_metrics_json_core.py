@@ -90,7 +90,8 @@ def test_inactivity_timeout_seconds_defaults_to_120_and_follows_call_started():
 
 
 def test_last_speaker_is_the_role_of_the_final_turn_or_null():
-    assert evaluation([started(), event("turn", {"role": "agent", "text": "bye"}), ended(1000)])["last_speaker"] == "agent"
+    document = evaluation([started(), event("turn", {"role": "agent", "text": "bye"}), ended(1000)])
+    assert document["last_speaker"] == "agent"
     assert evaluation([started(), ended(1000)])["last_speaker"] is None
 
 

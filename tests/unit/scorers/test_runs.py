@@ -251,7 +251,8 @@ def test_a_run_wide_floor_stalls_scenarios_by_their_agent_llm_calls_as_the_harne
     at_zero = summarize(*run, min_agent_turns=0)
     assert at_zero.stall_warning is None and at_zero.clean_exit_rate == Rate(3, 3)
     same = summarize(*calls(stalled_doc("d__b", min_agent_turns=5), stalled_doc("d__a", min_agent_turns=5)))
-    assert "WARNING: 2 scenario(s) had fewer than 5 agent turn(s) (insufficient_agent_turns)" in render_all_summary(same)
+    assert ("WARNING: 2 scenario(s) had fewer than 5 agent turn(s) (insufficient_agent_turns)"
+            in render_all_summary(same))
 
 
 def test_no_stall_warning_when_no_scenario_stalled():

@@ -329,7 +329,8 @@ def test_call_started_carries_the_scenario_block():
     assert (data["agent_id"], data["run_id"], data["cohort_ids"]) == ("agent-7", "run-1", ["pizza"])
     assert block["success_signals"] == ["is_action_match", "clean_exit"]
     assert block["expected_db_hash"] == db_state_hash(expected_db)
-    assert (block["conversation_end_policy"], block["min_agent_turns"], block["judge_threshold"]) == ("valid-terminal-state", 3, 0.9)
+    assert (block["conversation_end_policy"], block["min_agent_turns"],
+            block["judge_threshold"]) == ("valid-terminal-state", 3, 0.9)
     assert (block["ignore_capitalization"], block["disallow_extra_items"]) == (True, True)
     assert data["agent_config"] == {"prompt": scenario.get_agent_prompt()}
     decoded = msgspec.convert(data, CallStartedData)  # it is valid call.started data

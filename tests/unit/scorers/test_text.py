@@ -173,7 +173,8 @@ def test_digits_glued_to_letters_are_not_facts():
 
 def test_digits_glued_to_the_letters_of_scripts_written_without_spaces_are_facts():
     # Chinese and Japanese glue figures to words; Korean its particles and counters; Thai writes no spaces.
-    assert canonicals("我的订单号是4521, 合計は9800円です, 4521번 주문, ราคา1500บาท") == ["4521", "9800", "4521", "1500"]
+    assert (canonicals("我的订单号是4521, 合計は9800円です, 4521번 주문, ราคา1500บาท")
+            == ["4521", "9800", "4521", "1500"])
     assert canonicals("余额是$12.50元") == ["$12.5"]
     assert canonicals("订单XK1234号") == []  # (still a code: glued to a Latin letter)
 
@@ -187,8 +188,8 @@ def test_numbers_grouped_as_in_europe_or_with_arabic_separators_are_read_by_thei
 
 def test_prices_in_other_currencies_are_prices_keeping_their_currency():
     # Only dollars were: "€45 or £30 or 45 euros" stated no fact, and none was checked for grounding.
-    assert canonicals("That is \u20ac45 or \u00a330 or 45 euros, 45\u20ac, 45 \u20ac, \u00a5900, \u20b9500, 500 rupees, "
-                      "30 pounds, $45, 45 dollars") == [
+    assert canonicals("That is \u20ac45 or \u00a330 or 45 euros, 45\u20ac, 45 \u20ac, \u00a5900, \u20b9500, "
+                      "500 rupees, 30 pounds, $45, 45 dollars") == [
         "\u20ac45", "\u00a330", "\u20ac45", "\u20ac45", "\u20ac45", "\u00a5900", "\u20b9500", "\u20b9500", "\u00a330",
         "$45", "$45"]
     assert canonicals("code X45\u20acY, \u20ac 1.234,56") == ["\u20ac1234.56"]

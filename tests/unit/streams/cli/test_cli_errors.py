@@ -43,7 +43,8 @@ def test_an_output_naming_the_log_is_refused_before_anything_is_written(tmp_path
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_replay_that_fails_midway_leaves_the_earlier_output_as_it_was_and_no_partial_file(tmp_path, capsys, jobs):
     log = tmp_path / "log.msgpack"
-    log.write_bytes(b"".join(encode_event(event("call.started", {"agent_id": "a"}, call_id=f"c{i}")) for i in range(50)))
+    log.write_bytes(b"".join(encode_event(event("call.started", {"agent_id": "a"}, call_id=f"c{i}"))
+                             for i in range(50)))
     out = tmp_path / "results.jsonl"
     out.write_bytes(b"an earlier complete output\n")
     # The disk fills up midway: no file may grow past 20 kB (the results come to some 140 kB).
@@ -103,7 +104,8 @@ def test_a_result_whose_evaluation_is_no_object_is_named(tmp_path, capsys):
     results.write_text(json.dumps(document) + "\n")
     capsys.readouterr()
     code, err = run(capsys, "summary", "eval_20251006_0900", "--results", str(results))
-    assert code == 2 and f"{results} line 1 is not a result document: Expected `object`, got `str` - at `$.evaluation`" in err
+    assert code == 2
+    assert f"{results} line 1 is not a result document: Expected `object`, got `str` - at `$.evaluation`" in err
 
 
 def test_an_export_into_a_directory_holding_anything_is_refused_and_changes_nothing(tmp_path, capsys):

@@ -184,8 +184,8 @@ def test_a_record_cut_short_where_a_read_of_the_file_ends_loses_only_itself(tmp_
     broken = _turn_record(1, "Your booking is not eligible for a refund, but it is eligible for credit")[:-20]
     good = _turn_record(2, "thanks, bye")
     filler = _turn_record(0, "x" * ((1 << 20) - len(broken) - 40 - 60))
-    filler = _turn_record(0,
-                          "x" * (len(msgpack.unpackb(filler)["data"]["text"]) + (1 << 20) - len(broken) - 40 - len(filler)))
+    filler = _turn_record(0, "x" * (len(msgpack.unpackb(filler)["data"]["text"]) + (1 << 20) - len(broken) - 40
+                                    - len(filler)))
     log = tmp_path / "log.msgpack"
     log.write_bytes(filler + broken + good)
     assert list(read_log(str(log))) == [filler, broken, good]

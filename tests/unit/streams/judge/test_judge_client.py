@@ -66,7 +66,8 @@ def fake():
 def test_with_the_server_answering_the_llm_metrics_carry_its_numbers(fake):
     _first, _, second = judge_call(fake)
     assert second.version == 2
-    judged = {m: (metric(second, m).value, metric(second, m).score, metric(second, m).details["judge"]) for m in LLM_METRICS}
+    judged = {m: (metric(second, m).value, metric(second, m).score, metric(second, m).details["judge"])
+              for m in LLM_METRICS}
     assert judged == {
         "hallucination": (3, 30.0, "llm"),  # 100 − 30×2 − 10×1
         "kb_recall": (0.645, 64.5, "llm"),
@@ -115,7 +116,8 @@ def test_json_object_mode_is_checked_against_the_schema_all_the_same(fake):
     assert qa["response_format"] == {"type": "json_object"}
     # Without structured output the model reads the schema in the system prompt.
     prompt = qa["messages"][0]["content"]
-    assert "The JSON schema your answer must match:" in prompt and json.loads(prompt.split("must match:\n", 1)[1])["required"]
+    assert "The JSON schema your answer must match:" in prompt
+    assert json.loads(prompt.split("must match:\n", 1)[1])["required"]
     assert judge_event.data.qa["error"].startswith("answer does not match the schema at kb_recall/score")
     assert metric(second, "kb_recall").details["judge"] == "heuristic"
 

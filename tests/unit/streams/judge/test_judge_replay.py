@@ -51,7 +51,8 @@ def results(path: Path) -> list[dict]:
 def latest(rows: list[dict]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for row in rows:
-        out[row["call_id"]] = row if row["version"] >= out.get(row["call_id"], {"version": 0})["version"] else out[row["call_id"]]
+        known = out.get(row["call_id"], {"version": 0})
+        out[row["call_id"]] = row if row["version"] >= known["version"] else out[row["call_id"]]
     return out
 
 
@@ -146,7 +147,8 @@ def test_recording_a_recorded_log_again_writes_the_same_log(tmp_path, monkeypatc
     # A call far later on c-open's partition: c-open is swept mid-log, right after it.
     late = next(f"late-{i}" for i in range(100) if partition_for(f"late-{i}", 4) == partition_for("c-open", 4))
     with open(log, "a") as handle:
-        handle.write(msgspec.json.encode(event("call.started", {"agent_id": "a1"}, call_id=late, ts_ms=T0 + 600_000)).decode() + "\n")
+        late_start = event("call.started", {"agent_id": "a1"}, call_id=late, ts_ms=T0 + 600_000)
+        handle.write(msgspec.json.encode(late_start).decode() + "\n")
     assert main(["replay", str(log), "--out", str(tmp_path / "a.jsonl"), "--record", str(log2)]) == 0
     sweep = [n for n, line in enumerate(log2.read_text().splitlines()) if "c-open:inactivity-timeout" in line]
     assert len(sweep) == 1 and sweep[0] < len(log2.read_text().splitlines()) - 1  # not the end of input's
@@ -229,7 +231,8 @@ def test_a_replay_failing_after_the_recording_says_the_recorded_log_is_complete(
         judge_env(fake.base_url)
         code = main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(log2)])
     err = capsys.readouterr().err
-    assert code == 2 and f"{log2} is complete: `callqa replay {log2} --out …` scores it without recording it again" in err
+    assert code == 2
+    assert f"{log2} is complete: `callqa replay {log2} --out …` scores it without recording it again" in err
     assert log2.is_file() and not (tmp_path / "r.jsonl").exists()
 
 

@@ -283,13 +283,15 @@ def test_turns_include_interruptions_and_calls_without_word_timings(log):
         for previous, turn in itertools.pairwise(turns):
             if previous.words and turn.words and turn.role != previous.role:
                 interruptions += turn.words[0][1] < previous.words[-1][2]
-    calls_without_words = [c for c, events in log.by_call.items() if not any(tag_of(e) == "turn" and e.data.words for e in events)]
+    calls_without_words = [c for c, events in log.by_call.items()
+                           if not any(tag_of(e) == "turn" and e.data.words for e in events)]
     assert interruptions >= 20
     assert len(calls_without_words) >= 20
 
 
 def test_agent_turns_include_each_kind_of_fault(log):
-    agent_texts = {call_id: [e.data.text for e in events if tag_of(e) == "turn" and e.data.role == "agent"] for call_id, events in log.by_call.items()}
+    agent_texts = {call_id: [e.data.text for e in events if tag_of(e) == "turn" and e.data.role == "agent"]
+                   for call_id, events in log.by_call.items()}
     texts = [t for call in agent_texts.values() for t in call]
 
     def calls_with(predicate) -> int:
@@ -302,7 +304,8 @@ def test_agent_turns_include_each_kind_of_fault(log):
     assert sum(1 for call in agent_texts.values() if len(set(call)) < len(call)) >= 10  # a repeated agent turn
     pairs = [d.contradiction for d in (domains.AIRLINE, domains.RETAIL, domains.TELECOM, domains.BILLING,
                                        domains.CLINIC)]
-    assert sum(1 for call in agent_texts.values() for a, b in pairs if any(a in t for t in call) and any(b in t for t in call)) >= 5
+    assert sum(1 for call in agent_texts.values() for a, b in pairs
+               if any(a in t for t in call) and any(b in t for t in call)) >= 5
     assert any(t.startswith(domains.AIRLINE.greeting) for t in texts)
 
 
@@ -347,7 +350,8 @@ def test_server_messages_carry_predicted_actions_and_exits_on_the_right_side(log
     for data in log.data("rtvi"):
         if data.message.type == "server-message":
             text = data.message.data["text"]
-            kind = "final_response" if text.startswith("<final_response>") else "exit" if text.startswith("<exit>") else "other"
+            kind = ("final_response" if text.startswith("<final_response>")
+                    else "exit" if text.startswith("<exit>") else "other")
             texts[(data.side, kind)] += 1
     assert texts[("agent", "final_response")] >= 50
     assert texts[("agent", "exit")] >= 5 and texts[("user", "exit")] >= 50

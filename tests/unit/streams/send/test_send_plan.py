@@ -126,7 +126,8 @@ def test_a_batch_item_refused_for_its_batchs_call_id_is_refused_by_the_worker_to
 
 
 @pytest.mark.parametrize("good_events", [0, 2])
-def test_a_batch_record_taken_apart_with_more_bad_items_than_are_dead_lettered_one_by_one_has_the_rest_dead_lettered_once(good_events):
+def test_a_batch_record_taken_apart_with_more_bad_items_than_are_dead_lettered_one_by_one_has_the_rest_dead_lettered_once(  # noqa: E501 - a test's name says what it checks
+        good_events):
     a, b = two_calls_on_two_partitions()
     items = [doc(a, 1), doc(b, 2)][:good_events] + [4] * (MAX_ITEMS_DEAD_LETTERED + 500)
     record = pack({"v": 1, "events": items})

@@ -1,6 +1,6 @@
-"""docs/concepts/batches.md#a-batch-is-its-events-sent-one-by-one: a batch is scored exactly as the same events sent one by one. The inactivity sweep and
-the forgetting of ended calls run after each event of a batch, in replay and in the live worker, and
-the worker's journal brings back what the batch did, in the order it did it."""
+"""docs/concepts/batches.md#a-batch-is-its-events-sent-one-by-one: a batch is scored exactly as the same events sent one
+by one. The inactivity sweep and the forgetting of ended calls run after each event of a batch, in replay and in the
+live worker, and the worker's journal brings back what the batch did, in the order it did it."""
 
 from __future__ import annotations
 

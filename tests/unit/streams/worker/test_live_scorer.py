@@ -190,7 +190,8 @@ def test_a_restore_does_not_bring_back_a_call_forgotten_after_its_retention_and_
            message("turn", {"role": "user", "text": "hi"}, "z4", T0 + 100_000, call_id="B")]
     table: dict[bytes, bytes] = {}
     live = LiveScorer(CallEngine(retention_after_end_ms=60_000))
-    outs = [handle_as_the_worker_does(live, raw, offset, table, write=offset in (2, 3)) for offset, raw in enumerate(log)]
+    outs = [handle_as_the_worker_does(live, raw, offset, table, write=offset in (2, 3))
+            for offset, raw in enumerate(log)]
     assert outs[3].forget == ["A"] and len(segments(table)) == 2  # the segment of A and B, and B's turn
 
     restarted = LiveScorer(CallEngine(retention_after_end_ms=60_000))
@@ -264,7 +265,8 @@ def test_an_event_reusing_an_applied_id_is_dead_lettered_and_the_same_event_agai
     out = live.handle(msgspec.msgpack.encode(batch), "callqa.events", 0, 2)
     (letter,) = out.dead_letters
     assert (letter.event_id, letter.batch_index, letter.offset) == ("t1", 1, 2)
-    assert f"(a 'turn' event at event time {T0 + 5}; this one is a 'turn' event at event time {T0 + 8})" in letter.reason
+    assert (f"(a 'turn' event at event time {T0 + 5}; this one is a 'turn' event at event time {T0 + 8})"
+            in letter.reason)
     assert [turn.text for turn in live.engine.calls["c1"].turns] == ["hi"]
     assert live.engine.counters.duplicate == 1
 
@@ -285,7 +287,8 @@ def test_results_a_redelivered_message_produced_for_other_calls_by_its_sweep_are
         restarted = LiveScorer(CallEngine())
         restarted.restore_partition(0, table.items())
         again = restarted.handle(trigger, "callqa.events", 0, 2)  # offset 2 was not committed
-        assert sorted(msgspec.json.encode(r) for r in again.results) == sorted(msgspec.json.encode(r) for r in first.results)
+        assert (sorted(msgspec.json.encode(r) for r in again.results)
+                == sorted(msgspec.json.encode(r) for r in first.results))
         # Delivered once more, or any later message: nothing is published twice.
         assert restarted.handle(trigger, "callqa.events", 0, 2).results == []
 

@@ -95,7 +95,8 @@ def test_the_worker_publishes_the_cut_result_replay_writes_it_the_same_and_the_r
 
 def test_a_transcript_too_large_for_a_message_is_cut_turn_by_turn_and_the_rest_kept():
     """8 turns of 50,000 Chinese characters (1.2 MB): every metric, the evaluation's signals and the
-    turns' order, roles and times stay; each turn's text is cut to a length that fits (here, turns alike, the longest)."""
+    turns' order, roles and times stay; each turn's text is cut to a length that fits (here, turns alike, the
+    longest)."""
     engine = CallEngine()
     messages = [message("call.started", {"agent_id": "a1"}, "c1-0", T0, "c1")]
     for index in range(8):
@@ -114,7 +115,8 @@ def test_a_transcript_too_large_for_a_message_is_cut_turn_by_turn_and_the_rest_k
     kept = {key: value for key, value in published["evaluation"].items() if key not in ("turns", "turns_cut")}
     assert kept == {key: value for key, value in original["evaluation"].items() if key != "turns"}
     cut_turns = published["evaluation"]["turns"]
-    assert [(t["role"], t["timestamp"]) for t in cut_turns] == [(t["role"], t["timestamp"]) for t in original["evaluation"]["turns"]]
+    assert ([(t["role"], t["timestamp"]) for t in cut_turns]
+            == [(t["role"], t["timestamp"]) for t in original["evaluation"]["turns"]])
     length = len(cut_turns[0]["text"]) - 1
     assert all(t["text"] == ("余额" * 25_000)[:length] + "\u2026" for t in cut_turns)
     assert f"cut to its first {length} characters" in published["evaluation"]["turns_cut"]

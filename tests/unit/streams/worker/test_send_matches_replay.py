@@ -31,7 +31,8 @@ def replayed(log: list[bytes], partitions: int, settings: dict) -> tuple[dict, c
     return results, dead
 
 
-def sent_and_scored(log: list[bytes], partitions: int, batch_size: int, settings: dict) -> tuple[dict, collections.Counter]:
+def sent_and_scored(log: list[bytes], partitions: int, batch_size: int,
+                    settings: dict) -> tuple[dict, collections.Counter]:
     topic = {partition: collections.deque(messages) for partition, messages in sent(log, partitions,
                                                                                     batch_size).items()}
     live = LiveScorer(engine(settings), topic_partitions=partitions)
