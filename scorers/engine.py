@@ -177,8 +177,8 @@ class CallEngine:
         alone (the caller sets it from the journal afterwards, `InactivitySweeper.restore_time`), so
         nothing is decided against a time it would only have half rebuilt."""
         # Runs for every event: locals instead of repeated attribute lookups.
-        if self.future_bound_ms and not refold and from_the_future(event.ts_ms, self.wall_clock_ms,
-                                                                   self.future_bound_ms):
+        if (self.future_bound_ms and not refold
+                and from_the_future(event.ts_ms, self.wall_clock_ms, self.future_bound_ms)):
             return self._from_the_future(event)
         if isinstance(event, Watermark):
             self.counters.watermarks += 1

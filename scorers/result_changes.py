@@ -124,8 +124,8 @@ def newest_verdicts(results: Iterable[dict[str, Any]]) -> dict[str, tuple[int, d
 
 def verdicts(result: dict[str, Any]) -> dict[str, Verdict]:
     """A result's verdicts by name, in the order the result lists them."""
-    found = {metric["metric"]: Verdict(metric.get("score"), metric.get("passed")) for metric in result.get("metrics",
-                                                                                                           [])}
+    found = {metric["metric"]: Verdict(metric.get("score"), metric.get("passed"))
+             for metric in result.get("metrics", [])}
     for cohort in result.get("cohorts", []):
         found[COHORT_PREFIX + cohort["cohort_id"]] = Verdict(cohort.get("weighted_score"), cohort.get("passed"))
     successful = (result.get("evaluation") or {}).get(IS_SUCCESSFUL)

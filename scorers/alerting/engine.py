@@ -123,8 +123,8 @@ class AlertEngine:
         return alerts
 
     def _scopes_of(self, rule: AlertRule) -> list[str]:
-        return [scope for scope in self.windows.scopes(rule.window_ms, rule.metric or "") if scope_matches(rule.scope,
-                                                                                                           scope)]
+        return [scope for scope in self.windows.scopes(rule.window_ms, rule.metric or "")
+                if scope_matches(rule.scope, scope)]
 
     # ---------------------------------------------------------------------------------- results
 

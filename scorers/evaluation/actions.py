@@ -137,8 +137,8 @@ def first_fit_pairing(references: list[Any], predictions: list[Any], matches: Ca
     """The harness's pairing: each reference, in order, takes the first unused prediction it matches."""
     used: set[int] = set()
     for reference in references:
-        found = next((j for j, prediction in enumerate(predictions) if j not in used and matches(reference,
-                                                                                                 prediction)), None)
+        found = next((j for j, prediction in enumerate(predictions)
+                      if j not in used and matches(reference, prediction)), None)
         if found is None:
             return False
         used.add(found)

@@ -53,8 +53,8 @@ def record_diff(expected: Any, actual: Any, field_name: str = "") -> dict[str, A
         if len(expected) != len(actual):
             return {"type": "list_length_mismatch", "expected": expected, "actual": actual,
                     "expected_length": len(expected), "actual_length": len(actual)}
-        differences = [{"index": index, "diff": diff} for index, (left, right) in enumerate(zip(expected, actual,
-                                                                                                strict=True))
+        differences = [{"index": index, "diff": diff}
+                       for index, (left, right) in enumerate(zip(expected, actual, strict=True))
                        if (diff := record_diff(left, right)) is not None]
         return {"type": "list_differences", "differences": differences} if differences else None
     return {"type": "value_mismatch", "expected": expected, "actual": actual}

@@ -81,8 +81,8 @@ def _hallucination(metric: QaMetric, heuristic: MetricResult, answer: Any) -> Me
     issues = answer["issues"]
     major = sum(1 for issue in issues if issue["severity"] == MAJOR)
     minor = sum(1 for issue in issues if issue["severity"] == MINOR)
-    by_type = {kind: sum(1 for issue in issues if issue["type"] == kind) for kind in (FABRICATION, CONTRADICTION,
-                                                                                      CONFUSION)}
+    by_type = {kind: sum(1 for issue in issues if issue["type"] == kind)
+               for kind in (FABRICATION, CONTRADICTION, CONFUSION)}
     return _llm_result(
         metric,
         len(issues),

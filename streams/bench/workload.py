@@ -170,11 +170,11 @@ class Workload:
                     {"to": rng.choice(["greet", "verify", "resolve", "close"])})
             if c % 8 == 5 and k == 2:
                 add(call_id, base + 1950, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai",
-                    "type": "llm-function-call-in-progress", "data": {"tool_call_id": "f1",
-                                                                      "function_name": "transfer_call"}}})
+                    "type": "llm-function-call-in-progress",
+                    "data": {"tool_call_id": "f1", "function_name": "transfer_call"}}})
                 add(call_id, base + 1960, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai",
-                    "type": "llm-function-call-stopped", "data": {"tool_call_id": "f1", "cancelled": False,
-                                                                  "result": {"ok": 1}}}})
+                    "type": "llm-function-call-stopped",
+                    "data": {"tool_call_id": "f1", "cancelled": False, "result": {"ok": 1}}}})
             if c % 11 == 3:
                 add(call_id, base + 1990, "latency", {"latency_ms": 600 + rng.randint(0, 1500)})
             add(call_id, base + 1500 + rng.randint(400, 2500), "rtvi",
