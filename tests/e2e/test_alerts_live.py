@@ -103,8 +103,8 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
         worker.wait_ready()
         asyncio.run(publish_rule(settings, names.alert_rules, TOPIC_RULE))
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (get_alerts(worker) or {}).get("rules") != ["agent latency",
-                                                                                          "all latency"]:
+        while (time.monotonic() < deadline
+               and (get_alerts(worker) or {}).get("rules") != ["agent latency", "all latency"]):
             time.sleep(0.3)
         assert (get_alerts(worker) or {}).get("rules") == ["agent latency", "all latency"]
         in_force = get_alerts(worker, "/alerts/rules")

@@ -147,8 +147,9 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert http(worker, "GET", "/cohorts/brief")[0] == 404
         # Eight clients create one cohort at once: one is told it did, the others that it exists.
         with ThreadPoolExecutor(8) as pool:
-            answers = list(pool.map(lambda i: http(worker, "POST", "/cohorts", {**COHORT, "cohort_id": "race",
-                                                                                "name": f"writer {i}"}), range(8)))
+            answers = list(pool.map(
+                lambda i: http(worker, "POST", "/cohorts", {**COHORT, "cohort_id": "race", "name": f"writer {i}"}),
+                range(8)))
         assert sorted(status for status, _ in answers) == [201] + [409] * 7
         [winner] = [body["name"] for status, body in answers if status == 201]
         assert http(worker, "GET", "/cohorts/race")[1]["name"] == winner

@@ -75,7 +75,7 @@ def test_a_message_in_the_logs_encoding_is_written_as_it_came_and_what_no_encodi
     as_json = json.dumps(_event(call, 2)).encode()
     huge = json.dumps(_event(call, 3, "rtvi",
                              {"side": "agent", "message": {"label": "rtvi-ai", "type": "server-message",
-                                                                            "data": {"trace": 2 ** 70}}})).encode()
+                                                           "data": {"trace": 2 ** 70}}})).encode()
 
     def record(value: bytes, log_format: str, recording: TopicRecording) -> list[bytes]:
         written: list[bytes] = []

@@ -102,8 +102,8 @@ def test_unknown_metric_names_it_and_lists_the_known_metrics():
 
 
 def test_a_metric_listed_twice_is_refused():
-    assert "`metrics[1].metric`: metric 'wer' is listed twice" in error_of(doc(metrics=[{"metric": "wer"},
-                                                                                        {"metric": "wer"}]))
+    assert "`metrics[1].metric`: metric 'wer' is listed twice" in error_of(
+        doc(metrics=[{"metric": "wer"}, {"metric": "wer"}]))
 
 
 @pytest.mark.parametrize(
@@ -151,8 +151,8 @@ def test_empty_name_is_refused_unless_deleting():
 
 def test_an_llm_criterion_needs_a_question():
     assert "`criteria[0]`" in error_of(doc(criteria=[{"name": "a", "kind": "llm"}]))
-    assert "`criteria[0].question` must not be empty" in error_of(doc(criteria=[{"name": "a", "kind": "llm",
-                                                                                 "question": " "}]))
+    assert "`criteria[0].question` must not be empty" in error_of(
+        doc(criteria=[{"name": "a", "kind": "llm", "question": " "}]))
 
 
 def test_criterion_names_must_be_unique():

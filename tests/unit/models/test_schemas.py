@@ -180,8 +180,8 @@ def test_alert_events_and_the_sample_rules_validate_against_their_schemas(tmp_pa
     validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "alert-rule.json").read_text()))
     for rule in rules:
         assert validator.is_valid(rule), list(validator.iter_errors(rule))[:1]
-    assert not validator.is_valid({**rules[0], "fire_below": 1.5}) and not validator.is_valid({**rules[0],
-                                                                                               "colour": "red"})
+    assert (not validator.is_valid({**rules[0], "fire_below": 1.5})
+            and not validator.is_valid({**rules[0], "colour": "red"}))
 
 
 def _cohort_accepted(document) -> bool:

@@ -104,8 +104,8 @@ def test_numbers_compare_exactly_as_numpy_isclose_compares_them():
     pairs = [(a, b) for a in edges for b in edges]
     for _ in range(20000):
         a = rng.choice([rng.uniform(-1e3, 1e3), rng.uniform(-1, 1) * 10 ** rng.randint(-12, 300), rng.choice(edges)])
-        b = a * (1 + rng.choice([0, 1e-4, 1e-5, 9.99e-6, 1.001e-5, -1e-5, 1e-9])) + rng.choice([0, 1e-8, -1e-8, 2e-8,
-                                                                                                1e-9])
+        b = (a * (1 + rng.choice([0, 1e-4, 1e-5, 9.99e-6, 1.001e-5, -1e-5, 1e-9]))
+             + rng.choice([0, 1e-8, -1e-8, 2e-8, 1e-9]))
         pairs += [(a, b), (b, a)]
     for a, b in pairs:
         assert numbers_close(a, b) is bool(numpy.isclose(a, b)), (a, b)
@@ -142,8 +142,8 @@ def test_clean_text_alone_keeps_hyphens_and_case():
     assert is_action_match({"code": "a/b"}, [{"code": "a b"}], clean) is True
     assert is_action_match({"code": "“Deluxe”  Room"}, [{"code": "Deluxe Room"}], clean) is True
     assert is_action_match({"code": "Deluxe"}, [{"code": "deluxe"}], clean) is False
-    assert is_action_match({"code": "Deluxe"}, [{"code": "deluxe"}], MatchOptions(clean_text=True,
-                                                                                    ignore_capitalization=True)) is True
+    assert is_action_match({"code": "Deluxe"}, [{"code": "deluxe"}],
+                           MatchOptions(clean_text=True, ignore_capitalization=True)) is True
 
 
 def test_nested_lists_match_as_subsets_in_any_order():

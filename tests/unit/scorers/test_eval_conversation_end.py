@@ -211,8 +211,8 @@ def test_stop_reason_exit_is_the_agents_end_and_simulator_exit_the_simulators():
     agent = evaluation(started(), ended("[EXIT]"))
     simulator = evaluation(started("valid-terminal-state"), ended("[SIMULATOR_EXIT]"))
     assert (agent["end_conversation_tool_called"], agent["clean_exit"]) == (True, True)
-    assert (simulator["simulator_end_reported"], simulator["conversation_end_reason"]) == (True,
-                                                                                           "simulator_reported_end")
+    assert ((simulator["simulator_end_reported"], simulator["conversation_end_reason"])
+            == (True, "simulator_reported_end"))
 
 
 def test_a_false_flag_on_call_ended_stands_over_what_its_stop_reason_implies():

@@ -147,8 +147,8 @@ def evaluation(*events: object, engine: CallEngine | None = None) -> dict:
 def test_a_matching_agent_hash_matches():
     expected = db_state_hash(EXPECTED_DB)
     doc = evaluation(started(expected_db_hash=expected), db_state("agent", hash_=expected))
-    assert (doc["db_state_expected_hash"], doc["db_state_actual_hash"], doc["db_state_match"]) == (expected, expected,
-                                                                                                   True)
+    assert ((doc["db_state_expected_hash"], doc["db_state_actual_hash"], doc["db_state_match"])
+            == (expected, expected, True))
 
 
 def test_an_agent_db_without_a_hash_is_hashed_here():

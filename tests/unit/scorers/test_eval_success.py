@@ -130,8 +130,8 @@ def test_an_empty_whitelist_gates_nothing():
 def test_fewer_agent_llm_calls_than_the_floor_force_failure():
     document = {"is_action_match": True, "clean_exit": True}
     fields = success_fields(document, spec(success_signals=["is_action_match", "clean_exit"]), 1)  # 1 < default 2
-    assert (fields["is_successful"], fields["is_task_successful"], fields["insufficient_agent_turns"]) == (False, False,
-                                                                                                           True)
+    assert ((fields["is_successful"], fields["is_task_successful"], fields["insufficient_agent_turns"])
+            == (False, False, True))
     assert fields["min_agent_turns"] == 2  # the floor it fell short of: scenarios each carry their own
     assert success_fields(document, spec(min_agent_turns=5), 4)["min_agent_turns"] == 5
     # The breakdown still shows what each signal said; the run summary skips the call per signal.
@@ -254,8 +254,8 @@ def test_a_scenario_document_scores_every_signal():
     _, results = run_call(full_scenario_call())
     doc = results[-1].evaluation
     assert doc["is_action_match"] is True
-    assert (doc["db_state_match"], doc["db_state_assertion_pass_rate"], doc["nl_assertion_pass_rate"]) == (True, 1.0,
-                                                                                                           1.0)
+    assert ((doc["db_state_match"], doc["db_state_assertion_pass_rate"], doc["nl_assertion_pass_rate"])
+            == (True, 1.0, 1.0))
     assert (doc["judge_score"], doc["judge_passed"], doc["clean_exit"]) == (0.9, True, True)
     assert doc["success_breakdown"] == {
         "passed": ["db_state_match", "nl_assertion", "clean_exit"],

@@ -112,8 +112,8 @@ def test_recorded_judge_scores_outside_0_to_1_are_held_to_it_and_odd_ones_are_an
     assert judged({"score": 1, "reason": "r"})["judge_score"] == 1.0
     for odd, as_msgpack in (("high", False), ([0.5], True)):
         fields = judged({"score": odd, "reason": "r"}, as_msgpack)
-        assert fields["judge_score"] == 0.0 and fields["judge_result"]["reason"].startswith("Error: judge score is "
-                                                                                            "not a number")
+        assert fields["judge_score"] == 0.0 and fields["judge_result"]["reason"].startswith(
+            "Error: judge score is not a number")
     verdicts = judged({"score": 1.0, "reason": "r", "nl_assertion_verdicts": [{"index": "first", "passed": True}]},
                       as_msgpack=True)["judge_result"]["nl_assertion_verdicts"]
     assert verdicts[0]["passed"] is False

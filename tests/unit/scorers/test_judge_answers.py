@@ -60,8 +60,8 @@ def test_ratings_are_clamped_to_0_100_and_null_stays_null():
     answer = qa_with(kb_recall={"score": -5, "reason": ""}, naturalness={"score": 130.5, "reason": ""},
                      transition_accuracy={"score": None, "reason": "no transitions"})
     qa = parse_qa_answer(answer, requests().qa).qa
-    assert (qa["kb_recall"]["score"], qa["naturalness"]["score"], qa["transition_accuracy"]["score"]) == (0.0, 100.0,
-                                                                                                          None)
+    assert ((qa["kb_recall"]["score"], qa["naturalness"]["score"], qa["transition_accuracy"]["score"])
+            == (0.0, 100.0, None))
     assert qa["tool_call_accuracy"] == {"score": 90.0, "reason": "Right tool, right time."}
 
 
@@ -195,8 +195,8 @@ def test_failed_requests_are_recorded_where_each_fallback_reads_them():
     event = judge_result_event(reqs, "judge-test", qa_error="HTTP 500 from the judge", evaluation_error="timed out")
     assert event.data.qa == {"error": "HTTP 500 from the judge"}
     assert (event.data.criteria, event.data.evaluation, event.data.error) == (None, None, "timed out")
-    assert (event.data.input["system_prompt"], event.data.input["user_content"]) == (reqs.evaluation.system_prompt,
-                                                                                     reqs.evaluation.user_content)
+    assert ((event.data.input["system_prompt"], event.data.input["user_content"])
+            == (reqs.evaluation.system_prompt, reqs.evaluation.user_content))
 
 
 def test_a_failed_qa_request_alone_gives_no_evaluation_error():
@@ -212,8 +212,8 @@ def test_an_evaluation_error_scores_0_with_error_reason():
     event = judge_result_event(reqs, "judge-test", qa_error="x", evaluation_error="the judge did not answer within 2 s")
     _, results = run_call(judged_call() + [event])
     evaluation = results[-1].evaluation
-    assert (evaluation["judge_score"], evaluation["judge_passed"], evaluation["nl_assertion_pass_rate"]) == (0.0, False,
-                                                                                                             0.0)
+    assert ((evaluation["judge_score"], evaluation["judge_passed"], evaluation["nl_assertion_pass_rate"])
+            == (0.0, False, 0.0))
     assert evaluation["judge_result"]["reason"] == "Error: the judge did not answer within 2 s"
     assert evaluation["judge_result"]["judge_input"] == reqs.evaluation.input()
 

@@ -23,8 +23,8 @@ def test_value_is_the_median_and_details_hold_the_full_statistics():
     e2e = m.details["e2e"]
     assert e2e["count"] == 3
     assert e2e["mean"] == pytest.approx(5000 / 3)
-    assert (e2e["p50"], e2e["p90"], e2e["p95"], e2e["p99"], e2e["min"], e2e["max"]) == (1200, 3000, 3000, 3000, 800,
-                                                                                        3000)
+    assert ((e2e["p50"], e2e["p90"], e2e["p95"], e2e["p99"], e2e["min"], e2e["max"])
+            == (1200, 3000, 3000, 3000, 800, 3000))
 
 
 def test_median_of_an_even_count_is_the_upper_middle_sample():

@@ -236,8 +236,8 @@ def test_a_domain_subclass_sets_its_defaults_as_dataclass_fields():
         success_signals: tuple = (SuccessSignal.ACTION_MATCH, SuccessSignal.CLEAN_EXIT)
 
     scenario = RestaurantScenario(name="restaurant__1")
-    assert (scenario.domain, scenario.to_scenario_spec()["success_signals"]) == ("restaurant",
-                                                                                 ["is_action_match", "clean_exit"])
+    assert ((scenario.domain, scenario.to_scenario_spec()["success_signals"])
+            == ("restaurant", ["is_action_match", "clean_exit"]))
 
 
 def test_a_subclass_sets_its_parts_as_class_attributes_as_the_harness_classes_do():

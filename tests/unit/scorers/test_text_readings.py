@@ -134,8 +134,8 @@ JIWER_NORMALISE = jiwer.Compose([_FoldCase(), jiwer.SubstituteRegexes({r"\.\.+|-
 def _random_unicode_texts(count: int, seed: int) -> list[str]:
     """Characters from anywhere in Unicode (punctuation of every block among them), with spaces."""
     rng = random.Random(seed)
-    return ["".join(" " if rng.random() < 0.2 else chr(rng.randrange(sys.maxunicode + 1)) for _ in range(rng.randint(0,
-                                                                                                                     12)))
+    return ["".join(" " if rng.random() < 0.2 else chr(rng.randrange(sys.maxunicode + 1))
+                    for _ in range(rng.randint(0, 12)))
             for _ in range(count)]
 
 
@@ -155,8 +155,8 @@ def test_wer_aligns_as_jiwer_does_with_its_own_normalisation():
     texts = TEXTS + _random_texts(600, seed=7) + _random_unicode_texts(600, seed=8)
     rng = random.Random(9)
     for reference, hypothesis in zip(texts, rng.sample(texts, len(texts)), strict=True):
-        assert edit_distance(reference, hypothesis).errors == _jiwer_edit_distance(reference, hypothesis), (reference,
-                                                                                                            hypothesis)
+        assert edit_distance(reference, hypothesis).errors == _jiwer_edit_distance(reference, hypothesis), (
+            reference, hypothesis)
 
 
 def test_the_punctuation_table_stops_remembering_other_characters_at_its_cap_and_reads_the_same(monkeypatch):

@@ -81,8 +81,8 @@ def test_with_the_server_answering_the_evaluation_judge_fills_judge_result(fake)
     _, _, second = judge_call(fake)
     evaluation = second.evaluation
     # 2 of 3 assertions pass; 0.8 ≥ 0.7.
-    assert (evaluation["judge_score"], evaluation["judge_passed"], evaluation["nl_assertion_pass_rate"]) == (0.8, True,
-                                                                                                             2 / 3)
+    assert ((evaluation["judge_score"], evaluation["judge_passed"], evaluation["nl_assertion_pass_rate"])
+            == (0.8, True, 2 / 3))
     assert [v["assertion"] for v in evaluation["judge_result"]["nl_assertion_verdicts"]] == ASSERTIONS
     (request,) = fake.received(EVALUATION_SCHEMA_NAME)
     assert evaluation["judge_result"]["judge_input"] == {"system_prompt": request["messages"][0]["content"],

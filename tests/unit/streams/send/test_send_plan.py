@@ -33,8 +33,8 @@ def delivered(plan: SendPlan, records: list[bytes]) -> dict[int, list[tuple[str 
     messages = [m for raw in records for m in plan.add(raw)] + plan.finish()
     by_partition: dict[int, list] = {}
     for message in messages:
-        partition = message.partition if message.partition is not None else partition_for(message.key.decode(),
-                                                                                          PARTITIONS)
+        partition = (message.partition if message.partition is not None
+                     else partition_for(message.key.decode(), PARTITIONS))
         decoded = decode_message(message.value, plan.max_message_bytes)
         seen = by_partition.setdefault(partition, [])
         seen += [(e.event_id, e.call_id) for e in decoded.events]
@@ -151,8 +151,8 @@ def test_a_batch_item_that_is_a_batch_holding_a_good_event_is_refused_by_the_wor
     plan = SendPlan(PARTITIONS)
     sent = list(plan.add(record)) + plan.finish()
     by_worker = [decode_message(m.value) for m in sent]
-    assert [e.event_id for d in by_worker for e in d.events] == [e.event_id for e in replayed.events] == [f"{a}:1",
-                                                                                                          f"{b}:2"]
+    assert ([e.event_id for d in by_worker for e in d.events] == [e.event_id for e in replayed.events]
+            == [f"{a}:1", f"{b}:2"])
     assert sum(len(d.rejected) for d in by_worker) == len(replayed.rejected) == 1
 
 
@@ -169,8 +169,8 @@ def test_a_record_too_large_for_the_worker_is_not_sent_but_dead_lettered_in_its_
     from streams.send.sender import refused_document
 
     letter = msgspec.json.decode(refused_document(refusal, "p.events"), type=DeadLetterDocument)
-    assert (letter.topic, letter.partition, letter.offset, letter.original_size) == ("p.events", refusal.partition, -1,
-                                                                                     len(huge))
+    assert ((letter.topic, letter.partition, letter.offset, letter.original_size)
+            == ("p.events", refusal.partition, -1, len(huge)))
 
 
 def test_an_event_with_bytes_that_are_no_utf8_in_a_field_the_contract_ignores_goes_as_it_was():
@@ -205,8 +205,8 @@ def test_a_batch_item_that_is_itself_a_batch_is_refused_by_the_worker_too():
     plan = SendPlan(PARTITIONS)
     sent = list(plan.add(record)) + plan.finish()
     assert [e for m in sent for e in decode_message(m.value).events] == []
-    assert [r.reason.split(": ", 1)[1] for m in sent for r in decode_message(m.value).rejected] == [reason.split(": ",
-                                                                                                                 1)[1]]
+    assert ([r.reason.split(": ", 1)[1] for m in sent for r in decode_message(m.value).rejected]
+            == [reason.split(": ", 1)[1]])
 
 
 def test_a_record_of_several_calls_goes_as_one_message_per_partition_after_what_its_calls_hold():

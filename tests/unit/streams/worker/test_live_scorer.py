@@ -219,8 +219,8 @@ def test_a_batch_item_refused_by_the_engine_names_its_place_in_the_batch_after_a
                                                           "data": {"agent_id": "a1"}}]}
     for offset, (tag, batch) in enumerate((("one", one_call), ("across", across_calls)), start=7):
         out = live.handle(msgspec.msgpack.encode(batch), "callqa.events", 0, offset)
-        assert [(letter.event_id, letter.batch_index) for letter in out.dead_letters] == [(f"bad-{tag}", 0),
-                                                                                          (f"late-{tag}", 1)]
+        assert ([(letter.event_id, letter.batch_index) for letter in out.dead_letters]
+                == [(f"bad-{tag}", 0), (f"late-{tag}", 1)])
 
 
 def test_a_refused_batch_item_is_dead_lettered_alone_not_with_the_whole_batch():
@@ -465,7 +465,7 @@ def test_offsets_that_start_again_lower_are_a_re_created_topic_whose_new_message
     assert live.partitions[0].journaled_through_offset == 2
     again = [message("call.started", {"agent_id": "a1"}, "n1", T0 + 5000, "c2"),
              message("call.ended", {"stop_reason": "[EXIT]"}, "n2", T0 + 6000, "c2")]
-    published = [r.call_id for offset, raw in enumerate(again) for r in handle_as_the_worker_does(live, raw, offset,
-                                                                                                  journal).results]
+    published = [r.call_id for offset, raw in enumerate(again)
+                 for r in handle_as_the_worker_does(live, raw, offset, journal).results]
     assert published == ["c2"]
     assert live.offsets_went_back == 1 and "came after offset 2: the topic was re-created or truncated" in caplog.text

@@ -33,8 +33,8 @@ def replayed(log: list[bytes], partitions: int, settings: dict) -> tuple[dict, c
 
 def sent_and_scored(log: list[bytes], partitions: int, batch_size: int,
                     settings: dict) -> tuple[dict, collections.Counter]:
-    topic = {partition: collections.deque(messages) for partition, messages in sent(log, partitions,
-                                                                                    batch_size).items()}
+    topic = {partition: collections.deque(messages)
+             for partition, messages in sent(log, partitions, batch_size).items()}
     live = LiveScorer(engine(settings), topic_partitions=partitions)
     results: dict[str, list[bytes]] = {}
     dead: collections.Counter = collections.Counter()
