@@ -30,6 +30,7 @@ from scorers.runs import render_all_summary
 from streams.kafka.clients import retrying
 from streams.kafka.topic_reader import follow_topic
 from streams.web.cohort_writes import CohortWrites
+from streams.web.pages import install_pages
 from streams.web.results_view import ResultsView
 
 
@@ -82,6 +83,7 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
     names = callqa.topics
     registry = callqa.live.engine.registry
     writes = CohortWrites(book, app.topic(names.cohorts, key_type=bytes, value_type=bytes, partitions=1))
+    install_pages(app)  # the web UI at `/` (streams/web/pages.py)
 
     # The view reads every result the workers publish, straight into the typed result: it reads it
     # typed, and decoding to dicts first, to be converted after, did the work twice.
