@@ -1,0 +1,114 @@
+"""Every call of the results topic, as a worker reads it: where its latest result lies (in the result
+spool, streams/web/result_spool.py), what is needed to filter and chart it without reading that
+document again, and the minute totals of the pass-rate series (scorers/timeseries.py).
+
+Every worker reads the whole results topic (outside the consumer group), so every worker's index
+holds every call, whichever worker scored it: `GET /calls/{id}` is answered by the worker asked.
+A call counts with its newest version; the same version read again (published again after a crash)
+replaces the earlier copy, as in the run summaries; an older version read late changes nothing.
+Per call the index keeps a small Struct (some 300 bytes with the dict's entry: docs/reference/http-api.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Iterable, Iterator
+
+import msgspec
+
+from models.results import CallResult
+from scorers.call_verdicts import encode_verdicts
+from scorers.timeseries import CallPoint, Timeseries, call_scopes
+from streams.web.result_spool import NO_PREVIOUS, ResultSpool
+
+
+class IndexedCall(msgspec.Struct, gc=False):
+    """What the index keeps of a call's latest version (out of the cyclic GC: strings and numbers only)."""
+
+    version: int
+    position: int  # of its document in the spool
+    time_ms: int  # the call's time: its end, else the event that produced the result
+    event_ts_ms: int | None
+    ended_ts_ms: int | None
+    agent_id: str | None
+    run_id: str | None
+    cohorts: tuple[str, ...]  # the cohorts with a verdict on it
+    verdicts: bytes  # scorers/call_verdicts.py, in the index's metric order
+    scores: bytes
+
+    def point(self) -> CallPoint:
+        return CallPoint(self.time_ms, call_scopes(self.agent_id, self.cohorts), self.verdicts, self.scores)
+
+
+# Told of every new version a worker reads: (result, the call's entry before, None for a new call).
+NewVersion = Callable[[CallResult, IndexedCall | None], None]
+
+
+def call_time(result: CallResult) -> int:
+    """When a call happened, for its place in time: its end, else the event that produced the result."""
+    if result.ended_ts_ms is not None:
+        return result.ended_ts_ms
+    return result.event_ts_ms if result.event_ts_ms is not None else 0
+
+
+class CallIndex:
+    def __init__(self, metric_names: list[str], spool_dir: str | None = None) -> None:
+        self.metric_names = list(metric_names)
+        self.metric_order = {name: place for place, name in enumerate(self.metric_names)}
+        self.calls: dict[str, IndexedCall] = {}
+        self.series = Timeseries(len(self.metric_names))
+        self.spool = ResultSpool(spool_dir)
+        self.newest_ms: int | None = None  # the latest call time read
+        self.results_read = 0
+        self.on_new_version: list[NewVersion] = []
+        self._cohort_tuples: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per distinct set
+
+    def add(self, document: bytes, result: CallResult) -> bool:
+        """Index a result as published (`document`, decoded as `result`). False: an older version, ignored."""
+        self.results_read += 1
+        held = self.calls.get(result.call_id)
+        if held is not None and result.version < held.version:
+            return False
+        if held is None:
+            previous = NO_PREVIOUS
+        elif result.version > held.version:
+            previous = held.position
+        else:  # the same version again: it replaces the copy read before
+            previous = self.spool.previous(held.position)
+        verdicts, scores = encode_verdicts(result.metrics, self.metric_order)
+        cohorts = tuple(v.cohort_id for v in result.cohorts)
+        entry = IndexedCall(
+            version=result.version, position=self.spool.append(document, previous), time_ms=call_time(result),
+            event_ts_ms=result.event_ts_ms, ended_ts_ms=result.ended_ts_ms,
+            agent_id=sys.intern(result.agent_id) if result.agent_id else None,
+            run_id=sys.intern(result.run_id) if result.run_id else None,
+            cohorts=self._cohort_tuples.setdefault(cohorts, cohorts), verdicts=verdicts, scores=scores)
+        if held is not None:
+            self.series.add(held.point(), -1)
+        self.series.add(entry.point(), +1)
+        self.calls[result.call_id] = entry
+        if self.newest_ms is None or entry.time_ms > self.newest_ms:
+            self.newest_ms = entry.time_ms
+        if held is None or result.version > held.version:
+            for listener in self.on_new_version:
+                listener(result, held)
+        return True
+
+    def document(self, call_id: str) -> bytes | None:
+        """The call's latest result as published."""
+        entry = self.calls.get(call_id)
+        return None if entry is None else self.spool.read(entry.position)[1]
+
+    def versions(self, call_id: str) -> list[bytes]:
+        """Every version read of the call, oldest first."""
+        entry = self.calls.get(call_id)
+        return [] if entry is None else self.spool.chain(entry.position)
+
+    def results(self, call_ids: Iterable[str]) -> Iterator[dict[str, Any]]:
+        for call_id in call_ids:
+            document = self.document(call_id)
+            if document is not None:
+                yield msgspec.json.decode(document)
+
+    def __len__(self) -> int:
+        return len(self.calls)
