@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from models.wire import JSONL_LOG
 from streams.partitioning import partition_for
+from streams.replay.record import record_events_topic
+from streams.topics import TopicNames
 from tests.helpers.livekit import latest_by_call, replay_results, send, settings_for, start_worker
 
 pytestmark = pytest.mark.broker
@@ -200,6 +203,13 @@ def test_reviewers_writes_rescore_the_call_and_content_asks_for_the_token(broker
         assert _post(worker, "/calls/no-such-call/annotations", {"user_sentiment": "Negative"}, API_TOKEN)[0] == 404
     finally:
         worker.stop()
+    # The reviewer's events are in the events topic like any other: its replay gives the same versions.
+    recorded = str(Path(tempfile.mkdtemp()) / "topic.jsonl")
+    settings = settings_for(broker, topic_prefix, PARTITIONS)
+    with open(recorded, "wb") as out:
+        record_events_topic(settings, TopicNames(topic_prefix).events, out.write, JSONL_LOG)
+    replayed = latest_by_call(replay_results(recorded, PARTITIONS)[0])
+    assert replayed[call_id] == history[-1]["result"]
 
 
 def test_an_open_call_answers_its_metrics_so_far_marked_not_final(broker, topic_prefix):
