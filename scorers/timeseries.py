@@ -53,42 +53,50 @@ class Timeseries:
         """Count a call's version (`sign` -1: take it back)."""
         minute = point.time_ms // MINUTE_MS
         scores = decode_scores(point.scores)
+        # What the call adds, worked out once for all its scopes: (place in the totals, amount).
+        changes = [(0, sign)]
+        for place, verdict in enumerate(point.verdicts):
+            if verdict == NOT_LISTED or verdict == NA:
+                continue
+            at = 1 + 3 * place
+            changes.append((at, sign))
+            if verdict == PASS:
+                changes.append((at + 1, sign))
+            changes.append((at + 2, sign * scores[place]))
+        width = 1 + 3 * self.metric_count
         for scope in point.scopes:
             key = (scope, minute)
             totals = self._minutes.get(key)
             if totals is None:
-                totals = self._minutes[key] = [0] * (1 + 3 * self.metric_count)
-            totals[0] += sign
-            for place, verdict in enumerate(point.verdicts):
-                if verdict == NOT_LISTED or verdict == NA:
-                    continue
-                at = 1 + 3 * place
-                totals[at] += sign
-                if verdict == PASS:
-                    totals[at + 1] += sign
-                totals[at + 2] += sign * scores[place]
+                totals = self._minutes[key] = [0] * width
+            for at, amount in changes:
+                totals[at] += amount
             if totals[0] == 0:
                 del self._minutes[key]
 
     def buckets(self, scope: str, place: int, from_ms: int, to_ms: int, step_ms: int) -> list[Bucket]:
         """The buckets of `step_ms` from `from_ms` (a whole minute) to `to_ms` for the metric at `place`.
         `step_ms` is a whole number of minutes."""
+        return self.table(scope, from_ms, to_ms, step_ms)[place]
+
+    def table(self, scope: str, from_ms: int, to_ms: int, step_ms: int) -> list[list[Bucket]]:
+        """Every metric's buckets (by place), from one pass over the range's minutes."""
         count = max(0, -(-(to_ms - from_ms) // step_ms))
-        sums = [[0, 0, 0, 0] for _ in range(count)]
+        width = 1 + 3 * self.metric_count
+        sums = [[0] * width for _ in range(count)]
         first, last = from_ms // MINUTE_MS, -(-to_ms // MINUTE_MS)
         per_bucket = step_ms // MINUTE_MS
-        at = 1 + 3 * place
         minutes = self._minutes
         for minute in range(first, last):
             totals = minutes.get((scope, minute))
             if totals is None:
                 continue
             bucket = sums[(minute - first) // per_bucket]
-            bucket[0] += totals[0]
-            bucket[1] += totals[at]
-            bucket[2] += totals[at + 1]
-            bucket[3] += totals[at + 2]
-        return [Bucket(from_ms + i * step_ms, *s) for i, s in enumerate(sums)]
+            for at, value in enumerate(totals):
+                if value:
+                    bucket[at] += value
+        return [[Bucket(from_ms + i * step_ms, s[0], s[1 + 3 * place], s[2 + 3 * place], s[3 + 3 * place])
+                 for i, s in enumerate(sums)] for place in range(self.metric_count)]
 
     def calls(self, scope: str, from_ms: int, to_ms: int) -> int:
         first, last = from_ms // MINUTE_MS, -(-to_ms // MINUTE_MS)

@@ -19,8 +19,7 @@ from typing import Any, Callable, Iterator
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from models.results import CallResult
-from scorers.call_verdicts import VERDICT_WORDS
+from scorers.call_verdicts import NO_SCORE, VERDICT_WORDS, decode_scores
 from streams.web.call_index import CallIndex, IndexedCall
 
 OTHER_AGENT = "other"
@@ -49,51 +48,56 @@ class AgentLabels:
 
 @dataclass
 class ResultTallies:
-    """Counted from the index's new versions: verdicts of every version (counters), of each call's
-    latest version (gauges), and the scores of every version (histograms)."""
+    """Counted from the index's new versions, from the verdict and score bytes the index keeps (a result
+    is not read again): verdicts of every version (counters), of each call's latest version (gauges),
+    and the scores of every version (histograms)."""
 
     agents: AgentLabels
     metric_names: list[str]
     results: dict[str, int] = field(default_factory=dict)  # agent -> result versions
-    verdicts: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (metric, agent, verdict)
-    latest: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    score_counts: dict[str, list[int]] = field(default_factory=dict)  # metric -> count per bucket (not cumulative)
-    score_sums: dict[str, float] = field(default_factory=dict)
+    # agent -> count per (metric place, verdict code): place * 4 + code (scorers/call_verdicts.py)
+    verdicts: dict[str, list[int]] = field(default_factory=dict)
+    latest: dict[str, list[int]] = field(default_factory=dict)
+    score_counts: list[list[int]] = field(default_factory=list)  # per metric place: count per bucket (not cumulative)
+    score_tenths: list[int] = field(default_factory=list)  # per metric place: the sum of the scores, in tenths
 
-    def count(self, result: CallResult, held: IndexedCall | None, now: IndexedCall) -> None:
-        agent = self.agents.of(result.agent_id)
+    def __post_init__(self) -> None:
+        self.score_counts = [[0] * (len(SCORE_BUCKETS) + 1) for _ in self.metric_names]
+        self.score_tenths = [0] * len(self.metric_names)
+
+    def count(self, held: IndexedCall | None, now: IndexedCall) -> None:
+        agent = self.agents.of(now.agent_id)
         self.results[agent] = self.results.get(agent, 0) + 1
-        for metric in result.metrics:
-            verdict = "na" if metric.score is None else "pass" if metric.passed else "fail"
-            key = (metric.metric, agent, verdict)
-            self.verdicts[key] = self.verdicts.get(key, 0) + 1
-            if metric.score is not None:
-                counts = self.score_counts.setdefault(metric.metric, [0] * (len(SCORE_BUCKETS) + 1))
-                counts[_bucket(metric.score)] += 1
-                self.score_sums[metric.metric] = self.score_sums.get(metric.metric, 0.0) + metric.score
+        self._add(self.verdicts, agent, now.verdicts, 1)
+        for place, tenths in enumerate(decode_scores(now.scores)):
+            if tenths != NO_SCORE:
+                self.score_counts[place][max(0, (tenths - 1) // 100)] += 1  # (bounds 10, 20, ... 100)
+                self.score_tenths[place] += tenths
         if held is not None:
-            self._latest(held, -1)
-        self._latest(now, +1)
+            self._add(self.latest, self.agents.of(held.agent_id), held.verdicts, -1)
+        self._add(self.latest, agent, now.verdicts, 1)
 
-    def _latest(self, entry: IndexedCall, sign: int) -> None:
-        agent = self.agents.of(entry.agent_id)
-        for name, verdict in zip(self.metric_names, entry.verdicts):
-            word = VERDICT_WORDS.get(verdict)
-            if word is not None:
-                key = (name, agent, word)
-                self.latest[key] = self.latest.get(key, 0) + sign
+    def _add(self, counts: dict[str, list[int]], agent: str, verdicts: bytes, sign: int) -> None:
+        tally = counts.get(agent)
+        if tally is None:
+            tally = counts[agent] = [0] * (4 * len(self.metric_names))
+        for place, code in enumerate(verdicts):
+            tally[4 * place + code] += sign
 
-
-def _bucket(score: float) -> int:
-    for place, bound in enumerate(SCORE_BUCKETS):
-        if score <= bound:
-            return place
-    return len(SCORE_BUCKETS)
+    def samples(self, counts: dict[str, list[int]]) -> list[tuple[list[str], int]]:
+        """([metric, agent, verdict], value) of every non-zero count."""
+        rows = []
+        for agent, tally in sorted(counts.items()):
+            for place, name in enumerate(self.metric_names):
+                for code, word in VERDICT_WORDS.items():
+                    if tally[4 * place + code]:
+                        rows.append(([name, agent, word], tally[4 * place + code]))
+        return sorted(rows)
 
 
 def watch_index(index: CallIndex, max_agents: int) -> ResultTallies:
     tallies = ResultTallies(AgentLabels(max_agents), index.metric_names)
-    index.on_new_version.append(lambda result, held: tallies.count(result, held, index.calls[result.call_id]))
+    index.on_new_version.append(lambda result, held: tallies.count(held, index.calls[result.call_id]))
     return tallies
 
 
@@ -125,23 +129,25 @@ class CallqaCollector:
         yield results
         verdicts = CounterMetricFamily("callqa_metric_verdicts", "Metric verdicts of every result version read "
                                        "(deployment-wide)", labels=["metric", "agent", "verdict"])
-        for key, value in sorted(t.verdicts.items()):
-            verdicts.add_metric(list(key), value)
+        for labels, value in t.samples(t.verdicts):
+            verdicts.add_metric(labels, value)
         yield verdicts
         calls = GaugeMetricFamily("callqa_calls", "Calls by the metric verdict of their latest result (deployment-wide)",
                                   labels=["metric", "agent", "verdict"])
-        for key, value in sorted(t.latest.items()):
-            if value:
-                calls.add_metric(list(key), value)
+        for labels, value in t.samples(t.latest):
+            calls.add_metric(labels, value)
         yield calls
         scores = HistogramMetricFamily("callqa_metric_score", "Metric scores (0-100) of every result version read "
                                        "where the metric applied (deployment-wide)", labels=["metric"])
-        for metric, counts in sorted(t.score_counts.items()):
+        for place, metric in enumerate(t.metric_names):
+            counts = t.score_counts[place]
+            if not any(counts):
+                continue
             cumulative, buckets = 0, []
             for bound, count in zip([*map(str, SCORE_BUCKETS), "+Inf"], counts):
                 cumulative += count
                 buckets.append((bound, cumulative))
-            scores.add_metric([metric], buckets, sum_value=t.score_sums.get(metric, 0.0))
+            scores.add_metric([metric], buckets, sum_value=t.score_tenths[place] / 10)
         yield scores
         yield GaugeMetricFamily("callqa_calls_indexed", "Calls in this worker's index of the results topic",
                                 value=len(self.index))

@@ -29,7 +29,7 @@ from streams.web.open_calls import FORWARDED, gather_open_calls, open_call, open
 from streams.web.openapi import openapi_document
 from streams.web.prometheus import CONTENT_TYPE, CallqaCollector, WorkerHealth, consumer_lag, exposition
 from streams.web.query_params import QueryError
-from streams.web.routes import params_of
+from streams.web.routes import json_answer, params_of
 from streams.web.series_query import timeseries
 
 logger = logging.getLogger("callqa.api")
@@ -72,7 +72,7 @@ def install_query_api(callqa: Any, index: CallIndex, journal_name: str, collecto
                                run_id=params.get("run_id"), metric=params.get("metric"), verdict=params.get("verdict"),
                                from_ms=params.get("from"), to_ms=params.get("to"))
             try:
-                return self.json(list_calls(index, where, limit, params.get("cursor")))
+                return json_answer(list_calls(index, where, limit, params.get("cursor")))
             except QueryError as exc:
                 return bad_query(self, exc)
 
@@ -113,7 +113,7 @@ def install_query_api(callqa: Any, index: CallIndex, journal_name: str, collecto
     class Timeseries(faust.web.View):
         async def get(self, request: Any) -> Any:
             try:
-                return self.json(timeseries(index, params_of(request)))
+                return json_answer(timeseries(index, params_of(request)))
             except QueryError as exc:
                 return bad_query(self, exc)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp.web
+import msgspec
 
 from streams.web.query_params import Param, QueryError, parse_query
 
@@ -107,3 +108,9 @@ def reads_content(request: Any) -> bool:
         return False
     route = route_of(request)
     return route is None or route.content
+
+
+def json_answer(value: Any, status: int = 200) -> aiohttp.web.Response:
+    """A JSON answer encoded by msgspec: a day's series of every metric is some 3,000 buckets, which the
+    standard library's encoder takes several times longer to write."""
+    return aiohttp.web.Response(body=msgspec.json.encode(value), status=status, content_type="application/json")

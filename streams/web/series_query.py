@@ -47,8 +47,9 @@ def timeseries(index: CallIndex, params: dict[str, Any]) -> dict[str, Any]:
     if -(-(to_ms - from_ms) // step_ms) > MAX_BUCKETS:
         raise QueryError(f"query parameter 'step': {step_s} s makes more than {MAX_BUCKETS} buckets of this range")
     names = [metric] if metric is not None else index.metric_names
-    series = [{"metric": name, "buckets": [bucket.to_dict() for bucket in index.series.buckets(
-        scope, index.metric_order[name], from_ms, to_ms, step_ms)]} for name in names]
+    table = index.series.table(scope, from_ms, to_ms, step_ms)
+    series = [{"metric": name, "buckets": [bucket.to_dict() for bucket in table[index.metric_order[name]]]}
+              for name in names]
     return {"scope": scope, "from_ms": from_ms, "to_ms": to_ms, "step_s": step_s, "series": series,
             "totals": {"calls": index.series.calls(scope, from_ms, to_ms)}}
 
