@@ -34,6 +34,7 @@ from models.results import CallResult
 from models.wire import read_log
 from scorers.engine import CallEngine
 from streams.replay.log_replay import replay
+from streams.tuning import tune_gc
 from streams.web.api import json_errors, write_token_check
 from streams.web.call_index import CallIndex
 from streams.web.call_list import CallFilter, list_calls
@@ -162,6 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=2_000)
     parser.add_argument("--out")
     args = parser.parse_args(argv)
+    tune_gc()  # (the collector's thresholds a worker runs with)
     with tempfile.TemporaryDirectory(prefix="callqa-index-bench-") as spool_dir:
         index, report = build_index(args.calls, spool_dir)
         report.update(asyncio.run(latencies(index, args.requests)))
