@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
 import msgspec
 
 from models.call_state import CallState
@@ -68,7 +69,8 @@ async def gather_open_calls(app: Any, journal_table: str, request: Any, own: lis
         headers = {FORWARDED: "1", **({"Authorization": request.headers["Authorization"]}
                                       if "Authorization" in request.headers else {})}
         try:
-            async with app.http_client.get(url, headers=headers, timeout=GATHER_TIMEOUT_S) as response:
+            async with app.http_client.get(url, headers=headers,
+                                           timeout=aiohttp.ClientTimeout(total=GATHER_TIMEOUT_S)) as response:
                 if response.status == 200:
                     return list((await response.json()).get("calls", []))
         except Exception:  # noqa: BLE001 - a worker that does not answer is named, the rest answered
