@@ -31,9 +31,13 @@ from scorers.metric_catalog import metric_catalog
 from scorers.runs import render_all_summary
 from streams.kafka.clients import retrying
 from streams.kafka.topic_reader import follow_topic
+from streams.web.call_index import CallIndex
 from streams.web.cohort_writes import CohortWrites
 from streams.web.pages import install_pages
+from streams.web.query_params import QueryError
 from streams.web.results_view import ResultsView
+from streams.web.routes import params_of
+from streams.web.series_query import windowed_overview
 
 
 @aiohttp.web.middleware

@@ -101,3 +101,15 @@ def test_each_version_says_what_changed_and_why():
     assert [(h["version"], h["cause"]) for h in history] == [(1, "end"), (2, "annotation")]
     assert history[1]["changes"] == [{"name": "sentiment", "before": {"score": None, "passed": None},
                                       "after": {"score": 100.0, "passed": True}}]
+
+
+def test_a_cohorts_overview_over_a_range_counts_the_calls_of_that_range():
+    from streams.web.series_query import windowed_overview
+
+    index = indexed(result("early", ended=T0, cohorts=("billing",)), result("late", ended=T0 + 3_600_000, cohorts=("billing",)),
+                    result("other", ended=T0 + 3_600_000))
+    assert windowed_overview(index, "billing", {"from": T0 + 1, "to": T0 + 7_200_000})["calls"] == 1
+    assert windowed_overview(index, "billing", {"window_s": 7_200})["calls"] == 2
+    assert windowed_overview(index, "billing", {"window_s": 60})["calls"] == 1
+    with pytest.raises(QueryError, match="'window_s'"):
+        windowed_overview(index, "billing", {"window_s": 60, "from": T0})
