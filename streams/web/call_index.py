@@ -35,6 +35,8 @@ class IndexedCall(msgspec.Struct, gc=False):
     cohorts: tuple[str, ...]  # the cohorts with a verdict on it
     verdicts: bytes  # scorers/call_verdicts.py, in the index's metric order
     scores: bytes
+    scenario: str | None = None  # an evaluation scenario's name (None: a production call, which has none)
+    successful: bool | None = None  # the evaluation's is_successful
 
     def point(self) -> CallPoint:
         return CallPoint(self.time_ms, call_scopes(self.agent_id, self.cohorts), self.verdicts, self.scores)
@@ -49,6 +51,16 @@ def call_time(result: CallResult) -> int:
     if result.ended_ts_ms is not None:
         return result.ended_ts_ms
     return result.event_ts_ms if result.event_ts_ms is not None else 0
+
+
+def _scenario(result: CallResult) -> str | None:
+    name = result.evaluation.get("scenario_name")
+    return name if isinstance(name, str) and name != result.call_id else None  # (a call without one: its id)
+
+
+def _successful(result: CallResult) -> bool | None:
+    successful = result.evaluation.get("is_successful")
+    return successful if isinstance(successful, bool) else None
 
 
 class CallIndex:
@@ -82,7 +94,8 @@ class CallIndex:
             event_ts_ms=result.event_ts_ms, ended_ts_ms=result.ended_ts_ms,
             agent_id=sys.intern(result.agent_id) if result.agent_id else None,
             run_id=sys.intern(result.run_id) if result.run_id else None,
-            cohorts=self._cohort_tuples.setdefault(cohorts, cohorts), verdicts=verdicts, scores=scores)
+            cohorts=self._cohort_tuples.setdefault(cohorts, cohorts), verdicts=verdicts, scores=scores,
+            scenario=_scenario(result), successful=_successful(result))
         if held is not None:
             self.series.add(held.point(), -1)
         self.series.add(entry.point(), +1)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from scorers.call_verdicts import FAIL, NA, NOT_LISTED, PASS, verdict_words
+from scorers.runs.signals import domain_of
 from streams.web.call_index import CallIndex, IndexedCall
 from streams.web.query_params import QueryError
 
@@ -65,7 +66,9 @@ def summary(call_id: str, entry: IndexedCall, metric_names: list[str]) -> dict[s
     """A call as a row of a list: who, when, and its metrics by verdict."""
     return {"call_id": call_id, "version": entry.version, "agent_id": entry.agent_id, "run_id": entry.run_id,
             "cohort_ids": list(entry.cohorts), "time_ms": entry.time_ms, "ended_ts_ms": entry.ended_ts_ms,
-            "event_ts_ms": entry.event_ts_ms, **verdict_words(entry.verdicts, metric_names)}
+            "event_ts_ms": entry.event_ts_ms, "scenario": entry.scenario,
+            "domain": None if entry.scenario is None else domain_of(entry.scenario), "is_successful": entry.successful,
+            **verdict_words(entry.verdicts, metric_names)}
 
 
 def _matching(index: CallIndex, where: CallFilter, place: int | None,

@@ -113,3 +113,12 @@ def test_a_cohorts_overview_over_a_range_counts_the_calls_of_that_range():
     assert windowed_overview(index, "billing", {"window_s": 60})["calls"] == 1
     with pytest.raises(QueryError, match="'window_s'"):
         windowed_overview(index, "billing", {"window_s": 60, "from": T0})
+
+
+def test_a_row_names_the_evaluation_scenario_its_domain_and_success():
+    evaluated = msgspec.structs.replace(result("c1", run_id="r1"),
+                                        evaluation={"scenario_name": "telecom__bill_001", "is_successful": False})
+    production = msgspec.structs.replace(result("c2"), evaluation={"scenario_name": "c2"})
+    rows = {row["call_id"]: row for row in list_calls(indexed(evaluated, production), CallFilter())["calls"]}
+    assert (rows["c1"]["scenario"], rows["c1"]["domain"], rows["c1"]["is_successful"]) == ("telecom__bill_001", "telecom", False)
+    assert (rows["c2"]["scenario"], rows["c2"]["domain"], rows["c2"]["is_successful"]) == (None, None, None)
