@@ -21,6 +21,7 @@ from faust.exceptions import SameNode
 
 from scorers.version_history import version_history
 from streams.partitioning import partition_for
+from streams.web.call_events import journaled_events
 from streams.web.call_index import CallIndex
 from streams.web.call_list import DEFAULT_LIMIT, CallFilter, list_calls
 from streams.web.corrections import RescoreWrites
@@ -35,11 +36,12 @@ from streams.web.series_query import timeseries
 logger = logging.getLogger("callqa.api")
 
 
-def install_query_api(callqa: Any, index: CallIndex, journal_name: str, collector: CallqaCollector) -> None:
+def install_query_api(callqa: Any, index: CallIndex, journal: Any, collector: CallqaCollector) -> None:
     app: faust.App = callqa.app
     engine = callqa.live.engine
     settings = callqa.settings
     feed = LiveFeed(index)
+    journal_name = journal.name
 
     def open_call_time(call_id: str) -> int | None:
         call = open_call(engine, call_id)
@@ -90,14 +92,34 @@ def install_query_api(callqa: Any, index: CallIndex, journal_name: str, collecto
                 document = index.document(call_id)
                 if document is not None:  # as published, byte for byte
                     return aiohttp.web.Response(body=document, content_type="application/json")
-            if FORWARDED not in request.headers and not held_here(call_id):
-                try:  # (passed on with the request's headers: the token included)
-                    return await app.router.route_req(journal_name, call_id.encode(), self, request)
-                except SameNode:
-                    pass
-                except Exception as exc:  # noqa: BLE001 - the owner unknown or unreachable: say so
-                    logger.debug("GET /calls/%s: the worker holding it did not answer: %s", call_id, exc)
-            return self.notfound(f"no call {call_id!r}")
+            forwarded = await to_the_holder(self, request, call_id)
+            return forwarded if forwarded is not None else self.notfound(f"no call {call_id!r}")
+
+    async def to_the_holder(web: Any, request: Any, call_id: str) -> Any:
+        """The answer of the worker holding the call's partition, when it is another (None: this one,
+        or none that answers)."""
+        if FORWARDED in request.headers or held_here(call_id):
+            return None
+        try:  # (passed on with the request's headers: the token included)
+            return await app.router.route_req(journal_name, call_id.encode(), web, request)
+        except SameNode:
+            return None
+        except Exception as exc:  # noqa: BLE001 - the owner unknown or unreachable: answered as not found
+            logger.debug("%s: the worker holding the call did not answer: %s", request.path, exc)
+            return None
+
+    @app.page("/calls/{call_id}/events")
+    class CallEvents(faust.web.View):
+        async def get(self, request: Any, call_id: str) -> Any:
+            events = journaled_events(callqa.live.book, journal, call_id)
+            if events is not None:
+                return json_answer({"call_id": call_id, "events": events})
+            forwarded = await to_the_holder(self, request, call_id)
+            if forwarded is not None:
+                return forwarded
+            reason = ("its result is kept, its events no longer (held for CALLQA_RETENTION_AFTER_END_S after its end)"
+                      if call_id in index.calls else "no call of that id")
+            return self.notfound(f"no events of call {call_id!r}: {reason}")
 
     @app.page("/calls/{call_id}/corrections")
     class Corrections(faust.web.View):

@@ -61,6 +61,8 @@ ROUTES: tuple[Route, ...] = (
            Param("state", "choice", "closed (default): scored calls; open: calls in progress", ("closed", "open")))),
     Route("/calls/{call_id}", ("GET",), "A call's latest result (an open call's so far, final false); versions=all: every version",
           (Param("versions", "choice", "all: every version with what changed and why", ("all",)),)),
+    Route("/calls/{call_id}/events", ("GET",), "A call's events as the wire has them, from the journal of the worker "
+          "holding the call (open, or ended within the retention)"),
     Route("/calls/{call_id}/corrections", ("POST",), "Correct a user turn's transcript (publishes transcript.corrected; token)",
           body='{"turn_index": 3, "text": "...", "original": "..."}'),
     Route("/calls/{call_id}/annotations", ("POST",), "Set the post-call sentiment (publishes call.annotated; token)",

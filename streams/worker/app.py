@@ -263,7 +263,7 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     install_idle_clock(callqa)
     alerts = install_alerts(callqa)
     install_health(callqa, brokers, judge, alerts.webhook)
-    install_query_api(callqa, index, journal.name, CallqaCollector(index, tallies, worker_health(callqa, judge, alerts)))
+    install_query_api(callqa, index, journal, CallqaCollector(index, tallies, worker_health(callqa, judge, alerts)))
     return callqa
 
 

@@ -98,6 +98,26 @@ def test_every_call_is_its_replayed_latest_result_asked_of_the_worker_that_does_
         assert get_json(other, f"/calls/{call_id}") == result, call_id
 
 
+def test_a_calls_events_come_from_the_journal_of_the_worker_holding_it_whichever_is_asked(deployment):
+    workers, _, expected = deployment
+    sent: dict[str, list[str]] = {}
+    with open(SAMPLE) as log:
+        for line in log:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # (the sample holds some broken records on purpose)
+            if isinstance(event, dict) and event.get("call_id") in expected and "event_id" in event and event["event_id"] not in sent.setdefault(event["call_id"], []):
+                sent[event["call_id"]].append(event["event_id"])
+    for call_id in sorted(expected)[:5]:
+        for worker in workers:
+            answer = get_json(worker, f"/calls/{call_id}/events")
+            ids = [event["event_id"] for event in answer["events"]]
+            assert set(sent[call_id]) <= set(ids) and len(ids) == len(set(ids)), call_id
+            assert {event["call_id"] for event in answer["events"]} == {call_id}
+    assert get(workers[0], "/calls/no-such-call/events")[0] == 404
+
+
 def test_metrics_counters_equal_the_replays_totals(deployment):
     workers, results, expected = deployment
     verdicts = Counter((m["metric"], _verdict(m)) for r in results for m in r["metrics"])
