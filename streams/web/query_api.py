@@ -21,6 +21,9 @@ from faust.exceptions import SameNode
 
 from scorers.version_history import version_history
 from streams.partitioning import partition_for
+from streams.kafka.clients import retrying
+from streams.kafka.topic_reader import follow_topic
+from streams.web.alert_episodes import AlertEpisodes
 from streams.web.call_events import journaled_events
 from streams.web.call_index import CallIndex
 from streams.web.call_list import DEFAULT_LIMIT, CallFilter, list_calls
@@ -130,6 +133,19 @@ def install_query_api(callqa: Any, index: CallIndex, journal: Any, collector: Ca
     class Annotations(faust.web.View):
         async def post(self, request: Any, call_id: str) -> Any:
             return await writes.annotate(self, request, call_id)
+
+    episodes = AlertEpisodes()
+
+    @app.task
+    async def read_alerts() -> None:
+        await retrying(f"reading {callqa.topics.alerts}",
+                       lambda: follow_topic(callqa, callqa.topics.alerts, episodes.apply), logger)
+
+    @app.page("/alerts/episodes")
+    class AlertEpisodesView(faust.web.View):
+        async def get(self, request: Any) -> Any:
+            params = params_of(request)
+            return json_answer({"episodes": episodes.newest_first(params.get("state"), params.get("limit", 200))})
 
     @app.page("/timeseries")
     class Timeseries(faust.web.View):

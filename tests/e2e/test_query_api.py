@@ -15,7 +15,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from models.wire import JSONL_LOG
+from models.wire import JSONL_LOG, read_log
+from scorers.engine import CallEngine
+from streams.replay.alerts import AlertsFile
+from streams.replay.log_replay import replay
+from streams.web.alert_episodes import AlertEpisodes
 from streams.partitioning import partition_for
 from streams.replay.record import record_events_topic
 from streams.topics import TopicNames
@@ -24,6 +28,7 @@ from tests.helpers.livekit import latest_by_call, replay_results, send, settings
 pytestmark = pytest.mark.broker
 
 SAMPLE = str(Path(__file__).resolve().parents[2] / "samples" / "calls.jsonl")
+RULES = str(Path(__file__).resolve().parents[2] / "samples" / "alert-rules.toml")
 PARTITIONS = 4
 
 
@@ -61,9 +66,10 @@ def deployment(broker):
     prefix = f"t-query-api-{id(broker) % 100000}"
     results, _ = replay_results(SAMPLE, PARTITIONS)
     expected = latest_by_call(results)
-    workers = [start_worker(broker, prefix, PARTITIONS)]
+    env = {"CALLQA_ALERT_RULES_FILE": RULES}
+    workers = [start_worker(broker, prefix, PARTITIONS, env=env)]
     try:
-        workers.append(start_worker(broker, prefix, PARTITIONS))
+        workers.append(start_worker(broker, prefix, PARTITIONS, env=env))
         # (Both in the group, each with some of the partitions, before anything is sent.)
         wait_for(lambda: all(w.health()["assigned_partitions"] for w in workers)
                  and sorted(p for w in workers for p in w.health()["assigned_partitions"]) == list(range(PARTITIONS)))
@@ -116,6 +122,21 @@ def test_a_calls_events_come_from_the_journal_of_the_worker_holding_it_whichever
             assert set(sent[call_id]) <= set(ids) and len(ids) == len(set(ids)), call_id
             assert {event["call_id"] for event in answer["events"]} == {call_id}
     assert get(workers[0], "/calls/no-such-call/events")[0] == 404
+
+
+def test_alert_episodes_are_the_replays_alerts_on_every_worker(deployment, tmp_path):
+    workers, _, _ = deployment
+    sink = AlertsFile(RULES, str(tmp_path / "alerts.jsonl"), partitions=PARTITIONS)
+    replay(read_log(SAMPLE), CallEngine(), PARTITIONS, sink.observe)
+    sink.end_of_input()
+    sink.close()
+    expected = AlertEpisodes()
+    for line in (tmp_path / "alerts.jsonl").read_bytes().splitlines():
+        expected.apply(None, line, 0)
+    assert expected.newest_first(), "the sample's rules fire on the sample"
+    for worker in workers:
+        wait_for(lambda: get_json(worker, "/alerts/episodes")["episodes"] == expected.newest_first())
+    assert get_json(workers[0], "/alerts/episodes?state=resolved")["episodes"] == expected.newest_first("resolved")
 
 
 def test_metrics_counters_equal_the_replays_totals(deployment):
