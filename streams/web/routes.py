@@ -55,7 +55,7 @@ ROUTES: tuple[Route, ...] = (
     Route("/alerts/rules", ("GET",), "The alert rules in force", content=False),
     Route("/alerts/episodes", ("GET",), "Alert episodes, latest first, each with its transitions and the calls that drove it",
           (Param("state", "choice", "only episodes now in this state", ("pending", "firing", "resolved")),
-           Param("limit", "int", "episodes at most", minimum=1, maximum=1000))),
+           Param("limit", "int", "episodes at most", minimum=1, maximum=1000)), content=False),
     Route("/calls", ("GET",), "Calls matching a filter, newest first, a page at a time (state=open: the calls in progress)",
           (Param("agent_id"), Param("cohort_id"), Param("run_id"), Param("metric", description="a QA metric name"),
            Param("verdict", "choice", "the metric's verdict (without metric: fail = any failed)", ("pass", "fail", "na")),
