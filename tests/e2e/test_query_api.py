@@ -5,6 +5,7 @@ count what the replay counts."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import tempfile
 import urllib.error
@@ -230,8 +231,18 @@ def test_reviewers_writes_rescore_the_call_and_content_asks_for_the_token(broker
         assert json.loads(get(worker, "/access")[1]) == {"token_required": True}
 
         assert _post(worker, f"/calls/{call_id}/annotations", {"user_sentiment": "Negative"}, None)[0] == 401
+        feed = http.client.HTTPConnection("127.0.0.1", worker.web_port, timeout=30)
+        feed.request("GET", "/events/results", headers={"Authorization": f"Bearer {API_TOKEN}"})
+        stream = feed.getresponse()
+        assert stream.status == 200 and stream.getheader("Content-Type") == "text/event-stream"
+        assert stream.readline() == b": connected\n"
         status, answer = _post(worker, f"/calls/{call_id}/annotations", {"user_sentiment": "Negative"}, API_TOKEN)
         assert status == 200 and answer["version"] == 2
+        # The live feed brings the new version without asking.
+        assert stream.readline() == b"\n" and stream.readline() == b"event: result\n"
+        row = json.loads(stream.readline().removeprefix(b"data: "))
+        assert (row["call_id"], row["version"]) == (call_id, 2)
+        feed.close()
         turns = expected[call_id]["evaluation"]["turns"]
         user_turn = next(i for i, turn in enumerate(turns) if turn["role"] == "user")
         status, answer = _post(worker, f"/calls/{call_id}/corrections",
