@@ -3,9 +3,18 @@
 
 const TOKEN_KEY = "callqa.token";
 let asking = null; // one dialog for all the requests that met a 401 at the same time
+let given = null; // resolves once a token is given (the live feed waits for it)
+let giveToken = null;
 
 export function token() {
   return sessionStorage.getItem(TOKEN_KEY) || "";
+}
+
+// Resolves when the reader has given a token (at once if one is kept already).
+export function tokenGiven() {
+  if (token()) return Promise.resolve();
+  if (!given) given = new Promise((resolve) => { giveToken = resolve; });
+  return given;
 }
 
 export class ApiError extends Error {
@@ -56,6 +65,7 @@ function askToken(refused) {
       dialog.addEventListener("close", () => {
         sessionStorage.setItem(TOKEN_KEY, input.value.trim());
         asking = null;
+        if (token() && giveToken) giveToken();
         resolve();
       }, { once: true });
       dialog.showModal();

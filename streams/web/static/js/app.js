@@ -19,8 +19,10 @@ const PAGES = {
 };
 
 let cleanup = null; // what the page before asked to stop (its live listeners)
+let visits = 0;
 
 async function render() {
+  const visit = ++visits;
   const route = parseRoute(location.hash);
   const [tab, page] = PAGES[route.page] || [];
   for (const link of document.querySelectorAll(".tabs a")) {
@@ -32,11 +34,17 @@ async function render() {
     replace(view, notice(`No page "${route.page}".`, "error"));
     return;
   }
+  // Each visit draws into its own slot: a draw of the page before that finishes late (a live
+  // update on its way) lands in a detached slot instead of over this page.
+  const slot = h("div", { class: "slot" });
+  view.replaceChildren(slot);
   view.setAttribute("aria-busy", "true");
   try {
-    cleanup = (await page(view, route)) || null;
+    const stop = (await page(slot, route)) || null;
+    if (visit === visits) cleanup = stop;
+    else if (stop) stop(); // left while loading
   } catch (error) {
-    replace(view, h("div", { class: "page" }, notice(`Could not load this page: ${error.message}`, "error")));
+    replace(slot, h("div", { class: "page" }, notice(`Could not load this page: ${error.message}`, "error")));
   } finally {
     view.removeAttribute("aria-busy");
   }

@@ -2,7 +2,7 @@
 // fetch() so the token can go in a header (EventSource cannot send one). Where the stream is not
 // served or breaks, short polling of `GET /calls?limit=20` takes over.
 
-import { token } from "./api.js";
+import { token, tokenGiven } from "./api.js";
 
 const POLL_MS = 5000;
 const RETRY_MS = 5000;
@@ -34,6 +34,12 @@ async function stream() {
     const headers = { Accept: "text/event-stream" };
     if (token()) headers.Authorization = `Bearer ${token()}`;
     const response = await fetch("/events/results", { headers });
+    if (response.status === 401 && !token()) {
+      // The page asks for the token (its first read met the same 401); follow once it is given.
+      status("waiting for the token", "off");
+      await tokenGiven();
+      return stream();
+    }
     if (!response.ok || !response.body) throw new Error(`${response.status}`);
     status("live", "on");
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();

@@ -11,15 +11,33 @@ import { loadTimeline, timelineView } from "./call_timeline.js";
 
 const SENTIMENTS = ["Positive", "Neutral", "Negative", "Unknown"];
 
-export async function renderCall(view, route, message = null) {
+export async function renderCall(view, route) {
   const callId = route.id;
   const path = `/calls/${encodeURIComponent(callId)}`;
-  const [result, history] = await Promise.all([getJson(path), getJson(`${path}?versions=all`).catch(() => null)]);
-  const timeline = await loadTimeline(callId, result);
-  const reload = (text) => renderCall(view, route, text);
+  let shown = null; // the result on the page
+  let drawing = 0; // a newer draw wins over one still loading
 
-  const onCorrect = (item) => correctTurn(view, path, item, reload);
-  replace(view, h("div", { class: "page call-page", "data-call": callId, "data-version": result.version },
+  const draw = async (message = null) => {
+    const mine = ++drawing;
+    const [result, history] = await Promise.all([getJson(path), getJson(`${path}?versions=all`).catch(() => null)]);
+    const timeline = await loadTimeline(callId, result);
+    if (mine !== drawing) return;
+    shown = result;
+    replace(view, callPage(result, history, timeline, message, path, draw));
+  };
+  await draw();
+
+  // Another reviewer's correction, a judge's answer or the end of an open call: show the new version.
+  return onResult((row) => {
+    if (shown && row.call_id === callId && (row.version > shown.version || (row.final && !shown.final))) {
+      draw(`Updated to version ${row.version}.`);
+    }
+  });
+}
+
+function callPage(result, history, timeline, message, path, draw) {
+  const onCorrect = (item) => correctTurn(path, item, draw);
+  return h("div", { class: "page call-page", "data-call": result.call_id, "data-version": result.version },
     header(result),
     message ? notice(message, "success") : null,
     result.final ? null : notice("Call in progress: these scores are provisional, from the events so far.", "warn"),
@@ -27,17 +45,10 @@ export async function renderCall(view, route, message = null) {
       section("Timeline", timelineView(timeline, { onCorrect: result.final ? onCorrect : null })),
       h("div", { class: "call-side" },
         section("Metric judges", metricsView(result.metrics)),
-        section("Post-call sentiment", sentimentForm(path, result, reload)),
+        section("Post-call sentiment", sentimentForm(path, result, draw)),
         section("Cohorts", cohortsView(result.cohorts)),
         section("Evaluation signals", signalsView(result.evaluation || {})),
-        section("Version history", versionsView(history?.versions, result.version))))));
-
-  // Another reviewer's correction, a judge's answer or the end of an open call: show the new version.
-  return onResult((row) => {
-    if (row.call_id === callId && (row.version > result.version || (row.final && !result.final))) {
-      reload(`Updated to version ${row.version}.`);
-    }
-  });
+        section("Version history", versionsView(history?.versions, result.version)))));
 }
 
 function header(result) {
@@ -54,8 +65,8 @@ function header(result) {
     h("dl", { class: "facts" }, facts.map(([label, value]) => [h("dt", {}, label), h("dd", {}, value)])));
 }
 
-function correctTurn(view, path, item, reload) {
-  const turn = view.querySelector(`[data-turn="${item.turn_index}"]`);
+function correctTurn(path, item, reload) {
+  const turn = document.querySelector(`[data-turn="${item.turn_index}"]`);
   if (!turn || turn.querySelector("form")) return;
   const input = h("textarea", { rows: 3, name: "text", "aria-label": "Corrected transcript" });
   input.value = item.corrected_text || item.text;

@@ -1,0 +1,230 @@
+"""The web UI in a real headless browser (Debian's chromium, driven by Playwright for Python) against a
+real worker that scored the sample log through the embedded broker: the numbers the page shows are the
+API's and replay's, a failing call's page shows its transcript and verdicts, and a transcript
+correction posted from the page comes back as the next version.
+
+Screenshots go to `DASHBOARD_SCREENSHOT_DIR` when set (docs/images/ for the guide), else under the test's
+temporary directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from streams.config import Settings
+from streams.wiring import cohort_book
+from tests.helpers.livekit import collect_results, latest_by_call, replay_results, send, settings_for, start_worker
+from tests.helpers.paths import REPO
+
+pytestmark = pytest.mark.broker
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+SAMPLE = str(REPO / "samples" / "calls.jsonl")
+COHORTS = str(REPO / "samples" / "cohorts.json")
+RULES = str(REPO / "samples" / "alert-rules.toml")
+TOKEN = "t0ken-for-the-page"
+# The flags a CI container needs: no sandbox (root), no GPU, nothing fetched from the network.
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+WAIT_MS = 30_000  # how long the browser may take to show what is awaited (a wait, not a measure)
+
+
+def _browser_or_skip():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("needs Playwright for Python: pip install -e '.[test]' (never `playwright install`: "
+                    "the test drives Debian's chromium)")
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        pytest.skip(f"needs Debian's chromium at {CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)")
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def scored(broker, tmp_path_factory):
+    """A worker (asking for a token) that scored the sample log, and replay's latest result per call."""
+    sync_playwright = _browser_or_skip()
+    prefix = f"t-dashboard-{os.getpid()}"
+    results, _ = replay_results(SAMPLE, cohorts=cohort_book(Settings(), COHORTS))
+    expected = latest_by_call(results)
+    worker = start_worker(broker, prefix, env={"CALLQA_API_TOKEN": TOKEN, "CALLQA_COHORTS_FILE": COHORTS,
+                                               "CALLQA_ALERT_RULES_FILE": RULES})
+    try:
+        settings = settings_for(broker, prefix)
+        send(SAMPLE, settings)
+        collect_results(settings, expected)
+        yield worker, expected, sync_playwright
+    finally:
+        worker.stop()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    directory = Path(os.environ.get("DASHBOARD_SCREENSHOT_DIR") or tmp_path_factory.mktemp("screenshots"))
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def page(scored):
+    worker, _, sync_playwright = scored
+    profile = tempfile.mkdtemp(prefix="callqa-chromium-")  # a fresh profile: nothing remembered
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1360, "height": 900}, base_url=f"http://127.0.0.1:{worker.web_port}")
+        tab = context.new_page()
+        tab.set_default_timeout(WAIT_MS)
+        errors: list[str] = []
+        tab.on("pageerror", lambda error: errors.append(str(error)))
+        # The first read meets a 401: the page asks for the token once and keeps it for the session.
+        tab.goto("/")
+        tab.locator("#token-input").fill(TOKEN)
+        tab.locator("#token-dialog button.primary").click()
+        tab.locator(".metric-card").first.wait_for()
+        yield tab
+        context.close()
+    shutil.rmtree(profile, ignore_errors=True)
+    assert not errors, errors
+
+
+def _api_text(worker, path: str, body: dict | None = None) -> str:
+    """The worker's answer to a GET (or a POST of `body`), with the token."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{worker.web_port}{path}", data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.read().decode()
+
+
+def _api(worker, path: str, body: dict | None = None) -> dict:
+    return json.loads(_api_text(worker, path, body))
+
+
+def _replay_counts(expected: dict[str, dict]) -> dict[str, tuple[int, int]]:
+    """Per metric: (calls it applied to, calls it passed), over every call's latest result."""
+    counts: dict[str, list[int]] = {}
+    for result in expected.values():
+        for metric in result["metrics"]:
+            applied_passed = counts.setdefault(metric["metric"], [0, 0])
+            if metric["passed"] is not None:
+                applied_passed[0] += 1
+                applied_passed[1] += metric["passed"] is True
+    return {name: (applied, passed) for name, (applied, passed) in counts.items()}
+
+
+def _domain_rates(summary_txt: str, domain: str) -> list[str]:
+    """The rate lines of one domain's block of an all_summary.txt (indented under `  <domain> (n scenarios):`)."""
+    lines = summary_txt.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"  {domain} ("))
+    rates = []
+    for line in lines[start + 1:]:
+        if not line.startswith("    "):
+            break
+        rates.append(line.strip())
+    return rates
+
+
+def test_the_overview_shows_the_api_s_and_replay_s_numbers(scored, page, shots):
+    worker, expected, _ = scored
+    page.goto("/#/?range=24h")
+    page.locator(".metric-card").first.wait_for()
+    page.locator(".calls-table tbody tr").first.wait_for()
+
+    shown = {card.get_attribute("data-metric"): (int(card.locator("[data-applied]").get_attribute("data-applied")),
+                                                 int(card.locator("[data-passed]").get_attribute("data-passed")))
+             for card in page.locator(".metric-card").all()}
+    series = _api(worker, "/timeseries")
+    from_api = {s["metric"]: (sum(b["applied"] for b in s["buckets"]), sum(b["passed"] for b in s["buckets"]))
+                for s in series["series"]}
+    assert shown == from_api == _replay_counts(expected)
+    assert page.locator("[data-tile=calls] .tile-value").inner_text() == f"{len(expected):,}" == f"{series['totals']['calls']:,}"
+    page.screenshot(path=str(shots / "overview.png"), full_page=True)
+
+
+def test_a_failing_call_s_page_shows_its_transcript_and_verdicts(scored, page, shots):
+    worker, expected, _ = scored
+    page.goto("/#/")
+    page.locator(".calls-table tbody tr a").first.click()
+    call = page.locator(".call-page")
+    call.wait_for()
+    result = expected[call.get_attribute("data-call")]
+    assert any(m["passed"] is False for m in result["metrics"])
+
+    turns = [text.strip() for text in page.locator(".turn .turn-text").all_inner_texts()]
+    assert turns == [turn["text"] for turn in result["evaluation"]["turns"]]
+    verdicts = {row.get_attribute("data-metric"): row.get_attribute("data-verdict") for row in page.locator(".sheet-row").all()}
+    words = {True: "pass", False: "fail", None: "na"}
+    assert verdicts == {m["metric"]: words[m["passed"]] for m in result["metrics"]}
+    # n/a shows its reason beside the empty circle.
+    for metric in (m for m in result["metrics"] if m["passed"] is None):
+        assert metric["details"]["reason"] in page.locator(f'.sheet-row[data-metric="{metric["metric"]}"]').inner_text()
+    page.screenshot(path=str(shots / "call.png"), full_page=True)
+
+
+def test_a_transcript_correction_from_the_page_comes_back_as_the_next_version(scored, page, shots):
+    worker, expected, _ = scored
+    page.goto("/#/")
+    page.locator(".calls-table tbody tr a").first.click()
+    call = page.locator(".call-page")
+    call.wait_for()
+    call_id, version = call.get_attribute("data-call"), int(call.get_attribute("data-version"))
+
+    user_turn = page.locator(".turn.user").first
+    user_turn.get_by_role("button", name="Correct transcript").click()
+    user_turn.locator("textarea").fill("I was charged twice for the same order")
+    page.screenshot(path=str(shots / "correction.png"), full_page=False)
+    user_turn.get_by_role("button", name="Save correction").click()
+
+    page.locator(f'.call-page[data-version="{version + 1}"]').wait_for()
+    assert _api(worker, f"/calls/{call_id}")["version"] == version + 1
+    assert f"version {version + 1}" in page.locator(".notice.success").inner_text()
+
+
+def test_a_new_version_published_elsewhere_appears_without_a_reload(scored, page):
+    worker, expected, _ = scored
+    call_id = next(c for c, r in sorted(expected.items()) if r["final"] and r["evaluation"].get("turns"))
+    page.goto(f"/#/calls/{call_id}")
+    call = page.locator(".call-page")
+    call.wait_for()
+    version = int(call.get_attribute("data-version"))
+    page.locator(".live-status.on, .live-status.poll").wait_for()  # (the feed is connected)
+
+    _api(worker, f"/calls/{call_id}/annotations", {"user_sentiment": "Negative"})
+
+    page.locator(f'.call-page[data-version="{version + 1}"]').wait_for()
+    assert page.locator('.sheet-row[data-metric="sentiment"] [data-score]').get_attribute("data-score") == "20"
+
+
+def test_the_run_page_shows_the_numbers_of_its_all_summary(scored, page, shots):
+    worker, expected, _ = scored
+    run_id = next(r["run_id"] for r in expected.values() if r["run_id"])
+    page.goto(f"/#/runs/{run_id}")
+    page.locator(f'[data-summary="{run_id}"]').wait_for()
+    summary_txt = _api_text(worker, f"/runs/{run_id}/summary.txt")
+
+    for row in page.locator(f'[data-summary="{run_id}"] tr').all():
+        assert f"{row.locator('th').inner_text()}: {row.locator('td').inner_text()}" in summary_txt
+    for domain in page.locator("[data-domain]").all():
+        name = domain.get_attribute("data-domain")
+        assert domain.locator(".rate-chip").all_inner_texts() == _domain_rates(summary_txt, name)
+        # Each scenario of the domain links to its call.
+        assert domain.locator("tbody tr a").count() == sum(
+            1 for r in expected.values() if r["run_id"] == run_id and r["evaluation"]["scenario_name"].startswith(f"{name}__"))
+    page.screenshot(path=str(shots / "run.png"), full_page=False)
+
+
+def test_the_alerts_page_lists_the_rules_in_force(scored, page, shots):
+    worker, _, _ = scored
+    page.goto("/#/alerts")
+    page.locator("[data-rule]").first.wait_for()
+    rules = [rule["name"] for rule in _api(worker, "/alerts/rules")["rules"]]
+    assert [row.get_attribute("data-rule") for row in page.locator("[data-rule]").all()] == rules
+    page.screenshot(path=str(shots / "alerts.png"), full_page=True)
