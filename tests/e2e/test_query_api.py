@@ -76,7 +76,7 @@ def deployment(broker):
                  and sorted(p for w in workers for p in w.health()["assigned_partitions"]) == list(range(PARTITIONS)))
         send(SAMPLE, settings_for(broker, prefix, PARTITIONS))
         wait_for(lambda: all(_indexed(w) == len(expected) and _results_read(w) >= len(results) for w in workers))
-        yield workers, results, expected
+        yield workers, results, expected, prefix
     finally:
         for worker in workers:
             worker.stop()
@@ -97,7 +97,7 @@ def _results_read(worker) -> int:
 
 
 def test_every_call_is_its_replayed_latest_result_asked_of_the_worker_that_does_not_hold_it(deployment):
-    workers, _, expected = deployment
+    workers, _, expected, _ = deployment
     holders = [set(w.health()["assigned_partitions"]) for w in workers]
     for call_id, result in expected.items():
         partition = partition_for(call_id, PARTITIONS)
@@ -106,7 +106,7 @@ def test_every_call_is_its_replayed_latest_result_asked_of_the_worker_that_does_
 
 
 def test_a_calls_events_come_from_the_journal_of_the_worker_holding_it_whichever_is_asked(deployment):
-    workers, _, expected = deployment
+    workers, _, expected, _ = deployment
     sent: dict[str, list[str]] = {}
     with open(SAMPLE) as log:
         for line in log:
@@ -126,7 +126,7 @@ def test_a_calls_events_come_from_the_journal_of_the_worker_holding_it_whichever
 
 
 def test_alert_episodes_are_the_replays_alerts_on_every_worker(deployment, tmp_path):
-    workers, _, _ = deployment
+    workers, _, _, _ = deployment
     sink = AlertsFile(RULES, str(tmp_path / "alerts.jsonl"), partitions=PARTITIONS)
     replay(read_log(SAMPLE), CallEngine(), PARTITIONS, sink.observe)
     sink.end_of_input()
@@ -141,7 +141,7 @@ def test_alert_episodes_are_the_replays_alerts_on_every_worker(deployment, tmp_p
 
 
 def test_metrics_counters_equal_the_replays_totals(deployment):
-    workers, results, expected = deployment
+    workers, results, expected, _ = deployment
     verdicts = Counter((m["metric"], _verdict(m)) for r in results for m in r["metrics"])
     latest = Counter((m["metric"], _verdict(m)) for r in expected.values() for m in r["metrics"])
     for worker in workers:  # (results are deployment-wide: every worker counts them all)
@@ -165,7 +165,7 @@ def test_metrics_counters_equal_the_replays_totals(deployment):
 
 
 def test_timeseries_totals_equal_the_replays_counts(deployment):
-    workers, _, expected = deployment
+    workers, _, expected, _ = deployment
     times = [r["ended_ts_ms"] if r["ended_ts_ms"] is not None else r["event_ts_ms"] for r in expected.values()]
     answer = get_json(workers[0], f"/timeseries?from={min(times)}&to={max(times) + 1}")
     assert answer["totals"]["calls"] == len(expected)
@@ -181,7 +181,7 @@ def test_timeseries_totals_equal_the_replays_counts(deployment):
 
 
 def test_calls_are_listed_newest_first_and_filtered_as_the_replay_says(deployment):
-    workers, _, expected = deployment
+    workers, _, expected, _ = deployment
     failing = {c for c, r in expected.items() for m in r["metrics"] if m["metric"] == "latency" and m["passed"] is False}
     seen, cursor = [], None
     while True:
@@ -195,7 +195,7 @@ def test_calls_are_listed_newest_first_and_filtered_as_the_replay_says(deploymen
 
 
 def test_an_unknown_or_malformed_query_parameter_is_a_400_naming_it(deployment):
-    workers, _, expected = deployment
+    workers, _, expected, _ = deployment
     some_cohort_call = next(iter(expected))
     for path, name in (("/calls?agent=x", "'agent'"), ("/timeseries?step=90", "'step'"),
                        ("/timeseries?from=last+week", "'from'"), ("/runs?window_s=3600", "'window_s'"),
@@ -206,6 +206,35 @@ def test_an_unknown_or_malformed_query_parameter_is_a_400_naming_it(deployment):
 
 def _verdict(metric: dict) -> str:
     return "na" if metric["score"] is None else "pass" if metric["passed"] else "fail"
+
+
+def test_open_calls_are_answered_from_the_worker_holding_them_whichever_is_asked(deployment, broker):
+    """(Last of the deployment's tests: the call it opens stays open.)"""
+    import asyncio
+
+    from streams.send.sender import send_log
+
+    workers, _, _, prefix = deployment
+    latest_ts = 0
+    with open(SAMPLE) as log:
+        for line in log:
+            try:
+                latest_ts = max(latest_ts, json.loads(line).get("ts_ms", 0))
+            except (ValueError, AttributeError, TypeError):
+                continue
+    call_id = "open-on-one-worker"
+    events = [{"v": 1, "event_id": f"{call_id}-{n}", "call_id": call_id, "ts_ms": latest_ts + 1000 * n, "type": kind,
+               "data": data} for n, (kind, data) in enumerate([("call.started", {"agent_id": "a-open"}),
+                                                              ("turn", {"role": "agent", "text": "Hello there"})])]
+    asyncio.run(send_log([json.dumps(e).encode() for e in events], settings_for(broker, prefix, PARTITIONS),
+                         end_of_input=False))
+    holder = next(w for w in workers if partition_for(call_id, PARTITIONS) in w.health()["assigned_partitions"])
+    other = next(w for w in workers if w is not holder)
+    document = wait_for(lambda: (lambda answer: answer[0] == 200 and json.loads(answer[1]))(get(other, f"/calls/{call_id}")))
+    assert document["final"] is False and document["call_id"] == call_id
+    for worker in workers:
+        listed = get_json(worker, "/calls?state=open")
+        assert [row["call_id"] for row in listed["calls"]] == [call_id] and listed["workers_unreachable"] == []
 
 
 API_TOKEN = "t0ken-for-reads"
