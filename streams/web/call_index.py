@@ -6,11 +6,17 @@ Every worker reads the whole results topic (outside the consumer group), so ever
 holds every call, whichever worker scored it: `GET /calls/{id}` is answered by the worker asked.
 A call counts with its newest version; the same version read again (published again after a crash)
 replaces the earlier copy, as in the run summaries; an older version read late changes nothing.
-Per call the index keeps a small Struct (some 300 bytes with the dict's entry: docs/reference/http-api.md).
+
+With a window (`CALLQA_VIEW_WINDOW_S`, as the overviews), a call is kept until the index's event time
+is that much past the call's own, and then let go with its documents: a worker up for months holds
+the calls a worker started now would read back from a results topic that keeps that long. The
+index's time is a watermark (scorers/watermarks.py): one call stamped years ahead does not let every
+other call go. Per call the index keeps some 800 bytes of memory (docs/reference/http-api.md).
 """
 
 from __future__ import annotations
 
+import heapq
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
@@ -19,6 +25,7 @@ import msgspec
 from models.results import CallResult
 from scorers.call_verdicts import encode_verdicts
 from scorers.timeseries import CallPoint, Timeseries, call_scopes
+from scorers.watermarks import DEFAULT_MAX_LEAP_MS, Ahead, next_watermark
 from streams.web.result_spool import NO_PREVIOUS, ResultSpool
 
 
@@ -44,6 +51,8 @@ class IndexedCall(msgspec.Struct, gc=False):
 
 # Told of every new version a worker reads: (result, the call's entry before, None for a new call).
 NewVersion = Callable[[CallResult, IndexedCall | None], None]
+# Told of every call let go (it left the window): (call_id, its entry).
+LetGo = Callable[[str, IndexedCall], None]
 
 
 def call_time(result: CallResult) -> int:
@@ -64,7 +73,15 @@ def _successful(result: CallResult) -> bool | None:
 
 
 class CallIndex:
-    def __init__(self, metric_names: list[str], spool_dir: str | None = None) -> None:
+    def __init__(self, metric_names: list[str], spool_dir: str | None = None, window_ms: int = 0,
+                 max_leap_ms: int = DEFAULT_MAX_LEAP_MS) -> None:
+        self.window_ms = window_ms  # 0: every call, for ever
+        self.max_leap_ms = max_leap_ms
+        self.clock_ms: int | None = None  # the latest call time read, as a watermark
+        self._ahead: Ahead | None = None
+        self._kept: list[tuple[int, str, int]] = []  # (time, call_id, version) of each version kept, earliest first
+        self.calls_let_go = 0
+        self.on_let_go: list[LetGo] = []
         self.metric_names = list(metric_names)
         self.metric_order = {name: place for place, name in enumerate(self.metric_names)}
         self.calls: dict[str, IndexedCall] = {}
@@ -85,8 +102,9 @@ class CallIndex:
             previous = NO_PREVIOUS
         elif result.version > held.version:
             previous = held.position
-        else:  # the same version again: it replaces the copy read before
+        else:  # the same version again: it replaces the copy read before, which goes
             previous = self.spool.previous(held.position)
+            self.spool.release(held.position)
         verdicts, scores = encode_verdicts(result.metrics, self.metric_order)
         cohorts = tuple(v.cohort_id for v in result.cohorts)
         entry = IndexedCall(
@@ -105,7 +123,28 @@ class CallIndex:
         if held is None or result.version > held.version:
             for listener in self.on_new_version:
                 listener(result, held)
+        if self.window_ms:
+            heapq.heappush(self._kept, (entry.time_ms, result.call_id, entry.version))
+            self.clock_ms, self._ahead = next_watermark(self.clock_ms, self._ahead, entry.time_ms, result.call_id,
+                                                        self.max_leap_ms)
+            self._let_go(self.clock_ms - self.window_ms)
         return True
+
+    def _let_go(self, horizon_ms: int) -> None:
+        """Let go of the calls whose time is before `horizon_ms`, with their documents."""
+        kept = self._kept
+        while kept and kept[0][0] < horizon_ms:
+            _, call_id, version = heapq.heappop(kept)
+            entry = self.calls.get(call_id)
+            if entry is None or entry.version != version:
+                continue  # (a newer version is kept, or the call went)
+            del self.calls[call_id]
+            self.series.add(entry.point(), -1)
+            for position in self.spool.positions(entry.position):
+                self.spool.release(position)
+            self.calls_let_go += 1
+            for listener in self.on_let_go:
+                listener(call_id, entry)
 
     def document(self, call_id: str) -> bytes | None:
         """The call's latest result as published."""

@@ -77,6 +77,10 @@ class ResultTallies:
             self._add(self.latest, self.agents.of(held.agent_id), held.verdicts, -1)
         self._add(self.latest, agent, now.verdicts, 1)
 
+    def let_go(self, entry: IndexedCall) -> None:
+        """A call left the index's window: the gauges no longer count it (the counters keep it)."""
+        self._add(self.latest, self.agents.of(entry.agent_id), entry.verdicts, -1)
+
     def _add(self, counts: dict[str, list[int]], agent: str, verdicts: bytes, sign: int) -> None:
         tally = counts.get(agent)
         if tally is None:
@@ -98,6 +102,7 @@ class ResultTallies:
 def watch_index(index: CallIndex, max_agents: int) -> ResultTallies:
     tallies = ResultTallies(AgentLabels(max_agents), index.metric_names)
     index.on_new_version.append(lambda result, held: tallies.count(held, index.calls[result.call_id]))
+    index.on_let_go.append(lambda call_id, entry: tallies.let_go(entry))
     return tallies
 
 
@@ -132,7 +137,8 @@ class CallqaCollector:
         for labels, value in t.samples(t.verdicts):
             verdicts.add_metric(labels, value)
         yield verdicts
-        calls = GaugeMetricFamily("callqa_calls", "Calls by the metric verdict of their latest result (deployment-wide)",
+        calls = GaugeMetricFamily("callqa_calls", "Calls in the index's window by the metric verdict of their latest "
+                                  "result (deployment-wide)",
                                   labels=["metric", "agent", "verdict"])
         for labels, value in t.samples(t.latest):
             calls.add_metric(labels, value)

@@ -256,7 +256,8 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
                 restored = live.restore_quiet_partition(partition, list(journal.items()), time.monotonic())
                 logger.info("partition %s (quiet): restored %s calls from the journal", partition, restored)
 
-    index = CallIndex([metric.name for metric in engine.registry.qa], spool_dir=settings.data_dir)
+    index = CallIndex([metric.name for metric in engine.registry.qa], spool_dir=settings.data_dir,
+                      window_ms=math.ceil(settings.view_window_s * 1000), max_leap_ms=settings.max_watermark_leap_ms)
     tallies = watch_index(index, settings.metrics_max_agents)
     install_api(callqa, engine.cohorts, ResultsView(window_ms=math.ceil(settings.view_window_s * 1000),
                                                     max_leap_ms=settings.max_watermark_leap_ms), index)

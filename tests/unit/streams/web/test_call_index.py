@@ -122,3 +122,25 @@ def test_a_row_names_the_evaluation_scenario_its_domain_and_success():
     rows = {row["call_id"]: row for row in list_calls(indexed(evaluated, production), CallFilter())["calls"]}
     assert (rows["c1"]["scenario"], rows["c1"]["domain"], rows["c1"]["is_successful"]) == ("telecom__bill_001", "telecom", False)
     assert (rows["c2"]["scenario"], rows["c2"]["domain"], rows["c2"]["is_successful"]) == (None, None, None)
+
+
+def test_a_call_older_than_the_window_is_let_go_with_its_documents():
+    from streams.web.result_spool import ResultSpool
+
+    index = CallIndex(METRICS, window_ms=3_600_000)
+    index.spool = ResultSpool(segment_bytes=1)  # (a segment a record: each can go on its own)
+    for r in (result("old", 1, ended=T0), result("old", 2, ended=T0), result("new", ended=T0 + 3_599_999)):
+        index.add(msgspec.json.encode(r), r)
+    assert set(index.calls) == {"old", "new"}  # (within the hour)
+    later = result("later", ended=T0 + 3_600_001)
+    index.add(msgspec.json.encode(later), later)
+    assert set(index.calls) == {"new", "later"} and index.calls_let_go == 1
+    assert index.series.calls("all", T0, T0 + 60_000) == 0
+    assert index.spool.segments() == 2 and index.versions("old") == []  # (old's two versions went; new's and later's stay)
+
+
+def test_one_call_stamped_far_ahead_does_not_let_every_other_call_go():
+    index = CallIndex(METRICS, window_ms=3_600_000, max_leap_ms=600_000)
+    for r in (result("c1", ended=T0), result("fast-clock", ended=T0 + 365 * 86_400_000), result("c2", ended=T0 + 1000)):
+        index.add(msgspec.json.encode(r), r)
+    assert set(index.calls) == {"c1", "c2", "fast-clock"}

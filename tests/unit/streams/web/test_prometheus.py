@@ -12,13 +12,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streams.web.call_index import CallIndex
 from streams.web.prometheus import CallqaCollector, WorkerHealth, exposition, watch_index
-from tests.unit.streams.web.test_call_index import METRICS, result
+from tests.unit.streams.web.test_call_index import METRICS, T0, result
 
 DASHBOARD = Path(__file__).resolve().parents[4] / "docker" / "grafana" / "dashboards" / "callqa.json"
 
 
-def scrape(*results, max_agents: int = 50) -> dict[str, list]:
-    index = CallIndex(METRICS)
+def scrape(*results, max_agents: int = 50, window_ms: int = 0) -> dict[str, list]:
+    index = CallIndex(METRICS, window_ms=window_ms)
     tallies = watch_index(index, max_agents)
     for r in results:
         index.add(msgspec.json.encode(r), r)
@@ -39,6 +39,14 @@ def test_counters_count_every_version_and_gauges_each_calls_latest():
     assert values(families["callqa_calls"], metric="latency", verdict="pass") == 2
     assert values(families["callqa_calls"], metric="latency", verdict="fail") == 0
     assert values(families["callqa_calls"], metric="sentiment", verdict="na") == 2
+
+
+def test_a_call_let_go_from_the_window_leaves_the_gauges_not_the_counters():
+    # (Two calls two hours on: one alone would be a leap held back, scorers/watermarks.py.)
+    families = scrape(result("old", ended=T0, latency=20.0), result("new", ended=T0 + 7_200_000, latency=20.0),
+                      result("newer", ended=T0 + 7_200_001, latency=20.0), window_ms=3_600_000)
+    assert values(families["callqa_calls"], metric="latency", verdict="fail") == 2
+    assert values([s for s in families["callqa_metric_verdicts"] if s.name.endswith("_total")], metric="latency") == 3
 
 
 def test_score_histograms_have_cumulative_buckets_and_a_sum():
