@@ -108,6 +108,23 @@ def _api(worker, path: str, body: dict | None = None) -> dict:
     return json.loads(_api_text(worker, path, body))
 
 
+def _sample_events() -> dict[str, list[dict]]:
+    """The sample log's events by call, each once (its malformed lines and duplicates, there on purpose,
+    left out)."""
+    by_call: dict[str, list[dict]] = {}
+    seen: set[str] = set()
+    for line in Path(SAMPLE).read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("call_id"), str) and isinstance(event.get("data"), dict):
+            if event.get("event_id") not in seen:
+                seen.add(event.get("event_id"))
+                by_call.setdefault(event["call_id"], []).append(event)
+    return by_call
+
+
 def _replay_counts(expected: dict[str, dict]) -> dict[str, tuple[int, int]]:
     """Per metric: (calls it applied to, calls it passed), over every call's latest result."""
     counts: dict[str, list[int]] = {}
@@ -166,6 +183,25 @@ def test_a_failing_call_s_page_shows_its_transcript_and_verdicts(scored, page, s
     # n/a shows its reason beside the empty circle.
     for metric in (m for m in result["metrics"] if m["passed"] is None):
         assert metric["details"]["reason"] in page.locator(f'.sheet-row[data-metric="{metric["metric"]}"]').inner_text()
+    overlaps = next(m for m in result["metrics"] if m["metric"] == "overlapping_speech")["value"]
+    assert page.locator(".turn .pill.warn").count() == overlaps
+
+
+def test_the_timeline_shows_the_call_s_tool_calls_transitions_and_word_timings(scored, page, shots):
+    worker, expected, _ = scored
+    events = _sample_events()
+    # The call with the most tool calls and transitions: the richest timeline.
+    call_id = max(expected, key=lambda c: (sum(e["type"] in ("tool.call", "node.transition") for e in events.get(c, [])), c))
+    page.goto(f"/#/calls/{call_id}")
+    page.locator(f'.call-page[data-call="{call_id}"]').wait_for()
+    page.locator(".tl-turn").first.wait_for()
+
+    mine = events[call_id]
+    tool_calls = {e["data"].get("tool_call_id") or e["event_id"] for e in mine if e["type"] == "tool.call"}
+    assert page.locator(".tl-tool_call").count() == len(tool_calls)
+    assert page.locator(".tl-node_transition").count() == sum(e["type"] == "node.transition" for e in mine)
+    with_words = [e for e in mine if e["type"] == "turn" and e["data"].get("words")]
+    assert page.locator(".turn details.words").count() == len(with_words)
     page.screenshot(path=str(shots / "call.png"), full_page=True)
 
 

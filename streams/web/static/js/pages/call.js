@@ -10,6 +10,8 @@ import { cohortsView, metricsView, signalsView, versionsView } from "./call_shee
 import { loadTimeline, timelineView } from "./call_timeline.js";
 
 const SENTIMENTS = ["Positive", "Neutral", "Negative", "Unknown"];
+// The sentiment metric's value per label (the QA-judges seed), to name the one in force.
+const SENTIMENT_SCORES = { Positive: 100, Neutral: 70, Unknown: 50, Negative: 20 };
 
 export async function renderCall(view, route) {
   const callId = route.id;
@@ -107,6 +109,7 @@ function sentimentForm(path, result, reload) {
       }
     },
   }, select, h("button", { type: "submit", disabled: !result.final }, "Set sentiment"), error);
-  const now = current?.passed === null ? (current.details.reason || "not set") : `score ${current?.score}`;
+  const named = SENTIMENTS.find((name) => SENTIMENT_SCORES[name] === current?.value);
+  const now = current?.passed === null ? (current.details.reason || "not set") : `${named || "set"} (score ${current?.score})`;
   return h("div", {}, h("p", { class: "muted small" }, `Now: ${now}`), form);
 }
