@@ -11,7 +11,7 @@ With a window (`CALLQA_VIEW_WINDOW_S`, as the overviews), a call is kept until t
 is that much past the call's own, and then let go with its documents: a worker up for months holds
 the calls a worker started now would read back from a results topic that keeps that long. The
 index's time is a watermark (scorers/watermarks.py): one call stamped years ahead does not let every
-other call go. Per call the index keeps some 800 bytes of memory (docs/reference/http-api.md).
+other call go. Per call the index keeps some 870 bytes of memory (docs/reference/http-api.md).
 """
 
 from __future__ import annotations
