@@ -14,6 +14,8 @@ import os
 import shutil
 import tempfile
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,7 @@ TOKEN = "t0ken-for-the-page"
 # The flags a CI container needs: no sandbox (root), no GPU, nothing fetched from the network.
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
+OPEN_LOG_LINES = 400  # the sample's first lines: a few calls ended, most still open
 WAIT_MS = 30_000  # how long the browser may take to show what is awaited (a wait, not a measure)
 
 
@@ -48,9 +51,9 @@ def _browser_or_skip():
 
 
 @pytest.fixture(scope="module")
-def scored(broker, tmp_path_factory):
+def scored(broker):
     """A worker (asking for a token) that scored the sample log, and replay's latest result per call."""
-    sync_playwright = _browser_or_skip()
+    _browser_or_skip()
     prefix = f"t-dashboard-{os.getpid()}"
     results, _ = replay_results(SAMPLE, cohorts=cohort_book(Settings(), COHORTS))
     expected = latest_by_call(results)
@@ -60,7 +63,7 @@ def scored(broker, tmp_path_factory):
         settings = settings_for(broker, prefix)
         send(SAMPLE, settings)
         collect_results(settings, expected)
-        yield worker, expected, sync_playwright
+        yield worker, expected
     finally:
         worker.stop()
 
@@ -73,26 +76,58 @@ def shots(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def page(scored):
-    worker, _, sync_playwright = scored
-    profile = tempfile.mkdtemp(prefix="callqa-chromium-")  # a fresh profile: nothing remembered
+def browser():
+    """Debian's chromium, headless, with a fresh profile (Playwright gives each launch its own)."""
+    sync_playwright = _browser_or_skip()
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1360, "height": 900}, base_url=f"http://127.0.0.1:{worker.web_port}")
-        tab = context.new_page()
-        tab.set_default_timeout(WAIT_MS)
-        errors: list[str] = []
-        tab.on("pageerror", lambda error: errors.append(str(error)))
-        # The first read meets a 401: the page asks for the token once and keeps it for the session.
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@contextmanager
+def _signed_in_page(browser, worker, first_shown: str):
+    """A new browser session on the worker's page, signed in: the first read meets a 401, and the page
+    asks for the token once and keeps it for the session."""
+    context = browser.new_context(viewport={"width": 1360, "height": 900}, base_url=f"http://127.0.0.1:{worker.web_port}")
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    try:
         tab.goto("/")
         tab.locator("#token-input").fill(TOKEN)
         tab.locator("#token-dialog button.primary").click()
-        tab.locator(".metric-card").first.wait_for()
+        tab.locator(first_shown).first.wait_for()
         yield tab
+    finally:
         context.close()
-    shutil.rmtree(profile, ignore_errors=True)
     assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def page(scored, browser):
+    worker, _ = scored
+    with _signed_in_page(browser, worker, ".metric-card") as tab:
+        yield tab
+
+
+@pytest.fixture
+def open_calls(broker):
+    """A worker that holds calls still open: the first events of the sample, sent without an end of input,
+    and no idle clock to end them."""
+    _browser_or_skip()
+    prefix = f"t-dashboard-open-{os.getpid()}"
+    worker = start_worker(broker, prefix, env={"CALLQA_API_TOKEN": TOKEN, "CALLQA_IDLE_TICK_S": "0"})
+    try:
+        head = Path(tempfile.mkdtemp(prefix="callqa-open-")) / "head.jsonl"
+        head.write_text("".join(Path(SAMPLE).read_text(encoding="utf-8").splitlines(keepends=True)[:OPEN_LOG_LINES]))
+        # (In a thread of its own: the browser's event loop may already run in this one.)
+        with ThreadPoolExecutor(1) as thread:
+            thread.submit(send, str(head), settings_for(broker, prefix), end_of_input=False).result()
+        yield worker
+    finally:
+        worker.stop()
 
 
 def _api_text(worker, path: str, body: dict | None = None) -> str:
@@ -150,7 +185,7 @@ def _domain_rates(summary_txt: str, domain: str) -> list[str]:
 
 
 def test_the_overview_shows_the_api_s_and_replay_s_numbers(scored, page, shots):
-    worker, expected, _ = scored
+    worker, expected = scored
     page.goto("/#/?range=24h")
     page.locator(".metric-card").first.wait_for()
     page.locator(".calls-table tbody tr").first.wait_for()
@@ -167,7 +202,7 @@ def test_the_overview_shows_the_api_s_and_replay_s_numbers(scored, page, shots):
 
 
 def test_a_failing_call_s_page_shows_its_transcript_and_verdicts(scored, page, shots):
-    worker, expected, _ = scored
+    worker, expected = scored
     page.goto("/#/")
     page.locator(".calls-table tbody tr a").first.click()
     call = page.locator(".call-page")
@@ -188,7 +223,7 @@ def test_a_failing_call_s_page_shows_its_transcript_and_verdicts(scored, page, s
 
 
 def test_the_timeline_shows_the_call_s_tool_calls_transitions_and_word_timings(scored, page, shots):
-    worker, expected, _ = scored
+    worker, expected = scored
     events = _sample_events()
     # The call with the most tool calls and transitions: the richest timeline.
     call_id = max(expected, key=lambda c: (sum(e["type"] in ("tool.call", "node.transition") for e in events.get(c, [])), c))
@@ -206,7 +241,7 @@ def test_the_timeline_shows_the_call_s_tool_calls_transitions_and_word_timings(s
 
 
 def test_a_transcript_correction_from_the_page_comes_back_as_the_next_version(scored, page, shots):
-    worker, expected, _ = scored
+    worker, expected = scored
     page.goto("/#/")
     page.locator(".calls-table tbody tr a").first.click()
     call = page.locator(".call-page")
@@ -225,7 +260,7 @@ def test_a_transcript_correction_from_the_page_comes_back_as_the_next_version(sc
 
 
 def test_a_new_version_published_elsewhere_appears_without_a_reload(scored, page):
-    worker, expected, _ = scored
+    worker, expected = scored
     call_id = next(c for c, r in sorted(expected.items()) if r["final"] and r["evaluation"].get("turns"))
     page.goto(f"/#/calls/{call_id}")
     call = page.locator(".call-page")
@@ -240,7 +275,7 @@ def test_a_new_version_published_elsewhere_appears_without_a_reload(scored, page
 
 
 def test_the_run_page_shows_the_numbers_of_its_all_summary(scored, page, shots):
-    worker, expected, _ = scored
+    worker, expected = scored
     run_id = next(r["run_id"] for r in expected.values() if r["run_id"])
     page.goto(f"/#/runs/{run_id}")
     page.locator(f'[data-summary="{run_id}"]').wait_for()
@@ -248,19 +283,40 @@ def test_the_run_page_shows_the_numbers_of_its_all_summary(scored, page, shots):
 
     for row in page.locator(f'[data-summary="{run_id}"] tr').all():
         assert f"{row.locator('th').inner_text()}: {row.locator('td').inner_text()}" in summary_txt
+    for row in page.locator("[data-latency]").all():
+        assert f"\n  {row.locator('th').inner_text()}: {row.locator('td').inner_text()}\n" in summary_txt
     for domain in page.locator("[data-domain]").all():
         name = domain.get_attribute("data-domain")
         assert domain.locator(".rate-chip").all_inner_texts() == _domain_rates(summary_txt, name)
         # Each scenario of the domain links to its call.
-        assert domain.locator("tbody tr a").count() == sum(
+        assert domain.locator("tbody tr td:first-child a").count() == sum(
             1 for r in expected.values() if r["run_id"] == run_id and r["evaluation"]["scenario_name"].startswith(f"{name}__"))
     page.screenshot(path=str(shots / "run.png"), full_page=False)
 
 
 def test_the_alerts_page_lists_the_rules_in_force(scored, page, shots):
-    worker, _, _ = scored
+    worker, _ = scored
     page.goto("/#/alerts")
     page.locator("[data-rule]").first.wait_for()
     rules = [rule["name"] for rule in _api(worker, "/alerts/rules")["rules"]]
     assert [row.get_attribute("data-rule") for row in page.locator("[data-rule]").all()] == rules
     page.screenshot(path=str(shots / "alerts.png"), full_page=True)
+
+
+def test_calls_in_progress_show_their_metrics_so_far_marked_provisional(open_calls, browser, shots):
+    worker = open_calls
+    with _signed_in_page(browser, worker, ".tile") as page:
+        page.goto("/#/live")
+        page.locator(".open-call").first.wait_for()
+        held = {row["call_id"] for row in _api(worker, "/calls?state=open&limit=200")["calls"]}
+        page.locator(".open-call").nth(len(held) - 1).wait_for()
+        shown = {card.get_attribute("data-call") for card in page.locator(".open-call").all()}
+        assert shown == held and page.locator(".open-call .provisional").count() == len(held)
+        page.screenshot(path=str(shots / "in-progress.png"), full_page=False)
+
+        call_id = sorted(held)[0]
+        page.locator(f'.open-call[data-call="{call_id}"] a').first.click()
+        page.locator(f'.call-page[data-call="{call_id}"]').wait_for()
+        assert _api(worker, f"/calls/{call_id}")["final"] is False
+        assert "provisional" in page.locator(".notice.warn").inner_text()
+        assert page.get_by_role("button", name="Correct transcript").count() == 0  # (an open call is not corrected)

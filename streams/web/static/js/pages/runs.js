@@ -2,7 +2,7 @@
 // linked to its call; and two runs side by side, scenario by scenario, as `callqa compare` reads them.
 
 import { getJson } from "../api.js";
-import { h, notice, num, replace, section, table, verdictBadge } from "../dom.js";
+import { h, metricLabel, notice, num, replace, section, table, verdictBadge } from "../dom.js";
 import { href, navigate } from "../route.js";
 import { scenarioRows } from "./run_scenarios.js";
 
@@ -13,6 +13,13 @@ export const RATE_LABELS = [
   ["db_state_assertion_success_rate", "DB-State-Assertion pass"], ["nl_assertion_success_rate", "NL-Assertion pass"],
   ["judge_pass_rate", "Judge passed (>= threshold)"], ["clean_exit_rate", "Clean exit"],
 ];
+
+const LATENCY_FIELDS = ["count", "mean_ms", "p50_ms", "p95_ms", "min_ms", "max_ms"];
+
+// As all_summary.txt prints a latency figure: the count whole, milliseconds with one decimal.
+function figure(field, value) {
+  return field === "count" ? String(value) : Number(value).toFixed(1);
+}
 
 // As all_summary.txt prints a rate: two decimals, then passed/total.
 export function rateText(rate) {
@@ -54,7 +61,7 @@ async function oneRun(runId) {
     h("div", { class: "two-col" },
       section("Evaluation summary", h("table", { class: "kv", "data-summary": runId }, h("tbody", {}, rates))),
       section("Overall latency", h("table", { class: "kv" }, h("tbody", {},
-        ["count", "mean_ms", "p50_ms", "p95_ms", "min_ms", "max_ms"].map((f) => h("tr", {}, h("th", {}, f), h("td", { class: "mono" }, num(latency[f])))))))),
+        LATENCY_FIELDS.map((f) => h("tr", { "data-latency": f }, h("th", {}, f), h("td", { class: "mono" }, figure(f, latency[f])))))))),
     summary.stall_warning ? notice(`${summary.stall_warning.scenarios.length} scenario(s) had too few agent turns and were counted as failures: ${summary.stall_warning.scenarios.join(", ")}`, "warn") : null,
     ...Object.entries(summary.domains || {}).map(([domain, d]) => domainSection(domain, d, scenarios.filter((s) => s.domain === domain))),
   ];
@@ -66,8 +73,8 @@ function domainSection(domain, d, scenarios) {
     h("h2", {}, `${domain} `, h("span", { class: "muted" }, `(${d.scenarios} scenarios)`)),
     h("div", { class: "rate-chips" }, rates),
     table(["Scenario", "Successful", "Failed metrics", "Call"], scenarios.map((s) => h("tr", { "data-scenario": s.scenario },
-      h("td", { class: "mono" }, s.scenario), h("td", {}, verdictBadge(s.is_successful)),
-      h("td", { class: "small" }, (s.failed || []).join(", ") || "–"),
+      h("td", {}, h("a", { href: href("calls", s.call_id), class: "mono" }, s.scenario)), h("td", {}, verdictBadge(s.is_successful)),
+      h("td", { class: "small" }, (s.failed || []).map(metricLabel).join(", ") || "–"),
       h("td", {}, h("a", { href: href("calls", s.call_id), class: "mono" }, s.call_id))))));
 }
 
