@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import urllib.request
@@ -184,20 +185,30 @@ def _domain_rates(summary_txt: str, domain: str) -> list[str]:
     return rates
 
 
+def _shown_counts(page) -> dict[str, tuple[int, int]]:
+    """Per metric card of the overview: (calls scored, calls passed) as shown."""
+    return {card.get_attribute("data-metric"): (int(card.locator("[data-applied]").get_attribute("data-applied")),
+                                                int(card.locator("[data-passed]").get_attribute("data-passed")))
+            for card in page.locator(".metric-card").all()}
+
+
 def test_the_overview_shows_the_api_s_and_replay_s_numbers(scored, page, shots):
     worker, expected = scored
     page.goto("/#/?range=24h")
-    page.locator(".metric-card").first.wait_for()
+    page.locator('[data-range="24h"].active').wait_for()
     page.locator(".calls-table tbody tr").first.wait_for()
 
-    shown = {card.get_attribute("data-metric"): (int(card.locator("[data-applied]").get_attribute("data-applied")),
-                                                 int(card.locator("[data-passed]").get_attribute("data-passed")))
-             for card in page.locator(".metric-card").all()}
     series = _api(worker, "/timeseries")
     from_api = {s["metric"]: (sum(b["applied"] for b in s["buckets"]), sum(b["passed"] for b in s["buckets"]))
                 for s in series["series"]}
-    assert shown == from_api == _replay_counts(expected)
+    assert _shown_counts(page) == from_api == _replay_counts(expected)
     assert page.locator("[data-tile=calls] .tile-value").inner_text() == f"{len(expected):,}" == f"{series['totals']['calls']:,}"
+
+    # The sample spans less than an hour of event time: the last hour shows all of it too.
+    page.locator('[data-range="1h"]').click()
+    page.locator('[data-range="1h"].active').wait_for()
+    page.locator(".metric-card").first.wait_for()
+    assert _shown_counts(page) == _replay_counts(expected)
     page.screenshot(path=str(shots / "overview.png"), full_page=True)
 
 
@@ -250,7 +261,10 @@ def test_a_transcript_correction_from_the_page_comes_back_as_the_next_version(sc
 
     user_turn = page.locator(".turn.user").first
     user_turn.get_by_role("button", name="Correct transcript").click()
-    user_turn.locator("textarea").fill("I was charged twice for the same order")
+    # What the reviewer heard: the first figures said otherwise (speech to text often mishears them).
+    original = user_turn.locator(".turn-text").inner_text()
+    corrected = re.sub(r"\d", lambda digit: str((int(digit[0]) + 1) % 10), original, count=2)
+    user_turn.locator("textarea").fill(corrected if corrected != original else f"{original} Thanks.")
     page.screenshot(path=str(shots / "correction.png"), full_page=False)
     user_turn.get_by_role("button", name="Save correction").click()
 
