@@ -334,3 +334,83 @@ def test_calls_in_progress_show_their_metrics_so_far_marked_provisional(open_cal
         assert _api(worker, f"/calls/{call_id}")["final"] is False
         assert "provisional" in page.locator(".notice.warn").inner_text()
         assert page.get_by_role("button", name="Correct transcript").count() == 0  # (an open call is not corrected)
+
+
+RUN_A = "eval_20251006_0900"
+RUN_B = "eval_20251006_0900-rerun"
+RERUN_CALLS = 40  # the run's first calls, scored again as a second run
+BROKEN_HASHES = 10  # of which the first ones expect another DB state: they cannot match it now
+
+
+def _log_with_a_rerun(path: Path) -> Path:
+    """The sample with a second run: its run's first calls again under new ids, each event right after
+    its original (so event time moves as in the sample), the first few expecting another DB state."""
+    lines, rerun, broken = [], set(), 0
+    for line in Path(SAMPLE).read_text(encoding="utf-8").splitlines():
+        lines.append(line)
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or not isinstance(event.get("data"), dict):
+            continue
+        if event.get("type") == "call.started" and event["data"].get("run_id") == RUN_A and len(rerun) < RERUN_CALLS:
+            rerun.add(event["call_id"])
+        if event.get("call_id") not in rerun:
+            continue
+        copy = json.loads(line)
+        copy["call_id"] += "-rerun"
+        copy["event_id"] = f"{copy.get('event_id')}-rerun"
+        if copy["type"] == "call.started":
+            copy["data"]["run_id"] = RUN_B
+            if broken < BROKEN_HASHES and copy["data"].get("scenario", {}).get("expected_db_hash"):
+                copy["data"]["scenario"]["expected_db_hash"] = "0" * 64
+                broken += 1
+        lines.append(json.dumps(copy))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def two_runs(broker, tmp_path):
+    """A worker that scored the sample and a second run of some of its scenarios; replay's latest results."""
+    _browser_or_skip()
+    log = str(_log_with_a_rerun(tmp_path / "rerun.jsonl"))
+    prefix = f"t-dashboard-runs-{os.getpid()}"
+    results, _ = replay_results(log)
+    expected = latest_by_call(results)
+    worker = start_worker(broker, prefix, env={"CALLQA_API_TOKEN": TOKEN})
+    try:
+        settings = settings_for(broker, prefix)
+        with ThreadPoolExecutor(1) as thread:  # (the browser's event loop may already run in this one)
+            thread.submit(send, log, settings).result()
+            thread.submit(collect_results, settings, expected).result()
+        yield worker, expected
+    finally:
+        worker.stop()
+
+
+def test_two_runs_side_by_side_show_each_rate_and_the_scenarios_that_changed(two_runs, browser, shots):
+    worker, expected = two_runs
+    success = {run: {r["evaluation"]["scenario_name"]: r["evaluation"]["is_successful"]
+                     for r in expected.values() if r["run_id"] == run} for run in (RUN_A, RUN_B)}
+    changed = {name for name, ok in success[RUN_B].items() if success[RUN_A][name] != ok}
+    assert changed  # (the broken DB states make some fail)
+
+    with _signed_in_page(browser, worker, ".tile") as page:
+        page.goto(f"/#/runs/{RUN_A}?vs={RUN_B}")
+        page.locator("[data-compare]").wait_for()
+        summaries = [_api(worker, f"/runs/{run}/summary") for run in (RUN_A, RUN_B)]
+        for row in page.locator("[data-compare] tbody tr").all():
+            name = row.get_attribute("data-rate")
+            shown = [cell.inner_text() for cell in row.locator("td").all()[:2]]
+            assert shown == [_rate_text(summary[name]) for summary in summaries]
+        assert {row.get_attribute("data-scenario") for row in page.locator("[data-changed] tbody tr").all()} == changed
+        regressions = {name for name in changed if success[RUN_A][name]}
+        assert page.locator("[data-changed] tbody tr.regression").count() == len(regressions)
+        page.screenshot(path=str(shots / "compare.png"), full_page=False)
+
+
+def _rate_text(rate: dict | None) -> str:
+    """A rate as all_summary.txt prints it (scorers/runs/text.py)."""
+    return "–" if rate is None else f"{100 * rate['passed'] / rate['total']:.2f}% ({rate['passed']}/{rate['total']})"

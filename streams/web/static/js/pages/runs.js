@@ -82,18 +82,19 @@ async function comparison(before, after) {
   const [a, b, sa, sb] = await Promise.all([
     getJson(`/runs/${encodeURIComponent(before)}/summary`), getJson(`/runs/${encodeURIComponent(after)}/summary`),
     scenarioRows(before), scenarioRows(after)]);
-  const rates = RATE_LABELS.filter(([name]) => a[name] || b[name]).map(([name, label]) => h("tr", {},
+  const rates = RATE_LABELS.filter(([name]) => a[name] || b[name]).map(([name, label]) => h("tr", { "data-rate": name },
     h("th", {}, label), h("td", { class: "mono" }, rateText(a[name])), h("td", { class: "mono" }, rateText(b[name])), h("td", {}, delta(a[name], b[name]))));
   const byName = new Map(sb.map((s) => [s.scenario, s]));
   const changed = sa.filter((s) => byName.has(s.scenario) && byName.get(s.scenario).is_successful !== s.is_successful);
   const regressions = changed.filter((s) => s.is_successful === true);
   return [
-    section("Side by side", table(["", before, after, "Change"], rates)),
+    section("Side by side", table(["", before, after, "Change"], rates, { "data-compare": "" })),
     section(`Scenarios that changed (${changed.length}; ${regressions.length} passed before and fail now)`,
-      changed.length ? table(["Scenario", before, after], changed.map((s) => h("tr", { class: s.is_successful ? "regression" : "" },
+      changed.length ? table(["Scenario", before, after], changed.map((s) => h("tr", { class: s.is_successful ? "regression" : "", "data-scenario": s.scenario },
         h("td", { class: "mono" }, s.scenario),
         h("td", {}, h("a", { href: href("calls", s.call_id) }, verdictBadge(s.is_successful))),
-        h("td", {}, h("a", { href: href("calls", byName.get(s.scenario).call_id) }, verdictBadge(byName.get(s.scenario).is_successful))))))
+        h("td", {}, h("a", { href: href("calls", byName.get(s.scenario).call_id) }, verdictBadge(byName.get(s.scenario).is_successful))))),
+      { "data-changed": "" })
         : h("p", { class: "muted" }, "No scenario changed its verdict.")),
   ];
 }
