@@ -161,10 +161,12 @@ def _sample_events() -> dict[str, list[dict]]:
     return by_call
 
 
-def _replay_counts(expected: dict[str, dict]) -> dict[str, tuple[int, int]]:
-    """Per metric: (calls it applied to, calls it passed), over every call's latest result."""
+def _replay_counts(expected: dict[str, dict], agent_id: str | None = None) -> dict[str, tuple[int, int]]:
+    """Per metric: (calls it applied to, calls it passed), over every call's latest result (of one agent)."""
     counts: dict[str, list[int]] = {}
     for result in expected.values():
+        if agent_id is not None and result["agent_id"] != agent_id:
+            continue
         for metric in result["metrics"]:
             applied_passed = counts.setdefault(metric["metric"], [0, 0])
             if metric["passed"] is not None:
@@ -210,6 +212,14 @@ def test_the_overview_shows_the_api_s_and_replay_s_numbers(scored, page, shots):
     page.locator(".metric-card").first.wait_for()
     assert _shown_counts(page) == _replay_counts(expected)
     page.screenshot(path=str(shots / "overview.png"), full_page=True)
+
+    # One agent's calls.
+    agent = sorted({r["agent_id"] for r in expected.values() if r["agent_id"]})[0]
+    page.locator("#scope-select").select_option(f"agent:{agent}")
+    page.locator(f'[data-range="1h"][href*="{agent}"]').wait_for()
+    page.locator(".metric-card").first.wait_for()
+    assert _shown_counts(page) == _replay_counts(expected, agent)
+    assert all(row.locator("td").nth(2).inner_text() == agent for row in page.locator(".calls-table tbody tr").all())
 
 
 def test_a_failing_call_s_page_shows_its_transcript_and_verdicts(scored, page, shots):
