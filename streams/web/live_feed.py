@@ -40,6 +40,8 @@ class LiveFeed:
         response = aiohttp.web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                                                        "X-Accel-Buffering": "no"})
         await response.prepare(request)
+        if request.method == "HEAD":  # (the headers only: no stream to hold open)
+            return response
         queue: asyncio.Queue[str] = asyncio.Queue(QUEUE_SIZE)
         self._listeners.add(queue)
         try:
