@@ -222,6 +222,21 @@ def test_the_overview_shows_the_api_s_and_replay_s_numbers(scored, page, shots):
     assert all(row.locator("td").nth(2).inner_text() == agent for row in page.locator(".calls-table tbody tr").all())
 
 
+def test_the_call_list_filters_by_metric_and_verdict_and_pages_on(scored, page):
+    worker, expected = scored
+    failing = {c for c, r in expected.items() if any(m["metric"] == "latency" and m["passed"] is False for m in r["metrics"])}
+    page.goto("/#/calls?metric=latency&verdict=fail")
+    rows = page.locator(".calls-table tbody tr[data-call]")
+    rows.first.wait_for()
+    for _ in range(len(failing) // 50 + 1):  # (50 a page)
+        if not page.locator("button.more").is_visible():
+            break
+        shown = rows.count()
+        page.locator("button.more").click()
+        rows.nth(shown).wait_for()
+    assert {row.get_attribute("data-call") for row in rows.all()} == failing and rows.count() == len(failing)
+
+
 def test_a_failing_call_s_page_shows_its_transcript_and_verdicts(scored, page, shots):
     worker, expected = scored
     page.goto("/#/")

@@ -22,6 +22,7 @@ export async function renderCalls(view, route) {
 
   let cursor = null;
   const load = async () => {
+    more.disabled = true; // (one page at a time: a second click would ask for the same page again)
     const query = new URLSearchParams(filters);
     query.set("limit", PAGE_SIZE);
     if (cursor) query.set("cursor", cursor);
@@ -29,6 +30,7 @@ export async function renderCalls(view, route) {
     rows.append(...page.calls.map(callRow));
     cursor = page.next_cursor;
     more.hidden = !cursor;
+    more.disabled = false;
     if (!rows.children.length) rows.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No call matches.")));
   };
   more.addEventListener("click", load);
