@@ -78,6 +78,9 @@ ROUTES: tuple[Route, ...] = (
 )
 
 BY_PATH: dict[str, Route] = {route.path: route for route in ROUTES}
+# Where a request keeps its parsed query (a typed key where aiohttp has them, 3.12 on; a string before).
+_RequestKey = getattr(aiohttp.web, "RequestKey", None)
+PARAMS: Any = _RequestKey("params", dict) if _RequestKey is not None else "params"
 
 
 def route_of(request: Any) -> Route | None:
@@ -96,14 +99,14 @@ async def checked_query(request: Any, handler: Any) -> Any:
     route = route_of(request)
     if route is not None:
         try:
-            request["params"] = parse_query(request.query, route.params)
+            request[PARAMS] = parse_query(request.query, route.params)
         except QueryError as exc:
             return aiohttp.web.json_response({"error": str(exc)}, status=400)
     return await handler(request)
 
 
 def params_of(request: Any) -> dict[str, Any]:
-    return request.get("params", {}) if hasattr(request, "get") else {}
+    return request.get(PARAMS, {}) if hasattr(request, "get") else {}
 
 
 def reads_content(request: Any) -> bool:
