@@ -59,7 +59,7 @@ async function timeseries(range, scope) {
   const scopeQ = `scope=${encodeURIComponent(scope)}`;
   const latest = await getJson(`/timeseries?${scopeQ}&step=${STEPS["24h"]}`);
   if (range === "24h") return latest;
-  const to = latest.to_ms, from = to - RANGES[range];
+  const to = latest.to_ms, from = Math.max(0, to - RANGES[range]); // (an empty index ends at 1970)
   return getJson(`/timeseries?${scopeQ}&from=${from}&to=${to}&step=${STEPS[range]}`);
 }
 
@@ -72,7 +72,8 @@ async function overviewBody(range, scope, thresholds) {
   const passed = metrics.reduce((sum, m) => sum + m.passed, 0);
   return [
     h("div", { class: "tiles" },
-      tile("Calls", num(series.totals.calls), `${time(series.from_ms)} – ${time(series.to_ms)}`, "calls"),
+      tile("Calls", num(series.totals.calls),
+        series.totals.calls ? `${time(series.from_ms)} – ${time(series.to_ms)}` : "none scored in this range yet", "calls"),
       tile("Metric verdicts passed", pct(applied ? passed / applied : null), `${num(passed)} of ${num(applied)}`, "passed"),
       tile("Alerts firing", num(alerts.firing.length), alerts.firing.length ? "see Alerts" : "none", "firing")),
     alertsSection(alerts),
