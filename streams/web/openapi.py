@@ -6,10 +6,17 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+import msgspec
+
+from models.results import CallResult
 from streams.web.routes import ROUTES, Route
 
 ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
 TOKEN = "apiToken"
+
+
+# The documents some routes answer as they are, described by the models that define them.
+DOCUMENTS = {"/calls/{call_id}": "CallResult"}
 
 
 def openapi_document(routes: Iterable[Route] = ROUTES, version: str = "0.1.0") -> dict[str, Any]:
@@ -18,6 +25,10 @@ def openapi_document(routes: Iterable[Route] = ROUTES, version: str = "0.1.0") -
         operations = paths.setdefault(route.path, {})
         for method in route.methods:
             operations[method.lower()] = _operation(route, method)
+    for path, name in DOCUMENTS.items():
+        paths[path]["get"]["responses"]["200"]["content"] = {
+            "application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}
+    (_, models) = msgspec.json.schema_components([CallResult], ref_template="#/components/schemas/{name}")
     return {
         "openapi": "3.1.0",
         "info": {"title": "callqa worker API", "version": version,
@@ -25,7 +36,7 @@ def openapi_document(routes: Iterable[Route] = ROUTES, version: str = "0.1.0") -
         "paths": paths,
         "components": {"securitySchemes": {TOKEN: {"type": "http", "scheme": "bearer",
                                                    "description": "CALLQA_API_TOKEN, when the worker sets one"}},
-                       "schemas": {"Error": ERROR}},
+                       "schemas": {"Error": ERROR, **models}},
     }
 
 

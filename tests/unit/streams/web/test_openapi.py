@@ -50,3 +50,17 @@ def test_routes_showing_call_content_ask_for_the_token_and_health_does_not():
     paths = openapi_document()["paths"]
     assert "security" in paths["/calls/{call_id}"]["get"] and "security" in paths["/timeseries"]["get"]
     assert "security" not in paths["/health"]["get"] and "security" not in paths["/metrics"]["get"]
+
+
+def test_a_calls_document_is_described_by_the_result_model():
+    import jsonschema
+    import msgspec
+
+    from tests.unit.streams.web.test_call_index import result
+
+    document = openapi_document()
+    schema = {**document["paths"]["/calls/{call_id}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"],
+              "components": document["components"]}
+    jsonschema.validate(msgspec.to_builtins(result("c1", sentiment=None)), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"call_id": "c1"}, schema)
