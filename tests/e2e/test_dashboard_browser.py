@@ -439,3 +439,21 @@ def test_two_runs_side_by_side_show_each_rate_and_the_scenarios_that_changed(two
 def _rate_text(rate: dict | None) -> str:
     """A rate as all_summary.txt prints it (scorers/runs/text.py)."""
     return "–" if rate is None else f"{100 * rate['passed'] / rate['total']:.2f}% ({rate['passed']}/{rate['total']})"
+
+
+def test_setting_the_sentiment_from_the_page_rescores_the_call(scored, page):
+    worker, expected = scored
+    call_id = sorted(c for c, r in expected.items() if r["final"] and r["evaluation"].get("turns"))[-1]
+    page.goto(f"/#/calls/{call_id}")
+    call = page.locator(f'.call-page[data-call="{call_id}"]')
+    call.wait_for()
+    version = int(call.get_attribute("data-version"))
+
+    page.locator('select[name="user_sentiment"]').select_option("Negative")
+    page.get_by_role("button", name="Set sentiment").click()
+
+    page.locator(f'.call-page[data-version="{version + 1}"]').wait_for()
+    sentiment = page.locator('.sheet-row[data-metric="sentiment"]')
+    assert sentiment.get_attribute("data-verdict") == "fail"  # (Negative scores 20, under the pass mark of 50)
+    assert sentiment.locator("[data-score]").get_attribute("data-score") == "20"
+    assert _api(worker, f"/calls/{call_id}")["version"] == version + 1
