@@ -8,7 +8,7 @@ every route the web server serves is declared here, so none is left out of eithe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp.web
@@ -28,7 +28,6 @@ class Route:
     params: tuple[Param, ...] = ()
     content: bool = True  # reading it shows call content: asks for the token when one is set
     body: str = ""  # what a write takes, in words
-    responses: dict[str, str] = field(default_factory=dict)
 
 
 ROUTES: tuple[Route, ...] = (
