@@ -28,6 +28,14 @@ def install_pages(app: faust.App) -> None:
         return web.html(INDEX_FILE.read_text(encoding="utf-8"), headers={"Cache-Control": "no-cache"})
 
     app.web.add_static("/static/", STATIC_DIR)
+    app.web.web_app.on_response_prepare.append(_revalidate_static)
+
+
+async def _revalidate_static(request: Any, response: Any) -> None:
+    """The browser asks again (a 304 when unchanged) rather than run a cached script from before an
+    upgrade beside the new page."""
+    if request.path.startswith("/static/"):
+        response.headers.setdefault("Cache-Control", "no-cache")
 
 
 def _drop_faust_index(app: faust.App) -> None:

@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parents[4]
 IMPORT = re.compile(r'^\s*import\s.*?\sfrom\s+"(?P<path>[^"]+)";', re.MULTILINE | re.DOTALL)
 
 
-async def _get(paths: list[str]) -> list[tuple[int, str, str]]:
-    """Status, content type and body of each path, from a Faust app's own web server with the pages."""
+async def _get(paths: list[str]) -> list[tuple[int, str, str, str]]:
+    """Status, content type, body and Cache-Control of each path, from a Faust app's own web server
+    with the pages."""
     app = faust.App("pages-test", broker="memory://", web_enabled=True)
     install_pages(app)
     app.web.init_server()  # (as the worker does at start: Faust's own routes join then)
@@ -33,25 +34,27 @@ async def _get(paths: list[str]) -> list[tuple[int, str, str]]:
             answers = []
             for path in paths:
                 async with session.get(f"http://127.0.0.1:{port}{path}") as response:
-                    answers.append((response.status, response.content_type, await response.text()))
+                    answers.append((response.status, response.content_type, await response.text(),
+                                    response.headers.get("Cache-Control", "")))
             return answers
     finally:
         await runner.cleanup()
 
 
 def test_the_root_answers_the_page_instead_of_faust_s_status():
-    (status, content_type, body), = asyncio.run(_get(["/"]))
+    (status, content_type, body, _), = asyncio.run(_get(["/"]))
     assert status == 200 and content_type == "text/html"
     assert '<script type="module" src="/static/js/app.js">' in body and '"status"' not in body
 
 
 def test_the_page_s_script_and_style_sheet_are_served_with_their_types():
     answers = asyncio.run(_get(["/static/js/app.js", "/static/style.css", "/static/nothing.js"]))
-    (js_status, js_type, _), (css_status, css_type, _), (missing, _, _) = answers
+    (js_status, js_type, _, js_cache), (css_status, css_type, _, _), (missing, _, _, _) = answers
     # (A browser runs a module served with either JavaScript type.)
     assert js_status == 200 and js_type in {"text/javascript", "application/javascript"}
     assert (css_status, css_type) == (200, "text/css")
     assert missing == 404
+    assert js_cache == "no-cache"  # (asked again after an upgrade, never run stale beside a new page)
 
 
 def test_every_module_the_page_imports_is_there():
