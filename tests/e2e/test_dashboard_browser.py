@@ -297,6 +297,7 @@ def test_a_transcript_correction_from_the_page_comes_back_as_the_next_version(sc
     page.locator(f'.call-page[data-version="{version + 1}"]').wait_for()
     assert _api(worker, f"/calls/{call_id}")["version"] == version + 1
     assert f"version {version + 1}" in page.locator(".notice.success").inner_text()
+    page.screenshot(path=str(shots / "corrected.png"), full_page=False)
 
 
 def test_a_new_version_published_elsewhere_appears_without_a_reload(scored, page):
