@@ -118,8 +118,9 @@ async function alertsNow() {
     const firing = await getJson("/alerts");
     let pending = [];
     try {
-      const { episodes } = await getJson("/alerts/episodes");
-      pending = episodes.filter((e) => e.state === "pending");
+      const { episodes } = await getJson("/alerts/episodes?state=pending");
+      // (An episode's figures are its latest transition's.)
+      pending = episodes.map((e) => ({ ...(e.transitions || [])[0], ...e }));
     } catch { /* a worker without the episodes route lists firing alerts only */ }
     return { firing: firing.firing || [], pending, error: null };
   } catch (error) {
