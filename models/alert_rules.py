@@ -13,7 +13,7 @@ example in TOML:
     clear_above = 0.8          # recovered: pass rate at or above 80 % (hysteresis)
     min_calls = 10             # fewer scored calls in the window: no verdict
     for_s = 120                # the breach must last 2 minutes of event time before firing
-    severity = "critical"      # info | warning | critical
+    severity = "critical"      # any label: info, warning, critical, page, ticket, ...
     long_window_s = 3600       # optional: the last hour must breach too
 
 A JSON rules file holds the same documents as `{"rules": [...]}` or as a bare list.
@@ -30,7 +30,7 @@ defined but evaluates nothing.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal, Union
+from typing import Annotated, Any, Iterable, Union
 
 import msgspec
 from msgspec import Meta, Struct
@@ -42,8 +42,11 @@ SCOPE_ALL = "all"
 SCOPE_KINDS = ("agent", "cohort")
 EVERY = "*"  # `agent:*`, `cohort:*`: one alert per agent or cohort
 
-Severity = Literal["info", "warning", "critical"]
-SEVERITIES: tuple[str, ...] = Severity.__args__
+# Any label, as Prometheus and Alertmanager take any ("page" and "ticket" are common beside these):
+# a word of letters, digits, `_`, `.` or `-`, so that it can be a label value and a routing key.
+SEVERITY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+Severity = Annotated[str, Meta(pattern=SEVERITY_PATTERN)]
+COMMON_SEVERITIES: tuple[str, ...] = ("info", "warning", "critical", "page", "ticket")
 DEFAULT_SEVERITY = "warning"
 # Fewer calls than this in the window say little about a pass rate; a rule may ask for more or fewer.
 DEFAULT_MIN_CALLS = 10
@@ -174,7 +177,7 @@ def _explain(exc: msgspec.ValidationError) -> str:
     """msgspec's "Expected `float` <= 1 - at `$.fire_below`" as "`fire_below`: Expected …"."""
     problem, path = split_validation_error(exc)
     if path == "severity":
-        problem += f" (known severities: {', '.join(SEVERITIES)})"
+        problem += f" (a severity is a word of up to 64 letters, digits, `_`, `.` or `-`, e.g. {', '.join(COMMON_SEVERITIES)})"
     field = None if path else missing_field(problem)
     if field:
         return f"`{field}` is required"
