@@ -278,6 +278,11 @@ class CallqaObserver(BaseObserver):
     def sent(self) -> int:
         return self._sender.sent
 
+    @property
+    def started_ts_ms(self) -> int | None:
+        """The call's start (its `call.started` time, Unix ms): pipeline clock 0. None before it starts."""
+        return self._zero_ms
+
     def caller_hung_up(self) -> None:
         """Say that the caller hung up: the cancellation that follows ends the call as `[CALLER_HANGUP]`
         (call it from the transport's `on_client_disconnected` before cancelling the worker)."""
