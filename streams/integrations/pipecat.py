@@ -319,22 +319,26 @@ class CallqaObserver(BaseObserver):
 
     async def _frame(self, frame: Any) -> None:
         now = self._now_ms
+        # A user turn goes once the user stopped speaking and its text is final, whichever comes last
+        # (STT often finalises after the VAD's stop): sent then, not held for the bot's answer, it is
+        # not lost with a bot that dies before answering.
         if isinstance(frame, UserStartedSpeakingFrame):
-            if not self._user_speaking and self._user.end_ms is not None:
-                self._user_turn()  # (the user spoke again before the bot answered: a turn of its own)
             self._user_speaking = True
             if self._user.start_ms is None:
                 self._user.start_ms = now
         elif isinstance(frame, UserStoppedSpeakingFrame):
             self._user_speaking = False
             self._user.end_ms = now
+            self._user_turn()
         elif isinstance(frame, TranscriptionFrame):  # (final: interim ones are another class)
             self._user.texts.append(frame.text)
             self._user.words.extend(stt_words(frame.result))
             if self._user.start_ms is None:
                 self._user.start_ms = now
             if not self._user_speaking:
-                self._user.end_ms = now if self._user.end_ms is None else self._user.end_ms
+                if self._user.end_ms is None:
+                    self._user.end_ms = now
+                self._user_turn()
         elif isinstance(frame, BotStartedSpeakingFrame):
             self._user_turn()
             self._agent = _Speech(start_ms=now)
@@ -353,6 +357,9 @@ class CallqaObserver(BaseObserver):
             self._end(frame)
 
     def _user_turn(self) -> None:
+        """Send the user's turn, if it has text (else keep its times for the text to come)."""
+        if not self._user.text():
+            return
         speech, self._user = self._user, _Speech()
         if speech.text():
             if speech.words:  # the STT's word times are offsets into the audio, as the turn's are
