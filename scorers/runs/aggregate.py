@@ -10,7 +10,7 @@ tallies; only the pooled latency percentiles need every sample, gathered when th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Mapping
 
@@ -61,10 +61,13 @@ class Tally:
     judged: int = 0
     # n_calls, prompt, completion of the agent side, then of the user side.
     tokens: list[int] = field(default_factory=lambda: [0] * 6)
+    no_conversation: int = 0
 
     def apply(self, signals: ScenarioSignals, sign: int) -> None:
         """Add (sign = 1) or take back (sign = -1) one scenario's contribution."""
         self.scenarios += sign
+        if signals.no_conversation:
+            self.no_conversation += sign
         self.success.add_flag(signals.is_successful, sign)
         self.task_success.add_flag(signals.is_task_successful, sign)
         self.action_match.add_flag(signals.is_action_match, sign)
@@ -105,6 +108,10 @@ class _Contribution:
     signals: ScenarioSignals
 
 
+def _no_conversation(result: CallResult | Mapping[str, Any]) -> bool:
+    return (result.no_conversation if isinstance(result, CallResult) else result.get("no_conversation")) is True
+
+
 def result_fields(result: CallResult | Mapping[str, Any]) -> tuple[str, int, str | None, Mapping[str, Any]]:
     """call_id, version, run_id and evaluation of a published result (typed, or as decoded JSON)."""
     if isinstance(result, CallResult):
@@ -141,7 +148,10 @@ class RunSummary:
         if known is not None and version < known.version:
             return False
         metrics, judge = split_evaluation(evaluation)
-        self._put(("call", call_id), version, read_scenario(metrics, judge, fallback_name=call_id))
+        signals = read_scenario(metrics, judge, fallback_name=call_id)
+        if _no_conversation(result):
+            signals = replace(signals, no_conversation=True)
+        self._put(("call", call_id), version, signals)
         return True
 
     def version_of(self, call_id: str) -> int | None:
@@ -216,4 +226,5 @@ class RunSummary:
             overall_latency_stats=latency_stats(samples, empty=NO_LATENCY),
             token_usage=totals.token_usage(),
             stall_warning=stall_warning,
+            no_conversation_scenarios=totals.no_conversation,
         )
