@@ -14,11 +14,13 @@ It publishes the call's events to `callqa.events` as the event contract's JSON (
 - the RTVI messages callqa reads (metrics: TTFB and tokens; speaking; function calls at FULL level),
   made by a private `RTVIObserver` that sends to callqa only: the bot's own RTVI is left as it is;
 - `call.ended` at EndFrame (`[EXIT]`), CancelFrame (`[CANCELLED]`, or `[CALLER_HANGUP]` after
-  `caller_hung_up()`) or a fatal error (`[ERROR]`), after every earlier event.
+  `caller_hung_up()`) or either after an error that made a processor unusable (`[ERROR]`, with the
+  error as `reason`), after every earlier event.
 
 It never blocks the pipeline: events go into a bounded buffer that a background task sends in
 batches, each kept until the broker acknowledged it; a broker outage loses only what overflows the
-buffer, counted in `dropped` (and logged). The buffer is flushed at the call's end and at cleanup.
+buffer, counted in `dropped` (and logged). At cleanup (the worker's end) the buffer is flushed, for
+`flush_timeout_s` at most; what the broker still has not taken is logged and left in `undelivered`.
 
 Self-contained on purpose (standard library, pipecat, aiokafka): a bot's own packages named `models`,
 `streams` or `scorers` must neither shadow nor be shadowed by callqa's. Import it as `callqa.pipecat`.
@@ -121,6 +123,14 @@ def stt_words(result: Any) -> list[list[Any]]:
     return out
 
 
+def _ends_the_call(error: Any) -> bool:
+    """An error the pipeline worker ends or cancels the call for: a processor that can no longer do its
+    job (`push_error(..., force_treat_as_permanent=True)`), or, before Pipecat 2.0, `fatal`."""
+    processor = getattr(error, "processor", None)
+    return (processor is not None and getattr(processor, "is_usable", True) is False) or bool(
+        error.__dict__.get("fatal", False))
+
+
 def _get(thing: Any, key: str) -> Any:
     return thing.get(key) if isinstance(thing, dict) else getattr(thing, key, None)
 
@@ -209,11 +219,9 @@ class _Sender:
         return not self.buffer
 
     async def close(self, timeout_s: float) -> None:
-        delivered = await self.flush(timeout_s)
-        if not delivered:
-            self.dropped += len(self.buffer)
+        """Flush, then stop sending; what is still buffered stays there, undelivered."""
+        if not await self.flush(timeout_s):
             log.warning("callqa: %d events of call %s not delivered at shutdown", len(self.buffer), self.call_id)
-            self.buffer.clear()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -243,13 +251,16 @@ class _RtviRelay(RTVIObserver):
 
 class CallqaObserver(BaseObserver):
     """Publishes one Pipecat call to callqa (see the module docstring). `dropped` counts the events
-    lost to a full buffer; `sent` those the broker acknowledged."""
+    lost to a full buffer, `sent` those the broker acknowledged, and `undelivered` holds the rest.
+    `flush_timeout_s`: how long cleanup waits for the buffer to drain (the pipeline has ended by then)."""
 
     def __init__(self, *, bootstrap_servers: str, call_id: str, agent_id: str, topic: str = EVENTS_TOPIC,
                  buffer_events: int = DEFAULT_BUFFER_EVENTS, end_tool_names: frozenset[str] = END_TOOL_NAMES,
-                 producer_config: dict[str, Any] | None = None, **call_started_fields: Any) -> None:
+                 producer_config: dict[str, Any] | None = None, flush_timeout_s: float = FLUSH_TIMEOUT_S,
+                 **call_started_fields: Any) -> None:
         super().__init__()
         self.call_id = call_id
+        self._flush_timeout_s = flush_timeout_s
         self._started = {"agent_id": agent_id, **call_started_fields}
         self._end_tool_names = end_tool_names
         self._sender = _Sender(bootstrap_servers, topic, call_id, buffer_events, dict(producer_config or {}))
@@ -279,6 +290,11 @@ class CallqaObserver(BaseObserver):
         return self._sender.sent
 
     @property
+    def undelivered(self) -> list[dict[str, Any]]:
+        """The events not (yet) acknowledged, oldest first: after cleanup, those the broker never got."""
+        return list(self._sender.buffer)
+
+    @property
     def started_ts_ms(self) -> int | None:
         """The call's start (its `call.started` time, Unix ms): pipeline clock 0. None before it starts."""
         return self._zero_ms
@@ -292,9 +308,13 @@ class CallqaObserver(BaseObserver):
         return await self._sender.flush(timeout_s)
 
     async def cleanup(self) -> None:
+        if self._zero_ms is not None and not self._ended:
+            # The worker cancelled the call without its CancelFrame reaching observers (it does so on
+            # an unusable processor): the call ended all the same, at the last frame seen.
+            self._end(None)
         await super().cleanup()
         await self._rtvi.cleanup()
-        await self._sender.close(FLUSH_TIMEOUT_S)
+        await self._sender.close(self._flush_timeout_s)
 
     # -- frames -------------------------------------------------------------------------------------
 
@@ -351,7 +371,7 @@ class CallqaObserver(BaseObserver):
             self._agent_turn()
         elif isinstance(frame, FunctionCallInProgressFrame) and frame.function_name in self._end_tool_names:
             self._end_tool_called = True
-        elif isinstance(frame, ErrorFrame) and frame.fatal:
+        elif isinstance(frame, ErrorFrame) and _ends_the_call(frame):
             self._fatal_error = frame.error
         elif isinstance(frame, (EndFrame, CancelFrame)):
             self._end(frame)
@@ -385,10 +405,10 @@ class CallqaObserver(BaseObserver):
     def _end(self, frame: Any) -> None:
         self._user_turn()
         self._agent_turn()
-        if isinstance(frame, EndFrame):
-            stop_reason = EXIT
-        elif self._fatal_error is not None:
+        if self._fatal_error is not None:  # (the worker's policy may end or cancel it)
             stop_reason = ERROR
+        elif isinstance(frame, EndFrame):
+            stop_reason = EXIT
         else:
             stop_reason = CALLER_HANGUP if self._hung_up else CANCELLED
         data: dict[str, Any] = {"stop_reason": stop_reason, "end_conversation_tool_called": self._end_tool_called}

@@ -80,13 +80,13 @@ def test_an_observed_pipeline_scores_as_the_same_call_written_by_hand(broker, to
 DYING_BOT = """
 import asyncio, sys
 from callqa.pipecat import CallqaObserver
-from tests.helpers.pipecat_bot import ScriptedBot, TestClock, two_turn_call, worker_for
+from tests.helpers.pipecat_bot import ScriptedBot, ScriptClock, two_turn_call, worker_for
 from pipecat.workers.runner import WorkerRunner
 
 async def main(bootstrap, topic):
     observer = CallqaObserver(bootstrap_servers=bootstrap, call_id="dead-1", agent_id="support-bot", topic=topic,
                               inactivity_timeout_s=1)
-    bot = ScriptedBot(TestClock(), two_turn_call()[:3])
+    bot = ScriptedBot(ScriptClock(), two_turn_call()[:3])
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker_for(bot, [observer]))
     running = asyncio.create_task(runner.run())

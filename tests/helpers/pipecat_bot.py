@@ -12,6 +12,7 @@ from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     EndFrame,
+    ErrorFrame,
     Frame,
     FunctionCallInProgressFrame,
     FunctionCallResultFrame,
@@ -35,7 +36,7 @@ from pipecat.workers.runner import WorkerRunner
 MS = 1_000_000  # the pipeline clock counts nanoseconds
 
 
-class TestClock(BaseClock):
+class ScriptClock(BaseClock):
     """The pipeline clock, moved by the script: frame times are the script's, not the machine's."""
 
     def __init__(self) -> None:
@@ -58,7 +59,7 @@ class ScriptedBot(FrameProcessor):
     """Once started, pushes each scripted frame at its time (an EndFrame or CancelFrame in the script
     goes to the worker, as a bot ends its pipeline); `hold` keeps the pipeline open after the script."""
 
-    def __init__(self, clock: TestClock, script: Sequence[At]) -> None:
+    def __init__(self, clock: ScriptClock, script: Sequence[At]) -> None:
         super().__init__()
         self._clock, self._script = clock, list(script)
         self.done = asyncio.Event()
@@ -75,14 +76,18 @@ class ScriptedBot(FrameProcessor):
             self._clock.now_ns = step.ms * MS
             if isinstance(step.frame, EndFrame) or type(step.frame).__name__ == "CancelFrame":
                 await self.worker.queue_frame(step.frame)
+            elif isinstance(step.frame, ErrorFrame):  # (a service that can no longer work, as one reports it)
+                await self.push_error(step.frame.error, force_treat_as_permanent=True)
             else:
                 await self.push_frame(step.frame)
             await asyncio.sleep(0)
         self.done.set()
 
 
-def worker_for(bot: ScriptedBot, observers: list, processors: Sequence[FrameProcessor] = (), **options) -> PipelineWorker:
-    worker = PipelineWorker(Pipeline([*processors, bot]), clock=bot._clock, observers=observers,
+def worker_for(bot: ScriptedBot, observers: list, processors: Sequence[FrameProcessor] = (),
+               after: Sequence[FrameProcessor] = (), **options) -> PipelineWorker:
+    """`processors` come before the bot in the pipeline, `after` after it."""
+    worker = PipelineWorker(Pipeline([*processors, bot, *after]), clock=bot._clock, observers=observers,
                             params=PipelineParams(enable_metrics=True, enable_usage_metrics=True),
                             idle_timeout_secs=None, **options)
     bot.worker = worker
@@ -90,12 +95,16 @@ def worker_for(bot: ScriptedBot, observers: list, processors: Sequence[FrameProc
 
 
 async def run_bot(script: Sequence[At], observers: list, processors: Sequence[FrameProcessor] = (), **options) -> PipelineWorker:
-    bot = ScriptedBot(TestClock(), script)
+    bot = ScriptedBot(ScriptClock(), script)
     worker = worker_for(bot, observers, processors, **options)
+    await run_worker(worker)
+    return worker
+
+
+async def run_worker(worker: PipelineWorker) -> None:
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker)
     await runner.run()
-    return worker
 
 
 # ------------------------------------------------------------------------------------ the call
