@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -73,6 +74,40 @@ def test_an_observed_pipeline_scores_as_the_same_call_written_by_hand(broker, to
     assert metrics["latency"]["details"]["ttfb"]["OpenAILLMService#0"]["p50"] == 450.0
     assert metrics["tool_call_accuracy"]["details"]["good"] == 1
     assert evaluation["stop_reason"] == "[EXIT]"
+
+
+def test_a_broker_down_during_the_call_loses_nothing_that_fits_the_buffer(tmp_path):
+    """The broker is down for the whole call and comes up while the bot shuts down: the observer
+    keeps the call's events (the pipeline ends meanwhile), delivers them once it can, and the call
+    scores as it would have."""
+    from streams.kafka.embedded_broker import EmbeddedBroker, free_port
+
+    late = EmbeddedBroker(port=free_port())
+    prefix = "t-broker-down"
+    observer = CallqaObserver(bootstrap_servers=late.bootstrap, call_id="late-1", agent_id="support-bot",
+                              topic=TopicNames(prefix).events, flush_timeout_s=120)
+    bot = threading.Thread(target=lambda: asyncio.run(run_bot(two_turn_call(), [observer])))
+    bot.start()
+    worker = None
+    try:
+        while not any(e["type"] == "call.ended" for e in observer.undelivered):  # the call is over
+            bot.join(0.05)
+        assert observer.sent == 0
+        late.start(log_path=str(tmp_path / "broker.log"))
+        worker = start_worker(late, prefix)
+        bot.join()
+        settings = settings_for(late, prefix)
+        log = tmp_path / "hand.jsonl"
+        log.write_text("".join(json.dumps(e) + "\n" for e in hand_written_call("hand-1", observer.started_ts_ms)))
+        send(str(log), settings)
+        results = final_results(settings, ["late-1", "hand-1"])
+    finally:
+        bot.join()
+        if worker is not None:
+            worker.stop()
+        late.stop()
+    assert (observer.dropped, observer.undelivered) == (0, [])
+    assert scored_part(results["late-1"]) == scored_part(results["hand-1"])
 
 
 # A bot process that speaks the first user turn, makes sure its events are out, says so and hangs on
