@@ -119,11 +119,22 @@ class LatencyData(Struct, forbid_unknown_fields=False, gc=False):
 
 
 class ToolCallData(Struct, forbid_unknown_fields=False, gc=False):
+    """`arguments`: the call's arguments as the model wrote them, JSON text (`"{\"order_id\": 7}"`,
+    checked as JSON by tool call accuracy) or the decoded object (`{"order_id": 7}`, as most SDKs hand
+    it over); "" or {} for none. `result`: what the tool returned, any JSON value (an object, text, a
+    number, a list); null or absent: no result (yet). A failure is a result with a non-empty `error` or
+    `errors` key, `ok`/`success` false, a `status` of 400 or more, or text starting with error/failed."""
+
     name: str
-    arguments: str
+    arguments: str | dict[str, Any]
     tool_call_id: str | None = None
     result: Any = None
     side: Side = "agent"
+
+
+def has_arguments(arguments: str | dict[str, Any]) -> bool:
+    """Whether a tool call's `arguments` say anything (blank text and {} do not)."""
+    return bool(arguments.strip() if isinstance(arguments, str) else arguments)
 
 
 class KbRetrievalData(Struct, forbid_unknown_fields=False, gc=False):
