@@ -158,6 +158,22 @@ class DbStateData(Struct, forbid_unknown_fields=False, gc=False):
     db: dict[str, Any] | None = None
 
 
+# The stop reasons callqa knows, and what each means to the scoring (docs/reference/events.md). Any
+# other text is accepted and kept as sent: it is no agent exit (clean_exit then needs
+# end_conversation_tool_called), as "[CALLER_HANGUP]" is not.
+STOP_REASONS: dict[str, str] = {
+    "[EXIT]": "the agent ended the call (its end-of-conversation tool, or its pipeline's end); "
+              "a clean exit when `end_conversation_tool_called` does not say otherwise",
+    "[SIMULATOR_EXIT]": "the simulated user ended the conversation (an evaluation run)",
+    "[CALLER_HANGUP]": "the caller hung up (a production call); not a clean exit",
+    "[CANCELLED]": "the bot's pipeline was cancelled (e.g. its process was told to stop) without the "
+                   "caller's hanging up being known",
+    "[ERROR]": "the bot's pipeline stopped on an error (`reason` holds it)",
+    "[INACTIVITY_TIMEOUT]": "written by callqa: no event for `inactivity_timeout_s` (a bot that died); "
+                            "producers do not send it",
+}
+
+
 class CallEndedData(Struct, forbid_unknown_fields=False, gc=False):
     stop_reason: str
     reason: str | None = None
