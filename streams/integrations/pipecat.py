@@ -54,6 +54,7 @@ from pipecat.frames.frames import (
     UserStoppedSpeakingFrame,
 )
 from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.processors.frame_processor import FrameDirection
 from pipecat.processors.frameworks.rtvi.observer import (
     RTVIFunctionCallReportLevel,
     RTVIObserver,
@@ -327,6 +328,9 @@ class CallqaObserver(BaseObserver):
             if not isinstance(data.source, BaseOutputTransport):
                 return
         elif not data.first_push:
+            return
+        # A broadcast frame (speaking, interruptions) is pushed both ways as two frames: count one.
+        if getattr(frame, "broadcast_sibling_id", None) is not None and data.direction != FrameDirection.DOWNSTREAM:
             return
         if self._ended:
             return

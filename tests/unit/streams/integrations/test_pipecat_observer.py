@@ -10,6 +10,8 @@ import pytest
 pytest.importorskip("pipecat")
 
 from pipecat.frames.frames import (  # noqa: E402
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
     CancelFrame,
     EndFrame,
     ErrorFrame,
@@ -184,3 +186,22 @@ def test_without_an_rtvi_processor_the_worker_keeps_its_default_rtvi():
     bot = ScriptedBot(ScriptClock(), two_turn_call())
     worker = worker_for(bot, [observer()])
     assert isinstance(worker.rtvi, RTVIProcessor)
+
+
+class Broadcaster(ScriptedBot):
+    """Pushes its speaking frames both ways, as Pipecat's transports broadcast them."""
+
+    async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM) -> None:
+        speaking = (BotStartedSpeakingFrame, BotStoppedSpeakingFrame, UserStartedSpeakingFrame, UserStoppedSpeakingFrame)
+        if isinstance(frame, speaking) and frame.broadcast_sibling_id is None:  # (the script's, not a copy)
+            await self.broadcast_frame(type(frame))
+        else:
+            await super().push_frame(frame, direction)
+
+
+def test_broadcast_speaking_frames_count_once():
+    watcher = observer()
+    bot = Broadcaster(ScriptClock(), two_turn_call())
+    asyncio.run(run_worker(worker_for(bot, [watcher])))
+    assert turns(watcher.undelivered) == turns(observed(two_turn_call()))
+    assert rtvi_types(watcher.undelivered) == rtvi_types(observed(two_turn_call()))
