@@ -25,6 +25,7 @@ bench: install
 
 schemas: install
 	$(BIN)/python -m models.schema_export schemas
+	$(BIN)/python -m models.contract_reference docs/reference/events.md
 
 samples: install
 	$(BIN)/python -m samples.generate --seed 7 --calls 240 --out samples/calls.jsonl
