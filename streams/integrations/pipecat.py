@@ -24,8 +24,8 @@ buffer, counted in `dropped` (and logged). At cleanup (the worker's end) the buf
 
 Self-contained on purpose (standard library, pipecat, aiokafka): a bot's own packages named `models`,
 `streams` or `scorers` must neither shadow nor be shadowed by callqa's. Import it as `callqa.pipecat`.
-Supported: pipecat-ai 1.3 (when PipelineWorker replaced PipelineTask) up to, not including, 2.0; tested
-on 1.14.0.
+Supported: pipecat-ai 1.14 up to, not including, 2.0 (PipelineWorker and WorkerRunner, which replaced
+the deprecated PipelineTask and PipelineRunner in 1.3); tested on 1.14.0, the newest release.
 """
 
 from __future__ import annotations
