@@ -7,7 +7,7 @@ example in TOML:
     [[rules]]
     name = "agent latency"
     scope = "agent:*"          # all | agent:<id> | agent:* | cohort:<id> | cohort:*
-    metric = "latency"         # a QA metric name, or weighted_score (cohort scopes only)
+    metric = "latency"         # a QA metric name, conversation (the agent spoke), or weighted_score (cohort scopes only)
     window_s = 900             # the calls that ended in the last 15 minutes of event time
     fire_below = 0.6           # breach: pass rate below 60 %
     clear_above = 0.8          # recovered: pass rate at or above 80 % (hysteresis)
@@ -38,6 +38,9 @@ from msgspec import Meta, Struct
 from models.documents import decode_document, decode_each_once, load_document_file, missing_field, split_validation_error
 
 WEIGHTED_SCORE = "weighted_score"
+# A call "passes" conversation when its agent spoke (the result's `no_conversation` is false): a rule
+# on it pages on dead calls, e.g. `fire_below = 0.95` for more than 5 % of calls with no conversation.
+CONVERSATION = "conversation"
 SCOPE_ALL = "all"
 SCOPE_KINDS = ("agent", "cohort")
 EVERY = "*"  # `agent:*`, `cohort:*`: one alert per agent or cohort
@@ -208,8 +211,9 @@ def _problems(rule: AlertRule, known_metrics: list[str]) -> list[str]:
     elif rule.metric == WEIGHTED_SCORE:
         if scope_kind(rule.scope) != "cohort":
             problems.append(f"`metric`: {WEIGHTED_SCORE!r} is a cohort's verdict and needs a cohort scope (cohort:<id> or cohort:*)")
-    elif rule.metric not in known_metrics:
-        problems.append(f"`metric`: unknown metric {rule.metric!r} (known: {', '.join([*known_metrics, WEIGHTED_SCORE])})")
+    elif rule.metric not in known_metrics and rule.metric != CONVERSATION:
+        problems.append(f"`metric`: unknown metric {rule.metric!r} "
+                        f"(known: {', '.join([*known_metrics, WEIGHTED_SCORE, CONVERSATION])})")
     if rule.window_s is None:
         problems.append("`window_s` is required")
     if rule.fire_below is None:
