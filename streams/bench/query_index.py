@@ -31,8 +31,8 @@ import aiohttp.web
 import msgspec
 
 from models.results import CallResult
-from models.wire import read_log
 from scorers.engine import CallEngine
+from streams.files.event_log import read_log
 from streams.replay.log_replay import replay
 from streams.tuning import tune_gc
 from streams.web.api import json_errors, write_token_check

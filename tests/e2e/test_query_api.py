@@ -16,14 +16,15 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from models.wire import JSONL_LOG, read_log
+from models.wire import JSONL_LOG
 from scorers.engine import CallEngine
+from streams.files.event_log import read_log
+from streams.partitioning import partition_for
 from streams.replay.alerts import AlertsFile
 from streams.replay.log_replay import replay
-from streams.web.alert_episodes import AlertEpisodes
-from streams.partitioning import partition_for
 from streams.replay.record import record_events_topic
 from streams.topics import TopicNames
+from streams.web.alert_episodes import AlertEpisodes
 from tests.helpers.livekit import latest_by_call, replay_results, send, settings_for, start_worker
 
 pytestmark = pytest.mark.broker
