@@ -9,10 +9,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Installs callqa (editable) with the embedded broker, the test tools and the benchmark's peers (the
-# suite runs `callqa bench --quick` as a smoke test, so the benchmark cannot rot between full runs).
+# Installs callqa (editable) with the embedded broker, the test tools, the linters, the Pipecat observer's
+# framework (its tests run a real pipeline) and the benchmark's peers (the suite runs `callqa bench --quick`
+# as a smoke test, so the benchmark cannot rot between full runs).
 install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,lint,rocksdb,bench]"
+	$(BIN)/python -m pip install --quiet -e ".[test,lint,rocksdb,bench,pipecat]"
 
 demo: install
 	$(BIN)/callqa demo
@@ -31,6 +32,7 @@ bench: install
 
 schemas: install
 	$(BIN)/python -m models.schema_export schemas
+	$(BIN)/python -m models.contract_reference docs/reference/events.md
 
 samples: install
 	$(BIN)/python -m samples.generate --seed 7 --calls 240 --out samples/calls.jsonl

@@ -7,13 +7,13 @@ example in TOML:
     [[rules]]
     name = "agent latency"
     scope = "agent:*"          # all | agent:<id> | agent:* | cohort:<id> | cohort:*
-    metric = "latency"         # a QA metric name, or weighted_score (cohort scopes only)
+    metric = "latency"         # a QA metric name, conversation (the agent spoke), or weighted_score (cohort scopes only)
     window_s = 900             # the calls that ended in the last 15 minutes of event time
     fire_below = 0.6           # breach: pass rate below 60 %
     clear_above = 0.8          # recovered: pass rate at or above 80 % (hysteresis)
     min_calls = 10             # fewer scored calls in the window: no verdict
     for_s = 120                # the breach must last 2 minutes of event time before firing
-    severity = "critical"      # info | warning | critical
+    severity = "critical"      # any label: info, warning, critical, page, ticket, ...
     long_window_s = 3600       # optional: the last hour must breach too
 
 A JSON rules file holds the same documents as `{"rules": [...]}` or as a bare list.
@@ -30,7 +30,7 @@ defined but evaluates nothing.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal, Union
+from typing import Annotated, Any, Iterable, Union
 
 import msgspec
 from msgspec import Meta, Struct
@@ -38,12 +38,18 @@ from msgspec import Meta, Struct
 from models.documents import decode_document, decode_each_once, load_document_file, missing_field, split_validation_error
 
 WEIGHTED_SCORE = "weighted_score"
+# A call "passes" conversation when its agent spoke (the result's `no_conversation` is false): a rule
+# on it pages on dead calls, e.g. `fire_below = 0.95` for more than 5 % of calls with no conversation.
+CONVERSATION = "conversation"
 SCOPE_ALL = "all"
 SCOPE_KINDS = ("agent", "cohort")
 EVERY = "*"  # `agent:*`, `cohort:*`: one alert per agent or cohort
 
-Severity = Literal["info", "warning", "critical"]
-SEVERITIES: tuple[str, ...] = Severity.__args__
+# Any label, as Prometheus and Alertmanager take any ("page" and "ticket" are common beside these):
+# a word of letters, digits, `_`, `.` or `-`, so that it can be a label value and a routing key.
+SEVERITY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+Severity = Annotated[str, Meta(pattern=SEVERITY_PATTERN)]
+COMMON_SEVERITIES: tuple[str, ...] = ("info", "warning", "critical", "page", "ticket")
 DEFAULT_SEVERITY = "warning"
 # Fewer calls than this in the window say little about a pass rate; a rule may ask for more or fewer.
 DEFAULT_MIN_CALLS = 10
@@ -174,7 +180,7 @@ def _explain(exc: msgspec.ValidationError) -> str:
     """msgspec's "Expected `float` <= 1 - at `$.fire_below`" as "`fire_below`: Expected …"."""
     problem, path = split_validation_error(exc)
     if path == "severity":
-        problem += f" (known severities: {', '.join(SEVERITIES)})"
+        problem += f" (a severity is a word of up to 64 letters, digits, `_`, `.` or `-`, e.g. {', '.join(COMMON_SEVERITIES)})"
     field = None if path else missing_field(problem)
     if field:
         return f"`{field}` is required"
@@ -205,8 +211,9 @@ def _problems(rule: AlertRule, known_metrics: list[str]) -> list[str]:
     elif rule.metric == WEIGHTED_SCORE:
         if scope_kind(rule.scope) != "cohort":
             problems.append(f"`metric`: {WEIGHTED_SCORE!r} is a cohort's verdict and needs a cohort scope (cohort:<id> or cohort:*)")
-    elif rule.metric not in known_metrics:
-        problems.append(f"`metric`: unknown metric {rule.metric!r} (known: {', '.join([*known_metrics, WEIGHTED_SCORE])})")
+    elif rule.metric not in known_metrics and rule.metric != CONVERSATION:
+        problems.append(f"`metric`: unknown metric {rule.metric!r} "
+                        f"(known: {', '.join([*known_metrics, WEIGHTED_SCORE, CONVERSATION])})")
     if rule.window_s is None:
         problems.append("`window_s` is required")
     if rule.fire_below is None:

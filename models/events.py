@@ -125,11 +125,22 @@ class LatencyData(Struct, forbid_unknown_fields=False, gc=False):
 
 
 class ToolCallData(Struct, forbid_unknown_fields=False, gc=False):
+    """`arguments`: the call's arguments as the model wrote them, JSON text (`"{\"order_id\": 7}"`,
+    checked as JSON by tool call accuracy) or the decoded object (`{"order_id": 7}`, as most SDKs hand
+    it over); "" or {} for none. `result`: what the tool returned, any JSON value (an object, text, a
+    number, a list); null or absent: no result (yet). A failure is a result with a non-empty `error` or
+    `errors` key, `ok`/`success` false, a `status` of 400 or more, or text starting with error/failed."""
+
     name: str
-    arguments: str
+    arguments: str | dict[str, Any]
     tool_call_id: str | None = None
     result: Any = None
     side: Side = "agent"
+
+
+def has_arguments(arguments: str | dict[str, Any]) -> bool:
+    """Whether a tool call's `arguments` say anything (blank text and {} do not)."""
+    return bool(arguments.strip() if isinstance(arguments, str) else arguments)
 
 
 class KbRetrievalData(Struct, forbid_unknown_fields=False, gc=False):
@@ -151,6 +162,22 @@ class DbStateData(Struct, forbid_unknown_fields=False, gc=False):
     side: Side
     hash: str | None = None
     db: dict[str, Any] | None = None
+
+
+# The stop reasons callqa knows, and what each means to the scoring (docs/reference/events.md). Any
+# other text is accepted and kept as sent: it is no agent exit (clean_exit then needs
+# end_conversation_tool_called), as "[CALLER_HANGUP]" is not.
+STOP_REASONS: dict[str, str] = {
+    "[EXIT]": "the agent ended the call (its end-of-conversation tool, or its pipeline's end); "
+              "a clean exit when `end_conversation_tool_called` does not say otherwise",
+    "[SIMULATOR_EXIT]": "the simulated user ended the conversation (an evaluation run)",
+    "[CALLER_HANGUP]": "the caller hung up (a production call); not a clean exit",
+    "[CANCELLED]": "the bot's pipeline was cancelled (e.g. its process was told to stop) without the "
+                   "caller's hanging up being known",
+    "[ERROR]": "the bot's pipeline stopped on an error (`reason` holds it)",
+    "[INACTIVITY_TIMEOUT]": "written by callqa: no event for `inactivity_timeout_s` (a bot that died); "
+                            "producers do not send it",
+}
 
 
 class CallEndedData(Struct, forbid_unknown_fields=False, gc=False):

@@ -32,6 +32,9 @@ class CallResult(Struct, kw_only=True):
     call_id: str
     version: int
     final: bool
+    # The agent never spoke (scorers/conversation.py): a dead call, counted apart by overviews, run
+    # summaries and alert rules instead of passing on metrics that found nothing wrong.
+    no_conversation: bool = False
     agent_id: str | None
     cohort_ids: list[str]
     run_id: str | None

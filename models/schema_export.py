@@ -194,7 +194,7 @@ def alert_rule_schema() -> dict[str, Any]:
         "required": ["metric", "window_s", "fire_below"],
         "properties": {
             "scope": {"pattern": f"^(?:{rules.SCOPE_ALL}|(?:{kinds}):(?:\\*|[^*]+))$"},
-            "metric": {"enum": [*qa_metric_names(), rules.WEIGHTED_SCORE]},
+            "metric": {"enum": [*qa_metric_names(), rules.WEIGHTED_SCORE, rules.CONVERSATION]},
             "fire_below": {"type": "number", "exclusiveMinimum": 0},
             # (Seconds are counted in whole milliseconds: 0.0005 s rounds to none.)
             "window_s": {"type": "number", "exclusiveMinimum": 0.0005},

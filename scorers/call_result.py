@@ -5,6 +5,7 @@ from __future__ import annotations
 from models.call_state import CallState
 from models.results import CallResult, MetricResult
 from scorers.cohorts import CohortBook
+from scorers.conversation import agent_spoke
 from scorers.evaluation.metrics_json import build_metrics_json
 from scorers.fold import MAX_SCORER_ERROR_CHARS
 from scorers.judge.override import with_judge_answers
@@ -35,6 +36,7 @@ def score_call(call: CallState, registry: ScorerRegistry, cohorts: CohortBook, v
         call_id=call.call_id,
         version=version,
         final=call.has_ended,
+        no_conversation=not agent_spoke(call),
         agent_id=call.agent_id,
         cohort_ids=list(call.cohort_ids),
         run_id=call.run_id,

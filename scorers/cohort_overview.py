@@ -7,7 +7,8 @@ taking back leaves no rounding residue and the overview equals `CohortOverview.r
 same calls' newest results.
 
 Per cohort: calls, the average weighted score and the verdict pass rate (over calls with a weighted
-score). Per metric of the cohort: the number of calls where it applied, the average score, the average
+score), and the calls with no conversation (the agent never spoke: `no_conversation` in the result),
+with their share of all the cohort's calls. Per metric of the cohort: the number of calls where it applied, the average score, the average
 value and the pass rate, all over those calls, with `passed` judged at the cohort's threshold as the
 result's cohort verdict recorded it.
 """
@@ -38,6 +39,7 @@ class CohortContribution:
     weighted_score: float | None
     passed: bool | None
     metrics: dict[str, MetricContribution]
+    no_conversation: bool = False
 
 
 @dataclass(slots=True)
@@ -74,10 +76,13 @@ class CohortTotals:
     scored: int = 0  # calls with a weighted score (and so a verdict)
     weighted_sum: Fraction = Fraction(0)
     passed: int = 0
+    no_conversation: int = 0  # calls whose agent never spoke (scorers/conversation.py)
     metrics: dict[str, MetricTotals] = field(default_factory=dict)
 
     def add(self, c: CohortContribution, sign: int) -> None:
         self.calls += sign
+        if c.no_conversation:
+            self.no_conversation += sign
         if c.weighted_score is not None:
             self.scored += sign
             self.weighted_sum += sign * Fraction(c.weighted_score)
@@ -96,7 +101,7 @@ def contribution(verdict: CohortVerdict, result: CallResult) -> CohortContributi
         name: MetricContribution(detail.get("score"), values.get(name), detail.get("passed"))
         for name, detail in verdict.details.get("metrics", {}).items()
     }
-    return CohortContribution(verdict.weighted_score, verdict.passed, metrics)
+    return CohortContribution(verdict.weighted_score, verdict.passed, metrics, result.no_conversation)
 
 
 class CohortOverview:
@@ -160,6 +165,9 @@ class CohortOverview:
             "average_weighted_score": _average_score(totals.weighted_sum, totals.scored),
             "passed_calls": totals.passed,
             "pass_rate": _rate(totals.passed, totals.scored),
+            # Dead calls, apart: most of them have no weighted score, so the pass rate leaves them out.
+            "no_conversation_calls": totals.no_conversation,
+            "no_conversation_rate": _rate(totals.no_conversation, totals.calls),
             "metrics": [_metric_overview(name, totals.metrics[name]) for name in names],
         }
 

@@ -31,6 +31,7 @@ from models.cohorts import (
     is_number,
 )
 from models.results import CohortVerdict, MetricResult
+from scorers.conversation import agent_spoke
 from scorers.qa.base import QaMetric, round_score
 from scorers.registry import ScorerRegistry, qa_metrics
 
@@ -140,17 +141,24 @@ class CohortBook:
                 parts.append((Fraction(criterion.weight), Fraction(score)))
 
         weighted = weighted_score(parts)
+        details: dict[str, Any] = {
+            "name": cohort.name,
+            "pass_threshold": cohort.pass_threshold,
+            "metrics": metric_details,
+            "criteria": criterion_details,
+        }
+        passed = None if weighted is None else weighted >= cohort.pass_threshold
+        if passed and not agent_spoke(view.call):
+            # A call whose agent never spoke fails whatever its other metrics say (the user's speech
+            # transcribed well, say): a dead bot must not look healthy (scorers/conversation.py).
+            passed = False
+            details["no_conversation"] = True
         return CohortVerdict(
             cohort_id=cohort.cohort_id,
             weighted_score=weighted,
-            passed=None if weighted is None else weighted >= cohort.pass_threshold,
+            passed=passed,
             metrics_counted=counted,
-            details={
-                "name": cohort.name,
-                "pass_threshold": cohort.pass_threshold,
-                "metrics": metric_details,
-                "criteria": criterion_details,
-            },
+            details=details,
         )
 
 

@@ -73,6 +73,9 @@ class Settings:
     # Kafka keeps a topic's records a week unless told otherwise: a worker counts what a worker
     # started now would read back from the results topic.
     view_window_s: float = 604_800.0
+    # GET /metrics: the agents with a label of their own; those read after the first this many are
+    # counted under agent="other", so that the series stay bounded (docs/guides/prometheus.md).
+    metrics_max_agents: int = 50
     max_message_bytes: int = MAX_MESSAGE_BYTES
     # LLM judge (any OpenAI-compatible server).
     openai_api_key: str | None = field(default=None, repr=False)
@@ -155,7 +158,7 @@ class Settings:
 _AT_LEAST: dict[str, float] = {
     "partitions": 1, "replication_factor": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "future_bound_s": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0, "view_window_s": 0,
     "max_message_bytes": 1, "judge_timeout_s": 0.1, "judge_concurrency": 1, "judge_retries": 0,
-    "judge_backoff_s": 0, "judge_queue_size": 0, "alert_quiet_release_s": 0.1,
+    "judge_backoff_s": 0, "judge_queue_size": 0, "alert_quiet_release_s": 0.1, "metrics_max_agents": 0,
 }
 
 # Upper bounds. A message of at most 16 MiB holds fewer events than the positions the worker has for
@@ -163,7 +166,7 @@ _AT_LEAST: dict[str, float] = {
 # The judge's: a request that waits longer than an hour, or is tried more than 10 times, is a setting
 # mistyped (each try is paid for); a retry's wait is capped at 60 s anyway (streams/judge/client.py).
 _AT_MOST: dict[str, float] = {"max_message_bytes": 16 * 1024 * 1024, "judge_timeout_s": 3600, "judge_retries": 10,
-                              "judge_backoff_s": 60, "judge_concurrency": 256}
+                              "judge_backoff_s": 60, "judge_concurrency": 256, "metrics_max_agents": 10_000}
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

@@ -28,7 +28,7 @@ from typing import Any, Collection
 import msgspec
 from msgspec import Struct
 
-from models.alert_rules import SCOPE_ALL, WEIGHTED_SCORE
+from models.alert_rules import CONVERSATION, SCOPE_ALL, WEIGHTED_SCORE
 
 
 class _MetricView(Struct):
@@ -53,6 +53,7 @@ class _ResultView(Struct):
 
     call_id: str
     version: int
+    no_conversation: bool = False
     agent_id: str | None = None
     cohort_ids: list[str] = []
     ended_ts_ms: int | None = None
@@ -74,7 +75,7 @@ class ScoredCall:
     ts_ms: int  # the event time that places the call in the windows (see the module docstring)
     agent_id: str | None
     cohort_ids: tuple[str, ...]  # the cohorts the call belongs to, listed or by verdict
-    metrics: dict[str, Outcome]  # QA metrics that applied
+    metrics: dict[str, Outcome]  # QA metrics that applied, and `conversation` (the agent spoke)
     cohort_verdicts: dict[str, Outcome]  # cohorts with a weighted score
     # By cohort, its verdicts of the metrics it counts that applied (at the cohort's thresholds).
     cohort_metrics: dict[str, dict[str, Outcome | None]] = field(default_factory=dict)
@@ -146,7 +147,9 @@ class ScoredCall:
             "cohort_ids": list(self.cohort_ids),
             "ended_ts_ms": self.ts_ms,
             "event_ts_ms": self.event_ts_ms,
-            "metrics": [{"metric": m, "score": o.score_tenths / 10, "passed": o.passed} for m, o in self.metrics.items()],
+            "metrics": [{"metric": m, "score": o.score_tenths / 10, "passed": o.passed} for m, o in self.metrics.items()
+                        if m != CONVERSATION],
+            "no_conversation": not self.metrics[CONVERSATION].passed,
             "cohorts": [self._cohort_document(c) for c in dict.fromkeys([*self.cohort_verdicts, *self.cohort_metrics])],
         }
 
@@ -173,6 +176,9 @@ def scored_call(result: Any) -> ScoredCall | None:
     verdicts = {c.cohort_id: Outcome(c.passed, _tenths(c.weighted_score))
                 for c in view.cohorts if c.passed is not None and c.weighted_score is not None}
     cohorts = dict.fromkeys([*view.cohort_ids, *(c.cohort_id for c in view.cohorts)])
+    metrics = {m.metric: Outcome(m.passed, _tenths(m.score)) for m in view.metrics if m.passed is not None}
+    # (A metric of every call: its pass rate is the share of calls whose agent spoke.)
+    metrics[CONVERSATION] = Outcome(not view.no_conversation, 0 if view.no_conversation else 1000)
     return ScoredCall(
         call_id=view.call_id,
         version=view.version,
@@ -180,7 +186,7 @@ def scored_call(result: Any) -> ScoredCall | None:
         agent_id=view.agent_id,
         cohort_ids=tuple(cohorts),
         # `passed` null means the metric did not apply: it is not scored, so it does not count.
-        metrics={m.metric: Outcome(m.passed, _tenths(m.score)) for m in view.metrics if m.passed is not None},
+        metrics=metrics,
         cohort_verdicts=verdicts,
         # A metric the cohort counts that did not apply is kept as None: the cohort has no verdict of
         # it, and the result's (which has none either) must not be read instead.

@@ -178,6 +178,10 @@ class AlertEngine:
         """The firing events of the episodes firing now, in rule and scope order."""
         return [e.firing_alert for _, e in sorted(self._episodes.items()) if e.state == "firing" and e.firing_alert]
 
+    def open_episodes(self) -> list[tuple[str, str, str]]:
+        """(rule, severity, state) of each episode open now, pending or firing, in rule and scope order."""
+        return [(e.rule.name, e.rule.severity, e.state) for _, e in sorted(self._episodes.items())]
+
     def reading(self, scope: str, metric: str, window_s: float) -> dict[str, Any] | None:
         """A window's figures now (None when no rule reads that window of that scope kind and metric)."""
         length = round(window_s * 1000)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models.call_state import CallState
-from models.events import Event, KbRetrieval, NodeTransition, Rtvi, ToolCall
+from models.events import Event, KbRetrieval, NodeTransition, Rtvi, ToolCall, has_arguments
 from scorers.base import Scorer
 from scorers.qa.kb_recall import MAX_RETRIEVALS
 from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, RTVI_FUNCTION_CALL_TYPES, blank_result, result_not_reported
@@ -149,8 +149,8 @@ class JudgeContext(Scorer):
             return
         if d.name:
             record.name = d.name
-        if d.arguments.strip():
-            record.arguments = cut(d.arguments, MAX_TOOL_TEXT_CHARS)
+        if has_arguments(d.arguments):
+            record.arguments = cut(compact_json(d.arguments), MAX_TOOL_TEXT_CHARS)
         if d.result is not None:
             record.result = cut(compact_json(d.result), MAX_TOOL_TEXT_CHARS)
 

@@ -24,6 +24,10 @@ Heuristic (used when no LLM judge answered):
   negation, found through an inverted index (significant word → agent turns), so a turn costs the
   postings of its own words rather than a scan of the whole call.
 
+Not applicable ("The agent did not speak") when no agent turn has a word (scorers/conversation.py):
+the seed lists no such case, but with nothing said there is nothing to check, and a 100 passed dead
+calls.
+
 Score: 100 − 30 × major − 10 × minor, floored at 0. Value: the number of issues. `details.issues` keeps
 the first `MAX_LISTED_ISSUES` issues in the order of the agent turns that raised them (within a turn:
 fabrications, then contradictions, then confusion), each `{type, severity, text, evidence}` with
@@ -38,6 +42,7 @@ from typing import Any
 from models.call_state import CallState, Record
 from models.events import Event, KbRetrieval, Rtvi, ToolCall, Turn
 from models.results import MetricResult
+from scorers.conversation import AGENT_DID_NOT_SPEAK, agent_spoke
 from scorers.qa.base import QaMetric
 from scorers.qa.tool_calls import FUNCTION_CALL_STOPPED, result_not_reported, rtvi_function_call
 from scorers.text import agent_configuration_figures, figures, grounding_keys, json_text, reading
@@ -193,6 +198,8 @@ class Hallucination(QaMetric):
         ]
 
     def finalize(self, acc: HallucinationAcc, call: CallState) -> MetricResult:
+        if not agent_spoke(call):  # (no statement to check: a score of 100 would pass a dead call)
+            return self.not_applicable(AGENT_DID_NOT_SPEAK)
         unreported = 0 if acc.tool_call_events else acc.tool_results_not_reported
         checked = not unreported
         fabrications = self._fabrications(acc, call) if checked else []

@@ -47,7 +47,9 @@ def _digest(normalised: str) -> int:
     return int.from_bytes(hashlib.blake2b(normalised.encode("utf-8"), digest_size=16).digest(), "big")
 
 
-def _word_count(text: str) -> int:
+def word_count(text: str) -> int:
+    """Words of a turn as naturalness counts them (tokens with a letter or digit; each Chinese or
+    Japanese character one word)."""
     ideographs = ideograph_count(text)
     if not ideographs:
         # (One scan for the tokens of punctuation alone, rather than a search in every token.)
@@ -83,12 +85,12 @@ class Naturalness(QaMetric):
     def update(self, acc: NaturalnessAcc, event: Turn, call: CallState) -> None:
         if event.data.role != "agent":
             return
-        word_count = _word_count(event.data.text)
-        if word_count == 0:
+        words = word_count(event.data.text)
+        if words == 0:
             return
         acc.turns += 1
-        acc.words += word_count
-        if word_count > LONG_TURN_WORDS:
+        acc.words += words
+        if words > LONG_TURN_WORDS:
             acc.long_turns += 1
         read = reading(event.data.text)
         normalised = read.phrase

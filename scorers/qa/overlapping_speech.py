@@ -17,7 +17,9 @@ the harness does) — and never less than the span of all word timings seen, whi
 either is missing: a producer that stamps a call's events close together (a post-call upload) made
 12 s of speech a call of 1 s, and its overlap 600 % of it. The percent is at most 100. Score:
 100 − 10 × overlaps − 2 × overlap percent, clamped to 0–100. No word timings at all: no overlaps,
-score 100.
+score 100 (the seed's rule). Not applicable ("The agent did not speak") when no agent turn has a
+word (scorers/conversation.py): the seed lists no such case, but a call without the agent's speech
+has no overlap to measure, and its 100 passed dead calls.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from models.call_state import CallState
 from models.events import Turn, word_span
 from models.results import MetricResult
+from scorers.conversation import AGENT_DID_NOT_SPEAK, agent_spoke
 from scorers.inactivity import INACTIVITY_STOP_REASON
 from scorers.qa.base import QaMetric
 
@@ -96,6 +99,8 @@ class OverlappingSpeech(QaMetric):
             acc.last_agent = span
 
     def finalize(self, acc: OverlapAcc, call: CallState) -> MetricResult:
+        if not agent_spoke(call):  # (no one to talk over: a score of 100 would pass a dead call)
+            return self.not_applicable(AGENT_DID_NOT_SPEAK)
         length_ms = call_length_ms(acc, call)
         # (At most 100: overlaps of three turns at once can share time and count it twice.)
         percent = min(100.0, 100.0 * acc.overlap_ms / length_ms) if length_ms > 0 else 0.0

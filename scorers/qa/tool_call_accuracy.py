@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models.call_state import CallState
-from models.events import Event, Rtvi, ToolCall
+from models.events import Event, Rtvi, ToolCall, has_arguments
 from models.results import MetricResult
 from scorers.numbers import finite_number
 from scorers.qa.base import QaMetric
@@ -181,7 +181,7 @@ class ToolCallAccuracy(QaMetric):
         else:
             if d.name:
                 record.name = d.name
-            if d.arguments.strip():
+            if has_arguments(d.arguments):
                 record.arguments_problem = arguments_problem(d.arguments)
         if d.result is not None:
             record.result_problem = result_problem(d.result)

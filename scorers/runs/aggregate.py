@@ -10,7 +10,7 @@ tallies; only the pooled latency percentiles need every sample, gathered when th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Mapping
 
@@ -60,10 +60,13 @@ class Tally:
     judged: int = 0
     # n_calls, prompt, completion of the agent side, then of the user side.
     tokens: list[int] = field(default_factory=lambda: [0] * 6)
+    no_conversation: int = 0
 
     def apply(self, signals: ScenarioSignals, sign: int) -> None:
         """Add (sign = 1) or take back (sign = -1) one scenario's contribution."""
         self.scenarios += sign
+        if signals.no_conversation:
+            self.no_conversation += sign
         self.success.add_flag(signals.is_successful, sign)
         self.task_success.add_flag(signals.is_task_successful, sign)
         self.action_match.add_flag(signals.is_action_match, sign)
@@ -105,6 +108,10 @@ class _Contribution:
     files: ScenarioFiles  # (the documents themselves, not copies: all_summary.txt prints them per scenario)
 
 
+def _no_conversation(result: CallResult | Mapping[str, Any]) -> bool:
+    return (result.no_conversation if isinstance(result, CallResult) else result.get("no_conversation")) is True
+
+
 def result_fields(result: CallResult | Mapping[str, Any]) -> tuple[str, int, str | None, Mapping[str, Any]]:
     """call_id, version, run_id and evaluation of a published result (typed, or as decoded JSON)."""
     if isinstance(result, CallResult):
@@ -142,7 +149,8 @@ class RunSummary:
         if known is not None and version < known.version:
             return False
         metrics, judge = split_evaluation(evaluation)
-        self._put(("call", call_id), version, ScenarioFiles(metrics, judge), fallback_name=call_id)
+        self._put(("call", call_id), version, ScenarioFiles(metrics, judge), fallback_name=call_id,
+                  no_conversation=_no_conversation(result))
         return True
 
     def version_of(self, call_id: str) -> int | None:
@@ -175,8 +183,11 @@ class RunSummary:
         """The documents counted, keyed as `contributions`."""
         return {key: entry.files for key, entry in self.contributions.items()}
 
-    def _put(self, key: tuple[str, str], version: int, files: ScenarioFiles, *, fallback_name: str) -> None:
+    def _put(self, key: tuple[str, str], version: int, files: ScenarioFiles, *, fallback_name: str,
+             no_conversation: bool = False) -> None:
         signals = read_scenario(files.metrics, files.judge, fallback_name, self.min_agent_turns)
+        if no_conversation:  # (the result says so; a harness's metrics.json does not)
+            signals = replace(signals, no_conversation=True)
         previous = self.contributions.get(key)
         if previous is not None:
             self._apply(previous.signals, -1)
@@ -222,4 +233,5 @@ class RunSummary:
             overall_latency_stats=latency_stats(samples, empty=NO_LATENCY),
             token_usage=totals.token_usage(),
             stall_warning=stall_warning,
+            no_conversation_scenarios=totals.no_conversation,
         )

@@ -139,6 +139,9 @@ class AllSummary:
     token_usage: TokenUsageSummary | None
     # None when no scenario stalled.
     stall_warning: StallWarning | None
+    # Scenarios whose agent never spoke (scorers/conversation.py): in the JSON form only, for
+    # all_summary.txt is the harness's text, byte for byte.
+    no_conversation_scenarios: int = 0
 
     def rates(self) -> dict[str, Rate | None]:
         return {name: getattr(self, name) for name in RATE_NAMES}
@@ -156,6 +159,7 @@ class AllSummary:
             "overall_latency_stats": dict(self.overall_latency_stats),
             "token_usage": self.token_usage.to_dict() if self.token_usage is not None else None,
             "stall_warning": self.stall_warning.to_dict() if self.stall_warning is not None else None,
+            "no_conversation_scenarios": self.no_conversation_scenarios,
         }
 
 

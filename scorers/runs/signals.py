@@ -56,6 +56,8 @@ class ScenarioSignals:
     latencies_ms: tuple[float, ...]
     # (n_calls, prompt, completion) for the agent and then the user side.
     tokens: tuple[tuple[int, int, int], tuple[int, int, int]]
+    # The agent never spoke (the result's `no_conversation`; a harness's metrics.json does not say).
+    no_conversation: bool = False
 
     @property
     def domain(self) -> str:

@@ -37,7 +37,7 @@ from streams.topics import TopicNames
 from streams.wiring import build_engine
 from streams.worker.processes import WorkerProcess
 
-SAMPLE_LOG = Path(__file__).resolve().parent.parent / "samples" / "calls.jsonl"
+SAMPLE_LOG = Path(__file__).resolve().parents[2] / "samples" / "calls.jsonl"
 SAMPLE_COHORTS = SAMPLE_LOG.with_name("cohorts.json")
 SAMPLE_RULES = SAMPLE_LOG.with_name("alert-rules.toml")
 

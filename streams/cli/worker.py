@@ -82,8 +82,8 @@ def _run_worker(settings: Settings) -> int:
               f"CALLQA_WEB_HOST to this worker's host name", file=sys.stderr, flush=True)
     if not settings.api_token_in_force and settings.web_listen_host not in LOOPBACK_NAMES:
         print(f"callqa: the HTTP API listens on {settings.web_listen_host} with no CALLQA_API_TOKEN: "
-              "whoever reaches it can create, change and delete cohorts; set CALLQA_API_TOKEN to ask writes "
-              "for it", file=sys.stderr, flush=True)
+              "whoever reaches it can read the calls' transcripts and create, change and delete cohorts; set "
+              "CALLQA_API_TOKEN to ask reads of call content and writes for it", file=sys.stderr, flush=True)
     callqa = create_app(settings)
     tune_gc()
     collapse_aiokafka_repeats()

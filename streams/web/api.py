@@ -5,7 +5,9 @@
   the compacted `callqa.cohorts` topic (so every worker, and any later replay of that topic, sees the
   same configuration); each worker applies the topic to its CohortBook as it reads it
   (streams/web/cohort_writes.py).
-- `GET /cohorts/{id}/overview` — per metric: calls where it applied, average score and value, pass rate.
+- `GET /cohorts/{id}/overview` — per metric: calls where it applied, average score and value, pass rate
+  (`?from=&to=` or `?window_s=`: over the calls of that range of event time, from the call index).
+- The query API over calls, `/metrics` and `/openapi.json`: streams/web/query_api.py.
 - `GET /runs`, `GET /runs/{id}/summary` (JSON), `GET /runs/{id}/summary.txt` (all_summary.txt).
 
 Every worker reads the whole results and cohorts topics outside the consumer group, so any worker can
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from typing import Any
+from typing import Any, Callable
 
 import aiohttp.web
 import faust
@@ -29,8 +31,13 @@ from scorers.metric_catalog import metric_catalog
 from scorers.runs import summary_text
 from streams.kafka.clients import retrying
 from streams.kafka.topic_reader import follow_topic
+from streams.web.call_index import CallIndex
 from streams.web.cohort_writes import CohortWrites
+from streams.web.pages import install_pages
+from streams.web.query_params import QueryError
 from streams.web.results_view import ResultsView
+from streams.web.routes import params_of
+from streams.web.series_query import windowed_overview
 
 
 @aiohttp.web.middleware
@@ -49,14 +56,15 @@ async def json_errors(request: Any, handler: Any) -> Any:
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def write_token_check(token: str | None) -> Any:
-    """A middleware asking every request that is not a read for `Authorization: Bearer <token>`
-    (`Settings.api_token_in_force`); with no token, none is asked."""
+def write_token_check(token: str | None, reads_content: Callable[[Any], bool] = lambda request: False) -> Any:
+    """A middleware asking for `Authorization: Bearer <token>` (`Settings.api_token_in_force`) every
+    request that is not a read, and every read of call content (`reads_content(request)`: transcripts
+    are personal data); with no token, none is asked."""
     expected = token.encode("utf-8", "surrogateescape") if token else b""  # (as the environment gave its bytes)
 
     @aiohttp.web.middleware
     async def check(request: Any, handler: Any) -> Any:
-        if expected and request.method not in READ_METHODS:
+        if expected and (request.method not in READ_METHODS or reads_content(request)):
             scheme, _, given = request.headers.get("Authorization", "").partition(" ")
             # (A header's bytes that are no UTF-8 come as surrogates: compared as the bytes they were.)
             given_bytes = given.strip().encode("utf-8", "surrogateescape")
@@ -77,11 +85,12 @@ def _kept_headers(exc: Any) -> dict[str, str]:
 logger = logging.getLogger("callqa.api")
 
 
-def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
+def install_api(callqa: Any, book: CohortBook, view: ResultsView, index: CallIndex) -> None:
     app: faust.App = callqa.app
     names = callqa.topics
     registry = callqa.live.engine.registry
     writes = CohortWrites(book, app.topic(names.cohorts, key_type=bytes, value_type=bytes, partitions=1))
+    install_pages(app)  # the web UI at `/` (streams/web/pages.py)
 
     # The view reads every result the workers publish, straight into the typed result: it reads it
     # typed, and decoding to dicts first, to be converted after, did the work twice.
@@ -89,7 +98,9 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
 
     def apply_result(key: bytes | None, value: bytes | None, offset: int) -> None:
         if value:
-            view.add(decode_result(value))
+            result = decode_result(value)
+            view.add(result)
+            index.add(value, result)
 
     @app.task
     async def read_cohorts() -> None:
@@ -138,7 +149,13 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView) -> None:
             # (a typo must not read as an empty cohort).
             if book.get(cohort_id) is None and cohort_id not in view.cohorts.cohort_ids():
                 return self.notfound(f"no cohort {cohort_id!r}")
-            return self.json(view.cohorts.overview(cohort_id))
+            params = params_of(request)
+            if not params:
+                return self.json(view.cohorts.overview(cohort_id))
+            try:
+                return self.json(windowed_overview(index, cohort_id, params))
+            except QueryError as exc:
+                return self.error(400, str(exc))
 
     @app.page("/runs")
     class Runs(faust.web.View):

@@ -36,7 +36,11 @@ from streams.kafka.transports import (
 from streams.topics import TopicNames
 from streams.tuning import table_store_options
 from streams.web.api import install_api, json_errors, write_token_check
+from streams.web.call_index import CallIndex
+from streams.web.prometheus import CallqaCollector, watch_index
+from streams.web.query_api import install_query_api, worker_health
 from streams.web.results_view import ResultsView
+from streams.web.routes import checked_query, reads_content
 from streams.wiring import build_engine
 from streams.worker.clock import install_idle_clock
 from streams.worker.live_scorer import LiveScorer
@@ -146,7 +150,12 @@ def faust_app(settings: Settings) -> faust.App:
         web_host=settings.web_host,
         web_bind=settings.web_listen_host,  # (Faust's default would be 0.0.0.0)
         web_port=settings.web_port,
-        web_application_options={"middlewares": [json_errors, write_token_check(settings.api_token_in_force)]},
+        web_application_options={"middlewares": [json_errors, write_token_check(settings.api_token_in_force, reads_content),
+                                                  checked_query]},
+        # Faust's own /router and /table pages: the journal table holds transcripts, and they are no
+        # part of callqa's API (streams/web/routes.py).
+        web_router_enabled=False,
+        web_tables_enabled=False,
         topic_partitions=settings.partitions,
         topic_replication_factor=settings.replication_factor,
         # A 10 s session timeout makes the group join take ~5 s instead of ~30 s (the embedded broker
@@ -247,11 +256,15 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
                 restored = live.restore_quiet_partition(partition, list(journal.items()), time.monotonic())
                 logger.info("partition %s (quiet): restored %s calls from the journal", partition, restored)
 
+    index = CallIndex([metric.name for metric in engine.registry.qa], spool_dir=settings.data_dir,
+                      window_ms=math.ceil(settings.view_window_s * 1000), max_leap_ms=settings.max_watermark_leap_ms)
+    tallies = watch_index(index, settings.metrics_max_agents)
     install_api(callqa, engine.cohorts, ResultsView(window_ms=math.ceil(settings.view_window_s * 1000),
-                                                    max_leap_ms=settings.max_watermark_leap_ms))
+                                                    max_leap_ms=settings.max_watermark_leap_ms), index)
     install_idle_clock(callqa)
     alerts = install_alerts(callqa)
     install_health(callqa, brokers, judge, alerts.webhook)
+    install_query_api(callqa, index, journal, CallqaCollector(index, tallies, worker_health(callqa, judge, alerts)))
     return callqa
 
 

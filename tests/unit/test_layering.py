@@ -79,13 +79,13 @@ def imported_modules(path: Path) -> set[str]:
 # top-level modules, shared by all, are always allowed).
 STREAMS_ALLOWED = {
     "cli": {"worker", "replay", "send", "judge", "alerts", "web", "kafka", "journal", "files", "bench", "integrations"},
-    "bench": {"worker", "replay", "send", "kafka", "journal", "files"},
+    "bench": {"worker", "replay", "send", "web", "kafka", "journal", "files"},
     "worker": {"alerts", "web", "judge", "kafka", "journal", "files"},
     "judge": {"replay", "kafka", "files"},
     "replay": {"kafka", "files"},
     "send": {"kafka", "files"},
     "alerts": {"kafka", "journal", "files"},
-    "web": {"kafka", "files"},
+    "web": {"kafka", "journal", "files"},
     "integrations": set(),
     "kafka": set(),
     "journal": set(),

@@ -333,7 +333,7 @@ def test_the_compact_document_the_worker_relays_reads_back_as_the_same_call():
     call = scored_call(msgspec.json.encode(full))
     assert scored_call(msgspec.json.encode(call.to_document())) == call
     assert call.scopes == ("all", "agent:a1", "cohort:support", "cohort:billing")
-    assert set(call.metrics) == {"latency"}  # wer did not apply
+    assert set(call.metrics) == {"latency", "conversation"}  # wer did not apply; the agent spoke
 
 
 def test_a_result_without_an_end_is_placed_by_its_event_time():

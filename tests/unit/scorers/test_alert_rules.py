@@ -127,8 +127,14 @@ def test_a_misspelt_field_is_refused():
     assert "fire_bellow" in _error({**LATENCY, "fire_bellow": 0.5})
 
 
-def test_an_unknown_severity_lists_the_known_ones():
-    assert "known severities: info, warning, critical" in _error({**LATENCY, "severity": "page"})
+@pytest.mark.parametrize("severity", ["page", "ticket", "sev1", "info"])
+def test_any_severity_label_is_accepted_as_prometheus_takes_any(severity):
+    assert decode_rule({**LATENCY, "severity": severity}, KNOWN).severity == severity
+
+
+@pytest.mark.parametrize("severity", ["", "page me", "p@ge"])
+def test_a_severity_that_cannot_be_a_label_value_is_refused_and_says_what_one_is(severity):
+    assert "a severity is a word" in _error({**LATENCY, "severity": severity})
 
 
 def test_missing_required_fields_are_each_named():

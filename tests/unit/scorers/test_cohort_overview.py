@@ -3,7 +3,7 @@ value and pass rate; kept incrementally, where a call's newer version replaces i
 
 import msgspec
 
-from models.call_state import CallState
+from models.call_state import CallState, TurnRecord
 from models.results import CallResult, MetricResult
 from scorers.cohort_overview import CohortOverview
 from scorers.cohorts import CohortBook
@@ -29,6 +29,7 @@ def na(name):
 
 def result(call_id, metrics, version=1, cohort_ids=("vip",), agent_id="agent-1", book=BOOK) -> CallResult:
     call = CallState(call_id=call_id, agent_id=agent_id, cohort_ids=list(cohort_ids), version=version)
+    call.turns.append(TurnRecord(ts_ms=0, role="agent", text="Hello"))
     return CallResult(
         call_id=call_id, version=version, final=True, agent_id=agent_id, cohort_ids=list(cohort_ids), run_id=None,
         ended_ts_ms=None, event_ts_ms=None, metrics=metrics, cohorts=book.verdicts(call, metrics, {}), evaluation={},
@@ -77,7 +78,7 @@ def test_cohort_average_weighted_score_and_verdict_pass_rate():
     # average (92.5 + 70 + 57.5) / 3 = 73.3; passed at 70: a and b → 2/3
     assert {k: v for k, v in view.items() if k != "metrics"} == {
         "cohort_id": "vip", "calls": 3, "scored_calls": 3, "average_weighted_score": 73.3,
-        "passed_calls": 2, "pass_rate": 2 / 3,
+        "passed_calls": 2, "pass_rate": 2 / 3, "no_conversation_calls": 0, "no_conversation_rate": 0.0,
     }
 
 
@@ -110,7 +111,7 @@ def test_each_cohort_has_its_own_overview():
 def test_an_unknown_cohort_has_an_empty_overview():
     assert CohortOverview().overview("nobody") == {
         "cohort_id": "nobody", "calls": 0, "scored_calls": 0, "average_weighted_score": None,
-        "passed_calls": 0, "pass_rate": None, "metrics": [],
+        "passed_calls": 0, "pass_rate": None, "no_conversation_calls": 0, "no_conversation_rate": None, "metrics": [],
     }
 
 
@@ -216,3 +217,10 @@ def test_engine_results_with_rescores_add_up_to_their_recomputation():
     assert metric(view, "sentiment")["average_score"] == 63.3
     assert metric(view, "sentiment")["pass_rate"] == 1 / 3
     assert view["calls"] == 3
+
+
+def test_calls_with_no_conversation_are_counted_apart_with_their_share_of_the_cohorts_calls():
+    dead = result("d", [na("hallucination"), na("wer")])
+    dead.no_conversation = True
+    overview = overview_of(CALL_1, dead)
+    assert (overview["calls"], overview["no_conversation_calls"], overview["no_conversation_rate"]) == (2, 1, 0.5)

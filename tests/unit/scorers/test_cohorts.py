@@ -3,7 +3,7 @@
 
 import pytest
 
-from models.call_state import CallState
+from models.call_state import CallState, TurnRecord
 from models.events import JudgeResultData
 from models.results import MetricResult
 from scorers.cohorts import CohortBook
@@ -21,6 +21,7 @@ def not_applicable(name: str, reason: str = "No user speech") -> MetricResult:
 
 def call(agent_id: str | None = "agent-1", cohort_ids=("c",), judge=None) -> CallState:
     state = CallState(call_id="call-1", agent_id=agent_id, cohort_ids=list(cohort_ids), version=1)
+    state.turns.append(TurnRecord(ts_ms=0, role="agent", text="Hello"))  # (a call whose agent never spoke fails)
     state.judge = judge
     return state
 
@@ -376,6 +377,7 @@ def test_the_engine_publishes_cohort_verdicts_and_rescores_them():
     _, results = run_call([
         started(),
         event("turn", {"role": "user", "text": "hello"}),
+        event("turn", {"role": "agent", "text": "Hi, how can I help?"}),
         event("call.ended", {"stop_reason": "[EXIT]"}),
         event("call.annotated", {"user_sentiment": "Neutral"}),
     ], CallEngine(cohorts=cohorts))
@@ -390,6 +392,7 @@ def test_the_engine_counts_an_llm_criterion_once_the_judge_answers():
     cohorts = book(cohort("vip", metrics=[{"metric": "sentiment"}], criteria=[LLM]))
     _, results = run_call([
         started(),
+        event("turn", {"role": "agent", "text": "Hi, how can I help?"}),
         event("call.ended", {"stop_reason": "[EXIT]"}),
         event("call.annotated", {"user_sentiment": "Positive"}),
         event("judge.result", {"criteria": {"resolved": {"passed": False, "reason": "no"}}}),
@@ -456,3 +459,11 @@ def test_a_cohort_of_many_long_in_lists_is_scored_without_comparing_every_item(m
     # Replaced, the cohort's lists are the new ones.
     cohorts.apply(cohort(cohort_id="c0", agents=["agent-*"], criteria=[{**rules[0], "value": ["agent-2"]}]))
     assert cohorts.verdicts(call(), METRICS, EVALUATION)[0].details["criteria"]["r0"]["met"] is False
+
+
+def test_a_call_whose_agent_never_spoke_fails_the_cohort_whatever_its_metrics_say():
+    """The user's speech transcribed well is no conversation: a dead bot must not look healthy."""
+    state = call()
+    state.turns.clear()
+    verdict = only_verdict(book(cohort(metrics=[{"metric": "wer"}])), [scored("wer", 100)], state)
+    assert (verdict.weighted_score, verdict.passed, verdict.details["no_conversation"]) == (100.0, False, True)

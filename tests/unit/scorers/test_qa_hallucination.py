@@ -33,10 +33,11 @@ def assert_clean(m: MetricResult):
 # ------------------------------------------------------------------------------------- basics
 
 
-def test_call_without_agent_turns_has_no_issues():
-    m = hallucination(user("Hello?"))
-    assert_clean(m)
-    assert m.details["issues"] == []
+def test_call_without_agent_speech_is_not_applicable():
+    """Nothing said, nothing to check: a 100 would pass a call whose agent never spoke."""
+    m = hallucination(user("Hello?"), agent("  "))
+    assert (m.value, m.score, m.passed) == (None, None, None)
+    assert m.details["reason"] == "The agent did not speak"
 
 
 def test_details_name_the_heuristic_judge_and_threshold():

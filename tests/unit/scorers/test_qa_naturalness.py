@@ -71,13 +71,13 @@ def test_a_turns_words_are_its_tokens_holding_a_letter_or_digit():
     import random
     import re
 
-    from scorers.qa.naturalness import _word_count
+    from scorers.qa.naturalness import word_count
 
     pieces = ["word", "12", "...", "—", "_", "__x", "$", "?!", "é", "l'", ",", " ", "  ", "\t", "\n", "\u00a0", "\u2003"]
     rng = random.Random(5)
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(12)))
-        assert _word_count(text) == sum(1 for token in text.split() if re.search(r"[^\W_]", token)), repr(text)
+        assert word_count(text) == sum(1 for token in text.split() if re.search(r"[^\W_]", token)), repr(text)
 
 
 def test_each_robotic_phrase_occurrence_costs_25():

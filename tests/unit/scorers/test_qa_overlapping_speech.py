@@ -156,3 +156,10 @@ def test_the_overlap_percent_is_at_most_100():
                ended_ts=START_TS + 1000)
     assert m.details["total_overlap_ms"] > m.details["call_length_ms"] == 2000
     assert m.details["overlap_percent"] == 100.0
+
+
+def test_a_call_whose_agent_never_spoke_is_not_applicable():
+    """No agent speech, nobody to talk over: a 100 would pass a dead call (scorers/conversation.py)."""
+    m = scored("overlapping_speech", turn("user", ("hello", 0, 400), text="hello"))
+    assert (m.value, m.score, m.passed) == (None, None, None)
+    assert m.details["reason"] == "The agent did not speak"

@@ -221,3 +221,19 @@ def test_value_has_four_decimals_and_score_one():
     # 2 / 3 = 0.6666… → value 0.6667, score 66.7.
     m = scored("tool_call_accuracy", tool(result="ok"), tool(result="ok"), tool(result=json.dumps({"errors": ["x"]})))
     assert (m.value, m.score, m.passed) == (0.6667, 66.7, False)
+
+
+def test_arguments_sent_as_an_object_are_a_good_call_as_the_same_json_text_is():
+    """Most SDKs hand a tool's arguments over decoded: an object is taken as it is, never as invalid JSON."""
+    from scorers.engine import CallEngine
+    from tests.helpers.eventkit import event
+
+    def accuracy(arguments):
+        engine = CallEngine()
+        engine.process(event("call.started", {"agent_id": "a"}))
+        engine.process(event("tool.call", {"name": "lookup", "arguments": arguments, "result": {"ok": True}}))
+        result = engine.process(event("call.ended", {"stop_reason": "[EXIT]"})).result
+        return next(m for m in result.metrics if m.metric == "tool_call_accuracy")
+
+    as_object, as_text = accuracy({"order_id": 7}), accuracy('{"order_id": 7}')
+    assert (as_object.value, as_object.details["bad_calls"]) == (as_text.value, as_text.details["bad_calls"]) == (1.0, [])

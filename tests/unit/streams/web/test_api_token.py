@@ -68,3 +68,40 @@ def test_a_token_whose_bytes_are_no_utf8_asks_for_those_bytes():
     token = Settings(api_token="t0k\udce9n").api_token_in_force
     answers = asyncio.run(_answers(token, [_post(b"Bearer t0k\xe9n"), _post("Bearer t0kén".encode())]))
     assert answers == [b"HTTP/1.1 201 Created", b"HTTP/1.1 401 Unauthorized"]
+
+
+async def _reads(token: str | None, paths: list[str], authorization: bytes | None = None) -> list[bytes]:
+    """The status line each GET of `paths` is answered with, through the worker's middlewares."""
+    from streams.web.routes import checked_query, reads_content
+
+    async def read(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.json_response({"read": True})
+
+    app = aiohttp.web.Application(middlewares=[json_errors, write_token_check(token, reads_content), checked_query])
+    for path in ("/calls", "/calls/{call_id}", "/timeseries", "/health", "/metrics", "/cohorts", "/runs"):
+        app.router.add_get(path, read)
+    runner = aiohttp.web.AppRunner(app)
+    await runner.setup()
+    site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    header = b"Authorization: " + authorization + b"\r\n" if authorization else b""
+    lines = []
+    try:
+        for path in paths:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + header + b"\r\n")
+            await writer.drain()
+            lines.append((await reader.readline()).strip())
+            writer.close()
+    finally:
+        await runner.cleanup()
+    return lines
+
+
+def test_reads_of_call_content_need_the_token_and_health_metrics_and_definitions_do_not():
+    content, open_ = ["/calls", "/calls/c1", "/timeseries", "/runs"], ["/health", "/metrics", "/cohorts"]
+    assert asyncio.run(_reads("t0ken", content + open_)) == [b"HTTP/1.1 401 Unauthorized"] * 4 + [b"HTTP/1.1 200 OK"] * 3
+    assert asyncio.run(_reads("t0ken", content, b"Bearer t0ken")) == [b"HTTP/1.1 200 OK"] * 4
+    assert asyncio.run(_reads(None, content)) == [b"HTTP/1.1 200 OK"] * 4
+    assert asyncio.run(_reads("t0ken", ["/no/such/path"])) == [b"HTTP/1.1 404 Not Found"]  # (not a 401)
