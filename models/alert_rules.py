@@ -7,7 +7,7 @@ example in TOML:
     [[rules]]
     name = "agent latency"
     scope = "agent:*"          # all | agent:<id> | agent:* | cohort:<id> | cohort:*
-    metric = "latency"         # a QA metric name, conversation (the agent spoke), or weighted_score (cohort scopes only)
+    metric = "latency"         # a QA metric, conversation (the agent spoke), or weighted_score (cohort scopes)
     window_s = 900             # the calls that ended in the last 15 minutes of event time
     fire_below = 0.6           # breach: pass rate below 60 %
     clear_above = 0.8          # recovered: pass rate at or above 80 % (hysteresis)
@@ -29,13 +29,20 @@ defined but evaluates nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Union
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta, Struct
 
-from models.documents import decode_document, decode_each_once, load_document_file, missing_field, split_validation_error
+from models.documents import (
+    decode_document,
+    decode_each_once,
+    load_document_file,
+    missing_field,
+    split_validation_error,
+)
 
 WEIGHTED_SCORE = "weighted_score"
 # A call "passes" conversation when its agent spoke (the result's `no_conversation` is false): a rule
@@ -54,12 +61,12 @@ DEFAULT_SEVERITY = "warning"
 # Fewer calls than this in the window say little about a pass rate; a rule may ask for more or fewer.
 DEFAULT_MIN_CALLS = 10
 
-Rate = Union[Annotated[int, Meta(ge=0, le=1)], Annotated[float, Meta(ge=0, le=1)]]
+Rate = Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)]
 # Durations are finite and at most a year (infinity, which TOML and Python's JSON reader accept, has no
 # length in milliseconds).
 MAX_SECONDS = 366 * 86_400
-Seconds = Union[Annotated[int, Meta(gt=0, le=MAX_SECONDS)], Annotated[float, Meta(gt=0, le=MAX_SECONDS)]]
-NonNegativeSeconds = Union[Annotated[int, Meta(ge=0, le=MAX_SECONDS)], Annotated[float, Meta(ge=0, le=MAX_SECONDS)]]
+Seconds = Annotated[int, Meta(gt=0, le=MAX_SECONDS)] | Annotated[float, Meta(gt=0, le=MAX_SECONDS)]
+NonNegativeSeconds = Annotated[int, Meta(ge=0, le=MAX_SECONDS)] | Annotated[float, Meta(ge=0, le=MAX_SECONDS)]
 
 
 class AlertRuleError(ValueError):
@@ -134,8 +141,9 @@ def scope_matches(rule_scope: str, instance: str) -> bool:
 # ---------------------------------------------------------------------------------------- decoding
 
 
-def decode_rule(document: bytes | str | dict[str, Any] | AlertRule, known_metrics: Iterable[str],
-                where: str = "") -> AlertRule:
+def decode_rule(
+    document: bytes | str | dict[str, Any] | AlertRule, known_metrics: Iterable[str], where: str = ""
+) -> AlertRule:
     """Decode and validate one rule document (JSON or MessagePack bytes, a dict, or a rule).
 
     `known_metrics` are the QA metric names (the registry's); `where` says where the document came
@@ -165,9 +173,13 @@ def load_rules(path: str | Path, known_metrics: Iterable[str]) -> list[AlertRule
     """
     known = list(known_metrics)
     return decode_each_once(
-        path, load_document_file(path, "rules", AlertRuleError),
-        lambda entry, number: decode_rule(entry, known, where=f"rule #{number}"), lambda rule: rule.name,
-        lambda rule, number: f"invalid alert rule {rule.name!r} (rule #{number}): the name is used twice", AlertRuleError)
+        path,
+        load_document_file(path, "rules", AlertRuleError),
+        lambda entry, number: decode_rule(entry, known, where=f"rule #{number}"),
+        lambda rule: rule.name,
+        lambda rule, number: f"invalid alert rule {rule.name!r} (rule #{number}): the name is used twice",
+        AlertRuleError,
+    )
 
 
 def _subject(data: Any, where: str) -> str:
@@ -180,7 +192,9 @@ def _explain(exc: msgspec.ValidationError) -> str:
     """msgspec's "Expected `float` <= 1 - at `$.fire_below`" as "`fire_below`: Expected …"."""
     problem, path = split_validation_error(exc)
     if path == "severity":
-        problem += f" (a severity is a word of up to 64 letters, digits, `_`, `.` or `-`, e.g. {', '.join(COMMON_SEVERITIES)})"
+        problem += (
+            f" (a severity is a word of up to 64 letters, digits, `_`, `.` or `-`, e.g. {', '.join(COMMON_SEVERITIES)})"
+        )
     field = None if path else missing_field(problem)
     if field:
         return f"`{field}` is required"
@@ -210,10 +224,14 @@ def _problems(rule: AlertRule, known_metrics: list[str]) -> list[str]:
         problems.append("`metric` is required")
     elif rule.metric == WEIGHTED_SCORE:
         if scope_kind(rule.scope) != "cohort":
-            problems.append(f"`metric`: {WEIGHTED_SCORE!r} is a cohort's verdict and needs a cohort scope (cohort:<id> or cohort:*)")
+            problems.append(
+                f"`metric`: {WEIGHTED_SCORE!r} is a cohort's verdict and needs a cohort scope (cohort:<id> or cohort:*)"
+            )
     elif rule.metric not in known_metrics and rule.metric != CONVERSATION:
-        problems.append(f"`metric`: unknown metric {rule.metric!r} "
-                        f"(known: {', '.join([*known_metrics, WEIGHTED_SCORE, CONVERSATION])})")
+        problems.append(
+            f"`metric`: unknown metric {rule.metric!r} "
+            f"(known: {', '.join([*known_metrics, WEIGHTED_SCORE, CONVERSATION])})"
+        )
     if rule.window_s is None:
         problems.append("`window_s` is required")
     if rule.fire_below is None:
@@ -224,10 +242,15 @@ def _problems(rule: AlertRule, known_metrics: list[str]) -> list[str]:
         problems.append(f"`clear_above` ({rule.clear_above}) must be at least `fire_below` ({rule.fire_below})")
     if rule.window_s is not None and seconds_to_ms(rule.window_s) == 0:
         problems.append(f"`window_s` ({rule.window_s}) must be at least a millisecond (windows are counted in ms)")
-    if (rule.long_window_s is not None and rule.window_s is not None
-            and seconds_to_ms(rule.long_window_s) <= seconds_to_ms(rule.window_s)):
-        problems.append(f"`long_window_s` ({rule.long_window_s}) must be longer than `window_s` ({rule.window_s}), "
-                        "by a millisecond at least")
+    if (
+        rule.long_window_s is not None
+        and rule.window_s is not None
+        and seconds_to_ms(rule.long_window_s) <= seconds_to_ms(rule.window_s)
+    ):
+        problems.append(
+            f"`long_window_s` ({rule.long_window_s}) must be longer than `window_s` ({rule.window_s}), "
+            "by a millisecond at least"
+        )
     return problems
 
 

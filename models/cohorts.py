@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, cast, get_args
+from typing import Annotated, Any, Literal, TypeGuard, cast, get_args
 
 import msgspec
 from msgspec import Meta, Struct
@@ -119,8 +119,9 @@ class CohortDefinition(Struct, forbid_unknown_fields=True, kw_only=True):
 # ------------------------------------------------------------------------------------------ decoding
 
 
-def decode_cohort(document: bytes | str | dict[str, Any] | CohortDefinition,
-                  known_metrics: Iterable[str]) -> CohortDefinition:
+def decode_cohort(
+    document: bytes | str | dict[str, Any] | CohortDefinition, known_metrics: Iterable[str]
+) -> CohortDefinition:
     """Decode and validate a cohort document (JSON or MessagePack bytes, a dict, or a definition).
 
     `known_metrics` are the QA metric names a cohort may count (the registry's). Raises `CohortError`.
@@ -159,8 +160,9 @@ def _type_problems(data: Any, known_metrics: list[str]) -> list[str]:
                 problems.append(_explain_at(f"{key}[{i}]" + (f".{path}" if path else ""), problem))
                 continue
             if isinstance(converted, CohortMetric) and converted.metric not in known_metrics:
-                problems.append(f"`metrics[{i}]`: unknown metric {converted.metric!r} (known metrics: "
-                                f"{', '.join(known_metrics)})")
+                problems.append(
+                    f"`metrics[{i}]`: unknown metric {converted.metric!r} (known metrics: {', '.join(known_metrics)})"
+                )
     return problems
 
 
@@ -333,11 +335,14 @@ def _rule_problems(i: int, rule: RuleCriterion, known_metrics: list[str]) -> lis
     if not rule.field or not all(segments):
         problems.append(f"`criteria[{i}].field`: {rule.field!r} is not a dotted path such as 'evaluation.stop_reason'")
     elif segments[0] not in RESULT_FIELDS:
-        problems.append(f"`criteria[{i}].field`: {segments[0]!r} is not a field of a call's result (known: "
-                        f"{', '.join(RESULT_FIELDS)})")
+        problems.append(
+            f"`criteria[{i}].field`: {segments[0]!r} is not a field of a call's result (known: "
+            f"{', '.join(RESULT_FIELDS)})"
+        )
     elif segments[0] == "metrics" and len(segments) > 1 and segments[1] not in known_metrics:
-        problems.append(f"`criteria[{i}].field`: unknown metric {segments[1]!r} (known metrics: "
-                        f"{', '.join(known_metrics)})")
+        problems.append(
+            f"`criteria[{i}].field`: unknown metric {segments[1]!r} (known metrics: {', '.join(known_metrics)})"
+        )
 
     where, value = f"`criteria[{i}].value`", rule.value
     if rule.op in LIST_OPS and not isinstance(value, list):
@@ -351,6 +356,6 @@ def _rule_problems(i: int, rule: RuleCriterion, known_metrics: list[str]) -> lis
     return problems
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     # JSON booleans decode to Python bools, which are ints; a condition never means them as numbers.
     return isinstance(value, (int, float)) and not isinstance(value, bool)

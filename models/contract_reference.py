@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
@@ -39,11 +40,13 @@ FIELD_NOTES: dict[str, str] = {
     "call.started.data.scenario.ignore_punctuation": "Action match ignores punctuation.",
     "call.started.data.scenario.clean_text": "Action match normalises text.",
     "call.started.data.scenario.disallow_extra_items": "Action match fails on extra tool calls.",
-    "call.started.data.scenario.optimal_action_pairing": ("Pair reference and predicted actions so that a valid "
-                                                          "pairing is always found (the harness pairs first-fit)."),
+    "call.started.data.scenario.optimal_action_pairing": (
+        "Pair reference and predicted actions so that a valid pairing is always found (the harness pairs first-fit)."
+    ),
     "call.started.data.scenario.expected_db_hash": "Expected hash of the agent's end DB state.",
-    "call.started.data.scenario.expected_db": ("The expected end DB state itself (optional): a failed `db_state` "
-                                                 "match then carries a diff of what differs."),
+    "call.started.data.scenario.expected_db": (
+        "The expected end DB state itself (optional): a failed `db_state` match then carries a diff of what differs."
+    ),
     "call.started.data.scenario.db_state_assertions": "Assertions on the agent's end DB state.",
     "call.started.data.scenario.nl_assertions": "Natural-language assertions for the LLM judge.",
     "call.started.data.scenario.conversation_end_policy": "What counts as a clean exit.",
@@ -70,7 +73,7 @@ FIELD_NOTES: dict[str, str] = {
     "latency.data.user_transcript": "The user's turn before the handoff.",
     "latency.data.agent_transcript": "The agent's answer after it.",
     "tool.call.data.name": "The tool (function) name.",
-    "tool.call.data.arguments": "Arguments: JSON text or the decoded object; \"\" or {} for none.",
+    "tool.call.data.arguments": 'Arguments: JSON text or the decoded object; "" or {} for none.',
     "tool.call.data.tool_call_id": "Pairs events of the same call (several events may describe one call).",
     "tool.call.data.result": "What the tool returned: any JSON value; null/absent: no result.",
     "tool.call.data.side": "Whose tool: the agent's, or a simulated user's.",
@@ -83,7 +86,7 @@ FIELD_NOTES: dict[str, str] = {
     "db.state.data.side": "Whose database.",
     "db.state.data.hash": "Hash of the database state.",
     "db.state.data.db": "The database state itself.",
-    "call.ended.data.stop_reason": "Why the call ended: see \"Stop reasons\".",
+    "call.ended.data.stop_reason": 'Why the call ended: see "Stop reasons".',
     "call.ended.data.reason": "Free text detail (e.g. `call_transfer`, `customer_hangup`).",
     "call.ended.data.end_conversation_tool_called": "The agent called its end-of-conversation tool.",
     "call.ended.data.simulator_end_reported": "The simulated user ended the conversation.",
@@ -102,15 +105,16 @@ FIELD_NOTES: dict[str, str] = {
     "watermark.data.end_of_input": "Nothing at all follows: sweep the open calls (of `calls` when given).",
     "watermark.data.partition": "The partition it was sent to.",
     "watermark.data.calls": "The producer's calls on that partition (an end of input sweeps only these).",
-    "watermark.data.reset": ("An operator's reset (`callqa watermark reset`): the partition's time is set to "
-                             "`ts_ms`, even back."),
+    "watermark.data.reset": (
+        "An operator's reset (`callqa watermark reset`): the partition's time is set to `ts_ms`, even back."
+    ),
 }
 
 _FIELDS_BLOCK = re.compile(r"(<!-- fields: (?P<type>[a-z.]+) -->\n)(?P<table>.*?)(<!-- /fields -->)", re.DOTALL)
 
 
 def event_types() -> list[str]:
-    return sorted(p.name[len("event."):-len(".json")] for p in SCHEMAS.glob("event.*.json"))
+    return sorted(p.name[len("event.") : -len(".json")] for p in SCHEMAS.glob("event.*.json"))
 
 
 def fields(event_type: str) -> Iterator[tuple[str, dict[str, Any], bool]]:
@@ -164,7 +168,7 @@ def type_of(schema: dict[str, Any]) -> str:
     for key, sign in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤")):
         if key in schema:
             bounds.append(f"{sign} {_number(schema[key])}")
-    return kind + (f" ({', '.join(bounds)})" if bounds else "")
+    return str(kind) + (f" ({', '.join(bounds)})" if bounds else "")
 
 
 def _number(value: float) -> str:
@@ -180,8 +184,10 @@ def table(event_type: str) -> str:
     rows = ["| field | type and allowed values | required | default | meaning |", "|---|---|---|---|---|"]
     for name, schema, required in fields(event_type):
         default = "" if required or "default" not in schema else f"`{json.dumps(schema['default'])}`"
-        rows.append(f"| `{name}` | {type_of(schema).replace('|', '&#124;')} | {'yes' if required else 'no'} "
-                    f"| {default} | {note_for(event_type, name)} |")
+        rows.append(
+            f"| `{name}` | {type_of(schema).replace('|', '&#124;')} | {'yes' if required else 'no'} "
+            f"| {default} | {note_for(event_type, name)} |"
+        )
     return "\n".join(rows) + "\n"
 
 

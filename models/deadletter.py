@@ -34,8 +34,10 @@ ORIGINAL_KEPT_BYTES = 256 * 1024
 
 def oversized_result_reason(call_id: str, version: int, size: int, limit: int) -> str:
     """Why a result was dead-lettered instead of published (the worker) or written (replay)."""
-    return (f"the result (version {version}) of call {call_id!r} is {size} bytes, above the {limit}-byte limit "
-            "for a message (CALLQA_MAX_MESSAGE_BYTES): not published")
+    return (
+        f"the result (version {version}) of call {call_id!r} is {size} bytes, above the {limit}-byte limit "
+        "for a message (CALLQA_MAX_MESSAGE_BYTES): not published"
+    )
 
 
 # A reason is one line for people and dashboards: a producer's event_id or type quoted in full made
@@ -55,7 +57,7 @@ _LONG_QUOTED = re.compile(rf"'([^'\n]{{{_LONG_QUOTED_CHARS},}})'|\"([^\"\n]{{{_L
 
 def _cut_quoted(match: re.Match[str]) -> str:
     quote = match.group(0)[0]
-    return f"{quote}{match.group(0)[1:QUOTED_KEPT_CHARS + 1]}…{quote}"
+    return f"{quote}{match.group(0)[1 : QUOTED_KEPT_CHARS + 1]}…{quote}"
 
 
 def bounded_reason(reason: str) -> str:
@@ -75,8 +77,10 @@ def failure_reason(event_id: str | None, exc: BaseException) -> str:
     it raised. A bug, not bad input, but one message must never stop a partition (the worker and
     replay dead-letter it alike and go on)."""
     subject = f"event {event_id!r}" if event_id is not None else "the message"
-    return (f"{subject}: handling it failed ({type(exc).__name__}: {str(exc)[:200]}); dead-lettered, and its "
-            "partition goes on")
+    return (
+        f"{subject}: handling it failed ({type(exc).__name__}: {str(exc)[:200]}); dead-lettered, and its "
+        "partition goes on"
+    )
 
 
 @dataclass(slots=True)
@@ -103,9 +107,16 @@ class DeadLetter:
         except UnicodeDecodeError:
             text = None
         return DeadLetterDocument(
-            reason=self.reason, topic=self.topic, partition=self.partition, offset=self.offset,
-            batch_index=self.batch_index, event_id=self.event_id, call_id=self.call_id,
-            original_b64=base64.b64encode(kept).decode("ascii"), original_text=text,
-            original_size=len(self.original), original_sha256=hashlib.sha256(self.original).hexdigest(),
+            reason=self.reason,
+            topic=self.topic,
+            partition=self.partition,
+            offset=self.offset,
+            batch_index=self.batch_index,
+            event_id=self.event_id,
+            call_id=self.call_id,
+            original_b64=base64.b64encode(kept).decode("ascii"),
+            original_text=text,
+            original_size=len(self.original),
+            original_sha256=hashlib.sha256(self.original).hexdigest(),
             original_truncated=len(kept) < len(self.original),
         )

@@ -73,8 +73,10 @@ def load_document_file(path: str | Path, key: str, error: type[Exception]) -> li
             raise error(f"{path}: expected {f'[[{key}]] tables' if toml else f'a list under `{key}`'}, found {found}")
         others = [name for name in document if name != key]
         if others:  # (a misspelt second key, or another kind of file merged in: nothing is dropped in silence)
-            raise error(f"{path}: unknown {'tables' if toml else 'keys'} beside `{key}`: "
-                        + ", ".join(f"`{name}`" for name in others))
+            raise error(
+                f"{path}: unknown {'tables' if toml else 'keys'} beside `{key}`: "
+                + ", ".join(f"`{name}`" for name in others)
+            )
         document = document[key]
     if not isinstance(document, list):
         raise error(f"{path}: expected a list of {key}")
@@ -83,9 +85,14 @@ def load_document_file(path: str | Path, key: str, error: type[Exception]) -> li
     return document
 
 
-def decode_each_once(path: str | Path, documents: Iterable[Any], decode: Callable[[Any, int], Decoded],
-                     name_of: Callable[[Decoded], str], twice: Callable[[Decoded, int], str],
-                     error: type[Exception]) -> list[Decoded]:
+def decode_each_once(
+    path: str | Path,
+    documents: Iterable[Any],
+    decode: Callable[[Any, int], Decoded],
+    name_of: Callable[[Decoded], str],
+    twice: Callable[[Decoded, int], str],
+    error: type[Exception],
+) -> list[Decoded]:
     """Each document decoded (`decode(document, number)`, numbered from 1), every name once: a second
     definition under one name would silently replace the first. Errors name the file."""
     decoded: list[Decoded] = []

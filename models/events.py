@@ -10,17 +10,19 @@ milliseconds from the start of the call, as speech-to-text reports offsets into 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 from msgspec import Struct
 
-CONTRACT_VERSION = 1
 ContractVersion = Literal[1]
+CONTRACT_VERSION: ContractVersion = 1
 
 Role = Literal["user", "agent"]
 # The evaluation harness's SuccessSignal values (models/scenario.py): an unknown name is an input error.
-SuccessSignalName = Literal["is_action_match", "db_state_match", "db_state_assertion", "nl_assertion", "judge_passed", "clean_exit"]
+SuccessSignalName = Literal[
+    "is_action_match", "db_state_match", "db_state_assertion", "nl_assertion", "judge_passed", "clean_exit"
+]
 Side = Literal["agent", "user"]
 # The evaluation runner's --min-agent-turns default: fewer agent LLM calls than this and a scenario
 # stalled (forced to fail). A scenario may set its own floor.
@@ -169,14 +171,14 @@ class DbStateData(Struct, forbid_unknown_fields=False, gc=False):
 # end_conversation_tool_called), as "[CALLER_HANGUP]" is not.
 STOP_REASONS: dict[str, str] = {
     "[EXIT]": "the agent ended the call (its end-of-conversation tool, or its pipeline's end); "
-              "a clean exit when `end_conversation_tool_called` does not say otherwise",
+    "a clean exit when `end_conversation_tool_called` does not say otherwise",
     "[SIMULATOR_EXIT]": "the simulated user ended the conversation (an evaluation run)",
     "[CALLER_HANGUP]": "the caller hung up (a production call); not a clean exit",
     "[CANCELLED]": "the bot's pipeline was cancelled (e.g. its process was told to stop) without the "
-                   "caller's hanging up being known",
+    "caller's hanging up being known",
     "[ERROR]": "the bot's pipeline stopped on an error (`reason` holds it)",
     "[INACTIVITY_TIMEOUT]": "written by callqa: no event for `inactivity_timeout_s` (a bot that died); "
-                            "producers do not send it",
+    "producers do not send it",
 }
 
 
@@ -323,25 +325,25 @@ class Watermark(Event, tag="watermark"):
     data: WatermarkData = msgspec.field(default_factory=WatermarkData)
 
 
-AnyEvent = Union[
-    CallStarted,
-    Turn,
-    Rtvi,
-    Latency,
-    ToolCall,
-    KbRetrieval,
-    NodeTransition,
-    Transfer,
-    DbState,
-    CallEnded,
-    CallAnnotated,
-    TranscriptCorrected,
-    JudgeResult,
-    AttemptDiscarded,
-    Watermark,
-]
+AnyEvent = (
+    CallStarted
+    | Turn
+    | Rtvi
+    | Latency
+    | ToolCall
+    | KbRetrieval
+    | NodeTransition
+    | Transfer
+    | DbState
+    | CallEnded
+    | CallAnnotated
+    | TranscriptCorrected
+    | JudgeResult
+    | AttemptDiscarded
+    | Watermark
+)
 
-EVENT_TYPES: dict[str, type[Event]] = {cls.__struct_config__.tag: cls for cls in AnyEvent.__args__}
+EVENT_TYPES: dict[str, type[Event]] = {cls.__struct_config__.tag: cls for cls in get_args(AnyEvent)}
 
 # Events that may still change a call's result after it ended: each publishes version + 1.
 RESCORE_TYPES = frozenset({"call.annotated", "transcript.corrected", "judge.result"})

@@ -175,8 +175,9 @@ class Resources:
         if self.information or self.info_sections:
             parts = ["## Additional Information"]
             if self.information:
-                parts.append("Use this information for reference:\n"
-                             + "\n".join(f"- {line}" for line in self.information))
+                parts.append(
+                    "Use this information for reference:\n" + "\n".join(f"- {line}" for line in self.information)
+                )
             for title, body in (self.info_sections or {}).items():
                 parts.append(f"### {title}\n{body}")
             sections.append("\n".join(parts))
@@ -194,11 +195,23 @@ _Made = TypeVar("_Made")
 
 # The harness's Scenario.__init__ arguments: for these, a subclass's class attribute wins over the
 # argument (its __init__ sets each only `if not hasattr(self, name)`).
-HARNESS_INIT_FIELDS = frozenset({
-    "name", "description", "max_duration", "reference_answer", "ignore_capitalization", "ignore_punctuation",
-    "clean_text", "disallow_extra_items", "expected_scenario_db", "nl_assertions", "db_state_assertions",
-    "initialization_actions", "expected_user_db",
-})
+HARNESS_INIT_FIELDS = frozenset(
+    {
+        "name",
+        "description",
+        "max_duration",
+        "reference_answer",
+        "ignore_capitalization",
+        "ignore_punctuation",
+        "clean_text",
+        "disallow_extra_items",
+        "expected_scenario_db",
+        "nl_assertions",
+        "db_state_assertions",
+        "initialization_actions",
+        "expected_user_db",
+    }
+)
 
 
 def _is_descriptor(value: Any) -> bool:
@@ -224,8 +237,10 @@ class _ScenarioClass(type):
         if bases and "name" in namespace and not _is_descriptor(namespace["name"]):
             signals = inspect.getattr_static(cls, "success_signals", None)
             if not _is_descriptor(signals) and not signals:
-                raise TypeError(f"{name}: success_signals must be a non-empty sequence of SuccessSignal members; "
-                                "set it on the domain base class or on the scenario")
+                raise TypeError(
+                    f"{name}: success_signals must be a non-empty sequence of SuccessSignal members; "
+                    "set it on the domain base class or on the scenario"
+                )
 
     def __call__(cls: type[_Made], *args: Any, **kwargs: Any) -> _Made:
         computed = []
@@ -342,16 +357,19 @@ class Scenario(metaclass=_ScenarioClass):
         applicable); "N/A" when none applies. Raises ValueError when the whitelist or `signals` names
         an unknown signal, or a verdict is no bool (the string "false" is true to Python: it passed)."""
         if not self.success_signals:
-            raise ValueError(f"{type(self).__name__}: success_signals is empty; set the whitelist on the domain "
-                             "base class or on the scenario")
+            raise ValueError(
+                f"{type(self).__name__}: success_signals is empty; set the whitelist on the domain "
+                "base class or on the scenario"
+            )
         verdicts: dict[SuccessSignal, bool | None] = {}
         for key, value in signals.items():
             signal = as_success_signal(key)
             if value == NOT_APPLICABLE:
                 value = None
             elif value is not None and not isinstance(value, bool):
-                raise ValueError(f"the verdict of {signal.value!r} must be True, False or None (not applicable), "
-                                 f"got {value!r}")
+                raise ValueError(
+                    f"the verdict of {signal.value!r} must be True, False or None (not applicable), got {value!r}"
+                )
             verdicts[signal] = value
         return composite_is_successful(parse_success_signals(self.success_signals), verdicts)
 
@@ -363,8 +381,9 @@ class Scenario(metaclass=_ScenarioClass):
         naming the field, when the block is one a worker would refuse (and score the call without it)."""
         if self.success_signals is not None and not isinstance(self.success_signals, str) and not self.success_signals:
             raise ValueError(f"scenario {self.name!r}: success_signals is empty: every call would be 'N/A'")
-        whitelist = (None if self.success_signals is None
-                     else [s.value for s in parse_success_signals(self.success_signals)])
+        whitelist = (
+            None if self.success_signals is None else [s.value for s in parse_success_signals(self.success_signals)]
+        )
         spec = {
             "name": self.name,
             "domain": self.domain,
@@ -443,11 +462,13 @@ class Scenario(metaclass=_ScenarioClass):
         (directory / "agent_tools.json").write_text(json.dumps(self.get_agent_tools(), indent=4), encoding="utf-8")
         # (A value JSON cannot hold, a set say, is a TypeError here, not its repr written as text.)
         (directory / "metadata.json").write_text(json.dumps(self.metadata(), indent=4), encoding="utf-8")
-        (directory / SCENARIO_FILE).write_text(json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n",
-                                               encoding="utf-8")
+        (directory / SCENARIO_FILE).write_text(
+            json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         if self.reference_answer:
-            (directory / self.reference_file).write_text(json.dumps(self.reference_document(), indent=4),
-                                                         encoding="utf-8")
+            (directory / self.reference_file).write_text(
+                json.dumps(self.reference_document(), indent=4), encoding="utf-8"
+            )
 
     def to_call_started(self, agent_id: str, **extra: Any) -> dict[str, Any]:
         """The data of a `call.started` event for a call running this scenario. `extra` carries the
@@ -459,4 +480,3 @@ class Scenario(metaclass=_ScenarioClass):
         if "agent_config" not in data and (prompt := self.get_agent_prompt()):
             data["agent_config"] = {"prompt": prompt}
         return data
-

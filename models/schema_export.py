@@ -23,7 +23,9 @@ from models.results import CallResult
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
-def _document(name: str, title: str, description: str, schema: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+def _document(
+    name: str, title: str, description: str, schema: dict[str, Any], components: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "$schema": SCHEMA_DIALECT,
         "$id": f"callqa/{name}",
@@ -60,9 +62,11 @@ def _ids_not_empty(components: dict[str, Any]) -> dict[str, Any]:
 
 
 # What the decoder refuses that a JSON Schema cannot: draft 2020-12 counts 1.0 as an integer.
-WHOLE_NUMBERS_COMMENT = ("Integer fields (v, ts_ms, turn_index, partition, ...) must be written as integers: "
-                         "1.0 or 1e3 is refused by the decoder, though JSON Schema counts them as integers. "
-                         "Text must be valid Unicode: a lone surrogate escape (\\ud800) is refused.")
+WHOLE_NUMBERS_COMMENT = (
+    "Integer fields (v, ts_ms, turn_index, partition, ...) must be written as integers: "
+    "1.0 or 1e3 is refused by the decoder, though JSON Schema counts them as integers. "
+    "Text must be valid Unicode: a lone surrogate escape (\\ud800) is refused."
+)
 
 
 def event_schema(tag: str, cls: type[Event]) -> dict[str, Any]:
@@ -71,8 +75,9 @@ def event_schema(tag: str, cls: type[Event]) -> dict[str, Any]:
     doc = (cls.__doc__ or "").strip()
     # A message with an `events` key is read as a batch: an event cannot also carry one.
     schema = {**schema, "not": {"required": ["events"]}, "$comment": WHOLE_NUMBERS_COMMENT}
-    return _document(f"event.{tag}.json", f"callqa event `{tag}`", doc or f"The `{tag}` event (contract v1).",
-                     schema, components)
+    return _document(
+        f"event.{tag}.json", f"callqa event `{tag}`", doc or f"The `{tag}` event (contract v1).", schema, components
+    )
 
 
 def batch_schema() -> dict[str, Any]:
@@ -81,15 +86,21 @@ def batch_schema() -> dict[str, Any]:
     batch_def = dict(components["Batch"])
     batch_def["properties"] = dict(batch_def["properties"])
     batch_def["properties"]["events"] = {"type": "array", "items": any_event, "minItems": 1}
-    batch_def["properties"]["call_id"] = {**batch_def["properties"]["call_id"],
-                                          "anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}]}
+    batch_def["properties"]["call_id"] = {
+        **batch_def["properties"]["call_id"],
+        "anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}],
+    }
     components["Batch"] = batch_def
-    return _document("batch.json", "callqa batch envelope",
-                     "Several events in one Kafka message: of one call (call_id set, and every event's call_id "
-                     "the same) or of several calls of one partition (no call_id, key \"batch\"). The worker "
-                     "dead-letters a bad event alone and keeps the rest; this schema, for a producer checking "
-                     "what it sends, accepts a batch only when every event is valid.",
-                     {**batch, "$comment": WHOLE_NUMBERS_COMMENT}, components)
+    return _document(
+        "batch.json",
+        "callqa batch envelope",
+        "Several events in one Kafka message: of one call (call_id set, and every event's call_id "
+        'the same) or of several calls of one partition (no call_id, key "batch"). The worker '
+        "dead-letters a bad event alone and keeps the rest; this schema, for a producer checking "
+        "what it sends, accepts a batch only when every event is valid.",
+        {**batch, "$comment": WHOLE_NUMBERS_COMMENT},
+        components,
+    )
 
 
 def result_schema() -> dict[str, Any]:
@@ -103,14 +114,19 @@ def result_schema() -> dict[str, Any]:
     result["properties"]["evaluation"] = {
         "type": "object",
         "description": "The evaluation harness's metrics.json for this call (always-present keys required; "
-                       "conditional keys only when they apply), plus `judge_result` when a judge ran.",
+        "conditional keys only when they apply), plus `judge_result` when a judge ran.",
         "required": [key for key in ALWAYS_PRESENT_KEYS if key != task],
         "if": {"properties": {"is_successful": {"type": "boolean"}}},
         "then": {"required": [task]},
     }
     components["CallResult"] = result
-    return _document("result.json", "callqa call result", "One scored result per call and version on callqa.results.",
-                     schema, components)
+    return _document(
+        "result.json",
+        "callqa call result",
+        "One scored result per call and version on callqa.results.",
+        schema,
+        components,
+    )
 
 
 def cohort_schema() -> dict[str, Any]:
@@ -125,28 +141,43 @@ def cohort_schema() -> dict[str, Any]:
     definition = dict(components["CohortDefinition"])
     properties = dict(definition["properties"])
     properties["cohort_id"] = {"type": "string", "pattern": NOT_BLANK}
-    properties["criteria"] = {**properties["criteria"],
-                              "items": {"anyOf": properties["criteria"]["items"]["anyOf"]}}  # `kind` may be absent
+    properties["criteria"] = {
+        **properties["criteria"],
+        "items": {"anyOf": properties["criteria"]["items"]["anyOf"]},
+    }  # `kind` may be absent
     definition["properties"] = properties
     definition["if"] = {"properties": {"deleted": {"const": True}}, "required": ["deleted"]}
     # (A delete needs only its id: the limits hold for a cohort that is kept.)
-    definition["else"] = {"required": ["name"], "properties": {
-        "cohort_id": {"maxLength": limits.MAX_NAME_CHARS, "pattern": NO_CONTROL_CHARACTERS},
-        "name": _not_blank(limits.MAX_NAME_CHARS),
-        "agents": {"maxItems": limits.MAX_AGENT_PATTERNS,
-                   "items": {"minLength": 1, "maxLength": limits.MAX_NAME_CHARS}},
-        "metrics": {"maxItems": limits.MAX_METRICS},
-        "criteria": {"maxItems": limits.MAX_CRITERIA},
-    }}
+    definition["else"] = {
+        "required": ["name"],
+        "properties": {
+            "cohort_id": {"maxLength": limits.MAX_NAME_CHARS, "pattern": NO_CONTROL_CHARACTERS},
+            "name": _not_blank(limits.MAX_NAME_CHARS),
+            "agents": {
+                "maxItems": limits.MAX_AGENT_PATTERNS,
+                "items": {"minLength": 1, "maxLength": limits.MAX_NAME_CHARS},
+            },
+            "metrics": {"maxItems": limits.MAX_METRICS},
+            "criteria": {"maxItems": limits.MAX_CRITERIA},
+        },
+    }
     rule = dict(components["RuleCriterion"])
-    rule["properties"] = {**rule["properties"], "kind": {"enum": ["rule"], "default": "rule"},
-                          "name": _not_blank(limits.MAX_NAME_CHARS),
-                          "field": {"type": "string", "maxLength": limits.MAX_NAME_CHARS,
-                                    "pattern": _result_path_pattern(limits.RESULT_FIELDS, qa_metric_names())}}
+    rule["properties"] = {
+        **rule["properties"],
+        "kind": {"enum": ["rule"], "default": "rule"},
+        "name": _not_blank(limits.MAX_NAME_CHARS),
+        "field": {
+            "type": "string",
+            "maxLength": limits.MAX_NAME_CHARS,
+            "pattern": _result_path_pattern(limits.RESULT_FIELDS, qa_metric_names()),
+        },
+    }
     rule["required"] = [key for key in rule["required"] if key != "kind"]
     rule["allOf"] = [
-        {"if": {"properties": {"op": {"enum": sorted(ops)}}, "required": ["op"]},
-         "then": {"properties": {"value": value}, **({"required": ["value"]} if required else {})}}
+        {
+            "if": {"properties": {"op": {"enum": sorted(ops)}}, "required": ["op"]},
+            "then": {"properties": {"value": value}, **({"required": ["value"]} if required else {})},
+        }
         for ops, value, required in (
             (limits.LIST_OPS, {"type": "array"}, True),
             (limits.ORDERING_OPS, {"type": ["number", "string"]}, True),
@@ -155,13 +186,21 @@ def cohort_schema() -> dict[str, Any]:
         )
     ]
     llm = dict(components["LlmCriterion"])
-    llm["properties"] = {**llm["properties"], "name": _not_blank(limits.MAX_NAME_CHARS),
-                         "question": _not_blank(limits.MAX_QUESTION_CHARS)}
+    llm["properties"] = {
+        **llm["properties"],
+        "name": _not_blank(limits.MAX_NAME_CHARS),
+        "question": _not_blank(limits.MAX_QUESTION_CHARS),
+    }
     metric = dict(components["CohortMetric"])
     metric["properties"] = {**metric["properties"], "metric": {"enum": qa_metric_names()}}
     components.update(CohortDefinition=definition, RuleCriterion=rule, LlmCriterion=llm, CohortMetric=metric)
-    return _document("cohort.json", "callqa cohort definition",
-                     "A cohort document (callqa.cohorts topic, HTTP API).", schema, components)
+    return _document(
+        "cohort.json",
+        "callqa cohort definition",
+        "A cohort document (callqa.cohorts topic, HTTP API).",
+        schema,
+        components,
+    )
 
 
 NOT_BLANK = "\\S"
@@ -203,22 +242,31 @@ def alert_rule_schema() -> dict[str, Any]:
         "then": {"required": ["scope"], "properties": {"scope": {"pattern": "^cohort:"}}},
     }
     components["AlertRule"] = rule
-    return _document("alert-rule.json", "callqa alert rule",
-                     "A rule of a rules file and a record of callqa.alert-rules (key = name). The worker also "
-                     "checks what a schema cannot say: clear_above >= fire_below, the long window longer than "
-                     "the window by a millisecond.", schema, components)
+    return _document(
+        "alert-rule.json",
+        "callqa alert rule",
+        "A rule of a rules file and a record of callqa.alert-rules (key = name). The worker also "
+        "checks what a schema cannot say: clear_above >= fire_below, the long window longer than "
+        "the window by a millisecond.",
+        schema,
+        components,
+    )
 
 
 def all_schemas() -> dict[str, dict[str, Any]]:
     schemas = {f"event.{tag}.json": _rewrite_refs(event_schema(tag, cls)) for tag, cls in EVENT_TYPES.items()}
     schemas["batch.json"] = batch_schema()
     schemas["result.json"] = result_schema()
-    schemas["deadletter.json"] = _document("deadletter.json", "callqa dead letter",
-                                           "A record of callqa.deadletter.", *_single(DeadLetterDocument))
+    schemas["deadletter.json"] = _document(
+        "deadletter.json", "callqa dead letter", "A record of callqa.deadletter.", *_single(DeadLetterDocument)
+    )
     schemas["cohort.json"] = cohort_schema()
-    schemas["alert.json"] = _document("alert.json", "callqa alert event",
-                                      "A record of callqa.alerts: one state transition of one rule on one scope "
-                                      "(key = dedupe_key).", *_single(Alert))
+    schemas["alert.json"] = _document(
+        "alert.json",
+        "callqa alert event",
+        "A record of callqa.alerts: one state transition of one rule on one scope (key = dedupe_key).",
+        *_single(Alert),
+    )
     schemas["alert-rule.json"] = alert_rule_schema()
     return schemas
 

@@ -108,8 +108,9 @@ def _msgpack_may_hold_events(raw: bytes) -> bool:
 
 
 # The key as JSON may write it: plainly, or with any of its letters as a \u escape (hex in any case).
-_JSON_ESCAPED_EVENTS = re.compile(rb'"(?:e|\\u0065)(?:v|\\u0076)(?:e|\\u0065)(?:n|\\u006e)(?:t|\\u0074)(?:s|\\u0073)"',
-                                  re.IGNORECASE)
+_JSON_ESCAPED_EVENTS = re.compile(
+    rb'"(?:e|\\u0065)(?:v|\\u0076)(?:e|\\u0065)(?:n|\\u006e)(?:t|\\u0074)(?:s|\\u0073)"', re.IGNORECASE
+)
 
 
 def _json_may_hold_events(raw: bytes) -> bool:
@@ -148,8 +149,10 @@ def _reason(exc: Exception) -> str:
 def _readable_ids(codec: _Codec, raw: bytes) -> tuple[str | None, str | None]:
     """The event_id and call_id of a message that is refused, where they can be read as text."""
     probe = _probe(codec, raw)
-    return (probe.event_id if isinstance(probe.event_id, str) else None,
-            probe.call_id if isinstance(probe.call_id, str) else None)
+    return (
+        probe.event_id if isinstance(probe.event_id, str) else None,
+        probe.call_id if isinstance(probe.call_id, str) else None,
+    )
 
 
 def _probe(codec: _Codec, raw: bytes) -> _IdProbe:
@@ -177,8 +180,9 @@ def _undecodable(codec: _Codec, raw: bytes, exc: msgspec.DecodeError) -> str:
     if codec is _JSON and reason == "Input data was truncated":
         lone = _LONE_HIGH_SURROGATE.search(raw)
         if lone is not None:
-            reason = (f"a lone UTF-16 surrogate escape ({lone.group().decode()} at byte {lone.start()}), "
-                      "which is no text")
+            reason = (
+                f"a lone UTF-16 surrogate escape ({lone.group().decode()} at byte {lone.start()}), which is no text"
+            )
     return f"undecodable: {reason}"
 
 
@@ -201,8 +205,9 @@ def _looks_like_text(raw: bytes) -> bool:
 def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> AnyEvent | Rejected:
     if codec is _MSGPACK and _looks_like_text(raw):
         # Printable text that is not a JSON object: MessagePack would read it as a stray number.
-        return _reject(codec, raw, f"undecodable: neither a JSON object nor a MessagePack map ({raw[:40]!r})",
-                       batch_index)
+        return _reject(
+            codec, raw, f"undecodable: neither a JSON object nor a MessagePack map ({raw[:40]!r})", batch_index
+        )
     try:
         event = codec.event.decode(raw)
     except msgspec.ValidationError as exc:
@@ -210,12 +215,14 @@ def _decode_one(codec: _Codec, raw: bytes, batch_index: int | None = None) -> An
         if reason.endswith("- at `v`"):
             problem = reason.split(" - at")[0]
             if problem.startswith("Invalid enum value "):
-                reason = (f"unsupported contract version v={problem.removeprefix('Invalid enum value ')} (callqa "
-                          f"reads version {CONTRACT_VERSION})")
+                reason = (
+                    f"unsupported contract version v={problem.removeprefix('Invalid enum value ')} (callqa "
+                    f"reads version {CONTRACT_VERSION})"
+                )
             else:
                 reason = f"`v` must be the contract version, {CONTRACT_VERSION} ({problem})"
         elif reason.startswith("Invalid value") and reason.endswith("- at `type`"):
-            value = reason[len('Invalid value '):-len(' - at `type`')]
+            value = reason[len("Invalid value ") : -len(" - at `type`")]
             if value.strip("'") in EVENT_TYPES:  # (a known type refused: the message gives `type` twice)
                 reason = f"`type` is given twice, as {value} and as another type before it"
             else:
@@ -282,12 +289,19 @@ def decode_message(raw: bytes, max_bytes: int = MAX_MESSAGE_BYTES) -> Decoded:
         return Decoded([], [Rejected("empty message", raw or b"")])
     if len(raw) > max_bytes:
         event_id, call_id = _readable_ids(_codec_for(raw), raw)
-        return Decoded([], [Rejected(f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit", raw, event_id,
-                                     call_id)])
+        return Decoded(
+            [], [Rejected(f"message of {len(raw)} bytes exceeds the {max_bytes}-byte limit", raw, event_id, call_id)]
+        )
     if raw[:3] == UTF8_BOM:  # (read as MessagePack it would be refused as "got int": say what it is)
         event_id, call_id = _readable_ids(_JSON, raw[3:])
-        return Decoded([], [Rejected("a UTF-8 byte-order mark starts the message: send the JSON object alone",
-                                     raw, event_id, call_id)])
+        return Decoded(
+            [],
+            [
+                Rejected(
+                    "a UTF-8 byte-order mark starts the message: send the JSON object alone", raw, event_id, call_id
+                )
+            ],
+        )
     codec = _codec_for(raw)
     if codec is _JSON or _FIXMAP_FIRST <= raw[0] <= _FIXMAP_LAST:
         common = _decode_common(codec, raw)
@@ -303,17 +317,25 @@ _SCHEMA_REGISTRY_MAGIC = 0  # Confluent's wire format: a 0 byte and a 4-byte sch
 
 def _wrapping(raw: bytes) -> str | None:
     if raw[:2] == GZIP_MAGIC:
-        return ("a gzip-compressed value: send the event itself (a producer's compression.type compresses "
-                "messages on the wire, and callqa reads gzip, snappy, lz4 and zstd there)")
-    if raw[0] == _SCHEMA_REGISTRY_MAGIC and len(raw) > 5 and (
-            raw[5:6] in (b"{", b"[") or _FIXMAP_FIRST <= raw[5] <= _FIXMAP_LAST):
-        return ("Confluent Schema Registry framing (a 0 byte and a 4-byte schema id before the document): "
-                "send the JSON object or MessagePack map alone, with a plain serializer")
+        return (
+            "a gzip-compressed value: send the event itself (a producer's compression.type compresses "
+            "messages on the wire, and callqa reads gzip, snappy, lz4 and zstd there)"
+        )
+    if (
+        raw[0] == _SCHEMA_REGISTRY_MAGIC
+        and len(raw) > 5
+        and (raw[5:6] in (b"{", b"[") or _FIXMAP_FIRST <= raw[5] <= _FIXMAP_LAST)
+    ):
+        return (
+            "Confluent Schema Registry framing (a 0 byte and a 4-byte schema id before the document): "
+            "send the JSON object or MessagePack map alone, with a plain serializer"
+        )
     if raw[:2] in UTF16_BOMS or (len(raw) > 3 and raw[1] == raw[3] == 0 and 32 <= raw[0] < 127 and 32 <= raw[2] < 127):
         return "UTF-16 text: JSON must be UTF-8"
     if raw.lstrip(b" \t\r\n")[:1] == b"[":
-        return ("a JSON array: send each event as a message of its own, or several in one batch "
-                '({"v": 1, "events": [...]})')
+        return (
+            'a JSON array: send each event as a message of its own, or several in one batch ({"v": 1, "events": [...]})'
+        )
     return None
 
 
@@ -339,8 +361,14 @@ def _decode_items(codec: _Codec, raw: bytes) -> Decoded:
     if isinstance(single, Event):
         if codec.may_hold_events(raw) and _holds_a_batch(codec, raw):
             # Read as the one event, its batch's events would vanish without a word.
-            return Decoded([], [_reject(codec, raw, "a record is one event (it has a `type`) or a batch of events "
-                                                    "(`events`), not both")])
+            return Decoded(
+                [],
+                [
+                    _reject(
+                        codec, raw, "a record is one event (it has a `type`) or a batch of events (`events`), not both"
+                    )
+                ],
+            )
         return Decoded([single], [])
     try:
         batch = codec.batch.decode(raw)
@@ -361,9 +389,9 @@ def _decode_items(codec: _Codec, raw: bytes) -> Decoded:
     for index, item in enumerate(batch.events):
         decoded = _decode_one(codec, bytes(item), index)
         if isinstance(decoded, Event) and batch.call_id is not None and decoded.call_id != batch.call_id:
-            decoded = _reject(codec, bytes(item),
-                              f"call_id {decoded.call_id!r} differs from its batch's {batch.call_id!r}",
-                              index)
+            decoded = _reject(
+                codec, bytes(item), f"call_id {decoded.call_id!r} differs from its batch's {batch.call_id!r}", index
+            )
         if isinstance(decoded, Rejected):
             if len(out.rejected) < MAX_ITEMS_DEAD_LETTERED:
                 out.rejected.append(decoded)
@@ -373,10 +401,14 @@ def _decode_items(codec: _Codec, raw: bytes) -> Decoded:
             out.events.append(decoded)
             accepted.append(index)
     if refused_beyond:
-        out.rejected.append(Rejected(
-            f"batch: {refused_beyond} more of its {len(batch.events)} items were refused as well, not dead-lettered "
-            f"one by one past the first {MAX_ITEMS_DEAD_LETTERED}, which name their reasons", raw,
-            call_id=batch.call_id))
+        out.rejected.append(
+            Rejected(
+                f"batch: {refused_beyond} more of its {len(batch.events)} items were refused as well, not "
+                f"dead-lettered one by one past the first {MAX_ITEMS_DEAD_LETTERED}, which name their reasons",
+                raw,
+                call_id=batch.call_id,
+            )
+        )
     if out.rejected:
         out.item_indexes = accepted
     return out
@@ -410,8 +442,12 @@ def _decode_common(codec: _Codec, raw: bytes) -> Decoded | None:
         return None  # could also read as one event (it has a type), or is refused: the full path decides
     call_id = batch.call_id
     for event in batch.events:
-        if not event.event_id or not event.call_id or (call_id is not None and event.call_id != call_id) \
-                or limit_problem(event) is not None:
+        if (
+            not event.event_id
+            or not event.call_id
+            or (call_id is not None and event.call_id != call_id)
+            or limit_problem(event) is not None
+        ):
             return None
     return Decoded(batch.events, [], is_batch=True)
 

@@ -145,8 +145,11 @@ def _compile(info: mi.Type) -> Check | None:
 
 
 def _struct_check(info: mi.StructType) -> Check | None:
-    fields = [(field.name, field.encode_name, compiled) for field in info.fields
-              if (compiled := _compile(field.type)) is not None]
+    fields = [
+        (field.name, field.encode_name, compiled)
+        for field in info.fields
+        if (compiled := _compile(field.type)) is not None
+    ]
     if not fields:
         return None
 

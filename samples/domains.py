@@ -18,26 +18,72 @@ from typing import Any
 Facts = dict[str, str]
 
 FIRST_NAMES = (
-    "Dana", "Luis", "Priya", "Marcus", "Hannah", "Kenji", "Olivia", "Tomás", "Aisha", "Grace",
-    "Wei", "Noah", "Fatima", "Ethan", "Sofia", "Jamal", "Chloe", "Arjun", "Maya", "Owen",
+    "Dana",
+    "Luis",
+    "Priya",
+    "Marcus",
+    "Hannah",
+    "Kenji",
+    "Olivia",
+    "Tomás",
+    "Aisha",
+    "Grace",
+    "Wei",
+    "Noah",
+    "Fatima",
+    "Ethan",
+    "Sofia",
+    "Jamal",
+    "Chloe",
+    "Arjun",
+    "Maya",
+    "Owen",
 )
 LAST_NAMES = (
-    "Whitfield", "Moreno", "Raman", "Bell", "Kowalski", "Tanaka", "Brennan", "Ruiz", "Okafor", "Lindqvist",
-    "Chen", "Foster", "Haddad", "Walsh", "Rossi", "Greene", "Dubois", "Mehta", "Novak", "Sullivan",
+    "Whitfield",
+    "Moreno",
+    "Raman",
+    "Bell",
+    "Kowalski",
+    "Tanaka",
+    "Brennan",
+    "Ruiz",
+    "Okafor",
+    "Lindqvist",
+    "Chen",
+    "Foster",
+    "Haddad",
+    "Walsh",
+    "Rossi",
+    "Greene",
+    "Dubois",
+    "Mehta",
+    "Novak",
+    "Sullivan",
 )
 CITIES = ("Denver", "Seattle", "Chicago", "Boston", "Austin", "Atlanta", "Phoenix", "Portland", "Miami", "Detroit")
 HOTELS = ("Hilton Garden Inn downtown", "Marriott by the airport", "Hyatt Place on Fifth", "Westin on the river")
 MONTH_DAYS = tuple(f"{month} {day}" for month in ("October", "November") for day in range(7, 29))
 PRODUCTS = (
-    ("blender", "$89.99"), ("air fryer", "$119.00"), ("desk lamp", "$42.50"), ("coffee grinder", "$64.95"),
-    ("space heater", "$74.99"), ("stand mixer", "$249.00"), ("robot vacuum", "$329.99"),
+    ("blender", "$89.99"),
+    ("air fryer", "$119.00"),
+    ("desk lamp", "$42.50"),
+    ("coffee grinder", "$64.95"),
+    ("space heater", "$74.99"),
+    ("stand mixer", "$249.00"),
+    ("robot vacuum", "$329.99"),
 )
 SHOES = (("trail running shoes", "$134.00"), ("leather boots", "$189.50"), ("canvas sneakers", "$58.00"))
 COUNTRIES = ("Mexico", "Canada", "Italy", "Japan", "Portugal", "the United Kingdom")
 DOCTORS = ("Patel", "Nguyen", "Okoye", "Schneider", "Alvarez")
 WEEKDAY_SLOTS = (
-    "Monday at 9:15am", "Tuesday at 2:30pm", "Wednesday at 11:45am", "Thursday at 10:15am",
-    "Thursday at 3:40pm", "Friday at 8:50am", "Friday at 1:20pm",
+    "Monday at 9:15am",
+    "Tuesday at 2:30pm",
+    "Wednesday at 11:45am",
+    "Thursday at 10:15am",
+    "Thursday at 3:40pm",
+    "Friday at 8:50am",
+    "Friday at 1:20pm",
 )
 CONFIRMATION_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"
 
@@ -208,8 +254,13 @@ AIRLINE = Domain(
         "Your seat assignment carries over to the new flight.",
         "Your seat assignment does not carry over to the new flight.",
     ),
-    misheard={"flight": "fight", "suitcase": "suit case", "cancel": "council", "booking": "cooking",
-              "earlier": "early"},
+    misheard={
+        "flight": "fight",
+        "suitcase": "suit case",
+        "cancel": "council",
+        "booking": "cooking",
+        "earlier": "early",
+    },
 )
 
 
@@ -246,8 +297,12 @@ def airline_db(f: Facts, done: bool) -> dict[str, Any]:
     rebooked = done and task == "rebook"
     bookings = [
         # "None" as a string and 75.0 as a float: the hash must read them as null and 75.
-        {"booking_id": "B1", "flight": f["alt_flight"] if rebooked else f["flight_number"],
-         "seat": f["alt_seat"] if rebooked else "22C", "meal": "None"},
+        {
+            "booking_id": "B1",
+            "flight": f["alt_flight"] if rebooked else f["flight_number"],
+            "seat": f["alt_seat"] if rebooked else "22C",
+            "meal": "None",
+        },
         {"booking_id": "B2", "flight": "SW 1000", "seat": "17A", "meal": "vegetarian"},
     ]
     notifications = [{"id": "N1", "channel": "email", "template": "booking_created"}]
@@ -287,20 +342,35 @@ AIRLINE_TOOLS = tools(
     Tool(
         "search_flights",
         lambda f: {"origin": f["origin"], "destination": f["destination"], "date": f["travel_date"]},
-        lambda f: {"flights": [{"flight": f["alt_flight"], "departure": f["alt_departure"], "seats": [f["alt_seat"]],
-                                "fare_difference": 0}]},
+        lambda f: {
+            "flights": [
+                {
+                    "flight": f["alt_flight"],
+                    "departure": f["alt_departure"],
+                    "seats": [f["alt_seat"]],
+                    "fare_difference": 0,
+                }
+            ]
+        },
     ),
     Tool(
         "rebook_flight",
-        lambda f: {"confirmation_code": f["confirmation_code"], "flight_number": f["alt_flight"],
-                   "seat": f["alt_seat"]},
+        lambda f: {
+            "confirmation_code": f["confirmation_code"],
+            "flight_number": f["alt_flight"],
+            "seat": f["alt_seat"],
+        },
         lambda f: {"success": True, "flight": f["alt_flight"], "departure": f["alt_departure"], "fee_charged": 75},
     ),
     Tool(
         "trace_bag",
         lambda f: {"bag_tag": f["bag_tag"]},
-        lambda f: {"bag_tag": f["bag_tag"], "located": True, "location": f"{f['origin']} airport",
-                   "next_flight": f["alt_flight"]},
+        lambda f: {
+            "bag_tag": f["bag_tag"],
+            "located": True,
+            "location": f"{f['origin']} airport",
+            "next_flight": f["alt_flight"],
+        },
     ),
     Tool(
         "schedule_bag_delivery",
@@ -316,50 +386,91 @@ AIRLINE_TOOLS = tools(
 
 AIRLINE_TASKS = (
     Task(
-        AIRLINE, "rebook", "Move a caller to an earlier flight on the same day and charge the change fee.",
+        AIRLINE,
+        "rebook",
+        "Move a caller to an earlier flight on the same day and charge the change fee.",
         ("support", "travel"),
         lambda rng: {**airline_facts(rng), "task": "rebook"},
         ("customer_name", "confirmation_code", "loyalty_tier", "change_fee"),
         (
-            Step("Hi, I'm booked on a flight to {destination} tonight and I'd like to get on an earlier one.",
-                 "Sure, I can look into that. Could you give me your confirmation code?", node="verify_booking"),
-            Step("Yes, it's {confirmation_code}.",
-                 "Thanks, {first_name}. I see you on flight {flight_number} from {origin} to {destination} on "
-                 "{travel_date}, departing at {original_departure}.", tool="get_reservation", node="lookup"),
-            Step("Is there anything earlier in the afternoon?",
-                 "There's a seat on flight {alt_flight}, departing at {alt_departure}, seat {alt_seat}. The change "
-                 "fee for your fare is {change_fee}.", tool="search_flights", kb="change_policy", node="options"),
-            Step("Okay, please move me to the {alt_departure} flight.",
-                 "Done. You're confirmed on flight {alt_flight} departing at {alt_departure}, seat {alt_seat}, and "
-                 "the {change_fee} fee went on the card on file.", tool="rebook_flight", node="confirm_change",
-                 action=True),
+            Step(
+                "Hi, I'm booked on a flight to {destination} tonight and I'd like to get on an earlier one.",
+                "Sure, I can look into that. Could you give me your confirmation code?",
+                node="verify_booking",
+            ),
+            Step(
+                "Yes, it's {confirmation_code}.",
+                "Thanks, {first_name}. I see you on flight {flight_number} from {origin} to {destination} on "
+                "{travel_date}, departing at {original_departure}.",
+                tool="get_reservation",
+                node="lookup",
+            ),
+            Step(
+                "Is there anything earlier in the afternoon?",
+                "There's a seat on flight {alt_flight}, departing at {alt_departure}, seat {alt_seat}. The change "
+                "fee for your fare is {change_fee}.",
+                tool="search_flights",
+                kb="change_policy",
+                node="options",
+            ),
+            Step(
+                "Okay, please move me to the {alt_departure} flight.",
+                "Done. You're confirmed on flight {alt_flight} departing at {alt_departure}, seat {alt_seat}, and "
+                "the {change_fee} fee went on the card on file.",
+                tool="rebook_flight",
+                node="confirm_change",
+                action=True,
+            ),
         ),
         AIRLINE_TOOLS,
         success_signals=("is_action_match", "db_state_match", "clean_exit"),
-        reference=lambda f: [{"action": "rebook_flight", "confirmation_code": f["confirmation_code"],
-                              "flight_number": f["alt_flight"], "change_fee_usd": 75}],
-        nl_assertions=("The agent verified the confirmation code before changing the booking.",
-                       "The agent told the caller the change fee before rebooking."),
+        reference=lambda f: [
+            {
+                "action": "rebook_flight",
+                "confirmation_code": f["confirmation_code"],
+                "flight_number": f["alt_flight"],
+                "change_fee_usd": 75,
+            }
+        ],
+        nl_assertions=(
+            "The agent verified the confirmation code before changing the booking.",
+            "The agent told the caller the change fee before rebooking.",
+        ),
         db=airline_db,
         wrong_facts=lambda f: {**f, "alt_flight": f["wrong_flight"]},
     ),
     Task(
-        AIRLINE, "baggage", "Trace a delayed bag and schedule delivery to the caller's hotel.",
+        AIRLINE,
+        "baggage",
+        "Trace a delayed bag and schedule delivery to the caller's hotel.",
         ("support", "travel"),
         lambda rng: {**airline_facts(rng), "task": "baggage"},
         ("customer_name", "bag_tag"),
         (
-            Step("Hi, I landed in {destination} this morning but my suitcase never showed up.",
-                 "I'm sorry about that. Do you have the bag tag number from your boarding pass?",
-                 node="verify_booking"),
-            Step("Yes, the tag number is {bag_tag}.",
-                 "Thank you. Your bag was found at {origin} airport and it's going out on flight {alt_flight}.",
-                 tool="trace_bag", node="lookup"),
-            Step("Can you send it to my hotel? I'm staying at the {hotel}.",
-                 "Of course. It will be delivered to the {hotel} between {delivery_start} and {delivery_end} today.",
-                 tool="schedule_bag_delivery", node="confirm_change", action=True),
-            Step("Can I get reimbursed for toiletries in the meantime?",
-                 "Yes, you can submit a claim on our website.", kb="baggage_policy", node="options"),
+            Step(
+                "Hi, I landed in {destination} this morning but my suitcase never showed up.",
+                "I'm sorry about that. Do you have the bag tag number from your boarding pass?",
+                node="verify_booking",
+            ),
+            Step(
+                "Yes, the tag number is {bag_tag}.",
+                "Thank you. Your bag was found at {origin} airport and it's going out on flight {alt_flight}.",
+                tool="trace_bag",
+                node="lookup",
+            ),
+            Step(
+                "Can you send it to my hotel? I'm staying at the {hotel}.",
+                "Of course. It will be delivered to the {hotel} between {delivery_start} and {delivery_end} today.",
+                tool="schedule_bag_delivery",
+                node="confirm_change",
+                action=True,
+            ),
+            Step(
+                "Can I get reimbursed for toiletries in the meantime?",
+                "Yes, you can submit a claim on our website.",
+                kb="baggage_policy",
+                node="options",
+            ),
         ),
         AIRLINE_TOOLS,
         success_signals=("is_action_match", "clean_exit"),
@@ -367,27 +478,48 @@ AIRLINE_TASKS = (
         nl_assertions=("The agent gave the caller a delivery window for the bag.",),
     ),
     Task(
-        AIRLINE, "cancel", "Cancel a refundable booking and refund it to the original payment.",
+        AIRLINE,
+        "cancel",
+        "Cancel a refundable booking and refund it to the original payment.",
         ("support", "travel"),
         lambda rng: {**airline_facts(rng), "task": "cancel"},
         ("customer_name", "confirmation_code", "refund_eta"),
         (
-            Step("I need to cancel my trip to {destination} on {travel_date}.",
-                 "I can help with that. What's your confirmation code?", node="verify_booking"),
-            Step("It's {confirmation_code}.",
-                 "Thanks, {first_name}. I have flight {flight_number} on {travel_date}, booked on a refundable "
-                 "fare of {fare_paid}.", tool="get_reservation", node="lookup"),
-            Step("How much would I get back if I cancel?",
-                 "Since the fare is refundable, you'd get the full {fare_paid} back.", kb="refund_policy",
-                 node="options"),
-            Step("Okay, go ahead and cancel it.",
-                 "It's cancelled. The refund of {fare_paid} will reach your card within {refund_eta}.",
-                 tool="cancel_reservation", node="confirm_change", action=True),
+            Step(
+                "I need to cancel my trip to {destination} on {travel_date}.",
+                "I can help with that. What's your confirmation code?",
+                node="verify_booking",
+            ),
+            Step(
+                "It's {confirmation_code}.",
+                "Thanks, {first_name}. I have flight {flight_number} on {travel_date}, booked on a refundable "
+                "fare of {fare_paid}.",
+                tool="get_reservation",
+                node="lookup",
+            ),
+            Step(
+                "How much would I get back if I cancel?",
+                "Since the fare is refundable, you'd get the full {fare_paid} back.",
+                kb="refund_policy",
+                node="options",
+            ),
+            Step(
+                "Okay, go ahead and cancel it.",
+                "It's cancelled. The refund of {fare_paid} will reach your card within {refund_eta}.",
+                tool="cancel_reservation",
+                node="confirm_change",
+                action=True,
+            ),
         ),
         AIRLINE_TOOLS,
         success_signals=("is_action_match", "db_state_match", "clean_exit"),
-        reference=lambda f: [{"action": "cancel_reservation", "confirmation_code": f["confirmation_code"],
-                              "refund_amount": amount(f["fare_paid"])}],
+        reference=lambda f: [
+            {
+                "action": "cancel_reservation",
+                "confirmation_code": f["confirmation_code"],
+                "refund_amount": amount(f["fare_paid"]),
+            }
+        ],
         db=airline_db,
     ),
 )
@@ -437,8 +569,14 @@ RETAIL = Domain(
         "The refund will go back to your original card.",
         "The refund will not go back to your original card.",
     ),
-    misheard={"return": "retain", "blender": "bender", "order": "older", "refund": "re fund", "label": "table",
-              "size": "sighs"},
+    misheard={
+        "return": "retain",
+        "blender": "bender",
+        "order": "older",
+        "refund": "re fund",
+        "label": "table",
+        "size": "sighs",
+    },
 )
 
 
@@ -476,16 +614,21 @@ def retail_db(f: Facts, done: bool) -> dict[str, Any]:
     db: dict[str, Any] = {"orders": orders, "notifications": notifications}
     if done:
         notifications.append({"id": "N2", "kind": "return_label", "order": f["order_id"]})
-        db["returns"] = {f["return_id"]: {"order": f["order_id"], "reason": "defective",
-                                          "refund": amount(f["item_price"])}}
+        db["returns"] = {
+            f["return_id"]: {"order": f["order_id"], "reason": "defective", "refund": amount(f["item_price"])}
+        }
     return db
 
 
 def exchange_db(f: Facts, done: bool) -> dict[str, Any]:
     size = f["new_size"] if done else f["old_size"]
     return {
-        "orders": {f["order_id"]: {"status": "delivered",
-                                   "items": [{"name": f["shoe"], "size": size, "price": amount(f["shoe_price"])}]}},
+        "orders": {
+            f["order_id"]: {
+                "status": "delivered",
+                "items": [{"name": f["shoe"], "size": size, "price": amount(f["shoe_price"])}],
+            }
+        },
         "notifications": [{"id": "N1", "kind": "exchange_created" if done else "shipment_delivered"}],
     }
 
@@ -494,9 +637,15 @@ RETAIL_TOOLS = tools(
     Tool(
         "get_order",
         lambda f: {"order_id": f["order_id"]},
-        lambda f: {"order_id": f["order_id"], "status": "delivered", "delivered_on": f["delivery_date"],
-                   "items": [{"name": f["item"], "price": amount(f["item_price"])},
-                             {"name": f["shoe"], "size": f["old_size"], "price": amount(f["shoe_price"])}]},
+        lambda f: {
+            "order_id": f["order_id"],
+            "status": "delivered",
+            "delivered_on": f["delivery_date"],
+            "items": [
+                {"name": f["item"], "price": amount(f["item_price"])},
+                {"name": f["shoe"], "size": f["old_size"], "price": amount(f["shoe_price"])},
+            ],
+        },
     ),
     Tool(
         "create_return",
@@ -506,35 +655,58 @@ RETAIL_TOOLS = tools(
     Tool(
         "create_exchange",
         lambda f: {"order_id": f["order_id"], "item": f["shoe"], "new_size": f["new_size"]},
-        lambda f: {"success": True, "exchange_id": f["return_id"].replace("R", "X"),
-                   "ships": "when the original is scanned"},
+        lambda f: {
+            "success": True,
+            "exchange_id": f["return_id"].replace("R", "X"),
+            "ships": "when the original is scanned",
+        },
     ),
     Tool(
         "track_order",
         lambda f: {"order_id": f["order_id"]},
-        lambda f: {"carrier": f["carrier"], "status": "in_transit", "estimated_delivery": f["eta_date"],
-                   "last_scan": "regional hub"},
+        lambda f: {
+            "carrier": f["carrier"],
+            "status": "in_transit",
+            "estimated_delivery": f["eta_date"],
+            "last_scan": "regional hub",
+        },
     ),
 )
 
 RETAIL_TASKS = (
     Task(
-        RETAIL, "return", "Start a return for a defective item with a prepaid label.",
+        RETAIL,
+        "return",
+        "Start a return for a defective item with a prepaid label.",
         ("support",),
         retail_facts,
         ("customer_name", "email"),
         (
-            Step("Hi, I'd like to return the {item} I ordered.",
-                 "Sure, I can help with a return. What's the order number?", node="identify_order"),
-            Step("It's {order_id}.",
-                 "Got it. I see the {item} for {item_price}, delivered on {delivery_date}.", tool="get_order",
-                 node="order_details"),
-            Step("It stopped working after two days. Can I still send it back?",
-                 "Yes, it's still within the return window, so you can send it back for a full refund.",
-                 kb="return_policy", node="policy"),
-            Step("Great, please start the return.",
-                 "Your return {return_id} is set up. A prepaid label is on its way to {email}, and you'll get "
-                 "{item_price} back once we receive it.", tool="create_return", node="process_request", action=True),
+            Step(
+                "Hi, I'd like to return the {item} I ordered.",
+                "Sure, I can help with a return. What's the order number?",
+                node="identify_order",
+            ),
+            Step(
+                "It's {order_id}.",
+                "Got it. I see the {item} for {item_price}, delivered on {delivery_date}.",
+                tool="get_order",
+                node="order_details",
+            ),
+            Step(
+                "It stopped working after two days. Can I still send it back?",
+                "Yes, it's still within the return window, so you can send it back for a full refund.",
+                kb="return_policy",
+                node="policy",
+            ),
+            Step(
+                "Great, please start the return.",
+                "Your return {return_id} is set up. A prepaid label is on its way to {email}, and you'll get "
+                "{item_price} back once we receive it.",
+                tool="create_return",
+                node="process_request",
+                action=True,
+            ),
         ),
         RETAIL_TOOLS,
         success_signals=("is_action_match", "db_state_match", "nl_assertion", "clean_exit"),
@@ -543,22 +715,38 @@ RETAIL_TASKS = (
         db=retail_db,
     ),
     Task(
-        RETAIL, "exchange", "Exchange a pair of shoes for a different size.",
+        RETAIL,
+        "exchange",
+        "Exchange a pair of shoes for a different size.",
         ("support",),
         retail_facts,
         ("customer_name",),
         (
-            Step("Hi, the {shoe} I got are too small. Can I swap them for a size {new_size}?",
-                 "Absolutely. Can I have the order number?", node="identify_order"),
-            Step("Sure, {order_id}.",
-                 "Thanks. I see the {shoe} in size {old_size}, delivered on {delivery_date}.", tool="get_order",
-                 node="order_details"),
-            Step("Do I have to pay for shipping on the new pair?",
-                 "Good news, exchanges ship free.", kb="exchange_policy", node="policy"),
-            Step("Perfect, let's do the exchange then.",
-                 "All set. A size {new_size} pair of the {shoe} is reserved for you, and a return label is in your "
-                 "email.",
-                 tool="create_exchange", node="process_request", action=True),
+            Step(
+                "Hi, the {shoe} I got are too small. Can I swap them for a size {new_size}?",
+                "Absolutely. Can I have the order number?",
+                node="identify_order",
+            ),
+            Step(
+                "Sure, {order_id}.",
+                "Thanks. I see the {shoe} in size {old_size}, delivered on {delivery_date}.",
+                tool="get_order",
+                node="order_details",
+            ),
+            Step(
+                "Do I have to pay for shipping on the new pair?",
+                "Good news, exchanges ship free.",
+                kb="exchange_policy",
+                node="policy",
+            ),
+            Step(
+                "Perfect, let's do the exchange then.",
+                "All set. A size {new_size} pair of the {shoe} is reserved for you, and a return label is in your "
+                "email.",
+                tool="create_exchange",
+                node="process_request",
+                action=True,
+            ),
         ),
         RETAIL_TOOLS,
         success_signals=("is_action_match", "db_state_match", "judge_passed", "clean_exit"),
@@ -567,18 +755,30 @@ RETAIL_TASKS = (
         wrong_facts=lambda f: {**f, "new_size": f["old_size"]},
     ),
     Task(
-        RETAIL, "order_status", "Tell the caller where a late order is.",
+        RETAIL,
+        "order_status",
+        "Tell the caller where a late order is.",
         ("support",),
         retail_facts,
         ("customer_name",),
         (
-            Step("Hi, I'm calling about an order that hasn't arrived yet.",
-                 "I'm sorry it's running late. What's the order number?", node="identify_order"),
-            Step("It's {order_id}.",
-                 "Thanks. It's with {carrier} and it's expected to arrive on {eta_date}.", tool="track_order",
-                 node="order_details"),
-            Step("Will I hear from you if it gets delayed again?",
-                 "Yes, we'll keep an eye on it.", kb="shipping_policy", node="policy"),
+            Step(
+                "Hi, I'm calling about an order that hasn't arrived yet.",
+                "I'm sorry it's running late. What's the order number?",
+                node="identify_order",
+            ),
+            Step(
+                "It's {order_id}.",
+                "Thanks. It's with {carrier} and it's expected to arrive on {eta_date}.",
+                tool="track_order",
+                node="order_details",
+            ),
+            Step(
+                "Will I hear from you if it gets delayed again?",
+                "Yes, we'll keep an eye on it.",
+                kb="shipping_policy",
+                node="policy",
+            ),
         ),
         RETAIL_TOOLS,
         success_signals=("clean_exit",),
@@ -632,8 +832,14 @@ TELECOM = Domain(
         "Your current plan includes international roaming.",
         "Your current plan doesn't include international roaming.",
     ),
-    misheard={"SIM": "sin", "roaming": "roman", "card": "car", "charge": "change", "account": "a count",
-              "bill": "bell"},
+    misheard={
+        "SIM": "sin",
+        "roaming": "roman",
+        "card": "car",
+        "charge": "change",
+        "account": "a count",
+        "bill": "bell",
+    },
     dual_side=True,
 )
 
@@ -668,13 +874,18 @@ def telecom_db(f: Facts, done: bool) -> dict[str, Any]:
         "roaming": done and task == "roaming",
         "roaming_country": f["country"] if done and task == "roaming" else "none",
     }
-    credits = ([{"amount": amount(f["overage_charge"]), "reason": "overage dispute"}]
-               if done and task == "bill_dispute" else [])
+    credits = (
+        [{"amount": amount(f["overage_charge"]), "reason": "overage dispute"}]
+        if done and task == "bill_dispute"
+        else []
+    )
     return {
         "accounts": {f["account_number"]: {"holder": f["customer_name"], "plan": f["plan_name"], "credits": credits}},
         "lines": {f["line_id"]: line},
-        "system_accounts": [{"system": "billing", "id": f["account_number"]},
-                            {"system": "provisioning", "id": f["line_id"]}],
+        "system_accounts": [
+            {"system": "billing", "id": f["account_number"]},
+            {"system": "provisioning", "id": f["line_id"]},
+        ],
         "group_memberships": [{"group": "autopay"}, {"group": "postpaid"}],
     }
 
@@ -716,8 +927,11 @@ TELECOM_TOOLS = tools(
     ),
     Tool(
         "credit_account",
-        lambda f: {"account_number": f["account_number"], "amount": amount(f["overage_charge"]),
-                   "reason": "overage dispute"},
+        lambda f: {
+            "account_number": f["account_number"],
+            "amount": amount(f["overage_charge"]),
+            "reason": "overage dispute",
+        },
         lambda f: {"success": True, "credited": amount(f["overage_charge"])},
     ),
     Tool("toggle_airplane_mode", lambda f: {"enabled": False}, lambda f: {"airplane_mode": False}, side="user"),
@@ -732,12 +946,27 @@ def telecom_assertions(
 
     def build(f: Facts) -> list[dict[str, Any]]:
         return [
-            {"func_name": func_name, "side": "agent", "arguments": {"path": path.format(**f)},
-             "assert_value": value(f), "message": message},
-            {"func_name": "field_equals", "side": "user", "arguments": {"path": "device.network_status"},
-             "assert_value": "connected", "message": "The caller's phone has service"},
-            {"func_name": "count", "side": "agent", "arguments": {"path": "system_accounts"},
-             "assert_value": 2, "message": "No system account was added or removed"},
+            {
+                "func_name": func_name,
+                "side": "agent",
+                "arguments": {"path": path.format(**f)},
+                "assert_value": value(f),
+                "message": message,
+            },
+            {
+                "func_name": "field_equals",
+                "side": "user",
+                "arguments": {"path": "device.network_status"},
+                "assert_value": "connected",
+                "message": "The caller's phone has service",
+            },
+            {
+                "func_name": "count",
+                "side": "agent",
+                "arguments": {"path": "system_accounts"},
+                "assert_value": 2,
+                "message": "No system account was added or removed",
+            },
         ]
 
     return build
@@ -745,84 +974,134 @@ def telecom_assertions(
 
 TELECOM_TASKS = (
     Task(
-        TELECOM, "sim_swap", "Activate a replacement SIM card on the caller's line.",
+        TELECOM,
+        "sim_swap",
+        "Activate a replacement SIM card on the caller's line.",
         ("support", "telecom"),
         lambda rng: {**telecom_facts(rng), "task": "sim_swap"},
         ("customer_name", "line_last4", "plan_name"),
         (
-            Step("Hi, I put in a new SIM card and now my phone says no service.",
-                 "I can help activate it. Can I have the account number and the PIN on the account?",
-                 node="verify_identity"),
-            Step("The account number is {account_number} and the PIN is {pin}.",
-                 "Thank you, you're verified. I see the line ending in {line_last4}.", tool="verify_identity",
-                 node="account_review"),
-            Step("The number on the new card is {iccid}.",
-                 "The new SIM is now linked to your line. It can take up to 10 minutes to come online.",
-                 tool="activate_sim", node="apply_change", action=True, user_tool="toggle_airplane_mode"),
-            Step("Should I restart my phone?",
-                 "Yes, a restart usually does it.", kb="sim_activation", node="troubleshoot",
-                 user_tool="restart_device"),
+            Step(
+                "Hi, I put in a new SIM card and now my phone says no service.",
+                "I can help activate it. Can I have the account number and the PIN on the account?",
+                node="verify_identity",
+            ),
+            Step(
+                "The account number is {account_number} and the PIN is {pin}.",
+                "Thank you, you're verified. I see the line ending in {line_last4}.",
+                tool="verify_identity",
+                node="account_review",
+            ),
+            Step(
+                "The number on the new card is {iccid}.",
+                "The new SIM is now linked to your line. It can take up to 10 minutes to come online.",
+                tool="activate_sim",
+                node="apply_change",
+                action=True,
+                user_tool="toggle_airplane_mode",
+            ),
+            Step(
+                "Should I restart my phone?",
+                "Yes, a restart usually does it.",
+                kb="sim_activation",
+                node="troubleshoot",
+                user_tool="restart_device",
+            ),
         ),
         TELECOM_TOOLS,
         success_signals=("db_state_match", "db_state_assertion", "nl_assertion", "clean_exit"),
         reference=lambda f: {"account_number": f["account_number"], "iccid": f["iccid"]},
-        nl_assertions=("The agent verified the PIN before activating the SIM.",
-                       "The agent told the caller how long activation can take."),
+        nl_assertions=(
+            "The agent verified the PIN before activating the SIM.",
+            "The agent told the caller how long activation can take.",
+        ),
         db=telecom_db,
         user_db=telecom_user_db,
-        db_assertions=telecom_assertions("field_equals", "lines.{line_id}.sim_iccid", lambda f: f["iccid"],
-                                         "The new SIM is on the line"),
+        db_assertions=telecom_assertions(
+            "field_equals", "lines.{line_id}.sim_iccid", lambda f: f["iccid"], "The new SIM is on the line"
+        ),
         wrong_facts=lambda f: {**f, "iccid": f["iccid"][:-1] + str((int(f["iccid"][-1]) + 1) % 10)},
     ),
     Task(
-        TELECOM, "roaming", "Turn on an international roaming pass for an upcoming trip.",
+        TELECOM,
+        "roaming",
+        "Turn on an international roaming pass for an upcoming trip.",
         ("support", "telecom"),
         lambda rng: {**telecom_facts(rng), "task": "roaming"},
         ("customer_name", "line_last4", "plan_name", "monthly_price"),
         (
-            Step("Hi, I'm traveling to {country} on {trip_start} and I want my phone to work there.",
-                 "Happy to set that up. Can I have your account number and PIN?", node="verify_identity"),
-            Step("Sure, account {account_number}, PIN {pin}.",
-                 "Thanks, you're verified. You're on the {plan_name} plan at {monthly_price} a month.",
-                 tool="verify_identity", node="account_review"),
-            Step("How much does it cost to use it abroad?",
-                 "We have a Travel Pass for that.", kb="roaming_passes", node="troubleshoot"),
-            Step("Okay, please turn it on.",
-                 "Done. The Travel Pass is active for {country} starting {trip_start}.", tool="enable_roaming",
-                 node="apply_change", action=True),
+            Step(
+                "Hi, I'm traveling to {country} on {trip_start} and I want my phone to work there.",
+                "Happy to set that up. Can I have your account number and PIN?",
+                node="verify_identity",
+            ),
+            Step(
+                "Sure, account {account_number}, PIN {pin}.",
+                "Thanks, you're verified. You're on the {plan_name} plan at {monthly_price} a month.",
+                tool="verify_identity",
+                node="account_review",
+            ),
+            Step(
+                "How much does it cost to use it abroad?",
+                "We have a Travel Pass for that.",
+                kb="roaming_passes",
+                node="troubleshoot",
+            ),
+            Step(
+                "Okay, please turn it on.",
+                "Done. The Travel Pass is active for {country} starting {trip_start}.",
+                tool="enable_roaming",
+                node="apply_change",
+                action=True,
+            ),
         ),
         TELECOM_TOOLS,
         success_signals=("db_state_match", "db_state_assertion", "clean_exit"),
         reference=lambda f: {"account_number": f["account_number"], "country": f["country"], "pass": "travel_pass"},
         db=telecom_db,
         user_db=telecom_user_db,
-        db_assertions=telecom_assertions("field_equals", "lines.{line_id}.roaming", lambda f: True,
-                                         "Roaming is on for the line"),
+        db_assertions=telecom_assertions(
+            "field_equals", "lines.{line_id}.roaming", lambda f: True, "Roaming is on for the line"
+        ),
         wrong_facts=lambda f: {**f, "country": "Canada" if f["country"] != "Canada" else "Mexico"},
     ),
     Task(
-        TELECOM, "bill_dispute", "Credit a disputed data overage charge.",
+        TELECOM,
+        "bill_dispute",
+        "Credit a disputed data overage charge.",
         ("billing", "telecom"),
         lambda rng: {**telecom_facts(rng), "task": "bill_dispute"},
         ("customer_name", "plan_name", "monthly_price"),
         (
-            Step("Hi, my bill has an overage charge of {overage_charge} and I never went over my data.",
-                 "Let me look into that. What's your account number and PIN?", node="verify_identity"),
-            Step("Account {account_number}, and the PIN is {pin}.",
-                 "Thanks. I can see the {overage_charge} overage on this month's bill, on top of the {monthly_price} "
-                 "plan.",
-                 tool="get_bill", node="account_review"),
-            Step("Can you take it off?",
-                 "Yes, I've credited the {overage_charge} back to your account.", tool="credit_account",
-                 kb="billing_disputes", node="apply_change", action=True),
+            Step(
+                "Hi, my bill has an overage charge of {overage_charge} and I never went over my data.",
+                "Let me look into that. What's your account number and PIN?",
+                node="verify_identity",
+            ),
+            Step(
+                "Account {account_number}, and the PIN is {pin}.",
+                "Thanks. I can see the {overage_charge} overage on this month's bill, on top of the {monthly_price} "
+                "plan.",
+                tool="get_bill",
+                node="account_review",
+            ),
+            Step(
+                "Can you take it off?",
+                "Yes, I've credited the {overage_charge} back to your account.",
+                tool="credit_account",
+                kb="billing_disputes",
+                node="apply_change",
+                action=True,
+            ),
         ),
         TELECOM_TOOLS,
         success_signals=("is_action_match", "db_state_match", "db_state_assertion", "clean_exit"),
         reference=lambda f: [{"account_number": f["account_number"], "amount": amount(f["overage_charge"])}],
         db=telecom_db,
         user_db=telecom_user_db,
-        db_assertions=telecom_assertions("count", "accounts.{account_number}.credits", lambda f: 1,
-                                         "One credit was applied"),
+        db_assertions=telecom_assertions(
+            "count", "accounts.{account_number}.credits", lambda f: 1, "One credit was applied"
+        ),
         wrong_facts=lambda f: {**f, "overage_charge": "$10.00"},
     ),
 )
@@ -893,30 +1172,47 @@ BILLING_TOOLS = tools(
     Tool(
         "create_payment_plan",
         lambda f: {"account_number": f["account_number"], "installments": 3},
-        lambda f: {"plan_id": f["plan_id"], "installment": amount(f["installment"]),
-                   "first_payment": f["first_payment_date"]},
+        lambda f: {
+            "plan_id": f["plan_id"],
+            "installment": amount(f["installment"]),
+            "first_payment": f["first_payment_date"],
+        },
     ),
 )
 
 BILLING_TASKS = (
     Task(
-        BILLING, "payment_plan", "Split an energy bill into installments.",
+        BILLING,
+        "payment_plan",
+        "Split an energy bill into installments.",
         ("billing",),
         billing_facts,
         ("customer_name", "account_number", "balance", "due_date", "installment"),
         (
-            Step("Hi, I got a bill for {balance} and I can't pay it all at once.",
-                 "I understand. Can I have your account number to take a look?", node="identify_account"),
-            Step("It's {account_number}.",
-                 "Thanks, {first_name}. Your balance is {balance}, due on {due_date}.", tool="get_balance",
-                 node="balance"),
-            Step("Is there any way to split it up?",
-                 "Yes, we can split it into 3 monthly payments of {installment}.", kb="payment_plans",
-                 node="plan_options"),
-            Step("Okay, let's set that up.",
-                 "Done. Your first payment of {installment} is due on {first_payment_date}.",
-                 tool="create_payment_plan",
-                 node="confirm_plan", action=True),
+            Step(
+                "Hi, I got a bill for {balance} and I can't pay it all at once.",
+                "I understand. Can I have your account number to take a look?",
+                node="identify_account",
+            ),
+            Step(
+                "It's {account_number}.",
+                "Thanks, {first_name}. Your balance is {balance}, due on {due_date}.",
+                tool="get_balance",
+                node="balance",
+            ),
+            Step(
+                "Is there any way to split it up?",
+                "Yes, we can split it into 3 monthly payments of {installment}.",
+                kb="payment_plans",
+                node="plan_options",
+            ),
+            Step(
+                "Okay, let's set that up.",
+                "Done. Your first payment of {installment} is due on {first_payment_date}.",
+                tool="create_payment_plan",
+                node="confirm_plan",
+                action=True,
+            ),
         ),
         BILLING_TOOLS,
         scenario=False,
@@ -958,8 +1254,13 @@ CLINIC = Domain(
         "This visit requires a referral from your insurance.",
         "This visit does not require a referral from your insurance.",
     ),
-    misheard={"appointment": "a point meant", "Thursday": "thirsty", "doctor": "doctors", "move": "moved",
-              "week": "weak"},
+    misheard={
+        "appointment": "a point meant",
+        "Thursday": "thirsty",
+        "doctor": "doctors",
+        "move": "moved",
+        "week": "weak",
+    },
 )
 
 
@@ -969,7 +1270,7 @@ def clinic_facts(rng: Random) -> Facts:
         **person(rng),
         "doctor": rng.choice(DOCTORS),
         "date_of_birth": f"{rng.choice(('March', 'June', 'July', 'December'))} {rng.randint(2, 28)}, "
-                         f"{rng.randint(1950, 2004)}",
+        f"{rng.randint(1950, 2004)}",
         "appointment_time": current,
         "slot_a": option_a,
         "new_slot": option_b,
@@ -981,8 +1282,11 @@ CLINIC_TOOLS = tools(
     Tool(
         "find_appointment",
         lambda f: {"patient_name": f["customer_name"], "date_of_birth": f["date_of_birth"]},
-        lambda f: {"appointment_id": f["appointment_id"], "provider": f"Dr. {f['doctor']}",
-                   "time": f["appointment_time"]},
+        lambda f: {
+            "appointment_id": f["appointment_id"],
+            "provider": f"Dr. {f['doctor']}",
+            "time": f["appointment_time"],
+        },
     ),
     Tool(
         "list_open_slots",
@@ -998,21 +1302,38 @@ CLINIC_TOOLS = tools(
 
 CLINIC_TASKS = (
     Task(
-        CLINIC, "reschedule", "Move a patient's appointment to another slot.",
+        CLINIC,
+        "reschedule",
+        "Move a patient's appointment to another slot.",
         ("support", "healthcare"),
         clinic_facts,
         ("customer_name", "appointment_time"),
         (
-            Step("Hi, I need to move my appointment with Dr. {doctor}.",
-                 "Sure thing. Can I have your date of birth to find it?", node="identify_patient"),
-            Step("It's {date_of_birth}.",
-                 "Thanks, {first_name}. I see you're booked with Dr. {doctor} on {appointment_time}.",
-                 tool="find_appointment", node="current_appointment"),
-            Step("Do you have anything else that week?",
-                 "I have {slot_a} or {new_slot}.", tool="list_open_slots", node="find_slot"),
-            Step("{new_slot} works for me.",
-                 "You're all set for {new_slot} with Dr. {doctor}.", tool="reschedule_appointment",
-                 kb="cancellation_policy", node="confirm_booking", action=True),
+            Step(
+                "Hi, I need to move my appointment with Dr. {doctor}.",
+                "Sure thing. Can I have your date of birth to find it?",
+                node="identify_patient",
+            ),
+            Step(
+                "It's {date_of_birth}.",
+                "Thanks, {first_name}. I see you're booked with Dr. {doctor} on {appointment_time}.",
+                tool="find_appointment",
+                node="current_appointment",
+            ),
+            Step(
+                "Do you have anything else that week?",
+                "I have {slot_a} or {new_slot}.",
+                tool="list_open_slots",
+                node="find_slot",
+            ),
+            Step(
+                "{new_slot} works for me.",
+                "You're all set for {new_slot} with Dr. {doctor}.",
+                tool="reschedule_appointment",
+                kb="cancellation_policy",
+                node="confirm_booking",
+                action=True,
+            ),
         ),
         CLINIC_TOOLS,
         scenario=False,

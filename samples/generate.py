@@ -61,8 +61,16 @@ INACTIVITY_SAFETY_MARGIN_MS = 10_000
 # Bad input placed among the valid lines, one line of each kind (see `malformed`). A record over the
 # message size limit is optional: its dead letter (the original bytes, twice) exceeds what a broker
 # accepts by default, so it belongs in fault tests rather than in the bundled sample.
-MALFORMED_KINDS = ("log_line", "truncated", "unknown_type", "missing_text", "string_ts", "bot_role", "empty_object",
-                   "future_version")
+MALFORMED_KINDS = (
+    "log_line",
+    "truncated",
+    "unknown_type",
+    "missing_text",
+    "string_ts",
+    "bot_role",
+    "empty_object",
+    "future_version",
+)
 
 # The sweep of a call that never ends must happen with any of these partition counts (replay's default is 4).
 CHECKED_PARTITION_COUNTS = (1, 2, 4, 8)
@@ -108,10 +116,29 @@ TRANSFER_WAIT_MS = {"fast": (3_000, 9_500), "mid": (12_000, 65_000), "slow": (72
 TRANSFER_FAILS_AFTER_MS = (18_000, 40_000)
 TRANSFER_ABANDONED_AFTER_MS = (40_000, 65_000)
 
-TOOL_FAILURE_KINDS = ("error_key", "success_false", "status_500", "error_text", "failed_text", "invalid_json",
-                      "missing_result")
-PREDICTION_KINDS = ("exact", "exact", "exact", "case", "punct", "numeric", "extra_keys", "several", "extra_items",
-                    "wrong", "text", "none")
+TOOL_FAILURE_KINDS = (
+    "error_key",
+    "success_false",
+    "status_500",
+    "error_text",
+    "failed_text",
+    "invalid_json",
+    "missing_result",
+)
+PREDICTION_KINDS = (
+    "exact",
+    "exact",
+    "exact",
+    "case",
+    "punct",
+    "numeric",
+    "extra_keys",
+    "several",
+    "extra_items",
+    "wrong",
+    "text",
+    "none",
+)
 DISCARDED_ATTEMPT_LEAD_MS = (8_000, 25_000)  # how long before the accepted attempt a discarded one ended
 AUTO_RETRY_REASONS = (
     "0 conversation turns (bots never exchanged audio)",
@@ -286,8 +313,11 @@ def followed_on_every_partitioning(plans: list[CallPlan]) -> set[str]:
         for plan in plans:
             partition = partition_for(plan.call_id, partitions)
             latest[partition] = max(latest.get(partition, plan.start_ms), plan.start_ms)
-        followed &= {plan.call_id for plan in plans
-                     if latest[partition_for(plan.call_id, partitions)] >= plan.start_ms + NEVER_ENDED_HEADROOM_MS}
+        followed &= {
+            plan.call_id
+            for plan in plans
+            if latest[partition_for(plan.call_id, partitions)] >= plan.start_ms + NEVER_ENDED_HEADROOM_MS
+        }
     return followed
 
 
@@ -305,8 +335,9 @@ def assign_rare_features(rng: Random, plans: list[CallPlan]) -> None:
 
     never = quota(n, NEVER_ENDED_PER_240, 5)
     followed = followed_on_every_partitioning(plans)
-    for i, plan in enumerate(pick(never, lambda p: p.start_ms < early_cutoff and (p.simulated or p.rtvi)
-                                  and p.call_id in followed)):
+    for i, plan in enumerate(
+        pick(never, lambda p: p.start_ms < early_cutoff and (p.simulated or p.rtvi) and p.call_id in followed)
+    ):
         plan.ending = "never"
         plan.inactivity_timeout_s = NEVER_ENDED_TIMEOUTS_S[i % len(NEVER_ENDED_TIMEOUTS_S)]
     for kind, per_240 in TRANSFER_KINDS_PER_240.items():
@@ -335,14 +366,17 @@ def assign_rare_features(rng: Random, plans: list[CallPlan]) -> None:
 
     for plan in any_call(quota(n, DISCARDED_ATTEMPTS_PER_240, 4), lambda p: p.simulated and p.ending != "never"):
         plan.discarded_attempts = rng.sample(AUTO_RETRY_REASONS, rng.choice((1, 1, 2)))
-    for plan in any_call(quota(n, TRACE_METRICS_PER_240, 4),
-                         lambda p: p.simulated and p.ending not in ("never", "stalled")):
+    for plan in any_call(
+        quota(n, TRACE_METRICS_PER_240, 4), lambda p: p.simulated and p.ending not in ("never", "stalled")
+    ):
         plan.trace_metrics = True
-    for plan in any_call(quota(n, NOISY_LINES_PER_240, 2),
-                         lambda p: p.production and p.ending not in ("never", "transfer")):
+    for plan in any_call(
+        quota(n, NOISY_LINES_PER_240, 2), lambda p: p.production and p.ending not in ("never", "transfer")
+    ):
         plan.noisy_line = True
-    failing = [p for p in plans
-               if p.ending not in ("stalled", "dead_air", "no_greeting") and p.transfer != "tool_failed"]
+    failing = [
+        p for p in plans if p.ending not in ("stalled", "dead_air", "no_greeting") and p.transfer != "tool_failed"
+    ]
     rng.shuffle(failing)
     per_kind = quota(n, TOOL_FAILURES_PER_240, 3)
     for i, plan in enumerate(failing[: per_kind * len(TOOL_FAILURE_KINDS)]):
@@ -365,8 +399,12 @@ def choose_outcome(rng: Random, plan: CallPlan) -> None:
         plan.ignore_punctuation = plan.prediction == "punct" and rng.random() < 0.7
         plan.disallow_extra_items = plan.prediction == "extra_items" and rng.random() < 0.5
     if ended and rng.random() < 0.75:
-        troubled = (plan.ungrounded or plan.confusion or plan.ending in ("timeout", "stalled")
-                    or plan.transfer in ("abandoned", "failed"))
+        troubled = (
+            plan.ungrounded
+            or plan.confusion
+            or plan.ending in ("timeout", "stalled")
+            or plan.transfer in ("abandoned", "failed")
+        )
         weights = (10, 30, 45, 15) if troubled else (50, 35, 8, 7)
         plan.sentiment = rng.choices(SENTIMENTS, weights=weights)[0]
         plan.sentiment_revised = plan.sentiment == "Unknown" and rng.random() < 0.5
@@ -414,8 +452,14 @@ class CallScript:
 
     def envelopes(self) -> list[dict[str, Any]]:
         return [
-            {"v": CONTRACT_VERSION, "event_id": f"{self.call_id}:{i:03d}", "call_id": self.call_id,
-             "ts_ms": ts, "type": type_, "data": data}
+            {
+                "v": CONTRACT_VERSION,
+                "event_id": f"{self.call_id}:{i:03d}",
+                "call_id": self.call_id,
+                "ts_ms": ts,
+                "type": type_,
+                "data": data,
+            }
             for i, (ts, type_, data) in enumerate(self.ordered())
         ]
 
@@ -572,11 +616,15 @@ class CallBuilder:
         if not self.plan.rtvi:
             return
         self.prompt_tokens += completion + self.rng.randint(20, 90)
-        data: dict[str, Any] = {"tokens": [{
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": completion,
-            "total_tokens": self.prompt_tokens + completion,
-        }]}
+        data: dict[str, Any] = {
+            "tokens": [
+                {
+                    "prompt_tokens": self.prompt_tokens,
+                    "completion_tokens": completion,
+                    "total_tokens": self.prompt_tokens + completion,
+                }
+            ]
+        }
         if characters is not None and self.rng.random() < 0.3:
             data["characters"] = [{"processor": TTS_PROCESSOR, "model": TTS_MODEL, "value": characters}]
         self.rtvi_event(offset_ms, "agent", rtvi("metrics", data))
@@ -584,10 +632,12 @@ class CallBuilder:
     def agent_ttfb(self, offset_ms: float, llm_s: float, tts_s: float, processing_s: float) -> None:
         if not self.plan.rtvi:
             return
-        data: dict[str, Any] = {"ttfb": [
-            {"processor": LLM_PROCESSOR, "model": LLM_MODEL, "value": round(llm_s, 3)},
-            {"processor": TTS_PROCESSOR, "value": round(tts_s, 3)},
-        ]}
+        data: dict[str, Any] = {
+            "ttfb": [
+                {"processor": LLM_PROCESSOR, "model": LLM_MODEL, "value": round(llm_s, 3)},
+                {"processor": TTS_PROCESSOR, "value": round(tts_s, 3)},
+            ]
+        }
         if self.rng.random() < PROCESSING_METRICS_SHARE:
             data["processing"] = [{"processor": LLM_PROCESSOR, "model": LLM_MODEL, "value": round(processing_s, 3)}]
         self.rtvi_event(offset_ms, "agent", rtvi("metrics", data))
@@ -596,9 +646,22 @@ class CallBuilder:
         completion = int(word_count(text) * 1.4) + 3
         self.user_prompt_tokens += completion + self.rng.randint(30, 120)
         prompt = self.user_prompt_tokens
-        self.rtvi_event(offset_ms, "user", rtvi("metrics", {"tokens": [{
-            "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-        }]}))
+        self.rtvi_event(
+            offset_ms,
+            "user",
+            rtvi(
+                "metrics",
+                {
+                    "tokens": [
+                        {
+                            "prompt_tokens": prompt,
+                            "completion_tokens": completion,
+                            "total_tokens": prompt + completion,
+                        }
+                    ]
+                },
+            ),
+        )
 
     # ---------------------------------------------------------------------------------- speaking
 
@@ -631,8 +694,9 @@ class CallBuilder:
         if self.speaking_events:
             self.rtvi_event(start + rng.randint(120, 250), "agent", rtvi("user-started-speaking"))
             self.rtvi_event(end + rng.randint(200, 450), "agent", rtvi("user-stopped-speaking"))
-        data = self.script.add(end + rng.randint(*SPEECH_TO_TEXT_DELAY_MS), "turn",
-                               self.turn_data("user", transcript, start, end, words))
+        data = self.script.add(
+            end + rng.randint(*SPEECH_TO_TEXT_DELAY_MS), "turn", self.turn_data("user", transcript, start, end, words)
+        )
         if heard is not None:
             self.misheard_turns.append((data, said))
         self.pos = max(self.pos, end)
@@ -651,11 +715,15 @@ class CallBuilder:
         words, end = spoken_words(rng, text, start)
         self.agent_ttfb(start - 30, llm_s, tts_s, llm_s + rng.uniform(0.2, 0.9))
         if self.plan.latency == "measured" and self.last_user_end is not None and not barge_in:
-            self.script.add(start + 5, "latency", {
-                "latency_ms": start - self.last_user_end,
-                "user_transcript": self.last_user_text,
-                "agent_transcript": text,
-            })
+            self.script.add(
+                start + 5,
+                "latency",
+                {
+                    "latency_ms": start - self.last_user_end,
+                    "user_transcript": self.last_user_text,
+                    "agent_transcript": text,
+                },
+            )
         if self.speaking_events:
             self.rtvi_event(start, "agent", rtvi("bot-started-speaking"))
             self.rtvi_event(end + 30, "agent", rtvi("bot-stopped-speaking"))
@@ -667,8 +735,16 @@ class CallBuilder:
 
     # ------------------------------------------------------------------------------- tool calls
 
-    def tool_call(self, at: int, name: str, arguments: dict[str, Any], result: Any, *, failure: str | None = None,
-                  side: str = "agent") -> int:
+    def tool_call(
+        self,
+        at: int,
+        name: str,
+        arguments: dict[str, Any],
+        result: Any,
+        *,
+        failure: str | None = None,
+        side: str = "agent",
+    ) -> int:
         """One tool call starting at `at`; returns when its result is back."""
         rng = self.rng
         call_id = random_id(rng, "call_", 24, string.ascii_letters + string.digits)
@@ -687,8 +763,11 @@ class CallBuilder:
             if failure != "invalid_json":
                 started["arguments"] = arguments
             self.rtvi_event(at, side, rtvi("llm-function-call-in-progress", started))
-            stopped: dict[str, Any] = {"tool_call_id": call_id, "function_name": name,
-                                       "cancelled": failure == "missing_result"}
+            stopped: dict[str, Any] = {
+                "tool_call_id": call_id,
+                "function_name": name,
+                "cancelled": failure == "missing_result",
+            }
             if failure != "missing_result":
                 stopped["result"] = result
             self.rtvi_event(at + duration, side, rtvi("llm-function-call-stopped", stopped))
@@ -755,13 +834,19 @@ class CallBuilder:
 
     def closing(self) -> None:
         domain = self.domain
-        self.play(Exchange(self.rng.choice(domain.closing_user), d.fill(domain.closing_agent, self.facts),
-                           node=domain.flow_nodes[-1]))
+        self.play(
+            Exchange(
+                self.rng.choice(domain.closing_user),
+                d.fill(domain.closing_agent, self.facts),
+                node=domain.flow_nodes[-1],
+            )
+        )
 
     def end_tool(self) -> int:
         at = self.pos + self.rng.randint(300, 700)
-        return self.tool_call(at, END_CONVERSATION_TOOL, {"reason": "the caller has no further questions"},
-                              {"ended": True})
+        return self.tool_call(
+            at, END_CONVERSATION_TOOL, {"reason": "the caller has no further questions"}, {"ended": True}
+        )
 
     def finish(self) -> None:
         """Play the plan's ending: the closing words, how the call is ended, and `call.ended`."""
@@ -777,11 +862,16 @@ class CallBuilder:
                 self.server_message(at + 150, "user", "<exit>The agent completed my request.</exit>")
             self.db_states(at - 400)
             if plan.simulated:
-                self.call_ended(at + rng.randint(800, 1600), "[EXIT]", end_conversation_tool_called=True,
-                                simulator_end_reported=simulator_end)
+                self.call_ended(
+                    at + rng.randint(800, 1600),
+                    "[EXIT]",
+                    end_conversation_tool_called=True,
+                    simulator_end_reported=simulator_end,
+                )
             else:
-                self.call_ended(at + rng.randint(800, 1600), "[EXIT]", reason="agent_hangup",
-                                end_conversation_tool_called=True)
+                self.call_ended(
+                    at + rng.randint(800, 1600), "[EXIT]", reason="agent_hangup", end_conversation_tool_called=True
+                )
         elif ending == "agent_exit":
             self.closing()
             at = self.pos + rng.randint(300, 700)
@@ -794,25 +884,35 @@ class CallBuilder:
             at = self.pos + rng.randint(200, 600)
             self.server_message(at, "user", "<exit>I got what I needed.</exit>")
             self.db_states(at - 200)
-            self.call_ended(at + rng.randint(700, 1400), "[SIMULATOR_EXIT]", end_conversation_tool_called=False,
-                            simulator_end_reported=True)
+            self.call_ended(
+                at + rng.randint(700, 1400),
+                "[SIMULATOR_EXIT]",
+                end_conversation_tool_called=False,
+                simulator_end_reported=True,
+            )
         elif ending == "caller_hangup":
             closing_user = rng.choice(self.domain.closing_user)
             self.play(Exchange(closing_user, d.fill(self.domain.closing_agent, self.facts)), answer=rng.random() < 0.6)
             self.call_ended(self.pos + rng.randint(600, 2000), CALLER_HANGUP, reason="customer_hangup")
         elif ending == "timeout":
             self.db_states(self.pos + 500)
-            self.call_ended(self.pos + rng.randint(1500, 4000), "[TIMEOUT]", end_conversation_tool_called=False,
-                            simulator_end_reported=False)
+            self.call_ended(
+                self.pos + rng.randint(1500, 4000),
+                "[TIMEOUT]",
+                end_conversation_tool_called=False,
+                simulator_end_reported=False,
+            )
         elif ending in ("stalled", "silent_user"):
             self.db_states(self.pos + 800)
             deadline = self.script.last_offset_ms + plan.timeout_ms  # the bridge's inactivity timer fires
-            self.call_ended(deadline, "[INACTIVITY_TIMEOUT]", end_conversation_tool_called=False,
-                            simulator_end_reported=False)
+            self.call_ended(
+                deadline, "[INACTIVITY_TIMEOUT]", end_conversation_tool_called=False, simulator_end_reported=False
+            )
         elif ending in ("dead_air", "no_greeting"):
             if ending == "no_greeting":
-                self.rtvi_event(self.pos + 300, "agent",
-                                rtvi("error", {"error": "TTS service connection failed", "fatal": True}))
+                self.rtvi_event(
+                    self.pos + 300, "agent", rtvi("error", {"error": "TTS service connection failed", "fatal": True})
+                )
             self.call_ended(self.pos + rng.randint(4_000, 9_000), CALLER_HANGUP, reason="customer_hangup")
         elif ending == "transfer":
             self.finish_transfer()
@@ -828,11 +928,16 @@ class CallBuilder:
             result = {"success": False, "message": "the queue is closed"}
         t = self.tool_call(t + 300, TRANSFER_TOOL, arguments, result)
         if kind == "tool_failed":
-            self.agent_speaks("I'm sorry, the transfer line is closed at the moment. A specialist will ring you this "
-                              "afternoon.", t)
+            self.agent_speaks(
+                "I'm sorry, the transfer line is closed at the moment. A specialist will ring you this afternoon.", t
+            )
             self.closing()
-            self.call_ended(self.end_tool() + rng.randint(800, 1500), "[EXIT]", reason="agent_hangup",
-                            end_conversation_tool_called=True)
+            self.call_ended(
+                self.end_tool() + rng.randint(800, 1500),
+                "[EXIT]",
+                reason="agent_hangup",
+                end_conversation_tool_called=True,
+            )
             return
         self.agent_speaks("Of course. Please hold while I connect you.", t)
         started = self.pos + rng.randint(300, 800)
@@ -849,14 +954,21 @@ class CallBuilder:
             self.transfer(failed, "failed")
             self.pos = failed
             self.last_agent = None
-            self.agent_speaks("I'm sorry, every specialist is busy at the moment. One of them will ring you this "
-                              "afternoon.", failed + 200)
+            self.agent_speaks(
+                "I'm sorry, every specialist is busy at the moment. One of them will ring you this afternoon.",
+                failed + 200,
+            )
             self.closing()
-            self.call_ended(self.end_tool() + rng.randint(800, 1500), "[EXIT]", reason="agent_hangup",
-                            end_conversation_tool_called=True)
+            self.call_ended(
+                self.end_tool() + rng.randint(800, 1500),
+                "[EXIT]",
+                reason="agent_hangup",
+                end_conversation_tool_called=True,
+            )
         else:  # abandoned: the caller hangs up on hold
-            self.call_ended(started + rng.randint(*TRANSFER_ABANDONED_AFTER_MS), CALLER_HANGUP,
-                            reason="caller_abandoned_transfer")
+            self.call_ended(
+                started + rng.randint(*TRANSFER_ABANDONED_AFTER_MS), CALLER_HANGUP, reason="caller_abandoned_transfer"
+            )
 
     def db_states(self, at: int) -> None:
         """The agent's (and a dual-side user's) DB as the bridge pulled it at the end of the call."""
@@ -865,11 +977,13 @@ class CallBuilder:
             return
         acted = plan.db_outcome == "match" or self.action_facts is not self.facts
         if plan.db_report != "none":
-            self.db_state(at, "agent", presented_db(self.rng, task.db(self.action_facts, acted), plan.call_id),
-                          plan.db_report)
+            self.db_state(
+                at, "agent", presented_db(self.rng, task.db(self.action_facts, acted), plan.call_id), plan.db_report
+            )
         if task.user_db is not None:
-            user_done = plan.db_outcome == "match" or (plan.ending not in ("timeout", "stalled")
-                                                       and task.wrong_facts is None)
+            user_done = plan.db_outcome == "match" or (
+                plan.ending not in ("timeout", "stalled") and task.wrong_facts is None
+            )
             self.db_state(at + 60, "user", task.user_db(self.facts, user_done), "both")
 
     # ------------------------------------------------------------------------------- post-call
@@ -880,13 +994,17 @@ class CallBuilder:
             first = end_offset + rng.randint(20_000, 360_000)
             self.script.add(first, "call.annotated", {"user_sentiment": plan.sentiment})
             if plan.sentiment_revised:
-                self.script.add(first + rng.randint(60_000, 600_000), "call.annotated",
-                                {"user_sentiment": rng.choice(("Negative", "Neutral"))})
+                self.script.add(
+                    first + rng.randint(60_000, 600_000),
+                    "call.annotated",
+                    {"user_sentiment": rng.choice(("Negative", "Neutral"))},
+                )
         if plan.correct_transcripts:
             at = end_offset + rng.randint(180_000, 1_500_000)
             for i, (turn, said) in enumerate(self.misheard_turns):
-                self.script.add(at + 4_000 * i, "transcript.corrected",
-                                {"turn_index": self.script.turn_index(turn), "text": said})
+                self.script.add(
+                    at + 4_000 * i, "transcript.corrected", {"turn_index": self.script.turn_index(turn), "text": said}
+                )
 
 
 # ----------------------------------------------------------------------------- what goes into a call
@@ -963,8 +1081,9 @@ def prediction_texts(plan: CallPlan, facts: Facts) -> list[str]:
     def wrap(item: Any) -> str:
         return f"<final_response>{json.dumps(item)}</final_response>"
 
-    first_string = next((k for item in items for k, v in item.items()
-                         if isinstance(v, str) and any(c.isalpha() for c in v)), None)
+    first_string = next(
+        (k for item in items for k, v in item.items() if isinstance(v, str) and any(c.isalpha() for c in v)), None
+    )
     if kind == "case" and first_string:
         value = items[0][first_string]
         items[0][first_string] = value.lower() if value == value.upper() else value.upper()
@@ -1054,15 +1173,17 @@ def build_exchanges(rng: Random, plan: CallPlan) -> list[Exchange]:
     self_node = plan.flow_trouble == "self"
     if plan.repeat:
         i = rng.randrange(1, len(exchanges) - 1) if len(exchanges) > 2 else 1
-        again = Exchange(rng.choice(d.REPEAT_REQUESTS), exchanges[i].agent,
-                         node=exchanges[i].node if self_node else None)
+        again = Exchange(
+            rng.choice(d.REPEAT_REQUESTS), exchanges[i].agent, node=exchanges[i].node if self_node else None
+        )
         exchanges.insert(i + 1, again)
         self_node = False
     if plan.confusion:
         i = rng.randrange(2, len(exchanges)) if len(exchanges) > 2 else 1
         previous = next((e.node for e in reversed(exchanges[:i]) if e.node), None)
-        exchanges.insert(i, Exchange(rng.choice(d.MUMBLES), rng.choice(d.CONFUSED_REPLIES),
-                                     node=previous if self_node else None))
+        exchanges.insert(
+            i, Exchange(rng.choice(d.MUMBLES), rng.choice(d.CONFUSED_REPLIES), node=previous if self_node else None)
+        )
         self_node = False
     if self_node:  # no clarifying exchange to hang it on: the flow re-enters its node on a follow-up
         i = rng.randrange(2, len(exchanges)) if len(exchanges) > 2 else 1
@@ -1071,9 +1192,9 @@ def build_exchanges(rng: Random, plan: CallPlan) -> list[Exchange]:
     if plan.flow_trouble == "loop" or plan.ending == "timeout":
         exchanges.extend(loop_exchanges(rng, plan, exchanges))
     if plan.ending == "never":
-        del exchanges[rng.randint(2, max(2, len(exchanges) - 1)):]
+        del exchanges[rng.randint(2, max(2, len(exchanges) - 1)) :]
     if plan.ending == "silent_user":
-        del exchanges[rng.randint(2, max(2, len(exchanges) - 1)):]
+        del exchanges[rng.randint(2, max(2, len(exchanges) - 1)) :]
     return exchanges
 
 
@@ -1082,8 +1203,10 @@ def loop_exchanges(rng: Random, plan: CallPlan, exchanges: list[Exchange]) -> li
     nodes = [e.node for e in exchanges if e.node]
     a, b = (nodes[1], nodes[2]) if len(nodes) >= 3 else plan.task.domain.flow_nodes[2:4]
     rounds = 4 if plan.ending == "timeout" else 3
-    return [Exchange(rng.choice(d.LOOP_USER), rng.choice(d.LOOP_AGENT), node=(a if i % 2 == 0 else b))
-            for i in range(rounds)]
+    return [
+        Exchange(rng.choice(d.LOOP_USER), rng.choice(d.LOOP_AGENT), node=(a if i % 2 == 0 else b))
+        for i in range(rounds)
+    ]
 
 
 def misheard(text: str, confusions: dict[str, str]) -> str | None:
@@ -1116,8 +1239,9 @@ def garbled(rng: Random, text: str, confusions: dict[str, str]) -> str:
 
 def bogus_figures(rng: Random, plan: CallPlan) -> dict[str, str]:
     """A price and a time the agent was never given: nowhere in its prompt, variables, tools or KB."""
-    known = " ".join([plan.task.domain.prompt, json.dumps(plan.facts)]
-                     + [p.text for p in plan.task.domain.passages.values()])
+    known = " ".join(
+        [plan.task.domain.prompt, json.dumps(plan.facts)] + [p.text for p in plan.task.domain.passages.values()]
+    )
     known_numbers = set(_numbers(known))
     prices = [p for p in d.BOGUS_PRICES if p.lstrip("$") not in known_numbers]
     times = [t for t in d.BOGUS_TIMES if t[:-2] not in known]
@@ -1141,14 +1265,16 @@ def script_call(plan: CallPlan, rng: Random) -> list[dict[str, Any]]:
         builder.attempt_discarded(-rng.randint(*DISCARDED_ATTEMPT_LEAD_MS) // (i + 1), reason)
     builder.call_started()
     if plan.db_early_snapshot and plan.task.db is not None:
-        builder.db_state(rng.randint(800, 2000), "agent",
-                         presented_db(rng, plan.task.db(plan.facts, False), plan.call_id), "both")
+        builder.db_state(
+            rng.randint(800, 2000), "agent", presented_db(rng, plan.task.db(plan.facts, False), plan.call_id), "both"
+        )
     builder.pos = rng.randint(300, 900)
     for exchange in build_exchanges(rng, plan):
         builder.play(exchange)
     if plan.ending == "stalled" and plan.rtvi:
-        builder.rtvi_event(builder.pos + 6_000, "agent",
-                           rtvi("error", {"error": "LLM request timed out", "fatal": False}))
+        builder.rtvi_event(
+            builder.pos + 6_000, "agent", rtvi("error", {"error": "LLM request timed out", "fatal": False})
+        )
     builder.finish()
     if plan.ending != "never":
         builder.post_call(builder.script.last_offset_ms)
@@ -1200,8 +1326,12 @@ def add_batches(rng: Random, lines: list[Line], plans: list[CallPlan]) -> list[L
     replace: dict[int, Line] = {}
     drop: set[int] = set()
     for call_id in batched_calls:
-        own = [line.events[0] for line in lines if line.events[0]["call_id"] == call_id
-               and line.events[0]["type"] not in ("call.annotated", "transcript.corrected")]
+        own = [
+            line.events[0]
+            for line in lines
+            if line.events[0]["call_id"] == call_id
+            and line.events[0]["type"] not in ("call.annotated", "transcript.corrected")
+        ]
         for _ in range(2):
             start = rng.randrange(1, max(2, len(own) - 6))
             group = [own[start]]
@@ -1248,11 +1378,13 @@ def malformed_lines(rng: Random, lines: list[Line], kinds: tuple[str, ...]) -> l
 def malformed(kind: str, call_id: str, event_id: str, ts: int) -> bytes:
     envelope = {"v": 1, "event_id": event_id, "call_id": call_id, "ts_ms": ts}
     if kind == "log_line":
-        return (f"{iso_time(ts)} WARNING pipecat.transports.websocket: client disconnected unexpectedly "
-                "(code 1006)").encode()
+        return (
+            f"{iso_time(ts)} WARNING pipecat.transports.websocket: client disconnected unexpectedly (code 1006)"
+        ).encode()
     if kind == "truncated":  # a producer killed halfway through writing a line
-        return to_json({**envelope, "type": "turn",
-                        "data": {"role": "user", "text": "I was wondering if you could also check"}})[:-24]
+        return to_json(
+            {**envelope, "type": "turn", "data": {"role": "user", "text": "I was wondering if you could also check"}}
+        )[:-24]
     if kind == "unknown_type":  # an interim transcript from a producer on a newer contract
         return to_json({**envelope, "type": "transcript.interim", "data": {"role": "user", "text": "I was wonder"}})
     if kind == "missing_text":
@@ -1266,14 +1398,17 @@ def malformed(kind: str, call_id: str, event_id: str, ts: int) -> bytes:
     if kind == "future_version":
         return to_json({**envelope, "v": 2, "type": "turn", "data": {"role": "user", "text": "Yes, that's right."}})
     if kind == "oversized":  # a retrieval that returned a whole manual: just over the message size limit
-        section = ("Section {n}. Returns, exchanges and refunds are handled according to the policy in force on the "
-                   "date of purchase.")
+        section = (
+            "Section {n}. Returns, exchanges and refunds are handled according to the policy in force on the "
+            "date of purchase."
+        )
         sections = (section.format(n=n) for n in itertools.count(1))
         passages: list[str] = []
         while sum(len(p) + 3 for p in passages) < MAX_MESSAGE_BYTES:
             passages.append(" ".join(itertools.islice(sections, 100)))
-        return to_json({**envelope, "type": "kb.retrieval",
-                        "data": {"query": "full policy manual", "passages": passages}})
+        return to_json(
+            {**envelope, "type": "kb.retrieval", "data": {"query": "full policy manual", "passages": passages}}
+        )
     raise ValueError(kind)
 
 
@@ -1312,8 +1447,9 @@ def check_inactivity(plans: list[CallPlan], calls: list[list[dict[str, Any]]]) -
         if plan.ending in ("stalled", "silent_user"):
             gaps = gaps[:-1]  # the last gap is the harness's own inactivity timeout
         if gaps and max(gaps) > limit:
-            raise AssertionError(f"{plan.call_id}: a {max(gaps)} ms gap would trip its {plan.timeout_ms} ms "
-                                 "inactivity timeout")
+            raise AssertionError(
+                f"{plan.call_id}: a {max(gaps)} ms gap would trip its {plan.timeout_ms} ms inactivity timeout"
+            )
     for partitions in CHECKED_PARTITION_COUNTS:
         feed_end: dict[int, int] = {}
         for events in calls:
@@ -1323,8 +1459,10 @@ def check_inactivity(plans: list[CallPlan], calls: list[list[dict[str, Any]]]) -
             if plan.ending != "never":
                 continue
             deadline = events[-1]["ts_ms"] + plan.timeout_ms
-            if (feed_end[partition_for(plan.call_id, partitions)]
-                    < deadline + DEFAULT_ALLOWED_LATENESS_MS + SWEEP_SPARE_MS):
+            if (
+                feed_end[partition_for(plan.call_id, partitions)]
+                < deadline + DEFAULT_ALLOWED_LATENESS_MS + SWEEP_SPARE_MS
+            ):
                 raise AssertionError(
                     f"{plan.call_id} never ends, but with {partitions} partitions its partition's events stop before "
                     "its deadline"
@@ -1404,9 +1542,11 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--calls", type=int, default=240)
     parser.add_argument("--out", type=Path, default=Path("samples/calls.jsonl"))
-    parser.add_argument("--oversized-record", action="store_true",
-                        help="add a record over the 1 MiB message limit (its dead letter outgrows a broker's default "
-                             "limit)")
+    parser.add_argument(
+        "--oversized-record",
+        action="store_true",
+        help="add a record over the 1 MiB message limit (its dead letter outgrows a broker's default limit)",
+    )
     args = parser.parse_args(None if argv is None else list(argv))
     if args.calls < 1:
         parser.error(f"--calls must be at least 1, got {args.calls}")

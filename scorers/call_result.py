@@ -21,7 +21,7 @@ def score_metrics(call: CallState, registry: ScorerRegistry) -> list[MetricResul
 def _finalize(metric: QaMetric, call: CallState) -> MetricResult:
     try:
         result = metric.finalize(call.accumulators[metric.name], call)
-    except Exception as exc:  # noqa: BLE001 - one metric's bug must not cost the call its result
+    except Exception as exc:  # one metric's bug must not cost the call its result
         return metric.not_applicable(f"scoring failed: {type(exc).__name__}: {exc}"[:MAX_SCORER_ERROR_CHARS])
     failure = call.scorer_errors.get(metric.name) if call.scorer_errors else None
     if failure is not None:
@@ -29,7 +29,9 @@ def _finalize(metric: QaMetric, call: CallState) -> MetricResult:
     return result
 
 
-def score_call(call: CallState, registry: ScorerRegistry, cohorts: CohortBook, version: int, event_ts_ms: int) -> CallResult:
+def score_call(
+    call: CallState, registry: ScorerRegistry, cohorts: CohortBook, version: int, event_ts_ms: int
+) -> CallResult:
     metrics = score_metrics(call, registry)
     evaluation = build_metrics_json(call)
     return CallResult(

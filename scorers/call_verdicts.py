@@ -9,7 +9,7 @@ scorers/qa/base.py `round_score`), so that sums of scores are exact integers tha
 from __future__ import annotations
 
 from array import array
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from models.results import MetricResult
 
@@ -35,7 +35,7 @@ def encode_verdicts(metrics: Iterable[MetricResult], order: dict[str, int]) -> t
     return bytes(verdicts), scores.tobytes()
 
 
-def decode_scores(scores: bytes) -> array:
+def decode_scores(scores: bytes) -> array[int]:
     decoded = array("h")
     decoded.frombytes(scores)
     return decoded
@@ -45,7 +45,7 @@ def verdict_words(verdicts: bytes, names: Sequence[str]) -> dict[str, list[str]]
     """{"passed": [...], "failed": [...], "na": [...]}: the metrics by verdict, in `names`' order."""
     words: dict[str, list[str]] = {"passed": [], "failed": [], "na": []}
     key = {PASS: "passed", FAIL: "failed", NA: "na"}
-    for name, verdict in zip(names, verdicts):
+    for name, verdict in zip(names, verdicts, strict=True):
         if verdict != NOT_LISTED:
             words[key[verdict]].append(name)
     return words

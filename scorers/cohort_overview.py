@@ -8,16 +8,17 @@ same calls' newest results.
 
 Per cohort: calls, the average weighted score and the verdict pass rate (over calls with a weighted
 score), and the calls with no conversation (the agent never spoke: `no_conversation` in the result),
-with their share of all the cohort's calls. Per metric of the cohort: the number of calls where it applied, the average score, the average
-value and the pass rate, all over those calls, with `passed` judged at the cohort's threshold as the
-result's cohort verdict recorded it.
+with their share of all the cohort's calls. Per metric of the cohort: the number of calls where it
+applied, the average score, the average value and the pass rate, all over those calls, with `passed`
+judged at the cohort's threshold as the result's cohort verdict recorded it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import msgspec
 
@@ -113,7 +114,9 @@ class CohortOverview:
         self._totals: dict[str, CohortTotals] = {}
 
     @classmethod
-    def recompute(cls, results: Iterable[CallResult | dict[str, Any]], metric_order: Sequence[str] | None = None) -> "CohortOverview":
+    def recompute(
+        cls, results: Iterable[CallResult | dict[str, Any]], metric_order: Sequence[str] | None = None
+    ) -> CohortOverview:
         """A fresh overview from stored results: each call's newest version (the last of equal ones),
         counted once."""
         newest: dict[str, CallResult] = {}

@@ -15,17 +15,18 @@ the HTTP API with `apply()`. A definition change affects results published after
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from fnmatch import fnmatchcase
 from fractions import Fraction
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from msgspec import Struct
 
 from models.call_state import CallState
 from models.cohorts import (
+    LIST_OPS,
     CohortDefinition,
     LlmCriterion,
-    LIST_OPS,
     RuleCriterion,
     decode_cohort,
     is_number,
@@ -76,7 +77,8 @@ class CohortBook:
             self._cohorts[definition.cohort_id] = definition
             self._members[definition.cohort_id] = tuple(
                 Members(criterion.value) if isinstance(criterion, RuleCriterion) and criterion.op in LIST_OPS else None
-                for criterion in definition.criteria)
+                for criterion in definition.criteria
+            )
 
     def delete(self, cohort_id: str) -> None:
         """Remove a cohort (a Kafka tombstone on `callqa.cohorts` carries only the key)."""
@@ -105,14 +107,17 @@ class CohortBook:
             if belongs(call, self._cohorts[cohort_id])
         ]
 
-    def verdict(self, cohort: CohortDefinition, view: ResultView,
-                keys: dict[tuple[str, str], str] | None = None) -> CohortVerdict:
+    def verdict(
+        self, cohort: CohortDefinition, view: ResultView, keys: dict[tuple[str, str], str] | None = None
+    ) -> CohortVerdict:
         """`keys`: where each LLM criterion's verdict is recorded (`llm_criterion_keys`; by default its name)."""
         parts: list[tuple[Fraction, Fraction]] = []  # (weight, score) of everything that applies
         metric_details: dict[str, dict[str, Any]] = {}
         counted: list[str] = []
         for selection in cohort.metrics:
-            threshold = selection.threshold if selection.threshold is not None else self.default_thresholds[selection.metric]
+            threshold = (
+                selection.threshold if selection.threshold is not None else self.default_thresholds[selection.metric]
+            )
             result = view.metrics.get(selection.metric)
             detail: dict[str, Any] = {"score": None, "threshold": threshold, "passed": None, "weight": selection.weight}
             if result is not None and result.score is not None:
@@ -127,7 +132,7 @@ class CohortBook:
         criterion_details: dict[str, dict[str, Any]] = {}
         held = self._cohorts.get(cohort.cohort_id) is cohort
         members = self._members[cohort.cohort_id] if held else (None,) * len(cohort.criteria)
-        for criterion, its_members in zip(cohort.criteria, members):
+        for criterion, its_members in zip(cohort.criteria, members, strict=True):
             if isinstance(criterion, LlmCriterion):
                 key = (keys or {}).get((cohort.cohort_id, criterion.name), criterion.name)
                 met, reason = llm_criterion_met(criterion, view.call, key)
@@ -192,7 +197,9 @@ def llm_criterion_questions(call: CallState, cohorts: Iterable[CohortDefinition]
     return {key: criterion.question for _, criterion, key in _keyed_llm_criteria(call, cohorts)}
 
 
-def _keyed_llm_criteria(call: CallState, cohorts: Iterable[CohortDefinition]) -> Iterator[tuple[str, LlmCriterion, str]]:
+def _keyed_llm_criteria(
+    call: CallState, cohorts: Iterable[CohortDefinition]
+) -> Iterator[tuple[str, LlmCriterion, str]]:
     question_of: dict[str, str] = {}
     for cohort in cohorts:
         if not belongs(call, cohort):
@@ -250,18 +257,18 @@ def rule_met(rule: RuleCriterion, actual: Any, members: Members | None = None) -
     if not comparable:
         return False
     if op == "lt":
-        return actual < expected
+        return bool(actual < expected)
     if op == "le":
-        return actual <= expected
+        return bool(actual <= expected)
     if op == "gt":
-        return actual > expected
-    return actual >= expected  # "ge"
+        return bool(actual > expected)
+    return bool(actual >= expected)  # "ge"
 
 
 def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    return a == b
+    return bool(a == b)
 
 
 # A field's value of these types is looked up in a set; each equals only an item of these types.
@@ -276,7 +283,7 @@ class Members:
     (`True == 1`). A value of a scalar type can equal no other item (a list, an object, NaN), so the
     sets answer for it; any other value is compared with every item."""
 
-    __slots__ = ("_items", "_values", "_booleans")
+    __slots__ = ("_booleans", "_items", "_values")
 
     def __init__(self, items: list[Any]) -> None:
         self._items = items
@@ -299,7 +306,7 @@ class Members:
 class ResultView:
     """The fields of the call's result a rule criterion may name, without building the document."""
 
-    __slots__ = ("call", "metrics", "evaluation")
+    __slots__ = ("call", "evaluation", "metrics")
 
     def __init__(self, call: CallState, metrics: list[MetricResult], evaluation: dict[str, Any]) -> None:
         self.call = call

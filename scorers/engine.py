@@ -51,10 +51,12 @@ from scorers.watermarks import DEFAULT_MAX_LEAP_MS
 Status = Literal["applied", "duplicate", "redelivered", "rejected", "watermark"]
 
 # What a producer whose events come late does about it (docs/concepts/event-time.md#late-events).
-LATE_DELIVERY_ADVICE = ("A call's events must reach its partition within its inactivity timeout and the allowed "
-                        "lateness of the partition's newest event time: a producer that sends calls once they end, "
-                        "or whose clock runs behind the others', needs CALLQA_ALLOWED_LATENESS_MS of at least its "
-                        "delay")
+LATE_DELIVERY_ADVICE = (
+    "A call's events must reach its partition within its inactivity timeout and the allowed "
+    "lateness of the partition's newest event time: a producer that sends calls once they end, "
+    "or whose clock runs behind the others', needs CALLQA_ALLOWED_LATENESS_MS of at least its "
+    "delay"
+)
 
 
 # Unix milliseconds below this are before March 1973: a time in seconds, or counted from the call's start.
@@ -64,15 +66,19 @@ _PLAUSIBLE_UNIX_MS = 100_000_000_000
 def _seconds_hint(ts_ms: int) -> str:
     if ts_ms >= _PLAUSIBLE_UNIX_MS:
         return ""
-    return (f" (an event time of {ts_ms} is {ts_ms / 86_400_000:.1f} days after 1970: ts_ms is Unix time in "
-            "milliseconds, not seconds, nor time since the call started)")
+    return (
+        f" (an event time of {ts_ms} is {ts_ms / 86_400_000:.1f} days after 1970: ts_ms is Unix time in "
+        "milliseconds, not seconds, nor time since the call started)"
+    )
 
 
 def unscored_reason(event: Event, version: int, exc: Exception) -> str:
     failure = f"{type(exc).__name__}: {exc}"[:MAX_SCORER_ERROR_CHARS]
-    return (f"event {event.event_id!r}: applied to call {event.call_id!r}, but its result (version {version}) "
-            f"could not be assembled ({failure}): the event is kept in the call's state, that version is "
-            f"not published")
+    return (
+        f"event {event.event_id!r}: applied to call {event.call_id!r}, but its result (version {version}) "
+        f"could not be assembled ({failure}): the event is kept in the call's state, that version is "
+        f"not published"
+    )
 
 
 def uncorrectable_turn(call: CallState, event: TranscriptCorrected) -> str | None:
@@ -84,15 +90,19 @@ def uncorrectable_turn(call: CallState, event: TranscriptCorrected) -> str | Non
         held = f"its {len(turns)} turns are numbered 0 to {len(turns) - 1}" if turns else "it has no turns"
         return f"turn_index {index} names no turn of call {call.call_id!r} ({held})"
     if turns[index].role != "user":
-        return (f"turn_index {index} of call {call.call_id!r} is the {turns[index].role}'s turn; only user turns are "
-                "corrected")
+        return (
+            f"turn_index {index} of call {call.call_id!r} is the {turns[index].role}'s turn; only user turns are "
+            "corrected"
+        )
     original = event.data.original
     # (Compared in one Unicode form: a correction typed on another system may spell the same text
     # decomposed, or with invisible direction marks.)
     if original is not None and unicode_normal(original).split() != unicode_normal(turns[index].text).split():
-        return (f"turn_index {index} of call {call.call_id!r} is {_excerpt(turns[index].text)!r}, not the text this "
-                f"correction replaces ({_excerpt(original)!r}): a turn sent before it may have been refused "
-                "(dead-lettered), which moves the turns after it")
+        return (
+            f"turn_index {index} of call {call.call_id!r} is {_excerpt(turns[index].text)!r}, not the text this "
+            f"correction replaces ({_excerpt(original)!r}): a turn sent before it may have been refused "
+            "(dead-lettered), which moves the turns after it"
+        )
     return None
 
 
@@ -110,9 +120,11 @@ def foreign_judgement(call: CallState, event: JudgeResult) -> str | None:
     first = call.first_ts_ms
     if first is None or event.ts_ms > first:
         return None
-    return (f"the judge's answer for call {call.call_id!r} judges a call that ended at event time "
-            f"{event.ts_ms - 1}, before the call of that id held now began (at event time {first}): "
-            f"an earlier call of the id, forgotten since")
+    return (
+        f"the judge's answer for call {call.call_id!r} judges a call that ended at event time "
+        f"{event.ts_ms - 1}, before the call of that id held now began (at event time {first}): "
+        f"an earlier call of the id, forgotten since"
+    )
 
 
 # What `process` says about each event. A msgspec Struct out of the cyclic GC rather than a
@@ -177,8 +189,11 @@ class CallEngine:
         alone (the caller sets it from the journal afterwards, `InactivitySweeper.restore_time`), so
         nothing is decided against a time it would only have half rebuilt."""
         # Runs for every event: locals instead of repeated attribute lookups.
-        if (self.future_bound_ms and not refold
-                and from_the_future(event.ts_ms, self.wall_clock_ms, self.future_bound_ms)):
+        if (
+            self.future_bound_ms
+            and not refold
+            and from_the_future(event.ts_ms, self.wall_clock_ms, self.future_bound_ms)
+        ):
             return self._from_the_future(event)
         if isinstance(event, Watermark):
             self.counters.watermarks += 1
@@ -204,9 +219,12 @@ class CallEngine:
                 # was forgotten after its retention, has nothing left to re-score.
                 self.counters.rejected += 1
                 tag = event.__struct_config__.tag
-                return Processed("rejected", reason=f"event {event.event_id!r}: a {tag!r} event names call "
-                                                    f"{call_id!r}, which is not held (it never started, or it ended "
-                                                    "and was forgotten after its retention)")
+                return Processed(
+                    "rejected",
+                    reason=f"event {event.event_id!r}: a {tag!r} event names call "
+                    f"{call_id!r}, which is not held (it never started, or it ended "
+                    "and was forgotten after its retention)",
+                )
             watermark = None if refold else self.sweeper.watermark(partition)
             if watermark is not None and event.ts_ms < watermark - self._forgetting_span_ms():
                 return self._too_late_for_a_new_call(event, watermark, partition)
@@ -248,8 +266,11 @@ class CallEngine:
         elif type(event) is CallStarted and call.started_ts_ms is not None:
             # A call starts once: a second start (another event_id) would silently replace the first's
             # agent, run, cohorts and scenario, moving the call out of the run it was started in.
-            return self._refused(call, event_id, f"call {call_id!r} has already started (at event time "
-                                                 f"{call.started_ts_ms}); a call starts once")
+            return self._refused(
+                call,
+                event_id,
+                f"call {call_id!r} has already started (at event time {call.started_ts_ms}); a call starts once",
+            )
 
         first_activity = call.last_activity_ts_ms is None
         apply_event(call, event, self.registry)
@@ -295,10 +316,12 @@ class CallEngine:
     def _swept_because(self, call: CallState) -> str:
         """Why the sweep ended `call`, for the events refused after that end: a producer behind the
         others (calls sent once they end, a clock that runs behind) sees its calls ended this way."""
-        return (f": the inactivity sweep ended it at event time {call.ended_ts_ms}, once its partition's time had "
-                f"passed its last activity by more than its inactivity timeout "
-                f"({round(call.inactivity_timeout_s * 1000)} ms) and the allowed lateness "
-                f"({self.allowed_lateness_ms} ms) together. {LATE_DELIVERY_ADVICE}")
+        return (
+            f": the inactivity sweep ended it at event time {call.ended_ts_ms}, once its partition's time had "
+            f"passed its last activity by more than its inactivity timeout "
+            f"({round(call.inactivity_timeout_s * 1000)} ms) and the allowed lateness "
+            f"({self.allowed_lateness_ms} ms) together. {LATE_DELIVERY_ADVICE}"
+        )
 
     def _forgetting_span_ms(self) -> int:
         """How far behind its partition's watermark an event's call may have ended and been forgotten.
@@ -309,8 +332,9 @@ class CallEngine:
         """The refusal of an event stamped more than the bound past the clock."""
         assert self.wall_clock_ms is not None
         self.counters.rejected += 1
-        return Processed("rejected", reason=future_reason(event.event_id, event.ts_ms, self.wall_clock_ms,
-                                                          self.future_bound_ms))
+        return Processed(
+            "rejected", reason=future_reason(event.event_id, event.ts_ms, self.wall_clock_ms, self.future_bound_ms)
+        )
 
     def _too_late_for_a_new_call(self, event: Event, watermark: int, partition: int) -> Processed:
         """An event of a call not held, older than the retention: its call may have ended and been
@@ -320,11 +344,16 @@ class CallEngine:
         self.counters.rejected += 1
         self.too_late[partition] = self.too_late.get(partition, 0) + 1
         tag = event.__struct_config__.tag
-        return Processed("rejected", reason=(
-            f"event {event.event_id!r}: a {tag!r} event of call {event.call_id!r}, which is not held, at event time "
-            f"{event.ts_ms}, more than the retention ({self._forgetting_span_ms()} ms) behind its partition's "
-            f"watermark ({watermark}): its call may have ended and been forgotten, so it is not taken up as a new call"
-            f"{_seconds_hint(event.ts_ms)}"))
+        return Processed(
+            "rejected",
+            reason=(
+                f"event {event.event_id!r}: a {tag!r} event of call {event.call_id!r}, which is not held, at event "
+                f"time {event.ts_ms}, more than the retention ({self._forgetting_span_ms()} ms) behind its partition's "
+                f"watermark ({watermark}): its call may have ended and been forgotten, so it is not taken up as a "
+                "new call"
+                f"{_seconds_hint(event.ts_ms)}"
+            ),
+        )
 
     def _refused(self, call: CallState, event_id: str, reason: str) -> Processed:
         """An event of a held call refused after its id was recorded: the id is taken back. Only what
@@ -339,12 +368,17 @@ class CallEngine:
         event time): dropping it as a duplicate would lose it without a word."""
         self.counters.rejected += 1
         tag, ts_ms = signature_parts(earlier)
-        return Processed("rejected", call, reason=(
-            f"event {event.event_id!r}: call {call.call_id!r} has already applied another event under this event_id "
-            f"(a {tag!r} event at event time {ts_ms}; this one is a {event.__struct_config__.tag!r} event at event "
-            f"time {event.ts_ms}): an event_id names one event of its call, so give this one an id of its own and "
-            f"send it again (or, when it belongs to another call than the one held under {call.call_id!r}, give that "
-            "call an id of its own: a call_id names one call)"))
+        return Processed(
+            "rejected",
+            call,
+            reason=(
+                f"event {event.event_id!r}: call {call.call_id!r} has already applied another event under this "
+                f"event_id (a {tag!r} event at event time {ts_ms}; this one is a {event.__struct_config__.tag!r} "
+                f"event at event time {event.ts_ms}): an event_id names one event of its call, so give this one an "
+                "id of its own and send it again (or, when it belongs to another call than the one held under "
+                f"{call.call_id!r}, give that call an id of its own: a call_id names one call)"
+            ),
+        )
 
     def _superseded_sweep_end(self, call: CallState | None) -> Processed:
         """A sweep's end, recorded to the log, coming back when it no longer applies: its call has
@@ -369,8 +403,11 @@ class CallEngine:
         """Whether `sweep` or `forget_expired` can find anything on `partition` now. Callers ask
         before running them after each event (a batch's events are swept as if sent one by one):
         nearly always neither can, and asking costs a third of running both."""
-        return (partition in self._end_of_input or self.sweeper.anything_due(partition)
-                or self._retained.anything_expired(partition))
+        return (
+            partition in self._end_of_input
+            or self.sweeper.anything_due(partition)
+            or self._retained.anything_expired(partition)
+        )
 
     def sweep(self, partition: int, end_of_input: bool = False) -> list[CallEnded]:
         """Synthetic inactivity ends for the partition's calls that are due. Not yet applied: the
@@ -384,8 +421,10 @@ class CallEngine:
         named = self._end_of_input.pop(partition, None)
         if end_of_input:
             told, named = True, None
-        return [inactivity_end_event(call)
-                for call in self.sweeper.due(partition, self.calls, end_of_input=told, only=named)]
+        return [
+            inactivity_end_event(call)
+            for call in self.sweeper.due(partition, self.calls, end_of_input=told, only=named)
+        ]
 
     def forget_expired(self, partition: int) -> list[str]:
         """Forget the ended calls of `partition` whose retention has passed, and name them (the caller

@@ -41,8 +41,9 @@ def apply_event(call: CallState, event: Event, registry: ScorerRegistry) -> None
         activity = call.last_activity_ts_ms
         # Streamed audio levels say nothing of whether anyone speaks: they never hold a call open
         # (but a call's first event starts its clock, whatever it is, so that every call is swept).
-        if activity is None or (ts > activity and (cls is not Rtvi
-                                                   or cast(Rtvi, event).data.message.type not in STREAMED_LEVELS)):
+        if activity is None or (
+            ts > activity and (cls is not Rtvi or cast(Rtvi, event).data.message.type not in STREAMED_LEVELS)
+        ):
             call.last_activity_ts_ms = ts
     core = _CORE_FACTS.get(cls)
     if core is not None:

@@ -25,6 +25,8 @@ def from_the_future(ts_ms: int, clock_ms: int | None, bound_ms: int) -> bool:
 
 
 def future_reason(event_id: str, ts_ms: int, clock_ms: int, bound_ms: int) -> str:
-    return (f"event {event_id!r}: its event time {ts_ms} is more than {bound_ms} ms (CALLQA_FUTURE_BOUND_S) past "
-            f"the clock ({clock_ms}): an event from the future is refused, whoever bears it out "
-            "(check the producer's clock)")
+    return (
+        f"event {event_id!r}: its event time {ts_ms} is more than {bound_ms} ms (CALLQA_FUTURE_BOUND_S) past "
+        f"the clock ({clock_ms}): an event from the future is refused, whoever bears it out "
+        "(check the producer's clock)"
+    )

@@ -68,8 +68,9 @@ class HandoffLatencyAcc:
 class HandoffLatency(Scorer):
     name = "handoff_latency"
     handles = frozenset({"latency", "rtvi", "turn"})
-    rtvi_messages = frozenset({"bot-stopped-speaking", "user-stopped-speaking", "bot-started-speaking",
-                               "user-started-speaking"})
+    rtvi_messages = frozenset(
+        {"bot-stopped-speaking", "user-stopped-speaking", "bot-started-speaking", "user-started-speaking"}
+    )
 
     def start(self) -> HandoffLatencyAcc:
         return HandoffLatencyAcc()

@@ -50,8 +50,11 @@ def inactivity_end_event(call: CallState) -> CallEnded:
 
 def is_inactivity_end(event: Event) -> bool:
     """Whether `event` is a sweep's end of its call (as `inactivity_end_event` makes them)."""
-    return (type(event) is CallEnded and event.data.stop_reason == INACTIVITY_STOP_REASON
-            and event.event_id.startswith(f"{event.call_id}{INACTIVITY_ID_SUFFIX}"))
+    return (
+        type(event) is CallEnded
+        and event.data.stop_reason == INACTIVITY_STOP_REASON
+        and event.event_id.startswith(f"{event.call_id}{INACTIVITY_ID_SUFFIX}")
+    )
 
 
 @dataclass
@@ -94,8 +97,12 @@ class InactivitySweeper:
         if watermark is not None and ts_ms <= watermark:
             return
         # Every event comes here: the usual step (within the limit, no leap held) is taken inline.
-        if (clock.ahead is None and watermark is not None and ts_ms - watermark <= self.max_leap_ms
-                and call_id is not None):
+        if (
+            clock.ahead is None
+            and watermark is not None
+            and ts_ms - watermark <= self.max_leap_ms
+            and call_id is not None
+        ):
             clock.watermark_ms = ts_ms
         else:
             clock.watermark_ms, clock.ahead = next_watermark(watermark, clock.ahead, ts_ms, call_id, self.max_leap_ms)
@@ -146,8 +153,13 @@ class InactivitySweeper:
         clock = self.partitions.get(partition)
         return clock is not None and bool(clock.deadlines) and clock.deadlines[0][0] < self._horizon(clock)
 
-    def due(self, partition: int, calls: dict[str, CallState], end_of_input: bool = False,
-            only: Collection[str] | None = None) -> list[CallState]:
+    def due(
+        self,
+        partition: int,
+        calls: dict[str, CallState],
+        end_of_input: bool = False,
+        only: Collection[str] | None = None,
+    ) -> list[CallState]:
         """Open calls of `partition` whose deadline the watermark has passed; at end of input, all of
         them, or with `only` those it names (the others stay watched)."""
         clock = self.partitions.get(partition)
@@ -206,8 +218,13 @@ class RetentionClock:
         """Whether `expired` can find a call of `partition`: the earliest retention has passed."""
         heap = self.ends.get(partition)
         clock = self.sweeper.partitions.get(partition)
-        return (heap is not None and bool(heap) and clock is not None and clock.watermark_ms is not None
-                and heap[0][0] < clock.watermark_ms)
+        return (
+            heap is not None
+            and bool(heap)
+            and clock is not None
+            and clock.watermark_ms is not None
+            and heap[0][0] < clock.watermark_ms
+        )
 
     def expired(self, partition: int, calls: dict[str, CallState]) -> list[str]:
         if not self.anything_expired(partition):

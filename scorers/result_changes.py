@@ -93,20 +93,37 @@ class ResultChanges:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "calls_before": self.calls_before, "calls_after": self.calls_after,
+            "calls_before": self.calls_before,
+            "calls_after": self.calls_after,
             "calls_compared": self.calls_before - len(self.only_before),
             "calls_changed": len(self.changed_calls),
-            "only_before": self.only_before, "only_after": self.only_after,
-            "verdicts": [{"name": t.name, "compared": t.compared, "changed": t.changed,
-                          "mean_score_change": _rounded(t.mean_score_change),
-                          "passed_to_failed": t.passed_to_failed, "failed_to_passed": t.failed_to_passed,
-                          "became_judged": t.became_judged, "became_unjudged": t.became_unjudged,
-                          "added": t.added, "gone": t.gone}
-                         for t in self.tallies],
-            "changed_calls": [{"call_id": call.call_id,
-                               "changes": [{"name": c.name, "before": _verdict_dict(c.before),
-                                            "after": _verdict_dict(c.after)} for c in call.changes]}
-                              for call in self.changed_calls],
+            "only_before": self.only_before,
+            "only_after": self.only_after,
+            "verdicts": [
+                {
+                    "name": t.name,
+                    "compared": t.compared,
+                    "changed": t.changed,
+                    "mean_score_change": _rounded(t.mean_score_change),
+                    "passed_to_failed": t.passed_to_failed,
+                    "failed_to_passed": t.failed_to_passed,
+                    "became_judged": t.became_judged,
+                    "became_unjudged": t.became_unjudged,
+                    "added": t.added,
+                    "gone": t.gone,
+                }
+                for t in self.tallies
+            ],
+            "changed_calls": [
+                {
+                    "call_id": call.call_id,
+                    "changes": [
+                        {"name": c.name, "before": _verdict_dict(c.before), "after": _verdict_dict(c.after)}
+                        for c in call.changes
+                    ],
+                }
+                for call in self.changed_calls
+            ],
         }
 
 
@@ -124,8 +141,9 @@ def newest_verdicts(results: Iterable[dict[str, Any]]) -> dict[str, tuple[int, d
 
 def verdicts(result: dict[str, Any]) -> dict[str, Verdict]:
     """A result's verdicts by name, in the order the result lists them."""
-    found = {metric["metric"]: Verdict(metric.get("score"), metric.get("passed"))
-             for metric in result.get("metrics", [])}
+    found = {
+        metric["metric"]: Verdict(metric.get("score"), metric.get("passed")) for metric in result.get("metrics", [])
+    }
     for cohort in result.get("cohorts", []):
         found[COHORT_PREFIX + cohort["cohort_id"]] = Verdict(cohort.get("weighted_score"), cohort.get("passed"))
     successful = (result.get("evaluation") or {}).get(IS_SUCCESSFUL)
@@ -137,8 +155,12 @@ def verdicts(result: dict[str, Any]) -> dict[str, Verdict]:
 def compare_results(before: Iterable[dict[str, Any]], after: Iterable[dict[str, Any]]) -> ResultChanges:
     """What changed from `before` to `after`, call by call and verdict by verdict."""
     old, new = newest_verdicts(before), newest_verdicts(after)
-    report = ResultChanges(calls_before=len(old), calls_after=len(new),
-                           only_before=sorted(old.keys() - new.keys()), only_after=sorted(new.keys() - old.keys()))
+    report = ResultChanges(
+        calls_before=len(old),
+        calls_after=len(new),
+        only_before=sorted(old.keys() - new.keys()),
+        only_after=sorted(new.keys() - old.keys()),
+    )
     tallies: dict[str, VerdictTally] = {}
     for call_id in sorted(old.keys() & new.keys()):
         (_, was), (_, now) = old[call_id], new[call_id]

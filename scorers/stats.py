@@ -15,8 +15,14 @@ def nearest_rank(sorted_values: Sequence[float], fraction: float) -> float:
 def latency_stats(samples: Sequence[float], empty: float = 0.0) -> dict[str, float | int]:
     """count, mean_ms, p50_ms, p95_ms, min_ms, max_ms; every figure is `empty` when there are none."""
     if not samples:
-        return {"count": int(empty), "mean_ms": empty, "p50_ms": empty, "p95_ms": empty, "min_ms": empty,
-                "max_ms": empty}
+        return {
+            "count": int(empty),
+            "mean_ms": empty,
+            "p50_ms": empty,
+            "p95_ms": empty,
+            "min_ms": empty,
+            "max_ms": empty,
+        }
     ordered = sorted(samples)
     return {
         "count": len(ordered),

@@ -102,28 +102,244 @@ MIN_SIGNIFICANT_WORD_LENGTH = 3
 # like"), which say nothing about what the call was about. Words shorter than
 # MIN_SIGNIFICANT_WORD_LENGTH are left out: they are never significant anyway.
 ENGLISH_STOP_WORDS = frozenset(
-    """
-    about above after again against all and any are aren aren't because been before being below between
-    both but can can't cannot could couldn couldn't did didn didn't does doesn doesn't doing don don't down
-    during each few for from further had hadn hadn't has hasn hasn't have haven haven't having her here
-    here's hers herself him himself his how how's i'd i'll i'm i've into isn isn't it'd it'll it's its
-    itself just let let's may might mightn mightn't more most must mustn mustn't myself needn needn't nor
-    not now off once only other ought our ours ourselves out over own same shall shan shan't she she'd
-    she'll she's should should've shouldn shouldn't some such than that that'll that's the their theirs
-    them themselves then there there's these they they'd they'll they're they've this those through too
-    under until very was wasn wasn't we'd we'll we're we've were weren weren't what what's when when's
-    where where's which while who who's whom why why's will with won won't would wouldn wouldn't you
-    you'd you'll you're you've your yours yourself yourselves also yes yeah yep yup okay alright right
-    sure well really actually like please thank thanks hello hey bye goodbye hmm uhm umm
-    """.split()  # noqa: SIM905 - a word list reads best as prose
+    [
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "aren't",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "can",
+        "can't",
+        "cannot",
+        "could",
+        "couldn",
+        "couldn't",
+        "did",
+        "didn",
+        "didn't",
+        "does",
+        "doesn",
+        "doesn't",
+        "doing",
+        "don",
+        "don't",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn",
+        "hadn't",
+        "has",
+        "hasn",
+        "hasn't",
+        "have",
+        "haven",
+        "haven't",
+        "having",
+        "her",
+        "here",
+        "here's",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "how's",
+        "i'd",
+        "i'll",
+        "i'm",
+        "i've",
+        "into",
+        "isn",
+        "isn't",
+        "it'd",
+        "it'll",
+        "it's",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "let's",
+        "may",
+        "might",
+        "mightn",
+        "mightn't",
+        "more",
+        "most",
+        "must",
+        "mustn",
+        "mustn't",
+        "myself",
+        "needn",
+        "needn't",
+        "nor",
+        "not",
+        "now",
+        "off",
+        "once",
+        "only",
+        "other",
+        "ought",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "shall",
+        "shan",
+        "shan't",
+        "she",
+        "she'd",
+        "she'll",
+        "she's",
+        "should",
+        "should've",
+        "shouldn",
+        "shouldn't",
+        "some",
+        "such",
+        "than",
+        "that",
+        "that'll",
+        "that's",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "there's",
+        "these",
+        "they",
+        "they'd",
+        "they'll",
+        "they're",
+        "they've",
+        "this",
+        "those",
+        "through",
+        "too",
+        "under",
+        "until",
+        "very",
+        "was",
+        "wasn",
+        "wasn't",
+        "we'd",
+        "we'll",
+        "we're",
+        "we've",
+        "were",
+        "weren",
+        "weren't",
+        "what",
+        "what's",
+        "when",
+        "when's",
+        "where",
+        "where's",
+        "which",
+        "while",
+        "who",
+        "who's",
+        "whom",
+        "why",
+        "why's",
+        "will",
+        "with",
+        "won",
+        "won't",
+        "would",
+        "wouldn",
+        "wouldn't",
+        "you",
+        "you'd",
+        "you'll",
+        "you're",
+        "you've",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "also",
+        "yes",
+        "yeah",
+        "yep",
+        "yup",
+        "okay",
+        "alright",
+        "right",
+        "sure",
+        "well",
+        "really",
+        "actually",
+        "like",
+        "please",
+        "thank",
+        "thanks",
+        "hello",
+        "hey",
+        "bye",
+        "goodbye",
+        "hmm",
+        "uhm",
+        "umm",
+    ]  # a word list reads best as prose
 )
 
 NEGATION_WORDS = frozenset(
-    """
-    not no never cannot nothing nobody none neither nor nowhere
-    dont didnt doesnt isnt wasnt arent werent cant couldnt shouldnt wouldnt wont havent hasnt hadnt
-    aint mustnt neednt
-    """.split()  # noqa: SIM905 - a word list reads best as prose
+    [
+        "not",
+        "no",
+        "never",
+        "cannot",
+        "nothing",
+        "nobody",
+        "none",
+        "neither",
+        "nor",
+        "nowhere",
+        "dont",
+        "didnt",
+        "doesnt",
+        "isnt",
+        "wasnt",
+        "arent",
+        "werent",
+        "cant",
+        "couldnt",
+        "shouldnt",
+        "wouldnt",
+        "wont",
+        "havent",
+        "hasnt",
+        "hadnt",
+        "aint",
+        "mustnt",
+        "neednt",
+    ]  # a word list reads best as prose
 )
 _NEGATING_SUFFIX = "n't"
 
@@ -294,15 +510,19 @@ CURRENCY_SIGNS = "$€£¥₹"  # (written before a price, or after it as much o
 # - An English number does not stop where a dot and a digit follow ("1.800" of "1.800.555.0199").
 # (FACT_RE is verbose: a plain space is written [ ].)
 _OTHER_GROUPING_AHEAD = r"(?=\d{1,3}[.\u00a0\u202f\u066c ]\d{3}|\d+\u066b)"
-_NUMBER = (rf"(?:{_OTHER_GROUPING_AHEAD}"
-           r"(?:\d{1,3}(?:\.\d{3}){1,6},\d+(?![.,]\d)"
-           r"|\d{1,3}(?:\.\d{3}){2,6}(?![.,]?\d)"
-           r"|\d{1,3}(?:[\u00a0\u202f]\d{3}){1,6}(?:,\d+)?(?![\u00a0\u202f,]?\d)"
-           r"|\d{1,3}(?:[ ]\d{3}){1,6},\d+(?![.,]\d)"
-           r"|\d{1,3}(?:\u066c\d{3}){1,6}(?:\u066b\d+)?(?![\u066b\u066c]?\d)|\d+\u066b\d+(?![\u066b\u066c]?\d))"
-           r"|\d+(?:,\d{3})*(?:\.\d+)?(?!\.\d))")
-_GROUPED_AS_IN_EUROPE = re.compile(r"\d{1,3}(?:[.\u00a0\u202f ]\d{3})+,\d+|\d{1,3}(?:\.\d{3}){2,}"
-                                   r"|\d{1,3}(?:[\u00a0\u202f]\d{3})+")
+_NUMBER = (
+    rf"(?:{_OTHER_GROUPING_AHEAD}"
+    r"(?:\d{1,3}(?:\.\d{3}){1,6},\d+(?![.,]\d)"
+    r"|\d{1,3}(?:\.\d{3}){2,6}(?![.,]?\d)"
+    r"|\d{1,3}(?:[\u00a0\u202f]\d{3}){1,6}(?:,\d+)?(?![\u00a0\u202f,]?\d)"
+    r"|\d{1,3}(?:[ ]\d{3}){1,6},\d+(?![.,]\d)"
+    r"|\d{1,3}(?:\u066c\d{3}){1,6}(?:\u066b\d+)?(?![\u066b\u066c]?\d)|\d+\u066b\d+(?![\u066b\u066c]?\d))"
+    r"|\d+(?:,\d{3})*(?:\.\d+)?(?!\.\d))"
+)
+_GROUPED_AS_IN_EUROPE = re.compile(
+    r"\d{1,3}(?:[.\u00a0\u202f ]\d{3})+,\d+|\d{1,3}(?:\.\d{3}){2,}"
+    r"|\d{1,3}(?:[\u00a0\u202f]\d{3})+"
+)
 _DOT_AND_THREE_DIGITS = re.compile(r"(?!0)\d{1,3}\.\d{3}")  # ("0.125" has no thousands)
 _ARABIC_SEPARATORS = str.maketrans({"\u066c": None, "\u066b": "."})
 _EUROPEAN_SEPARATORS = str.maketrans({".": None, "\u00a0": None, "\u202f": None, " ": None, ",": "."})
@@ -359,7 +579,7 @@ class Fact(msgspec.Struct, frozen=True, gc=False):
 
 
 def canonical_number(number: str) -> str:
-    """"1,200.50" → "1200.5"; "12.00" → "12"; "007" → "7"."""
+    """ "1,200.50" → "1200.5"; "12.00" → "12"; "007" → "7"."""
     known = _CANONICAL_NUMBERS.get(number)
     if known is None:
         if len(_CANONICAL_NUMBERS) >= _MAX_CANONICAL_NUMBERS:
@@ -402,8 +622,11 @@ def _read_number(number: str) -> tuple[tuple[str, ...], int]:
             known = ((canonical_number(number),), _integer_digits(number))
         else:
             readings = _number_readings(number)
-            digits = (_integer_digits(number) if readings == (canonical_number(number),)
-                      else max(_integer_digits(reading) for reading in readings))
+            digits = (
+                _integer_digits(number)
+                if readings == (canonical_number(number),)
+                else max(_integer_digits(reading) for reading in readings)
+            )
             known = (readings, digits)
         _NUMBER_READINGS[number] = known
     return known

@@ -80,8 +80,7 @@ def word_pattern() -> re.Pattern[str]:
 # base recall, repeated turns), a run of them is read as its overlapping character pairs ("余额不足"
 # as "余额", "额不", "不足"), which match the same passage said inside a longer sentence. (The Unicode
 # blocks of kana, the CJK ideographs, their extensions and compatibility forms, half-width katakana.)
-IDEOGRAPHS = ("\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
-              "\U00020000-\U0003134f")
+IDEOGRAPHS = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
 IDEOGRAPH = re.compile(f"[{IDEOGRAPHS}]")
 _IDEOGRAPH_RUNS_AND_THE_REST = re.compile(f"[{IDEOGRAPHS}]+|[^{IDEOGRAPHS}]+")
 
@@ -94,7 +93,7 @@ def ideograph_pairs(word: str) -> list[str]:
     pieces = []
     for part in _IDEOGRAPH_RUNS_AND_THE_REST.findall(word):
         if IDEOGRAPH.match(part):
-            pieces.extend([part] if len(part) == 1 else [part[i:i + 2] for i in range(len(part) - 1)])
+            pieces.extend([part] if len(part) == 1 else [part[i : i + 2] for i in range(len(part) - 1)])
         elif part.strip("'"):
             pieces.append(part.strip("'"))
     return pieces
@@ -127,5 +126,7 @@ def has_ideographs(text: str) -> bool:
 # scripts written without spaces between words (Han, kana, Thai, Lao, Khmer, Myanmar), and Korean,
 # whose particles and counters attach to a number, glue figures to words as a matter of course:
 # "订单号是4521", "9800円", "4521번" state figures. Their letters do not count as glue.
-UNSPACED_LETTERS = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
-                    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
+UNSPACED_LETTERS = (
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+)

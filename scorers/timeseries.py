@@ -10,8 +10,9 @@ of calls. Pure: no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from scorers.call_verdicts import NA, NOT_LISTED, PASS, decode_scores
 
@@ -38,9 +39,14 @@ class Bucket:
     score_tenths: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"start_ms": self.start_ms, "calls": self.calls, "applied": self.applied, "passed": self.passed,
-                "pass_rate": round(self.passed / self.applied, 4) if self.applied else None,
-                "mean_score": round(self.score_tenths / self.applied / 10, 1) if self.applied else None}
+        return {
+            "start_ms": self.start_ms,
+            "calls": self.calls,
+            "applied": self.applied,
+            "passed": self.passed,
+            "pass_rate": round(self.passed / self.applied, 4) if self.applied else None,
+            "mean_score": round(self.score_tenths / self.applied / 10, 1) if self.applied else None,
+        }
 
 
 class Timeseries:
@@ -56,7 +62,7 @@ class Timeseries:
         # What the call adds, worked out once for all its scopes: (place in the totals, amount).
         changes = [(0, sign)]
         for place, verdict in enumerate(point.verdicts):
-            if verdict == NOT_LISTED or verdict == NA:
+            if verdict in (NOT_LISTED, NA):
                 continue
             at = 1 + 3 * place
             changes.append((at, sign))
@@ -95,8 +101,13 @@ class Timeseries:
             for at, value in enumerate(totals):
                 if value:
                     bucket[at] += value
-        return [[Bucket(from_ms + i * step_ms, s[0], s[1 + 3 * place], s[2 + 3 * place], s[3 + 3 * place])
-                 for i, s in enumerate(sums)] for place in range(self.metric_count)]
+        return [
+            [
+                Bucket(from_ms + i * step_ms, s[0], s[1 + 3 * place], s[2 + 3 * place], s[3 + 3 * place])
+                for i, s in enumerate(sums)
+            ]
+            for place in range(self.metric_count)
+        ]
 
     def calls(self, scope: str, from_ms: int, to_ms: int) -> int:
         first, last = from_ms // MINUTE_MS, -(-to_ms // MINUTE_MS)
@@ -122,4 +133,3 @@ def default_step_s(span_ms: int) -> int:
     if span_ms <= 24 * 3_600_000:
         return 300
     return 3_600
-

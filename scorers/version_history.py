@@ -13,7 +13,14 @@ from typing import Any
 
 from scorers.result_changes import verdicts
 
-END, CORRECTION, ANNOTATION, JUDGE, DB_STATE, RESCORE = "end", "correction", "annotation", "judge", "db_state", "rescore"
+END, CORRECTION, ANNOTATION, JUDGE, DB_STATE, RESCORE = (
+    "end",
+    "correction",
+    "annotation",
+    "judge",
+    "db_state",
+    "rescore",
+)
 
 
 def version_history(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -21,8 +28,14 @@ def version_history(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
     history = []
     before: dict[str, Any] | None = None
     for document in documents:
-        history.append({"version": document.get("version"), "cause": cause(before, document),
-                        "changes": changes(before, document), "result": document})
+        history.append(
+            {
+                "version": document.get("version"),
+                "cause": cause(before, document),
+                "changes": changes(before, document),
+                "result": document,
+            }
+        )
         before = document
     return history
 
@@ -31,8 +44,11 @@ def changes(before: dict[str, Any] | None, after: dict[str, Any]) -> list[dict[s
     if before is None:
         return []
     was, now = verdicts(before), verdicts(after)
-    return [{"name": name, "before": _verdict(was.get(name)), "after": _verdict(now.get(name))}
-            for name in [*was, *(name for name in now if name not in was)] if was.get(name) != now.get(name)]
+    return [
+        {"name": name, "before": _verdict(was.get(name)), "after": _verdict(now.get(name))}
+        for name in [*was, *(name for name in now if name not in was)]
+        if was.get(name) != now.get(name)
+    ]
 
 
 def cause(before: dict[str, Any] | None, after: dict[str, Any]) -> str:
@@ -40,13 +56,15 @@ def cause(before: dict[str, Any] | None, after: dict[str, Any]) -> str:
         return END
     old, new = _by_metric(before), _by_metric(after)
     old_eval, new_eval = before.get("evaluation") or {}, after.get("evaluation") or {}
-    if (old_eval.get("turns") != new_eval.get("turns")
-            or _detail(old, "wer", "corrected_turns") != _detail(new, "wer", "corrected_turns")):
+    if old_eval.get("turns") != new_eval.get("turns") or _detail(old, "wer", "corrected_turns") != _detail(
+        new, "wer", "corrected_turns"
+    ):
         return CORRECTION
     if old.get("sentiment") != new.get("sentiment"):
         return ANNOTATION
-    if any(_detail(old, name, "judge") != _detail(new, name, "judge") for name in new) \
-            or old_eval.get("judge_score") != new_eval.get("judge_score"):
+    if any(_detail(old, name, "judge") != _detail(new, name, "judge") for name in new) or old_eval.get(
+        "judge_score"
+    ) != new_eval.get("judge_score"):
         return JUDGE
     if old_eval.get("db_state_actual_hash") != new_eval.get("db_state_actual_hash"):
         return DB_STATE

@@ -32,8 +32,9 @@ def later(first: int | None, second: int | None) -> int | None:
     return second if first is None else first if second is None else max(first, second)
 
 
-def next_watermark(watermark: int | None, ahead: Ahead | None, ts_ms: int, source: str | None,
-                   max_leap_ms: int) -> tuple[int | None, Ahead | None]:
+def next_watermark(
+    watermark: int | None, ahead: Ahead | None, ts_ms: int, source: str | None, max_leap_ms: int
+) -> tuple[int | None, Ahead | None]:
     """The watermark and the leap held back after an event of `source` at `ts_ms` (source None: a
     watermark event, believed whatever the distance); `max_leap_ms` 0: no limit."""
     if watermark is not None and ts_ms <= watermark:

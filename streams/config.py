@@ -12,8 +12,9 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Mapping
+from typing import Any
 
 from models.wire import MAX_MESSAGE_BYTES
 from scorers.judge.requests import ANSWER_FORMATS
@@ -150,23 +151,43 @@ class Settings:
         """host:port list for plain Kafka clients (no scheme)."""
         return ",".join(part.split("://", 1)[-1] for part in self.broker.split(";"))
 
-    def with_overrides(self, **changes: Any) -> "Settings":
+    def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
 # Lower bounds of the numeric settings (a count of partitions, a duration, a size cannot be negative).
 _AT_LEAST: dict[str, float] = {
-    "partitions": 1, "replication_factor": 1, "allowed_lateness_ms": 0, "max_watermark_leap_ms": 0, "future_bound_s": 0, "idle_tick_s": 0, "broker_probe_s": 0.1, "retention_after_end_s": 0, "view_window_s": 0,
-    "max_message_bytes": 1, "judge_timeout_s": 0.1, "judge_concurrency": 1, "judge_retries": 0,
-    "judge_backoff_s": 0, "judge_queue_size": 0, "alert_quiet_release_s": 0.1, "metrics_max_agents": 0,
+    "partitions": 1,
+    "replication_factor": 1,
+    "allowed_lateness_ms": 0,
+    "max_watermark_leap_ms": 0,
+    "future_bound_s": 0,
+    "idle_tick_s": 0,
+    "broker_probe_s": 0.1,
+    "retention_after_end_s": 0,
+    "view_window_s": 0,
+    "max_message_bytes": 1,
+    "judge_timeout_s": 0.1,
+    "judge_concurrency": 1,
+    "judge_retries": 0,
+    "judge_backoff_s": 0,
+    "judge_queue_size": 0,
+    "alert_quiet_release_s": 0.1,
+    "metrics_max_agents": 0,
 }
 
 # Upper bounds. A message of at most 16 MiB holds fewer events than the positions the worker has for
 # a message's events (streams/worker/live_scorer.py, `MAX_EVENTS_PER_MESSAGE`, 2**19): an event takes 50 bytes at least.
 # The judge's: a request that waits longer than an hour, or is tried more than 10 times, is a setting
 # mistyped (each try is paid for); a retry's wait is capped at 60 s anyway (streams/judge/client.py).
-_AT_MOST: dict[str, float] = {"max_message_bytes": 16 * 1024 * 1024, "judge_timeout_s": 3600, "judge_retries": 10,
-                              "judge_backoff_s": 60, "judge_concurrency": 256, "metrics_max_agents": 10_000}
+_AT_MOST: dict[str, float] = {
+    "max_message_bytes": 16 * 1024 * 1024,
+    "judge_timeout_s": 3600,
+    "judge_retries": 10,
+    "judge_backoff_s": 60,
+    "judge_concurrency": 256,
+    "metrics_max_agents": 10_000,
+}
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -191,11 +212,13 @@ def _check_ranges(settings: Settings) -> None:
     if not 0 <= settings.web_port <= 65_535:
         raise ValueError(f"web_port must be a port number (0 to 65535), got {settings.web_port!r}")
     if settings.judge_response_format not in ANSWER_FORMATS:
-        raise ValueError(f"judge_response_format must be one of {', '.join(ANSWER_FORMATS)}, "
-                         f"got {settings.judge_response_format!r}")
+        raise ValueError(
+            f"judge_response_format must be one of {', '.join(ANSWER_FORMATS)}, got {settings.judge_response_format!r}"
+        )
     if settings.kafka_compression.lower() not in COMPRESSION_CODECS:
-        raise ValueError(f"kafka_compression must be one of {', '.join(COMPRESSION_CODECS)}, "
-                         f"got {settings.kafka_compression!r}")
+        raise ValueError(
+            f"kafka_compression must be one of {', '.join(COMPRESSION_CODECS)}, got {settings.kafka_compression!r}"
+        )
     if settings.log_level.lower() not in LOG_LEVELS:
         raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {settings.log_level!r}")
     _check_broker(settings.broker)
@@ -216,34 +239,46 @@ def _check_names(settings: Settings) -> None:
         if name == "app_id" and not value:
             continue  # (the topic prefix)
         if not KAFKA_NAME.fullmatch(value) or len(value) > MAX_PREFIX_CHARS:
-            raise ValueError(f"{name} must be 1 to {MAX_PREFIX_CHARS} letters, digits, '.', '_' or '-' "
-                             f"(what Kafka allows in a topic or group name), got {value!r}")
+            raise ValueError(
+                f"{name} must be 1 to {MAX_PREFIX_CHARS} letters, digits, '.', '_' or '-' "
+                f"(what Kafka allows in a topic or group name), got {value!r}"
+            )
 
 
 def _check_security(settings: Settings) -> None:
     """A SASL or SSL setting the protocol would ignore connects without it: refused, not dropped."""
     protocol = settings.kafka_security_protocol.upper()
     if protocol not in SECURITY_PROTOCOLS:
-        raise ValueError(f"kafka_security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-                         f"got {settings.kafka_security_protocol!r}")
-    sasl = {name: getattr(settings, name) for name in ("kafka_sasl_mechanism", "kafka_sasl_username", "kafka_sasl_password")}
+        raise ValueError(
+            f"kafka_security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
+            f"got {settings.kafka_security_protocol!r}"
+        )
+    sasl = {
+        name: getattr(settings, name) for name in ("kafka_sasl_mechanism", "kafka_sasl_username", "kafka_sasl_password")
+    }
     if not protocol.startswith("SASL"):
         given = [name for name, value in sasl.items() if value]
         if given:
-            raise ValueError(f"{', '.join(given)} set, but kafka_security_protocol is {protocol}, which does not "
-                             f"use {'it' if len(given) == 1 else 'them'}: set it to SASL_SSL or SASL_PLAINTEXT")
+            raise ValueError(
+                f"{', '.join(given)} set, but kafka_security_protocol is {protocol}, which does not "
+                f"use {'it' if len(given) == 1 else 'them'}: set it to SASL_SSL or SASL_PLAINTEXT"
+            )
     else:
         missing = [name for name in ("kafka_sasl_username", "kafka_sasl_password") if not sasl[name]]
         if missing:
             raise ValueError(f"kafka_security_protocol {protocol} needs {' and '.join(missing)}")
         if settings.sasl_mechanism not in SASL_MECHANISMS:
-            raise ValueError(f"kafka_sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)}, "
-                             f"got {settings.kafka_sasl_mechanism!r}")
+            raise ValueError(
+                f"kafka_sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)}, "
+                f"got {settings.kafka_sasl_mechanism!r}"
+            )
     cafile = settings.kafka_ssl_cafile
     if cafile is not None:
         if "SSL" not in protocol:
-            raise ValueError(f"kafka_ssl_cafile set, but kafka_security_protocol is {protocol}, which does not use "
-                             f"it: set it to SSL or SASL_SSL")
+            raise ValueError(
+                f"kafka_ssl_cafile set, but kafka_security_protocol is {protocol}, which does not use "
+                f"it: set it to SSL or SASL_SSL"
+            )
         if not os.path.isfile(cafile):
             raise ValueError(f"kafka_ssl_cafile {cafile!r}: no such file")
 
@@ -260,8 +295,10 @@ def _check_broker(url: str) -> None:
         address = address.strip()
         scheme, separator, rest = address.rpartition("://")
         if separator and scheme not in BROKER_SCHEMES:
-            raise ValueError(f"broker {url!r}: unknown scheme {scheme + '://'!r} (use one of "
-                             f"{', '.join(s + '://' for s in BROKER_SCHEMES[:3])}, or host:port)")
+            raise ValueError(
+                f"broker {url!r}: unknown scheme {scheme + '://'!r} (use one of "
+                f"{', '.join(s + '://' for s in BROKER_SCHEMES[:3])}, or host:port)"
+            )
         host, colon, port = rest.rpartition(":")
         if not colon or not host or not port.isdigit() or "/" in rest:
             raise ValueError(f"broker {url!r}: expected host:port, got {address!r}")
@@ -349,7 +386,9 @@ def _refuse_unknown_variables(environ: Mapping[str, str]) -> None:
     known = {f"CALLQA_{f.name.upper()}" for f in fields(Settings)} | OTHER_VARIABLES
     unknown = sorted(key for key in environ if key.startswith("CALLQA_") and key not in known)
     if unknown:
-        hints = [f"{key} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(key, known, 1)) else key
-                 for key in unknown]
+        hints = [
+            f"{key} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(key, known, 1)) else key
+            for key in unknown
+        ]
         listed = "" if all("did you mean" in hint for hint in hints) else f"; known: {', '.join(sorted(known))}"
         raise ValueError(f"unknown environment variable{'s' if len(unknown) > 1 else ''} {', '.join(hints)}{listed}")

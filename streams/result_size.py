@@ -59,12 +59,16 @@ def _with_turns_cut(result: CallResult, size: int, limit: int) -> tuple[CallResu
     """`result` with each turn's text cut to a length at which it fits (found by halving; a rare
     path), or cut to nothing when even that does not fit."""
     turns = result.evaluation[TURNS]
-    note = (f"each turn's text was cut to its first {{}} characters (marked {CUT_MARK!r}): the whole result was "
-            f"{size} bytes, above the {limit}-byte limit for a message")
+    note = (
+        f"each turn's text was cut to its first {{}} characters (marked {CUT_MARK!r}): the whole result was "
+        f"{size} bytes, above the {limit}-byte limit for a message"
+    )
 
     def cut_to(length: int) -> tuple[CallResult, bytes]:
-        shortened = [turn if len(turn["text"]) <= length else {**turn, "text": turn["text"][:length] + CUT_MARK}
-                     for turn in turns]
+        shortened = [
+            turn if len(turn["text"]) <= length else {**turn, "text": turn["text"][:length] + CUT_MARK}
+            for turn in turns
+        ]
         evaluation = {**result.evaluation, TURNS: shortened, TURNS_CUT_KEY: note.format(length)}
         cut = msgspec.structs.replace(result, evaluation=evaluation)
         return cut, _json.encode(cut)
@@ -84,8 +88,12 @@ def _with_turns_cut(result: CallResult, size: int, limit: int) -> tuple[CallResu
 
 
 def _cut(verdict: CohortVerdict, size: int, limit: int) -> CohortVerdict:
-    metrics = {name: {"score": detail.get("score"), "passed": detail.get("passed")}
-               for name, detail in verdict.details.get("metrics", {}).items()}
-    note = (f"this verdict's details but each metric's score and verdict were left out: the whole result was "
-            f"{size} bytes, above the {limit}-byte limit for a message")
+    metrics = {
+        name: {"score": detail.get("score"), "passed": detail.get("passed")}
+        for name, detail in verdict.details.get("metrics", {}).items()
+    }
+    note = (
+        f"this verdict's details but each metric's score and verdict were left out: the whole result was "
+        f"{size} bytes, above the {limit}-byte limit for a message"
+    )
     return msgspec.structs.replace(verdict, details={"metrics": metrics, CUT_KEY: note})

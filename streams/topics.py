@@ -58,10 +58,15 @@ class TopicNames:
 
     def specs(self, partitions: int) -> dict[str, TopicSpec]:
         """Every topic a worker uses, as it must be created (`partitions`: CALLQA_PARTITIONS)."""
-        return {self.events: TopicSpec(partitions), self.results: TopicSpec(partitions),
-                self.deadletter: TopicSpec(1), self.cohorts: TopicSpec(1, compacted=True),
-                self.alerts: TopicSpec(1), self.alert_rules: TopicSpec(1, compacted=True),
-                self.alerts_input: TopicSpec(1)}
+        return {
+            self.events: TopicSpec(partitions),
+            self.results: TopicSpec(partitions),
+            self.deadletter: TopicSpec(1),
+            self.cohorts: TopicSpec(1, compacted=True),
+            self.alerts: TopicSpec(1),
+            self.alert_rules: TopicSpec(1, compacted=True),
+            self.alerts_input: TopicSpec(1),
+        }
 
     def only(self, partitions: int, *topics: str) -> dict[str, TopicSpec]:
         """The specs of some of the topics."""

@@ -29,8 +29,10 @@ def gc_thresholds(text: str | None) -> tuple[int, int, int]:
         return GC_THRESHOLDS
     parts = text.split(",")
     if len(parts) != 3 or not all(part.strip().isdecimal() for part in parts):
-        raise ValueError(f"CALLQA_GC_THRESHOLDS must be three whole numbers, young,middle,old "
-                         f"(700,10,10: CPython's defaults), got {text!r}")
+        raise ValueError(
+            f"CALLQA_GC_THRESHOLDS must be three whole numbers, young,middle,old "
+            f"(700,10,10: CPython's defaults), got {text!r}"
+        )
     young, middle, old = (int(part) for part in parts)
     return young, middle, old
 
@@ -53,4 +55,3 @@ TABLE_STORE_OPTIONS = {
 def table_store_options() -> dict[str, int]:
     """A copy for each table: Faust's RocksDB store takes keys out of the mapping it is given."""
     return dict(TABLE_STORE_OPTIONS)
-

@@ -28,9 +28,13 @@ def load_cohorts(path: str, book: CohortBook) -> list[CohortDefinition]:
     a second definition would silently replace the first. Raises CohortError naming the file and the
     cohort."""
     return decode_each_once(
-        path, load_document_file(path, "cohorts", CohortError),
-        lambda document, number: _numbered(number, book.decode, document), lambda definition: definition.cohort_id,
-        lambda definition, number: f"cohort #{number}: cohort_id {definition.cohort_id!r} is used twice", CohortError)
+        path,
+        load_document_file(path, "cohorts", CohortError),
+        lambda document, number: _numbered(number, book.decode, document),
+        lambda definition: definition.cohort_id,
+        lambda definition, number: f"cohort #{number}: cohort_id {definition.cohort_id!r} is used twice",
+        CohortError,
+    )
 
 
 def _numbered(number: int, decode: Callable[[Any], CohortDefinition], document: Any) -> CohortDefinition:

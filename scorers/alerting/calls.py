@@ -5,8 +5,9 @@ each QA metric's verdict (`passed` and `score`, when the metric applied), each c
 (weighted score and pass), and each cohort's verdicts of the metrics it counts. A metric rule on a
 cohort's scope reads the cohort's verdict of the metric — at the cohort's own threshold, as the
 cohort's overview does — and the result's (at the metric's default threshold) only for a metric the
-cohort does not count: a cohort that passes latency at 80 would otherwise be alerted on at 60. `ScoredCall` keeps just that; its document form is what the live worker
-re-keys onto the single-partition alert input topic, so that topic stays small.
+cohort does not count: a cohort that passes latency at 80 would otherwise be alerted on at 60.
+`ScoredCall` keeps just that; its document form is what the live worker re-keys onto the single-partition
+alert input topic, so that topic stays small.
 
 Event time: a call is placed in the windows by the time it ended (`ended_ts_ms`), not by the time the
 result was published (`event_ts_ms`). The quality of a call belongs to when the call happened, and a
@@ -22,8 +23,9 @@ when a call leaves a window leave no rounding residue.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any
 
 import msgspec
 from msgspec import Struct
@@ -147,8 +149,11 @@ class ScoredCall:
             "cohort_ids": list(self.cohort_ids),
             "ended_ts_ms": self.ts_ms,
             "event_ts_ms": self.event_ts_ms,
-            "metrics": [{"metric": m, "score": o.score_tenths / 10, "passed": o.passed} for m, o in self.metrics.items()
-                        if m != CONVERSATION],
+            "metrics": [
+                {"metric": m, "score": o.score_tenths / 10, "passed": o.passed}
+                for m, o in self.metrics.items()
+                if m != CONVERSATION
+            ],
             "no_conversation": not self.metrics[CONVERSATION].passed,
             "cohorts": [self._cohort_document(c) for c in dict.fromkeys([*self.cohort_verdicts, *self.cohort_metrics])],
         }
@@ -156,11 +161,20 @@ class ScoredCall:
     def _cohort_document(self, cohort_id: str) -> dict[str, Any]:
         verdict = self.cohort_verdicts.get(cohort_id)
         metrics = self.cohort_metrics.get(cohort_id, {})
-        return {"cohort_id": cohort_id,
-                "weighted_score": None if verdict is None else verdict.score_tenths / 10,
-                "passed": None if verdict is None else verdict.passed,
-                "details": {"metrics": {m: {"score": o.score_tenths / 10 if o is not None else None,
-                                            "passed": None if o is None else o.passed} for m, o in metrics.items()}}}
+        return {
+            "cohort_id": cohort_id,
+            "weighted_score": None if verdict is None else verdict.score_tenths / 10,
+            "passed": None if verdict is None else verdict.passed,
+            "details": {
+                "metrics": {
+                    m: {
+                        "score": o.score_tenths / 10 if o is not None else None,
+                        "passed": None if o is None else o.passed,
+                    }
+                    for m, o in metrics.items()
+                }
+            },
+        }
 
 
 def scored_call(result: Any) -> ScoredCall | None:
@@ -173,8 +187,11 @@ def scored_call(result: Any) -> ScoredCall | None:
     ts_ms = view.ended_ts_ms if view.ended_ts_ms is not None else view.event_ts_ms
     if ts_ms is None:
         return None
-    verdicts = {c.cohort_id: Outcome(c.passed, _tenths(c.weighted_score))
-                for c in view.cohorts if c.passed is not None and c.weighted_score is not None}
+    verdicts = {
+        c.cohort_id: Outcome(c.passed, _tenths(c.weighted_score))
+        for c in view.cohorts
+        if c.passed is not None and c.weighted_score is not None
+    }
     cohorts = dict.fromkeys([*view.cohort_ids, *(c.cohort_id for c in view.cohorts)])
     metrics = {m.metric: Outcome(m.passed, _tenths(m.score)) for m in view.metrics if m.passed is not None}
     # (A metric of every call: its pass rate is the share of calls whose agent spoke.)
@@ -190,9 +207,14 @@ def scored_call(result: Any) -> ScoredCall | None:
         cohort_verdicts=verdicts,
         # A metric the cohort counts that did not apply is kept as None: the cohort has no verdict of
         # it, and the result's (which has none either) must not be read instead.
-        cohort_metrics={c.cohort_id: {m: Outcome(v.passed, _tenths(v.score)) if v.passed is not None else None
-                                      for m, v in c.details.metrics.items()}
-                        for c in view.cohorts if c.details is not None and c.details.metrics},
+        cohort_metrics={
+            c.cohort_id: {
+                m: Outcome(v.passed, _tenths(v.score)) if v.passed is not None else None
+                for m, v in c.details.metrics.items()
+            }
+            for c in view.cohorts
+            if c.details is not None and c.details.metrics
+        },
         event_ts_ms=view.event_ts_ms if view.event_ts_ms is not None else ts_ms,
     )
 

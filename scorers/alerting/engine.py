@@ -123,8 +123,11 @@ class AlertEngine:
         return alerts
 
     def _scopes_of(self, rule: AlertRule) -> list[str]:
-        return [scope for scope in self.windows.scopes(rule.window_ms, rule.metric or "")
-                if scope_matches(rule.scope, scope)]
+        return [
+            scope
+            for scope in self.windows.scopes(rule.window_ms, rule.metric or "")
+            if scope_matches(rule.scope, scope)
+        ]
 
     # ---------------------------------------------------------------------------------- results
 
@@ -211,8 +214,13 @@ class AlertEngine:
                     # A rule change names itself and its number: editing a rule back and forth at
                     # one watermark starts episodes that must not share a key.
                     started_by = cause if cause is not None else f"rule change {self._rule_changes}: {_rule_text(rule)}"
-                    episode = Episode(rule=rule, scope=scope, state="pending", started_ms=now,
-                                      dedupe_key=dedupe_key(name, scope, metric, now, started_by))
+                    episode = Episode(
+                        rule=rule,
+                        scope=scope,
+                        state="pending",
+                        started_ms=now,
+                        dedupe_key=dedupe_key(name, scope, metric, now, started_by),
+                    )
                     self._episodes[(name, scope)] = episode
                 elif state == "firing" and episode is not None:
                     episode.state = "firing"
@@ -260,8 +268,15 @@ class AlertEngine:
     def _reading(self, length_ms: int, scope: str, metric: str) -> WindowReading:
         totals = self.windows.totals(length_ms, scope, metric)
         start, end = self.windows.bounds(length_ms)
-        return WindowReading(window_s=length_ms / 1000, window_start_ms=start, window_end_ms=end, total=totals.total,
-                             passed=totals.passed, pass_rate=totals.pass_rate, average_score=totals.average_score)
+        return WindowReading(
+            window_s=length_ms / 1000,
+            window_start_ms=start,
+            window_end_ms=end,
+            total=totals.total,
+            passed=totals.passed,
+            pass_rate=totals.pass_rate,
+            average_score=totals.average_score,
+        )
 
     # ------------------------------------------------------------------------------ persistence
 
@@ -278,8 +293,10 @@ class AlertEngine:
     def state_document(self) -> dict[str, Any]:
         """The rules in force and the count of rule changes: restored with them, and handed the
         current rules afterwards, an engine evaluates a change made meanwhile as this one would have."""
-        return {"rules": [msgspec.to_builtins(rule) for rule in self._rules.values()],
-                "rule_changes": self._rule_changes}
+        return {
+            "rules": [msgspec.to_builtins(rule) for rule in self._rules.values()],
+            "rule_changes": self._rule_changes,
+        }
 
     def time_document(self) -> dict[str, Any]:
         """The windows' event time and the leap they hold back. Kept as they are: rebuilt from the
@@ -291,8 +308,13 @@ class AlertEngine:
     def rules_of_state(state: dict[str, Any]) -> list[AlertRule]:
         return msgspec.convert(state.get("rules", []), list[AlertRule])
 
-    def restore(self, calls: Iterable[Any], episodes: Iterable[dict[str, Any]],
-                state: dict[str, Any] | None = None, time: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def restore(
+        self,
+        calls: Iterable[Any],
+        episodes: Iterable[dict[str, Any]],
+        state: dict[str, Any] | None = None,
+        time: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
         """Start again from persisted state: kept calls (`ScoredCall`s or their documents), the open
         episodes, `state_document()` (the engine should be built with `rules_of_state(state)`) and
         `time_document()` (None: rebuilt from the kept calls, as tables written before it was kept
@@ -304,8 +326,9 @@ class AlertEngine:
             self.windows.restore(kept)
         else:
             ahead = time.get("ahead")
-            self.windows.restore(kept,
-                                 (time.get("watermark"), None if ahead is None else (int(ahead[0]), str(ahead[1]))))
+            self.windows.restore(
+                kept, (time.get("watermark"), None if ahead is None else (int(ahead[0]), str(ahead[1])))
+            )
         self.windows.take_dirty()
         self._episodes = {}
         for document in episodes:

@@ -69,8 +69,9 @@ class EventTimeOrder:
         """The calls held, in the order they will be released (to keep them across a restart)."""
         return [entry[4] for entry in sorted(self._held)]
 
-    def restore(self, held: list[ScoredCall], latest_by_source: dict[int, int],
-                ahead_by_source: dict[int, Ahead] | None = None) -> None:
+    def restore(
+        self, held: list[ScoredCall], latest_by_source: dict[int, int], ahead_by_source: dict[int, Ahead] | None = None
+    ) -> None:
         """Hold again what was held before a restart, with each source's latest time and leap."""
         for call in held:
             self._hold(call, None)
@@ -94,8 +95,9 @@ class EventTimeOrder:
 
     def _advance(self, source: int, ts_ms: int, call_id: str | None = None) -> None:
         """`call_id` None: a time believed whatever the distance (restored)."""
-        latest, ahead = next_watermark(self.latest_by_source.get(source), self._ahead_by_source.get(source), ts_ms,
-                                       call_id, self.max_leap_ms)
+        latest, ahead = next_watermark(
+            self.latest_by_source.get(source), self._ahead_by_source.get(source), ts_ms, call_id, self.max_leap_ms
+        )
         assert latest is not None
         self.latest_by_source[source] = latest
         if ahead is None:
@@ -109,8 +111,9 @@ def key_of(call: ScoredCall) -> str:
     return f"{call.call_id}\x1f{call.version}"
 
 
-def observe_in_order(engine: AlertEngine, order: EventTimeOrder, result: Any,
-                     source_of: Callable[[str], int] | None = None) -> list[dict[str, Any]]:
+def observe_in_order(
+    engine: AlertEngine, order: EventTimeOrder, result: Any, source_of: Callable[[str], int] | None = None
+) -> list[dict[str, Any]]:
     """Read one published result and count, in order, whatever it makes due; returns the alerts.
     `source_of` names the source that delivered a call's result, by its call_id (None: one source)."""
     call = engine.read(result)
@@ -124,8 +127,9 @@ def release_in_order(engine: AlertEngine, order: EventTimeOrder) -> list[dict[st
     return count_due(engine, order.release_all())
 
 
-def count_due(engine: AlertEngine, due: list[ScoredCall],
-              on_counted: Callable[[ScoredCall], None] | None = None) -> list[dict[str, Any]]:
+def count_due(
+    engine: AlertEngine, due: list[ScoredCall], on_counted: Callable[[ScoredCall], None] | None = None
+) -> list[dict[str, Any]]:
     """Count the released results, in order (`on_counted` hears of each, e.g. to stop keeping it);
     returns the alerts they cause."""
     alerts: list[dict[str, Any]] = []

@@ -10,10 +10,10 @@
 
 from __future__ import annotations
 
-NEMO_PUNCTUATION = "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~"
+NEMO_PUNCTUATION = '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'
 # clean_label's character classes, as NeMo lists them.
-CLEAN_TO_SPACE = "/?*\",.:=?_{|}~¨«·»¡¿„…‧‹›≪≫!:;ː→"
-CLEAN_TO_NOTHING = "`¨´‘’“”`ʻ‘’“\"‘”"
+CLEAN_TO_SPACE = '/?*",.:=?_{|}~¨«·»¡¿„…‧‹›≪≫!:;ː→'
+CLEAN_TO_NOTHING = '`¨´‘’“”`ʻ‘’“"‘”'
 CLEAN_TO_APOSTROPHE = "‘’ʻ‘’‘"
 
 

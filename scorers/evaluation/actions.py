@@ -92,8 +92,12 @@ def _as_float(value: Any) -> float | None:
 
 
 def _normal_text(value: Any, options: MatchOptions) -> str:
-    return comparable_text(str(value), ignore_capitalization=options.ignore_capitalization,
-                           ignore_punctuation=options.ignore_punctuation, clean_text=options.clean_text)
+    return comparable_text(
+        str(value),
+        ignore_capitalization=options.ignore_capitalization,
+        ignore_punctuation=options.ignore_punctuation,
+        clean_text=options.clean_text,
+    )
 
 
 # numpy.isclose's default tolerances.
@@ -126,8 +130,9 @@ def item_matches(reference: Any, prediction: Any, options: MatchOptions) -> bool
     return leaf_matches(reference, prediction, options)
 
 
-def pair_items(references: list[Any], predictions: list[Any], matches: Callable[[Any, Any], bool],
-               optimal: bool) -> bool:
+def pair_items(
+    references: list[Any], predictions: list[Any], matches: Callable[[Any, Any], bool], optimal: bool
+) -> bool:
     if optimal:
         return each_matches_a_distinct_item(references, predictions, matches)
     return first_fit_pairing(references, predictions, matches)
@@ -137,20 +142,23 @@ def first_fit_pairing(references: list[Any], predictions: list[Any], matches: Ca
     """The harness's pairing: each reference, in order, takes the first unused prediction it matches."""
     used: set[int] = set()
     for reference in references:
-        found = next((j for j, prediction in enumerate(predictions)
-                      if j not in used and matches(reference, prediction)), None)
+        found = next(
+            (j for j, prediction in enumerate(predictions) if j not in used and matches(reference, prediction)), None
+        )
         if found is None:
             return False
         used.add(found)
     return True
 
 
-def each_matches_a_distinct_item(references: list[Any], predictions: list[Any],
-                                 matches: Callable[[Any, Any], bool]) -> bool:
+def each_matches_a_distinct_item(
+    references: list[Any], predictions: list[Any], matches: Callable[[Any, Any], bool]
+) -> bool:
     """Whether every reference can be paired with its own matching prediction (bipartite matching by
     augmenting paths; the lists are a handful of actions, so the quadratic search is cheap)."""
-    candidates = [[j for j, prediction in enumerate(predictions) if matches(reference, prediction)]
-                  for reference in references]
+    candidates = [
+        [j for j, prediction in enumerate(predictions) if matches(reference, prediction)] for reference in references
+    ]
     holder: dict[int, int] = {}  # prediction index -> the reference it is paired with
 
     def pair(i: int, visited: set[int]) -> bool:

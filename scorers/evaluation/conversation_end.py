@@ -117,9 +117,11 @@ def conversation_end_fields(acc: ConversationEndAcc, call: CallState) -> dict[st
     ended = call.ended
     stop_reason = ended.stop_reason if ended is not None else None
     tool_called = acc.agent_ended or _said_or_read(
-        ended.end_conversation_tool_called if ended is not None else None, stop_reason == AGENT_EXIT_STOP_REASON)
+        ended.end_conversation_tool_called if ended is not None else None, stop_reason == AGENT_EXIT_STOP_REASON
+    )
     simulator_end = acc.simulator_ended or _said_or_read(
-        ended.simulator_end_reported if ended is not None else None, stop_reason == SIMULATOR_EXIT_STOP_REASON)
+        ended.simulator_end_reported if ended is not None else None, stop_reason == SIMULATOR_EXIT_STOP_REASON
+    )
     policy = call.scenario.conversation_end_policy if call.scenario is not None else DEFAULT_POLICY
     last_speaker = call.turns[-1].role if call.turns else None
     clean_exit, reason = conversation_end_verdict(policy, tool_called, simulator_end, stop_reason, last_speaker)

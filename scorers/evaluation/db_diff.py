@@ -16,7 +16,6 @@ Equal parts are left out; two equal DBs give empty lists and no modified table.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from models.db_hash import ORDER_INDEPENDENT_LIST_KEYS, canonical_db
@@ -28,9 +27,15 @@ def _sorted_items(items: list[Any]) -> list[Any]:
 
 def _key_changes(expected: dict[Any, Any], actual: dict[Any, Any]) -> tuple[list[Any], list[Any], list[Any]]:
     """Keys added, keys removed, keys in both (each sorted; keys of mixed types by their text)."""
-    order: Callable[..., list[Any]] = lambda keys: sorted(keys, key=str)  # noqa: E731 (a JSON DB's keys are all text)
-    return (order(actual.keys() - expected.keys()), order(expected.keys() - actual.keys()),
-            order(expected.keys() & actual.keys()))
+
+    def order(keys: Any) -> list[Any]:
+        return sorted(keys, key=str)  # (a JSON DB's keys are all text)
+
+    return (
+        order(actual.keys() - expected.keys()),
+        order(expected.keys() - actual.keys()),
+        order(expected.keys() & actual.keys()),
+    )
 
 
 def record_diff(expected: Any, actual: Any, field_name: str = "") -> dict[str, Any] | None:
@@ -39,8 +44,13 @@ def record_diff(expected: Any, actual: Any, field_name: str = "") -> dict[str, A
     if expected == actual:
         return None
     if type(expected) is not type(actual):
-        return {"type": "type_mismatch", "expected": expected, "actual": actual,
-                "expected_type": type(expected).__name__, "actual_type": type(actual).__name__}
+        return {
+            "type": "type_mismatch",
+            "expected": expected,
+            "actual": actual,
+            "expected_type": type(expected).__name__,
+            "actual_type": type(actual).__name__,
+        }
     if isinstance(expected, dict):
         added, removed, common = _key_changes(expected, actual)
         modified = {key: diff for key in common if (diff := record_diff(expected[key], actual[key], key)) is not None}
@@ -51,11 +61,18 @@ def record_diff(expected: Any, actual: Any, field_name: str = "") -> dict[str, A
         if field_name in ORDER_INDEPENDENT_LIST_KEYS:
             expected, actual = _sorted_items(expected), _sorted_items(actual)
         if len(expected) != len(actual):
-            return {"type": "list_length_mismatch", "expected": expected, "actual": actual,
-                    "expected_length": len(expected), "actual_length": len(actual)}
-        differences = [{"index": index, "diff": diff}
-                       for index, (left, right) in enumerate(zip(expected, actual, strict=True))
-                       if (diff := record_diff(left, right)) is not None]
+            return {
+                "type": "list_length_mismatch",
+                "expected": expected,
+                "actual": actual,
+                "expected_length": len(expected),
+                "actual_length": len(actual),
+            }
+        differences = [
+            {"index": index, "diff": diff}
+            for index, (left, right) in enumerate(zip(expected, actual, strict=True))
+            if (diff := record_diff(left, right)) is not None
+        ]
         return {"type": "list_differences", "differences": differences} if differences else None
     return {"type": "value_mismatch", "expected": expected, "actual": actual}
 

@@ -66,8 +66,9 @@ class PredicateRegistry:
         self._generic: dict[str, Predicate] = {}
         self._by_domain: dict[str, dict[str, Predicate]] = {}
 
-    def register(self, predicate: Predicate | None = None, *, name: str | None = None,
-                 domain: str | None = None) -> Predicate:
+    def register(
+        self, predicate: Predicate | None = None, *, name: str | None = None, domain: str | None = None
+    ) -> Predicate:
         """Add a predicate under `name` (default: the function's name). Usable as `register(fn)`,
         `@register` or `@register(name=..., domain=...)`. A name taken in the same scope is an error."""
 
@@ -144,7 +145,10 @@ def assertion_side(assertion: Any) -> Any:
 
 
 def assertion_verdict(
-    assertion: Any, db: dict[str, Any] | None, predicates: PredicateRegistry | None = None, domain: str | None = None,
+    assertion: Any,
+    db: dict[str, Any] | None,
+    predicates: PredicateRegistry | None = None,
+    domain: str | None = None,
     hash_only: bool = False,
 ) -> dict[str, Any]:
     """One assertion's verdict `{func_name, side, passed, expected, actual, message, error}` on the DB
@@ -169,8 +173,12 @@ def assertion_verdict(
         verdict["error"] = f"Unknown side {side!r}; expected 'user' or 'agent'."
     elif db is None:
         # (callqa's wording here: the harness's names its bridge; the sample's files carry this one)
-        why = (f"the latest db.state of side {side!r} carried a hash but no db (the latest state of a side is the "
-               f"one judged)" if hash_only else f"the call sent no db.state with a db for side {side!r}")
+        why = (
+            f"the latest db.state of side {side!r} carried a hash but no db (the latest state of a side is the "
+            f"one judged)"
+            if hash_only
+            else f"the call sent no db.state with a db for side {side!r}"
+        )
         verdict["error"] = f"no {side} DB available: {why}"
     elif predicate is None:
         known = predicates.names(domain) if predicates is not None else []
@@ -218,16 +226,18 @@ class DbStateScorer(Scorer):
         if data.side == "agent":
             acc.agent_hash = data.hash if data.hash is not None or data.db is None else db_state_hash(data.db)
             expected = call.scenario.expected_db if call.scenario is not None else None
-            acc.agent_diff = (compute_db_diff(expected, data.db)
-                              if expected is not None and data.db is not None else None)
+            acc.agent_diff = (
+                compute_db_diff(expected, data.db) if expected is not None and data.db is not None else None
+            )
         assertions = (call.scenario.db_state_assertions if call.scenario is not None else None) or []
         if len(acc.verdicts) != len(assertions):
             acc.verdicts = [None] * len(assertions)
         domain = call.scenario.domain if call.scenario is not None else None
         for index, assertion in enumerate(assertions):
             if assertion_side(assertion) == data.side:
-                acc.verdicts[index] = assertion_verdict(assertion, data.db, self.predicates, domain,
-                                                        hash_only=data.db is None)
+                acc.verdicts[index] = assertion_verdict(
+                    assertion, data.db, self.predicates, domain, hash_only=data.db is None
+                )
 
 
 def db_state_fields(acc: DbStateAcc, scenario: ScenarioSpec | None) -> dict[str, Any]:

@@ -125,8 +125,11 @@ def judge_result_document(acc: JudgeAnswerAcc, nl_assertions: list[str] | None) 
         score = answer_score(answer.get("score"))
         if isinstance(score, str):
             problem = score
-            document = {"score": 0.0, "reason": f"{ERROR_PREFIX}{problem}",
-                        "judge_input": _judge_input(answer.get("judge_input"))}
+            document = {
+                "score": 0.0,
+                "reason": f"{ERROR_PREFIX}{problem}",
+                "judge_input": _judge_input(answer.get("judge_input")),
+            }
             failure = f"Judge error: {problem}"
         else:
             reason = answer.get("reason", "")

@@ -152,8 +152,9 @@ def build_metrics_json(call: CallState) -> dict[str, Any]:
     document = always_present(call)
     accumulators = call.accumulators
     document.update(conversation_end_fields(accumulators.get("conversation_end") or ConversationEndAcc(), call))
-    document["is_action_match"] = action_match_value(accumulators.get("predicted_actions") or PredictedActionsAcc(),
-                                                     call.scenario)
+    document["is_action_match"] = action_match_value(
+        accumulators.get("predicted_actions") or PredictedActionsAcc(), call.scenario
+    )
     document.update(db_state_fields(accumulators.get("db_state") or DbStateAcc(), call.scenario))
     document.update(judge_fields(accumulators.get("evaluation_judge") or JudgeAnswerAcc(), call.scenario))
     retries = accumulators.get("retries")

@@ -68,8 +68,9 @@ def whitelist(scenario: ScenarioSpec | None) -> tuple[SuccessSignal, ...]:
     return tuple(dict.fromkeys(SuccessSignal(name) for name in scenario.success_signals if name in known))
 
 
-def success_breakdown(verdicts: Mapping[SuccessSignal, bool | None],
-                      gating: tuple[SuccessSignal, ...]) -> dict[str, list[str]]:
+def success_breakdown(
+    verdicts: Mapping[SuccessSignal, bool | None], gating: tuple[SuccessSignal, ...]
+) -> dict[str, list[str]]:
     buckets: dict[str, list[str]] = {"passed": [], "failed": [], "not_applicable": [], "excluded": []}
     for signal in SuccessSignal:
         verdict = verdicts.get(signal)

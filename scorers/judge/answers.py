@@ -118,9 +118,12 @@ def short_text(value: str, limit: int = MAX_REASON_CHARS) -> str:
 def verdicts_with_short_reasons(verdicts: list[Any]) -> list[Any]:
     """The judge's verdicts as given, their reasons as text cut short (the shape is normalised later;
     a reason of another type would be written out whole, however long)."""
-    return [{**v, "reason": short_text(v["reason"] if isinstance(v["reason"], str) else str(v["reason"]))}
-            if isinstance(v, dict) and v.get("reason") is not None else v
-            for v in verdicts]
+    return [
+        {**v, "reason": short_text(v["reason"] if isinstance(v["reason"], str) else str(v["reason"]))}
+        if isinstance(v, dict) and v.get("reason") is not None
+        else v
+        for v in verdicts
+    ]
 
 
 # --------------------------------------------------------------------------------- QA answer
@@ -137,15 +140,18 @@ def parse_qa_answer(content: str | None, request: JudgeRequest) -> QaAnswer:
     check_answer(qa_answer_check(), answer)
     qa: dict[str, Any] = {
         "hallucination": {
-            "issues": [{"type": i["type"], "severity": i["severity"],
-                        "text": short_text(i["text"], MAX_ISSUE_TEXT_CHARS)}
-                       for i in answer["hallucination"]["issues"]]
+            "issues": [
+                {"type": i["type"], "severity": i["severity"], "text": short_text(i["text"], MAX_ISSUE_TEXT_CHARS)}
+                for i in answer["hallucination"]["issues"]
+            ]
         }
     }
     for name in RATED_METRICS:
         score = answer[name]["score"]
-        qa[name] = {"score": None if score is None else clamp_rating(score),
-                    "reason": short_text(answer[name]["reason"])}
+        qa[name] = {
+            "score": None if score is None else clamp_rating(score),
+            "reason": short_text(answer[name]["reason"]),
+        }
     criteria = None
     if request.criteria:
         verdicts = normalise_nl_verdicts(verdicts_with_short_reasons(answer["criteria"]), list(request.criteria))
@@ -167,8 +173,11 @@ def parse_evaluation_answer(content: str | None, request: JudgeRequest) -> dict[
     if isinstance(score, str):
         raise JudgeAnswerError(cut(score, MAX_ERROR_CHARS))
     reason = answer.get("reason", "")
-    raw = {"score": score, "reason": short_text(reason if isinstance(reason, str) else str(reason)),
-           "judge_input": request.input()}
+    raw = {
+        "score": score,
+        "reason": short_text(reason if isinstance(reason, str) else str(reason)),
+        "judge_input": request.input(),
+    }
     if request.nl_assertions and isinstance(answer.get("nl_assertion_verdicts"), list):
         raw["nl_assertion_verdicts"] = verdicts_with_short_reasons(answer["nl_assertion_verdicts"])
     document = judge_result_document(JudgeAnswerAcc(evaluation=raw), list(request.nl_assertions) or None)
@@ -212,8 +221,14 @@ def judge_result_event(
     return event
 
 
-def _judge_result_event(requests: JudgeRequests, model: str | None, qa: QaAnswer | None, qa_error: str | None,
-                        evaluation: dict[str, Any] | None, evaluation_error: str | None) -> JudgeResult:
+def _judge_result_event(
+    requests: JudgeRequests,
+    model: str | None,
+    qa: QaAnswer | None,
+    qa_error: str | None,
+    evaluation: dict[str, Any] | None,
+    evaluation_error: str | None,
+) -> JudgeResult:
     recorded_input: dict[str, Any] = {"qa": requests.qa.input()}
     if requests.evaluation is not None and evaluation is None:
         # Read by the evaluation document on an error; an answer's document holds it as judge_input.
@@ -226,5 +241,6 @@ def _judge_result_event(requests: JudgeRequests, model: str | None, qa: QaAnswer
         error=(evaluation_error or "no answer") if requests.evaluation is not None and evaluation is None else None,
         input=recorded_input,
     )
-    return JudgeResult(event_id=judge_event_id(requests.call_id), call_id=requests.call_id, ts_ms=requests.ts_ms,
-                       data=data)
+    return JudgeResult(
+        event_id=judge_event_id(requests.call_id), call_id=requests.call_id, ts_ms=requests.ts_ms, data=data
+    )

@@ -51,8 +51,10 @@ def with_judge_answers(results: list[MetricResult], metrics: Sequence[QaMetric],
     error = qa.get(QA_ERROR_KEY)
     if isinstance(error, str):
         # The request failed: the heuristics stand, and say why the judge's rating is missing.
-        return [_with_judge_error(result, error) if metric.name in OVERRIDES else result
-                for metric, result in zip(metrics, results, strict=True)]
+        return [
+            _with_judge_error(result, error) if metric.name in OVERRIDES else result
+            for metric, result in zip(metrics, results, strict=True)
+        ]
     out = []
     for metric, result in zip(metrics, results, strict=True):
         override = OVERRIDES.get(metric.name)
@@ -65,8 +67,13 @@ def with_judge_answers(results: list[MetricResult], metrics: Sequence[QaMetric],
 def _with_judge_error(result: MetricResult, error: str) -> MetricResult:
     if result.score is None:  # not applicable: the judge had nothing to rate
         return result
-    return MetricResult(metric=result.metric, value=result.value, score=result.score, passed=result.passed,
-                        details={**result.details, "judge_error": error})
+    return MetricResult(
+        metric=result.metric,
+        value=result.value,
+        score=result.score,
+        passed=result.passed,
+        details={**result.details, "judge_error": error},
+    )
 
 
 def _llm_result(metric: QaMetric, value: float | int, score: float, **details: Any) -> MetricResult:
@@ -81,14 +88,17 @@ def _hallucination(metric: QaMetric, heuristic: MetricResult, answer: Any) -> Me
     issues = answer["issues"]
     major = sum(1 for issue in issues if issue["severity"] == MAJOR)
     minor = sum(1 for issue in issues if issue["severity"] == MINOR)
-    by_type = {kind: sum(1 for issue in issues if issue["type"] == kind)
-               for kind in (FABRICATION, CONTRADICTION, CONFUSION)}
+    by_type = {
+        kind: sum(1 for issue in issues if issue["type"] == kind) for kind in (FABRICATION, CONTRADICTION, CONFUSION)
+    }
     return _llm_result(
         metric,
         len(issues),
         max(0, 100 - MAJOR_PENALTY * major - MINOR_PENALTY * minor),
-        issues=[{"type": i["type"], "severity": i["severity"], "text": excerpt(i["text"])}
-                for i in issues[:MAX_LISTED_ISSUES]],
+        issues=[
+            {"type": i["type"], "severity": i["severity"], "text": excerpt(i["text"])}
+            for i in issues[:MAX_LISTED_ISSUES]
+        ],
         total=len(issues),
         major=major,
         minor=minor,

@@ -51,10 +51,24 @@ MAX_SECTION_CHARS = 8_000
 MAX_TRANSCRIPT_CHARS = 24_000
 
 # Section tags of both requests: data may never contain one of these unescaped.
-QA_TAGS = ("agent_prompt", "agent_flow", "variables", "knowledge_base", "tool_calls", "node_transitions",
-           "criteria", "transcript")
-EVALUATION_TAGS = ("reference", "prediction", "conversation", "nl_assertions", "agent_context_history",
-                   "user_context_history")
+QA_TAGS = (
+    "agent_prompt",
+    "agent_flow",
+    "variables",
+    "knowledge_base",
+    "tool_calls",
+    "node_transitions",
+    "criteria",
+    "transcript",
+)
+EVALUATION_TAGS = (
+    "reference",
+    "prediction",
+    "conversation",
+    "nl_assertions",
+    "agent_context_history",
+    "user_context_history",
+)
 _OUR_TAG = re.compile(r"<(\s*/?\s*(?:" + "|".join(QA_TAGS + EVALUATION_TAGS) + r")\b)", re.IGNORECASE)
 
 DATA_NOTICE = (
@@ -162,8 +176,9 @@ class JudgeRequests:
     evaluation: JudgeRequest | None = None
 
 
-def build_requests(call: CallState, cohorts: CohortBook | None = None,
-                   answer_format: str = JSON_SCHEMA) -> JudgeRequests | None:
+def build_requests(
+    call: CallState, cohorts: CohortBook | None = None, answer_format: str = JSON_SCHEMA
+) -> JudgeRequests | None:
     """The call's judge requests; None while the call has not ended. `answer_format`: JSON_SCHEMA, or
     JSON_OBJECT for a server without structured output."""
     if call.ended_ts_ms is None:
@@ -279,18 +294,19 @@ def agent_flow(call: CallState) -> str:
 
 
 def qa_request(call: CallState, context: JudgeContextAcc, criteria: dict[str, str]) -> JudgeRequest:
-    content = join_sections([
-        section("agent_prompt", agent_prompt(call)),
-        section("agent_flow", agent_flow(call)),
-        section("variables", as_json(call.variables)),
-        section("knowledge_base", knowledge_base(context)),
-        section("tool_calls", tool_calls(context.tool_calls("agent"))),
-        section("node_transitions", node_transitions(context)),
-        section("criteria", numbered(criteria.values())),
-        section("transcript", transcript_lines(call, numbers=True), MAX_TRANSCRIPT_CHARS),
-    ])
-    return JudgeRequest("qa", QA_SYSTEM_PROMPT, content, QA_SCHEMA_NAME, qa_answer_schema(),
-                        criteria=tuple(criteria))
+    content = join_sections(
+        [
+            section("agent_prompt", agent_prompt(call)),
+            section("agent_flow", agent_flow(call)),
+            section("variables", as_json(call.variables)),
+            section("knowledge_base", knowledge_base(context)),
+            section("tool_calls", tool_calls(context.tool_calls("agent"))),
+            section("node_transitions", node_transitions(context)),
+            section("criteria", numbered(criteria.values())),
+            section("transcript", transcript_lines(call, numbers=True), MAX_TRANSCRIPT_CHARS),
+        ]
+    )
+    return JudgeRequest("qa", QA_SYSTEM_PROMPT, content, QA_SCHEMA_NAME, qa_answer_schema(), criteria=tuple(criteria))
 
 
 # -------------------------------------------------------------------------- evaluation request
@@ -316,8 +332,10 @@ def context_messages(call: CallState) -> str:
     """The call's turns as the agent's LLM context holds them, one JSON message a line: the user's,
     and its own as the assistant's. (JSON, so that a turn's text holding a line break and
     "assistant: ..." cannot pass for a message of its own.)"""
-    return "\n".join(json.dumps({"role": "assistant" if t.role == "agent" else "user", "content": t.text},
-                                ensure_ascii=False) for t in call.turns)
+    return "\n".join(
+        json.dumps({"role": "assistant" if t.role == "agent" else "user", "content": t.text}, ensure_ascii=False)
+        for t in call.turns
+    )
 
 
 def user_context_history(context: JudgeContextAcc) -> str:
@@ -331,16 +349,27 @@ def evaluation_request(call: CallState, context: JudgeContextAcc) -> JudgeReques
     predicted: PredictedActionsAcc = call.accumulators.get("predicted_actions") or PredictedActionsAcc()
     assertions = tuple(scenario.nl_assertions or ())
     conversation = transcript_lines(call, numbers=False) if scenario.judge_include_conversation else ""
-    content = join_sections([
-        section("reference", as_json(scenario.reference_answer)),
-        section("prediction", as_json(predicted.predictions)),
-        section("conversation", conversation, MAX_TRANSCRIPT_CHARS),
-        section("nl_assertions", numbered(assertions)),
-        # (Each part is cut to its own limit already: the section's only lets both through, with their
-        # headings and the notes of what was cut.)
-        section("agent_context_history", agent_context_history(call, context),
-                2 * MAX_SECTION_CHARS + MAX_TRANSCRIPT_CHARS),
-        section("user_context_history", user_context_history(context)),
-    ])
-    return JudgeRequest("evaluation", EVALUATION_SYSTEM_PROMPT, content, EVALUATION_SCHEMA_NAME,
-                        evaluation_answer_schema(bool(assertions)), nl_assertions=assertions)
+    content = join_sections(
+        [
+            section("reference", as_json(scenario.reference_answer)),
+            section("prediction", as_json(predicted.predictions)),
+            section("conversation", conversation, MAX_TRANSCRIPT_CHARS),
+            section("nl_assertions", numbered(assertions)),
+            # (Each part is cut to its own limit already: the section's only lets both through, with their
+            # headings and the notes of what was cut.)
+            section(
+                "agent_context_history",
+                agent_context_history(call, context),
+                2 * MAX_SECTION_CHARS + MAX_TRANSCRIPT_CHARS,
+            ),
+            section("user_context_history", user_context_history(context)),
+        ]
+    )
+    return JudgeRequest(
+        "evaluation",
+        EVALUATION_SYSTEM_PROMPT,
+        content,
+        EVALUATION_SCHEMA_NAME,
+        evaluation_answer_schema(bool(assertions)),
+        nl_assertions=assertions,
+    )

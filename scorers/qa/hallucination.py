@@ -74,8 +74,11 @@ def call_grounding(call: CallState) -> frozenset[str]:
     config = call.agent_config
     keys = figures(json_text(call.variables)).keys
     if config is not None:
-        keys = (keys | agent_configuration_figures(config.prompt or "").keys
-                | agent_configuration_figures(json_text(config.flow)).keys)
+        keys = (
+            keys
+            | agent_configuration_figures(config.prompt or "").keys
+            | agent_configuration_figures(json_text(config.flow)).keys
+        )
     return keys
 
 
@@ -158,13 +161,18 @@ class Hallucination(QaMetric):
         if phrases:
             acc.confusions += 1
             if len(acc.listed_confusions) < MAX_LISTED_ISSUES:
-                issue = {"type": CONFUSION, "severity": MINOR, "text": excerpt(text),
-                         "evidence": f'confusion phrase "{phrases[0]}"'}
+                issue = {
+                    "type": CONFUSION,
+                    "severity": MINOR,
+                    "text": excerpt(text),
+                    "evidence": f'confusion phrase "{phrases[0]}"',
+                }
                 acc.listed_confusions.append((turn, issue))
 
     @staticmethod
-    def _contradictions(acc: HallucinationAcc, turn: int, turn_words: set[str], negated: bool, text: str,
-                        call: CallState) -> None:
+    def _contradictions(
+        acc: HallucinationAcc, turn: int, turn_words: set[str], negated: bool, text: str, call: CallState
+    ) -> None:
         # Only earlier turns of the opposite negation can contradict this one.
         opposite = acc.plain_turns if negated else acc.negated_turns
         if not opposite:
@@ -180,9 +188,13 @@ class Hallucination(QaMetric):
             if len(acc.listed_contradictions) < MAX_LISTED_ISSUES:
                 earlier_text = call.turns[earlier].text
                 common = sorted(turn_words.intersection(reading(earlier_text).significant))
-                issue = {"type": CONTRADICTION, "severity": MAJOR, "text": excerpt(text),
-                         "evidence": f'contradicts an earlier agent turn: "{excerpt(earlier_text)}" '
-                                     f'(shared words: {", ".join(common)})'}
+                issue = {
+                    "type": CONTRADICTION,
+                    "severity": MAJOR,
+                    "text": excerpt(text),
+                    "evidence": f'contradicts an earlier agent turn: "{excerpt(earlier_text)}" '
+                    f"(shared words: {', '.join(common)})",
+                }
                 acc.listed_contradictions.append((turn, issue))
 
     # ---------------------------------------------------------------------------------- finalize
@@ -191,8 +203,15 @@ class Hallucination(QaMetric):
     def _fabrications(acc: HallucinationAcc, call: CallState) -> list[tuple[int, dict[str, str]]]:
         grounding = acc.grounding | call_grounding(call)
         return [
-            (claim.turn, {"type": FABRICATION, "severity": MAJOR, "text": claim.text,
-                          "evidence": f'"{claim.said}" is not in {GROUNDING_SOURCES}'})
+            (
+                claim.turn,
+                {
+                    "type": FABRICATION,
+                    "severity": MAJOR,
+                    "text": claim.text,
+                    "evidence": f'"{claim.said}" is not in {GROUNDING_SOURCES}',
+                },
+            )
             for claim in acc.claims.values()
             if not any(key in grounding for key in claim.keys)
         ]

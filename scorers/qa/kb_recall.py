@@ -157,8 +157,12 @@ class KbRecall(QaMetric):
             empty_retrievals=acc.empty_retrievals,
             ignored_retrievals=acc.ignored_retrievals,
             per_retrieval=[
-                {"query": r.query, "matched_words": min(r.matched, r.word_count), "passage_words": r.word_count,
-                 "recalled": r.recalled}
+                {
+                    "query": r.query,
+                    "matched_words": min(r.matched, r.word_count),
+                    "passage_words": r.word_count,
+                    "recalled": r.recalled,
+                }
                 for r in acc.retrievals
             ],
         )

@@ -60,7 +60,9 @@ def call_length_ms(acc: OverlapAcc, call: CallState) -> float:
     inactive = call.ended is not None and call.ended.stop_reason == INACTIVITY_STOP_REASON
     if end is not None and inactive and acc.last_turn_ts_ms is not None:
         end = min(end, acc.last_turn_ts_ms)
-    spoken = acc.last_word_ms - acc.first_word_ms if acc.first_word_ms is not None and acc.last_word_ms is not None else 0.0
+    spoken = (
+        acc.last_word_ms - acc.first_word_ms if acc.first_word_ms is not None and acc.last_word_ms is not None else 0.0
+    )
     if start is not None and end is not None and end > start:
         return max(float(end - start), spoken)
     return spoken

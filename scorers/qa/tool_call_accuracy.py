@@ -26,8 +26,8 @@ is a bad call ("cancelled"). A stopped message with `cancelled: false` says the 
 `result` is judged when it is there, and when it is not (`scorers.qa.tool_calls.result_not_reported`:
 Pipecat below its `FULL` report level) the call is good; `details.results_not_reported` counts them.
 
-Value: good ÷ all calls, rounded to 4 decimals; score: the unrounded share × 100. `details.bad_calls` keeps the first 20 bad calls, each
-with why. An LLM judge's answer, when there is one, replaces this result (a later layer).
+Value: good ÷ all calls, rounded to 4 decimals; score: the unrounded share × 100. `details.bad_calls` keeps
+the first 20 bad calls, each with why. An LLM judge's answer, when there is one, replaces this result (a later layer).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ SUCCESS_FLAGS = ("success", "ok")
 # What Pipecat's LLM services hand the model in place of a result (`LLMService.
 # FUNCTION_CALL_ERROR_MESSAGE_TEMPLATE` and `MISSING_FUNCTION_CALL_MESSAGE_TEMPLATE`): the call failed.
 PIPECAT_STAND_IN_FAILURE = re.compile(
-    r"the function `[^`]*` (?:failed and returned no result|is not currently available)", re.IGNORECASE)
+    r"the function `[^`]*` (?:failed and returned no result|is not currently available)", re.IGNORECASE
+)
 
 
 def _parse_json(text: str) -> tuple[bool, Any]:

@@ -14,6 +14,7 @@ class TransferSuccess(TransferMetric):
     value_meaning = "1 or 0"
     default_threshold = 100
     judge_kind = "computed"
+
     def finalize(self, acc: TransferLog, call: CallState) -> MetricResult:
         if not acc.attempted:
             return self.not_applicable(NO_TRANSFER_ATTEMPTED)

@@ -26,6 +26,7 @@ class TransferWaitTime(TransferMetric):
     value_meaning = "Milliseconds"
     default_threshold = 50
     judge_kind = "computed"
+
     def finalize(self, acc: TransferLog, call: CallState) -> MetricResult:
         if not acc.attempted:
             return self.not_applicable(NO_TRANSFER_ATTEMPTED)

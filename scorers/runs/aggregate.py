@@ -10,14 +10,15 @@ tallies; only the pooled latency percentiles need every sample, gathered when th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any
 
 from models.events import DEFAULT_MIN_AGENT_TURNS
 from models.results import CallResult
-from scorers.runs.report import AllSummary, DomainSummary, Mean, Rate, SideTokens, StallWarning, TokenUsageSummary
 from scorers.runs.harness_fold import ScenarioFiles
+from scorers.runs.report import AllSummary, DomainSummary, Mean, Rate, SideTokens, StallWarning, TokenUsageSummary
 from scorers.runs.signals import Count, ScenarioSignals, read_scenario, split_evaluation
 from scorers.stats import latency_stats
 
@@ -149,8 +150,13 @@ class RunSummary:
         if known is not None and version < known.version:
             return False
         metrics, judge = split_evaluation(evaluation)
-        self._put(("call", call_id), version, ScenarioFiles(metrics, judge), fallback_name=call_id,
-                  no_conversation=_no_conversation(result))
+        self._put(
+            ("call", call_id),
+            version,
+            ScenarioFiles(metrics, judge),
+            fallback_name=call_id,
+            no_conversation=_no_conversation(result),
+        )
         return True
 
     def version_of(self, call_id: str) -> int | None:
@@ -165,8 +171,9 @@ class RunSummary:
             self._apply(known.signals, -1)
             self.stalled.pop(("call", call_id), None)
 
-    def add_scenario_files(self, metrics_json: Mapping[str, Any], judge_result: Mapping[str, Any] | None = None,
-                           *, key: str | None = None) -> None:
+    def add_scenario_files(
+        self, metrics_json: Mapping[str, Any], judge_result: Mapping[str, Any] | None = None, *, key: str | None = None
+    ) -> None:
         """The resume path: one scenario from its metrics.json and judge_result.json documents.
 
         `key` names the scenario's directory; loading the same key again replaces it. Without a key each
@@ -183,8 +190,15 @@ class RunSummary:
         """The documents counted, keyed as `contributions`."""
         return {key: entry.files for key, entry in self.contributions.items()}
 
-    def _put(self, key: tuple[str, str], version: int, files: ScenarioFiles, *, fallback_name: str,
-             no_conversation: bool = False) -> None:
+    def _put(
+        self,
+        key: tuple[str, str],
+        version: int,
+        files: ScenarioFiles,
+        *,
+        fallback_name: str,
+        no_conversation: bool = False,
+    ) -> None:
         signals = read_scenario(files.metrics, files.judge, fallback_name, self.min_agent_turns)
         if no_conversation:  # (the result says so; a harness's metrics.json does not)
             signals = replace(signals, no_conversation=True)
@@ -208,15 +222,16 @@ class RunSummary:
     def summary(self) -> AllSummary:
         totals = self.totals
         samples = [ms for entry in self.contributions.values() for ms in entry.signals.latencies_ms]
-        domains = ()
+        domains: tuple[DomainSummary, ...] = ()
         if len(self.domains) > 1:
             domains = tuple(self.domains[name].domain_summary(name) for name in sorted(self.domains))
         stall_warning = None
         if self.stalled:
             run_floor = DEFAULT_MIN_AGENT_TURNS if self.min_agent_turns is None else self.min_agent_turns
             stalled = sorted((name, run_floor if floor is None else floor) for name, floor in self.stalled.values())
-            stall_warning = StallWarning(run_floor, tuple(name for name, _ in stalled),
-                                         tuple(floor for _, floor in stalled))
+            stall_warning = StallWarning(
+                run_floor, tuple(name for name, _ in stalled), tuple(floor for _, floor in stalled)
+            )
         return AllSummary(
             run_id=self.run_id,
             scenarios=totals.scenarios,

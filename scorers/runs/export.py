@@ -112,8 +112,13 @@ def summary_text(summary: RunSummary, *, retry_command: str = DEFAULT_RETRY_COMM
     return render_harness_summary(scenarios, min_agent_turns=summary.min_agent_turns, retry_command=retry_command)
 
 
-def export_run(results: Iterable[AnyResult], *, min_agent_turns: int | None = None, run_directory: str = "",
-               retry_command: str = DEFAULT_RETRY_COMMAND) -> dict[str, bytes]:
+def export_run(
+    results: Iterable[AnyResult],
+    *,
+    min_agent_turns: int | None = None,
+    run_directory: str = "",
+    retry_command: str = DEFAULT_RETRY_COMMAND,
+) -> dict[str, bytes]:
     """Relative path → content of the run's files: each scenario's metrics.json (the evaluation without
     the judge, indent=2, keys in document order), its judge_result.json when a judge ran, and the run's
     all_summary.txt, all_metrics.json and all_latencies.csv.
@@ -128,8 +133,9 @@ def export_run(results: Iterable[AnyResult], *, min_agent_turns: int | None = No
     # (the DB diff is not part of what the harness reads back: kept beside the summary's documents)
     names = {call_id: _scenario_name(result_fields(result)[3], call_id) for call_id, result in latest.items()}
     directories = scenario_directories(names)
-    diffs = {directories[call_id]: result_fields(result)[3].get(DB_STATE_DIFF_KEY)
-             for call_id, result in latest.items()}
+    diffs = {
+        directories[call_id]: result_fields(result)[3].get(DB_STATE_DIFF_KEY) for call_id, result in latest.items()
+    }
     files: dict[str, bytes] = {}
     loaded: list[dict[str, Any]] = []
     for directory, documents in ordered_scenarios(summary):
@@ -156,8 +162,9 @@ def _scenario_name(metrics: Mapping[str, Any], call_id: str) -> str:
 KILLED_MARKER = "__KILLED__"
 
 
-def load_run(files: Mapping[str, bytes], *, run_id: str | None = None,
-             min_agent_turns: int | None = None) -> RunSummary:
+def load_run(
+    files: Mapping[str, bytes], *, run_id: str | None = None, min_agent_turns: int | None = None
+) -> RunSummary:
     """Re-aggregate a run from its exported scenario files alone (all_summary.txt is not read).
 
     A directory holding a `__KILLED__` marker is an attempt the runner discarded (an automatic retry's

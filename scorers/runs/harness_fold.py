@@ -59,7 +59,8 @@ class RunFold:
     domains: dict[str, Verdicts] = field(default_factory=dict)
     stalled: list[Stalled] = field(default_factory=list)
     tokens: dict[str, dict[str, int]] = field(
-        default_factory=lambda: {side: dict.fromkeys(TOKEN_FIELDS, 0) for side in TOKEN_SIDES})
+        default_factory=lambda: {side: dict.fromkeys(TOKEN_FIELDS, 0) for side in TOKEN_SIDES}
+    )
 
     def domains_with(self, bucket: str) -> dict[str, list[Any]]:
         """Domain → its list for `bucket`, for the domains that put anything in it (sorted by domain)."""

@@ -60,8 +60,13 @@ def _scenario_block(metrics: Mapping[str, Any]) -> list[str]:
     count = stats.get("count", 0)
     lines.append(f"  Latency Measurements: {count}")
     if count > 0:
-        for label, key in (("Mean", "mean_ms"), ("P50", "p50_ms"), ("P95", "p95_ms"), ("Min", "min_ms"),
-                           ("Max", "max_ms")):
+        for label, key in (
+            ("Mean", "mean_ms"),
+            ("P50", "p50_ms"),
+            ("P95", "p95_ms"),
+            ("Min", "min_ms"),
+            ("Max", "max_ms"),
+        ):
             lines.append(f"    {label}: {stats[key]:.1f}ms")
     return lines
 
@@ -95,11 +100,15 @@ def _stall_warning(stalled: Sequence[Stalled], retry_command: str) -> list[str]:
 def _composite_rates(run: Verdicts) -> list[str]:
     if not run.success:
         return ["\n\nOverall Success Rate: N/A (no scenarios had any applicable signal)"]
-    lines = [f"\n\nOverall Success Rate: {_rate(run.success) * 100:.2f}% ({sum(run.success)}/{len(run.success)} "
-             "scenarios — strict conjunction across all applicable signals)"]
+    lines = [
+        f"\n\nOverall Success Rate: {_rate(run.success) * 100:.2f}% ({sum(run.success)}/{len(run.success)} "
+        "scenarios — strict conjunction across all applicable signals)"
+    ]
     if run.task_success:
-        lines.append(f"Task Success Rate (excl. clean_exit): {_rate(run.task_success) * 100:.2f}% "
-                     f"({sum(run.task_success)}/{len(run.task_success)} scenarios)")
+        lines.append(
+            f"Task Success Rate (excl. clean_exit): {_rate(run.task_success) * 100:.2f}% "
+            f"({sum(run.task_success)}/{len(run.task_success)} scenarios)"
+        )
     return lines
 
 
@@ -137,8 +146,10 @@ def _token_usage(tokens: Mapping[str, Mapping[str, int]]) -> list[str]:
         figures = tokens[side]
         side_total = figures["prompt"] + figures["completion"]
         grand_total += side_total
-        lines.append(f"  {side}: {figures['n_calls']} call(s), prompt={figures['prompt']:,}, "
-                     f"completion={figures['completion']:,}, total={side_total:,}")
+        lines.append(
+            f"  {side}: {figures['n_calls']} call(s), prompt={figures['prompt']:,}, "
+            f"completion={figures['completion']:,}, total={side_total:,}"
+        )
     lines.append(f"  Run total: {grand_total:,} tokens")
     return lines
 
@@ -166,8 +177,12 @@ def _domain_blocks(fold: RunFold) -> list[str]:
     return lines
 
 
-def render_harness_summary(scenarios: Sequence[ScenarioFiles], *, min_agent_turns: int | None = None,
-                           retry_command: str = DEFAULT_RETRY_COMMAND) -> str:
+def render_harness_summary(
+    scenarios: Sequence[ScenarioFiles],
+    *,
+    min_agent_turns: int | None = None,
+    retry_command: str = DEFAULT_RETRY_COMMAND,
+) -> str:
     """The all_summary.txt of these scenarios (in the order given: the run's directory order).
 
     `min_agent_turns`: the run-wide floor (the harness's flag), or None for each scenario's own.
@@ -175,9 +190,17 @@ def render_harness_summary(scenarios: Sequence[ScenarioFiles], *, min_agent_turn
     fold = fold_run(scenarios, min_agent_turns)
     total_turns = sum(scenario.metrics.get("total_turns", 0) for scenario in scenarios)
     total_minutes = sum(scenario.metrics.get("scenario_duration", 0.0) for scenario in scenarios) / 60
-    lines = ["EVALUATION SUMMARY", RULE, "", f"Total Scenarios: {len(scenarios)}",
-             f"Total Duration: {total_minutes:.1f}mins", f"Total Turns: {total_turns}", "",
-             "Per-Scenario Results:", SUBRULE]
+    lines = [
+        "EVALUATION SUMMARY",
+        RULE,
+        "",
+        f"Total Scenarios: {len(scenarios)}",
+        f"Total Duration: {total_minutes:.1f}mins",
+        f"Total Turns: {total_turns}",
+        "",
+        "Per-Scenario Results:",
+        SUBRULE,
+    ]
     for scenario in scenarios:
         lines += _scenario_block(scenario.metrics)
     lines += _overall_latency(scenarios)

@@ -53,6 +53,8 @@ def all_latencies_csv(documents: Sequence[Mapping[str, Any]]) -> bytes:
             latency = finite_number(entry.get("latency_ms"))
             if latency is None:
                 continue
-            rows.append(f"{_quoted(name)},{_quoted(entry.get('user_transcript', ''))},"
-                        f"{_quoted(entry.get('agent_transcript', ''))},{latency:.1f}\n")
+            rows.append(
+                f"{_quoted(name)},{_quoted(entry.get('user_transcript', ''))},"
+                f"{_quoted(entry.get('agent_transcript', ''))},{latency:.1f}\n"
+            )
     return "".join(rows).encode("utf-8")

@@ -9,8 +9,9 @@ in the composite rates and is skipped in every per-signal bucket; its latencies 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from scorers.numbers import finite_number
 from scorers.runs.stalls import stall_floor
@@ -137,8 +138,9 @@ def task_success(metrics: Mapping[str, Any]) -> bool:
     return not [name for name in failed or [] if name != CLEAN_EXIT]
 
 
-def read_scenario(metrics: Mapping[str, Any], judge: Mapping[str, Any] | None, fallback_name: str,
-                  min_agent_turns: int | None = None) -> ScenarioSignals:
+def read_scenario(
+    metrics: Mapping[str, Any], judge: Mapping[str, Any] | None, fallback_name: str, min_agent_turns: int | None = None
+) -> ScenarioSignals:
     """One scenario's signals from its metrics.json document and (when a judge ran) judge_result.json.
 
     `min_agent_turns`: the run-wide floor of agent turns, or None for the scenario's own
@@ -150,10 +152,20 @@ def read_scenario(metrics: Mapping[str, Any], judge: Mapping[str, Any] | None, f
     if floor is not None:
         # The runner forces a stalled scenario to fail and keeps it out of every per-signal bucket.
         return ScenarioSignals(
-            scenario_name=name, stalled=True, floor=floor,
-            is_successful=False, is_task_successful=False,
-            is_action_match=None, db_state_match=None, db_state_assertions=NOTHING, nl_assertions=NOTHING,
-            judge_score=None, judge_passed=None, clean_exit=None, latencies_ms=latencies, tokens=tokens,
+            scenario_name=name,
+            stalled=True,
+            floor=floor,
+            is_successful=False,
+            is_task_successful=False,
+            is_action_match=None,
+            db_state_match=None,
+            db_state_assertions=NOTHING,
+            nl_assertions=NOTHING,
+            judge_score=None,
+            judge_passed=None,
+            clean_exit=None,
+            latencies_ms=latencies,
+            tokens=tokens,
         )
     is_successful = _bool(metrics, "is_successful")
     return ScenarioSignals(

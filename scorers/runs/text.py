@@ -97,8 +97,9 @@ def render_all_summary(summary: AllSummary, *, resume_command: str = DEFAULT_RES
             "as failures.",
         ]
         if len(set(stalled.floors)) > 1:
-            lines += [f"  {name} (fewer than {floor})"
-                      for name, floor in zip(stalled.scenarios, stalled.floors, strict=False)]
+            lines += [
+                f"  {name} (fewer than {floor})" for name, floor in zip(stalled.scenarios, stalled.floors, strict=False)
+            ]
         else:
             lines += [f"  {name}" for name in stalled.scenarios]
         lines.append(f"Resume them with: {resume_command}")

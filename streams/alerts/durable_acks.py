@@ -44,9 +44,11 @@ class DurableAcks:
             broken = next((write for write in writes if write.cancelled() or write.exception() is not None), None)
             if broken is not None:
                 self.failed = True
-                logger.error("alerts: a write of the alert engine's state failed (%s): its messages are not "
-                             "acknowledged, and come again after a restart",
-                             "cancelled" if broken.cancelled() else broken.exception())
+                logger.error(
+                    "alerts: a write of the alert engine's state failed (%s): its messages are not "
+                    "acknowledged, and come again after a restart",
+                    "cancelled" if broken.cancelled() else broken.exception(),
+                )
                 return
             self._waiting.popleft()
             self._ack(message)

@@ -161,15 +161,17 @@ class AlertsRuntime:
                 elif key == WINDOWS_TIME_KEY:
                     windows_time = msgspec.json.decode(value)
                 elif key == HELD_AHEAD_KEY:
-                    ahead = {int(source): (int(ts), call_id)
-                             for source, (ts, call_id) in msgspec.json.decode(value).items()}
+                    ahead = {
+                        int(source): (int(ts), call_id) for source, (ts, call_id) in msgspec.json.decode(value).items()
+                    }
                 elif key == READ_OFFSETS_KEY:
                     self.read_offsets = {int(source): offset for source, offset in msgspec.json.decode(value).items()}
             self.order.restore([call for call in held if call is not None], latest or {}, ahead)
             # Restored under the rules it last evaluated with; the current ones are handed over
             # below, so a change made meanwhile is evaluated as an uninterrupted engine would.
-            self.engine = AlertEngine(AlertEngine.rules_of_state(state) if state is not None else self.rulebook.rules(),
-                                      self.max_leap_ms)
+            self.engine = AlertEngine(
+                AlertEngine.rules_of_state(state) if state is not None else self.rulebook.rules(), self.max_leap_ms
+            )
             self.rules_revision = -1 if state is not None else self.rulebook.revision
             alerts.extend(self.engine.restore(calls, episodes, state, windows_time))
             self.restored = True
@@ -259,20 +261,24 @@ def install_alerts(callqa: Any) -> AlertsRuntime:
     names = callqa.topics
     known_metrics = qa_metric_names()
     file_rules = load_rules(settings.alert_rules_file, known_metrics) if settings.alert_rules_file else []
-    runtime = AlertsRuntime(RuleBook.from_file_rules(file_rules), lateness_ms=settings.allowed_lateness_ms,
-                            sources=settings.partitions, max_leap_ms=settings.max_watermark_leap_ms,
-                            quiet_release_s=settings.alert_quiet_release_s)
+    runtime = AlertsRuntime(
+        RuleBook.from_file_rules(file_rules),
+        lateness_ms=settings.allowed_lateness_ms,
+        sources=settings.partitions,
+        max_leap_ms=settings.max_watermark_leap_ms,
+        quiet_release_s=settings.alert_quiet_release_s,
+    )
     if settings.alert_webhook_url:
         runtime.webhook = WebhookPoster(settings.alert_webhook_url)
 
     # internal: Faust creates it (with its one partition) before subscribing, so no broker default
     # partition count can creep in through auto-creation.
-    input_topic = app.topic(names.alerts_input, key_type=bytes, value_type=bytes, partitions=1,
-                            internal=True)
+    input_topic = app.topic(names.alerts_input, key_type=bytes, value_type=bytes, partitions=1, internal=True)
     alerts_topic = app.topic(names.alerts, key_type=bytes, value_type=bytes, partitions=1)
     # (A JournalTable: its changelog writes can be waited for before a message is acknowledged.)
-    table = journal_table(app, ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1,
-                          options=table_store_options())
+    table = journal_table(
+        app, ENGINE_TABLE, key_type=bytes, value_type=bytes, partitions=1, options=table_store_options()
+    )
     _install_evaluation(callqa, runtime, input_topic, alerts_topic, table)
     _install_rule_reading(callqa, runtime, input_topic, known_metrics)
     if runtime.webhook is not None:
@@ -297,8 +303,11 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
                 logger.warning("alerts: skipped a result that is not a call result: %s", exc)
                 continue
             if call is not None:  # (with the partition it came from: a source of the event-time order)
-                document = {**call.to_document(), SOURCE_FIELD: event.message.partition,
-                            SOURCE_OFFSET_FIELD: event.message.offset}
+                document = {
+                    **call.to_document(),
+                    SOURCE_FIELD: event.message.partition,
+                    SOURCE_OFFSET_FIELD: event.message.offset,
+                }
                 await input_topic.send(key=call.call_id.encode(), value=_json.encode(document))
 
     async def publish(alerts: list[dict[str, Any]]) -> list[Any]:
@@ -310,13 +319,19 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
 
     @app.agent(input_topic, name="evaluate-alerts", concurrency=1)
     async def evaluate_alerts(stream: faust.StreamT[Any]) -> None:
-        await retrying(f"creating {names.alerts}",
-                       lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)
+        await retrying(
+            f"creating {names.alerts}",
+            lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)),
+            logger,
+        )
         try:
             await asyncio.wait_for(runtime.rules_read.wait(), RULES_READ_WAIT_S)
         except TimeoutError:
-            logger.warning("alerts: %s not read within %s s; evaluating with the rules known so far",
-                           names.alert_rules, RULES_READ_WAIT_S)
+            logger.warning(
+                "alerts: %s not read within %s s; evaluating with the rules known so far",
+                names.alert_rules,
+                RULES_READ_WAIT_S,
+            )
             runtime.rules_read.set()
         # Each message is acknowledged once its changes to the table and its alerts are delivered
         # (streams/alerts/durable_acks.py), not when the loop takes the next one.
@@ -333,7 +348,7 @@ def _install_evaluation(callqa: Any, runtime: AlertsRuntime, input_topic: Any, a
             runtime.persist(table)
             acks.add(event, [*sent, *table.take_changelog_sends()])
 
-    @app.timer(min(1.0, settings.alert_quiet_release_s / 2))  # type: ignore[untyped-decorator]  # (Faust: untyped)
+    @app.timer(min(1.0, settings.alert_quiet_release_s / 2))
     async def release_when_quiet() -> None:
         """Live, no end of input comes: once the input has been quiet long enough, what is held for
         event-time order is counted (only the evaluating worker holds anything)."""
@@ -354,13 +369,16 @@ def _install_rule_reading(callqa: Any, runtime: AlertsRuntime, input_topic: Any,
     settings = callqa.settings
     names = callqa.topics
 
-    @app.task  # type: ignore[untyped-decorator]  # (Faust: untyped)
+    @app.task
     async def announce_rule_changes() -> None:
         """Tell the evaluating worker, wherever it is, that the rules changed (and once at the start,
         so that it restores and evaluates the rules it finds without waiting for a result)."""
         await runtime.rules_read.wait()
-        await retrying(f"creating {names.alerts_input}",
-                       lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts_input)), logger)
+        await retrying(
+            f"creating {names.alerts_input}",
+            lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts_input)),
+            logger,
+        )
         while True:
             runtime.rules_changed.clear()
             await input_topic.send(key=b"rules", value=RULES_CHANGED)
@@ -380,13 +398,15 @@ def _install_rule_reading(callqa: Any, runtime: AlertsRuntime, input_topic: Any,
         runtime.rulebook.apply(rule.name, rule)
         runtime.rules_changed.set()
 
-    @app.task  # type: ignore[untyped-decorator]  # (Faust: untyped)
+    @app.task
     async def follow_rules() -> None:
         # (follow_topic creates the compacted topic when it is missing.) A lost connection must not end
         # the task: the topic is read again.
-        await retrying(f"alerts: reading {names.alert_rules}",
-                       lambda: follow_topic(callqa, names.alert_rules, apply_rule, on_caught_up=runtime.rules_read.set),
-                       logger)
+        await retrying(
+            f"alerts: reading {names.alert_rules}",
+            lambda: follow_topic(callqa, names.alert_rules, apply_rule, on_caught_up=runtime.rules_read.set),
+            logger,
+        )
 
 
 def _install_webhook(callqa: Any, poster: WebhookPoster) -> None:
@@ -397,16 +417,20 @@ def _install_webhook(callqa: Any, poster: WebhookPoster) -> None:
 
     relay = WebhookRelay(settings, names.alerts, poster)
 
-    @app.task  # type: ignore[untyped-decorator]  # (Faust: untyped)
+    @app.task
     async def deliver_webhooks() -> None:
-        await retrying(f"creating {names.alerts}",
-                       lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)), logger)
+        await retrying(
+            f"creating {names.alerts}",
+            lambda: ensure_topics(settings, names.only(settings.partitions, names.alerts)),
+            logger,
+        )
         await retrying("alerts: delivering to the webhook", relay.run, logger)
 
 
 def _install_alerts_page(app: faust.App, runtime: AlertsRuntime, table: Any) -> None:
     """`GET /alerts` and `GET /alerts/rules`, answered by the worker that evaluates them: the rules in
     force are that worker's (each worker reads its own rules file), not whichever worker was asked."""
+
     async def by_the_evaluator(web: Any, request: Any, answer: Any) -> Any:
         try:  # the worker that owns the evaluation answers; another one passes the request on to it
             return await app.router.route_req(table.name, EPISODES_KEY, web, request)
@@ -416,8 +440,11 @@ def _install_alerts_page(app: faust.App, runtime: AlertsRuntime, table: Any) -> 
             return web.error(503, "alert evaluation is not assigned to a worker yet")
         except Exception as exc:  # the owner named, but not reached (CALLQA_WEB_HOST)
             owner = app.router.key_store(table.name, EPISODES_KEY)
-            return web.error(502, f"the worker evaluating alerts, {owner}, did not answer "
-                                  f"({type(exc).__name__}: {exc}); it is reached by its CALLQA_WEB_HOST")
+            return web.error(
+                502,
+                f"the worker evaluating alerts, {owner}, did not answer "
+                f"({type(exc).__name__}: {exc}); it is reached by its CALLQA_WEB_HOST",
+            )
         if not runtime.rules_read.is_set():
             return web.error(503, "the alert rules are still being read")
         if not runtime.restored:
@@ -429,8 +456,15 @@ def _install_alerts_page(app: faust.App, runtime: AlertsRuntime, table: Any) -> 
         def answer() -> Any:
             # (Read only: what the rules in force cause is the evaluating agent's to publish and keep.)
             counters = {**asdict(runtime.engine.counters), "published": runtime.published, "held": len(runtime.order)}
-            return web.json({"firing": runtime.engine.firing(), "watermark_ms": runtime.engine.windows.watermark,
-                             "rules": [rule.name for rule in runtime.engine.rules], "counters": counters})
+            return web.json(
+                {
+                    "firing": runtime.engine.firing(),
+                    "watermark_ms": runtime.engine.windows.watermark,
+                    "rules": [rule.name for rule in runtime.engine.rules],
+                    "counters": counters,
+                }
+            )
+
         return await by_the_evaluator(web, request, answer)
 
     @app.page("/alerts/rules")
@@ -438,5 +472,6 @@ def _install_alerts_page(app: faust.App, runtime: AlertsRuntime, table: Any) -> 
         # A JSON rules file as `callqa replay --rules` reads it: what a faithful replay of the events
         # topic needs, the rules file and every rule published since merged (disabled ones evaluate
         # nothing and are left out).
-        return await by_the_evaluator(web, request, lambda: web.json(
-            {"rules": [msgspec.to_builtins(rule) for rule in runtime.engine.rules]}))
+        return await by_the_evaluator(
+            web, request, lambda: web.json({"rules": [msgspec.to_builtins(rule) for rule in runtime.engine.rules]})
+        )

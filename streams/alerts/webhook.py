@@ -77,15 +77,18 @@ class WebhookPoster:
         url = self.url
         try:
             for _ in range(MAX_REDIRECTS + 1):
-                async with session.post(url, data=body, headers={"Content-Type": "application/json"},
-                                        allow_redirects=False) as response:
+                async with session.post(
+                    url, data=body, headers={"Content-Type": "application/json"}, allow_redirects=False
+                ) as response:
                     status, location = response.status, response.headers.get("Location")
                 target = _redirect_target(url, location) if 300 <= status < 400 else None
                 if status in BODY_KEEPING_REDIRECTS and target is not None and _may_follow(url, target):
                     if status == 308 and not self._told_moved:  # (permanent: every event would take two trips)
                         self._told_moved = True
-                        logger.warning("alert webhook moved for good (HTTP 308) to %s: set the webhook URL to it",
-                                       redacted_url(target))
+                        logger.warning(
+                            "alert webhook moved for good (HTTP 308) to %s: set the webhook URL to it",
+                            redacted_url(target),
+                        )
                     url = target
                     continue
                 if status < 300:
@@ -96,8 +99,10 @@ class WebhookPoster:
                     redirect = ""
                     if 300 <= status < 400 and location:
                         where = redacted_url(target if target is not None else location)
-                        redirect = (f" (a redirect to {where}, not followed: only a 307 or 308 to the same host, "
-                                    "not from https to http, is; set the webhook URL to where it points)")
+                        redirect = (
+                            f" (a redirect to {where}, not followed: only a 307 or 308 to the same host, "
+                            "not from https to http, is; set the webhook URL to where it points)"
+                        )
                     logger.warning("alert webhook refused an event for good: HTTP %s%s", status, redirect)
                     return False
                 return f"HTTP {status}"
@@ -117,8 +122,13 @@ class WebhookPoster:
         self.counters.retries += 1
         delay = self.backoff_s(failures)
         level = logging.WARNING if failures % WARN_EVERY == 1 else logging.INFO
-        logger.log(level, "alert webhook: an event failed %s time(s) (%s); again in %.1f s, the events after it "
-                          "waiting on the topic", failures, problem, delay)
+        logger.log(
+            level,
+            "alert webhook: an event failed %s time(s) (%s); again in %.1f s, the events after it waiting on the topic",
+            failures,
+            problem,
+            delay,
+        )
         return delay
 
 
@@ -142,13 +152,14 @@ def _may_follow(url: str, target: str) -> bool:
     return (after.host or "").lower() == (before.host or "").lower()
 
 
-class _StartWhereTheGroupLeftOff(ConsumerRebalanceListener):  # type: ignore[misc]  # (aiokafka: untyped)
+class _StartWhereTheGroupLeftOff(ConsumerRebalanceListener):
     """A partition the group has never committed starts where the topic ended at the relay's launch, and
     that start is committed at once: a relay launched later (after a crash, on another worker) resumes
     from it rather than from its own launch, which would skip what came between."""
 
-    def __init__(self, relay: WebhookRelay, consumer: AIOKafkaConsumer,
-                 launch_offsets: dict[TopicPartition, int]) -> None:
+    def __init__(
+        self, relay: WebhookRelay, consumer: AIOKafkaConsumer, launch_offsets: dict[TopicPartition, int]
+    ) -> None:
         self.relay, self.consumer, self.launch_offsets = relay, consumer, launch_offsets
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
@@ -178,8 +189,13 @@ class WebhookRelay:
     async def run(self) -> None:
         """Deliver the topic's events, forever (cancel the task to stop)."""
         launch_offsets = await self._end_offsets()
-        consumer = AIOKafkaConsumer(group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="earliest",
-                                    max_poll_interval_ms=self.max_poll_interval_ms, **connection_options(self.settings))
+        consumer = AIOKafkaConsumer(
+            group_id=self.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_interval_ms=self.max_poll_interval_ms,
+            **connection_options(self.settings),
+        )
         consumer.subscribe([self.topic], listener=_StartWhereTheGroupLeftOff(self, consumer, launch_offsets))
         await consumer.start()
         try:
@@ -194,8 +210,9 @@ class WebhookRelay:
             self.poster.counters.assigned = False
             await ended_within(consumer.stop(), STOP_TIMEOUT_S)
 
-    async def _deliver(self, consumer: AIOKafkaConsumer, session: aiohttp.ClientSession, tp: TopicPartition,
-                       body: bytes, offset: int) -> bool:
+    async def _deliver(
+        self, consumer: AIOKafkaConsumer, session: aiohttp.ClientSession, tp: TopicPartition, body: bytes, offset: int
+    ) -> bool:
         """POST one event until it is delivered or refused, then commit it. False when the partition
         was taken from this relay meanwhile. Between attempts the partition is paused and the consumer
         polled, so that a receiver down for longer than the poll interval does not drop this relay from
@@ -241,6 +258,10 @@ class WebhookRelay:
         except (CommitFailedError, IllegalStateError) as exc:
             # The partition went to another worker's relay while this event was being delivered: that
             # relay delivers it again (at least once), and this one goes on with what it holds.
-            logger.info("alert webhook: offset %s not committed (%s); the relay now holding the topic "
-                        "delivers from its last commit", offset, type(exc).__name__)
+            logger.info(
+                "alert webhook: offset %s not committed (%s); the relay now holding the topic "
+                "delivers from its last commit",
+                offset,
+                type(exc).__name__,
+            )
             return False

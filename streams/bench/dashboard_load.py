@@ -33,8 +33,14 @@ from streams.web.routes import checked_query, json_answer, params_of
 from streams.web.series_query import timeseries
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 # The overview is drawn: a chart per metric and the failing calls' table.
 DRAWN = "document.querySelectorAll('.metric-card svg').length >= 11 && document.querySelector('.calls-table tbody tr')"
 
@@ -113,8 +119,11 @@ def main(argv: list[str] | None = None) -> None:
         index, report = build_index(args.calls, spool_dir)
         port, _ = serve(dashboard_app(index))
         spent = load_times(port, args.loads)
-    figures: dict[str, Any] = {"calls": report["calls"], "loads": len(spent),
-                               "overview_drawn_ms": {"median": round(statistics.median(spent)), "max": round(max(spent))}}
+    figures: dict[str, Any] = {
+        "calls": report["calls"],
+        "loads": len(spent),
+        "overview_drawn_ms": {"median": round(statistics.median(spent)), "max": round(max(spent))},
+    }
     print(json.dumps(figures, indent=2))
 
 

@@ -30,8 +30,9 @@ async def produce(bootstrap: str, topic: str, messages: Iterable[Message]) -> in
     """Send every message, keyed so Kafka's default partitioner places each call (unless it names
     its partition, as `callqa send` does for a batch of several calls), and wait until all are
     acknowledged; returns how many were sent."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=20, max_batch_size=262_144,
-                                max_request_size=4_194_304)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks=1, linger_ms=20, max_batch_size=262_144, max_request_size=4_194_304
+    )
     await producer.start()
     sent = 0
     try:

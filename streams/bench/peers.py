@@ -42,8 +42,19 @@ def _report(events: int, started: float, finished: float, cpu_started: float, cp
     the process, librdkafka's included) at the same two moments."""
     seconds = max(finished - started, 1e-9)
     cpu = cpu_finished - cpu_started
-    line = json.dumps({"events": events, "seconds": seconds, "events_per_s": events / seconds, "cpu_seconds": cpu,
-                       "cpu_us_per_event": cpu / max(events, 1) * 1e6, "cores_busy": cpu / seconds}) + "\n"
+    line = (
+        json.dumps(
+            {
+                "events": events,
+                "seconds": seconds,
+                "events_per_s": events / seconds,
+                "cpu_seconds": cpu,
+                "cpu_us_per_event": cpu / max(events, 1) * 1e6,
+                "cores_busy": cpu / seconds,
+            }
+        )
+        + "\n"
+    )
     os.write(1, line.encode())  # straight to the descriptor: a Faust worker takes sys.stdout over
 
 
@@ -54,8 +65,13 @@ async def _bare_aiokafka(bootstrap: str, topic: str, total: int) -> None:
     from aiokafka import AIOKafkaConsumer
 
     consumer = AIOKafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=f"bench-bare-{os.getpid()}", auto_offset_reset="earliest",
-        enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_S * 1000, heartbeat_interval_ms=HEARTBEAT_S * 1000,
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=f"bench-bare-{os.getpid()}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=SESSION_TIMEOUT_S * 1000,
+        heartbeat_interval_ms=HEARTBEAT_S * 1000,
     )
     await consumer.start()
     counts: dict[str, int] = {}
@@ -91,11 +107,18 @@ def naive_faust(bootstrap: str, topic: str, total: int) -> None:
     from streams.kafka.embedded_broker import free_port
 
     app = faust.App(
-        f"bench-naive-{os.getpid()}", broker=f"kafka://{bootstrap}", store="memory://",
-        datadir=tempfile.mkdtemp(prefix="bench-naive-"), web_port=free_port(), topic_partitions=4,
-        broker_session_timeout=SESSION_TIMEOUT_S, broker_heartbeat_interval=HEARTBEAT_S,
+        f"bench-naive-{os.getpid()}",
+        broker=f"kafka://{bootstrap}",
+        store="memory://",
+        datadir=tempfile.mkdtemp(prefix="bench-naive-"),
+        web_port=free_port(),
+        topic_partitions=4,
+        broker_session_timeout=SESSION_TIMEOUT_S,
+        broker_heartbeat_interval=HEARTBEAT_S,
         consumer_auto_offset_reset="earliest",
-        key_serializer="raw", value_serializer="raw", autodiscover=False,
+        key_serializer="raw",
+        value_serializer="raw",
+        autodiscover=False,
     )
     source = app.topic(topic, key_type=bytes, value_type=bytes)
     counts = app.Table("counts", default=int, partitions=4)
@@ -125,10 +148,15 @@ def quix_stateful(bootstrap: str, topic: str, total: int) -> None:
 
     loglevel: Any = os.environ.get("BENCH_QUIX_LOGLEVEL", "WARNING")  # (a level name, read by logging)
     app = Application(
-        broker_address=bootstrap, consumer_group=f"bench-quix-{os.getpid()}", auto_offset_reset="earliest",
-        state_dir=tempfile.mkdtemp(prefix="bench-quix-"), loglevel=loglevel,
-        consumer_extra_config={"session.timeout.ms": SESSION_TIMEOUT_S * 1000,
-                               "heartbeat.interval.ms": HEARTBEAT_S * 1000},
+        broker_address=bootstrap,
+        consumer_group=f"bench-quix-{os.getpid()}",
+        auto_offset_reset="earliest",
+        state_dir=tempfile.mkdtemp(prefix="bench-quix-"),
+        loglevel=loglevel,
+        consumer_extra_config={
+            "session.timeout.ms": SESSION_TIMEOUT_S * 1000,
+            "heartbeat.interval.ms": HEARTBEAT_S * 1000,
+        },
     )
     source = app.topic(topic, key_deserializer="bytes", value_deserializer="bytes")
     progress: dict[str, Any] = {"seen": 0, "started": 0.0, "finished": 0.0, "cpu_started": 0.0, "cpu_finished": 0.0}
@@ -145,8 +173,13 @@ def quix_stateful(bootstrap: str, topic: str, total: int) -> None:
 
     app.dataframe(source).update(count, stateful=True)
     app.run()
-    _report(progress["seen"], progress["started"], progress["finished"] or time.perf_counter(),
-            progress["cpu_started"], progress["cpu_finished"] or time.process_time())
+    _report(
+        progress["seen"],
+        progress["started"],
+        progress["finished"] or time.perf_counter(),
+        progress["cpu_started"],
+        progress["cpu_finished"] or time.process_time(),
+    )
 
 
 PEERS = {"bare_aiokafka": bare_aiokafka, "naive_faust": naive_faust, "quix_stateful": quix_stateful}

@@ -41,10 +41,16 @@ def replay_probe(path: str, partitions: int) -> dict[str, float]:
             cpu_started = time.process_time()
             one = replay_log(path, partitions, 1, CallEngine, files)
             cpu_one = time.process_time() - cpu_started
-    return {"events": parallel.events, "results": parallel.results, "jobs": jobs, "seconds": parallel.seconds,
-            "events_per_s": parallel.events_per_s, "seconds_one_process": one.seconds,
-            "events_per_s_one_process": one.events_per_s,
-            "cpu_us_per_event_one_process": cpu_one / max(one.events, 1) * 1e6}
+    return {
+        "events": parallel.events,
+        "results": parallel.results,
+        "jobs": jobs,
+        "seconds": parallel.seconds,
+        "events_per_s": parallel.events_per_s,
+        "seconds_one_process": one.seconds,
+        "events_per_s_one_process": one.events_per_s,
+        "cpu_us_per_event_one_process": cpu_one / max(one.events, 1) * 1e6,
+    }
 
 
 def _rss_bytes() -> int:
@@ -85,11 +91,16 @@ def memory_probe(calls: int, exchanges: int) -> dict[str, float]:
     gc.collect()
     after = _rss_bytes()
     open_calls = sum(1 for call in live.engine.calls.values() if not call.has_ended)
-    return {"calls": open_calls, "events": events, "events_per_call": events / max(open_calls, 1),
-            "rss_before_bytes": before, "rss_after_bytes": after,
-            "bytes_per_call": (after - before) / max(open_calls, 1),
-            "journal_bytes_per_call": journal_bytes / max(open_calls, 1),
-            "seconds": time.perf_counter() - started}
+    return {
+        "calls": open_calls,
+        "events": events,
+        "events_per_call": events / max(open_calls, 1),
+        "rss_before_bytes": before,
+        "rss_after_bytes": after,
+        "bytes_per_call": (after - before) / max(open_calls, 1),
+        "journal_bytes_per_call": journal_bytes / max(open_calls, 1),
+        "seconds": time.perf_counter() - started,
+    }
 
 
 if __name__ == "__main__":

@@ -62,8 +62,14 @@ def documents(templates: list[CallResult], calls: int, seed: int = 7):
     for number in range(calls):
         template = templates[number % len(templates)]
         ended = T0 + (number * DAY_MS) // calls
-        copy = msgspec.structs.replace(template, call_id=f"bench-{number:07d}", agent_id=f"agent-{rng.randrange(AGENTS)}",
-                                       ended_ts_ms=ended, event_ts_ms=ended, version=1)
+        copy = msgspec.structs.replace(
+            template,
+            call_id=f"bench-{number:07d}",
+            agent_id=f"agent-{rng.randrange(AGENTS)}",
+            ended_ts_ms=ended,
+            event_ts_ms=ended,
+            version=1,
+        )
         raw = encode(copy)
         yield raw, decode(raw)
 
@@ -91,8 +97,13 @@ def build_index(calls: int, spool_dir: str) -> tuple[CallIndex, dict[str, Any]]:
         timed.add(raw, result)
     per_result_us = (time.process_time() - started) / len(pairs) * 1e6
     timed.spool.close()
-    return index, {"calls": calls, "document_bytes_mean": round(size), "index_bytes_per_call": round(memory / calls),
-                   "index_cpu_us_per_result": round(per_result_us, 1), "spool_bytes": index.spool.size}
+    return index, {
+        "calls": calls,
+        "document_bytes_mean": round(size),
+        "index_bytes_per_call": round(memory / calls),
+        "index_cpu_us_per_result": round(per_result_us, 1),
+        "spool_bytes": index.spool.size,
+    }
 
 
 def web_app(index: CallIndex) -> aiohttp.web.Application:
@@ -128,6 +139,7 @@ async def latencies(index: CallIndex, requests: int) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     try:
         async with aiohttp.ClientSession() as session:
+
             async def timed(path: str, times: int) -> list[float]:
                 spent = []
                 for _ in range(times):
@@ -142,7 +154,8 @@ async def latencies(index: CallIndex, requests: int) -> dict[str, Any]:
             figures["get_call_ms"] = _summary(call_ms)
             figures["timeseries_24h_all_metrics_ms"] = _summary(await timed("/timeseries", 50))
             figures["timeseries_24h_one_agent_one_metric_ms"] = _summary(
-                await timed("/timeseries?scope=agent:agent-1&metric=latency", 50))
+                await timed("/timeseries?scope=agent:agent-1&metric=latency", 50)
+            )
             figures["list_calls_newest_50_ms"] = _summary(await timed("/calls?limit=50", 20))
             figures["list_calls_one_agent_50_ms"] = _summary(await timed("/calls?agent_id=agent-1&limit=50", 20))
     finally:

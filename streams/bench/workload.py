@@ -122,8 +122,9 @@ class Workload:
             seq += 1
             # Producers name events with UUIDs; a random 128-bit hex id has the same size.
             event_id = f"{rng.getrandbits(128):032x}"
-            timeline.append((ts, seq, {"v": 1, "event_id": event_id, "call_id": call_id, "ts_ms": ts,
-                                       "type": type_, "data": data}))
+            timeline.append(
+                (ts, seq, {"v": 1, "event_id": event_id, "call_id": call_id, "ts_ms": ts, "type": type_, "data": data})
+            )
 
         for c in range(self.calls):
             self._call(rng, add, c)
@@ -134,8 +135,12 @@ class Workload:
         call_id = f"{self.call_prefix}-{c:05d}-{rng.getrandbits(48):012x}"  # ids as long as real session ids
         t = self.t0_ms + c * self.start_every_ms
         fill = _Filler(rng)
-        started: dict[str, Any] = {"agent_id": f"agent-{c % 5}", "cohort_ids": ["support"], "run_id": "bench",
-                                   "scenario": {"name": f"{call_id}__s"}}
+        started: dict[str, Any] = {
+            "agent_id": f"agent-{c % 5}",
+            "cohort_ids": ["support"],
+            "run_id": "bench",
+            "scenario": {"name": f"{call_id}__s"},
+        }
         if c % 4 == 0:
             started["agent_config"] = {"prompt": fill("Help callers with orders; fees are ${price}.")}
             started["variables"] = {"customer": fill("{name}"), "order": fill("{num}")}
@@ -149,51 +154,140 @@ class Workload:
             if k % 5 == 0:
                 words = user_text.split()[:4]
                 user["words"] = [[w, offset + i * 300, offset + i * 300 + 250] for i, w in enumerate(words)]
-            add(call_id, base - 1200, "rtvi",
-                {"side": "agent", "message": {"label": "rtvi-ai", "type": "user-started-speaking"}})
+            add(
+                call_id,
+                base - 1200,
+                "rtvi",
+                {"side": "agent", "message": {"label": "rtvi-ai", "type": "user-started-speaking"}},
+            )
             add(call_id, base, "turn", user)
-            add(call_id, base + 1500, "rtvi",
-                {"side": "agent", "message": {"label": "rtvi-ai", "type": "user-stopped-speaking"}})
-            add(call_id, base + 1700, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics",
-                "data": {"tokens": [{"prompt_tokens": 300 + 20 * k, "completion_tokens": 25 + k % 7,
-                                     "total_tokens": 325 + 21 * k}]}}})
+            add(
+                call_id,
+                base + 1500,
+                "rtvi",
+                {"side": "agent", "message": {"label": "rtvi-ai", "type": "user-stopped-speaking"}},
+            )
+            add(
+                call_id,
+                base + 1700,
+                "rtvi",
+                {
+                    "side": "agent",
+                    "message": {
+                        "label": "rtvi-ai",
+                        "type": "metrics",
+                        "data": {
+                            "tokens": [
+                                {
+                                    "prompt_tokens": 300 + 20 * k,
+                                    "completion_tokens": 25 + k % 7,
+                                    "total_tokens": 325 + 21 * k,
+                                }
+                            ]
+                        },
+                    },
+                },
+            )
             if k % 7 == 3:
                 price = fill("{price}")
-                add(call_id, base + 1800, "tool.call", {"name": rng.choice(["lookup_order", "quote", "reschedule"]),
-                    "arguments": json.dumps({"id": fill("{num}")}), "tool_call_id": f"t{k}",
-                    "result": {"status": 200, "price": float(price)} if k % 3 else "error: not found"})
+                add(
+                    call_id,
+                    base + 1800,
+                    "tool.call",
+                    {
+                        "name": rng.choice(["lookup_order", "quote", "reschedule"]),
+                        "arguments": json.dumps({"id": fill("{num}")}),
+                        "tool_call_id": f"t{k}",
+                        "result": {"status": 200, "price": float(price)} if k % 3 else "error: not found",
+                    },
+                )
             if k % 9 == 4:
-                add(call_id, base + 1850, "kb.retrieval", {"query": fill("{item} policy"),
-                    "passages": [fill(rng.choice(_PASSAGES))]})
+                add(
+                    call_id,
+                    base + 1850,
+                    "kb.retrieval",
+                    {"query": fill("{item} policy"), "passages": [fill(rng.choice(_PASSAGES))]},
+                )
             if k % 6 == 1:
-                add(call_id, base + 1900, "node.transition",
-                    {"to": rng.choice(["greet", "verify", "resolve", "close"])})
+                add(
+                    call_id, base + 1900, "node.transition", {"to": rng.choice(["greet", "verify", "resolve", "close"])}
+                )
             if c % 8 == 5 and k == 2:
-                add(call_id, base + 1950, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai",
-                    "type": "llm-function-call-in-progress",
-                    "data": {"tool_call_id": "f1", "function_name": "transfer_call"}}})
-                add(call_id, base + 1960, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai",
-                    "type": "llm-function-call-stopped",
-                    "data": {"tool_call_id": "f1", "cancelled": False, "result": {"ok": 1}}}})
+                add(
+                    call_id,
+                    base + 1950,
+                    "rtvi",
+                    {
+                        "side": "agent",
+                        "message": {
+                            "label": "rtvi-ai",
+                            "type": "llm-function-call-in-progress",
+                            "data": {"tool_call_id": "f1", "function_name": "transfer_call"},
+                        },
+                    },
+                )
+                add(
+                    call_id,
+                    base + 1960,
+                    "rtvi",
+                    {
+                        "side": "agent",
+                        "message": {
+                            "label": "rtvi-ai",
+                            "type": "llm-function-call-stopped",
+                            "data": {"tool_call_id": "f1", "cancelled": False, "result": {"ok": 1}},
+                        },
+                    },
+                )
             if c % 11 == 3:
                 add(call_id, base + 1990, "latency", {"latency_ms": 600 + rng.randint(0, 1500)})
-            add(call_id, base + 1500 + rng.randint(400, 2500), "rtvi",
-                {"side": "agent", "message": {"label": "rtvi-ai", "type": "bot-started-speaking"}})
+            add(
+                call_id,
+                base + 1500 + rng.randint(400, 2500),
+                "rtvi",
+                {"side": "agent", "message": {"label": "rtvi-ai", "type": "bot-started-speaking"}},
+            )
             agent_text = fill(rng.choice(_AGENT))
-            add(call_id, base + 2600, "turn", {"role": "agent", "text": agent_text,
-                                               "start_ms": offset + 1900 + rng.randint(0, 1200),
-                                               "end_ms": offset + 3800})
-            add(call_id, base + 3300, "rtvi",
-                {"side": "agent", "message": {"label": "rtvi-ai", "type": "bot-stopped-speaking"}})
+            add(
+                call_id,
+                base + 2600,
+                "turn",
+                {
+                    "role": "agent",
+                    "text": agent_text,
+                    "start_ms": offset + 1900 + rng.randint(0, 1200),
+                    "end_ms": offset + 3800,
+                },
+            )
+            add(
+                call_id,
+                base + 3300,
+                "rtvi",
+                {"side": "agent", "message": {"label": "rtvi-ai", "type": "bot-stopped-speaking"}},
+            )
             offset += step
         end = t + 500 + self.turns * step
         if c % 13 == 2:
             add(call_id, end - 900, "transfer", {"phase": "started", "target": "billing"})
             add(call_id, end - 300, "transfer", {"phase": "bridged", "target": "billing"})
         if c % 5 == 0:
-            add(call_id, end - 200, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "server-message",
-                "data": {"text": "<final_response>" + json.dumps({"action": "refund", "amount": fill("{price}")})
-                                 + "</final_response>"}}})
+            add(
+                call_id,
+                end - 200,
+                "rtvi",
+                {
+                    "side": "agent",
+                    "message": {
+                        "label": "rtvi-ai",
+                        "type": "server-message",
+                        "data": {
+                            "text": "<final_response>"
+                            + json.dumps({"action": "refund", "amount": fill("{price}")})
+                            + "</final_response>"
+                        },
+                    },
+                },
+            )
         if c % 12 == 0:
             add(call_id, end - 100, "db.state", {"side": "agent", "hash": f"h{c % 3}"})
         if c % 50 == 7:
@@ -202,8 +296,12 @@ class Workload:
             return  # never ends: swept for inactivity
         add(call_id, end, "call.ended", {"stop_reason": "[EXIT]" if c % 2 else "[SIMULATOR_EXIT]"})
         if c % 3 == 0:
-            add(call_id, end + 4000, "call.annotated",
-                {"user_sentiment": rng.choice(["Positive", "Neutral", "Negative"])})
+            add(
+                call_id,
+                end + 4000,
+                "call.annotated",
+                {"user_sentiment": rng.choice(["Positive", "Neutral", "Negative"])},
+            )
         if c % 10 == 1:
             add(call_id, end + 6000, "transcript.corrected", {"turn_index": 0, "text": fill(rng.choice(_USER))})
         if c % 20 == 9:
@@ -224,8 +322,15 @@ class _Filler:
         place, place2 = r.sample(_PLACES, 2)
         hour = r.randint(1, 12)
         return template.format(
-            verb=r.choice(_VERBS), item=r.choice(_ITEMS), num=r.randint(10_000, 99_999), place=place, place2=place2,
+            verb=r.choice(_VERBS),
+            item=r.choice(_ITEMS),
+            num=r.randint(10_000, 99_999),
+            place=place,
+            place2=place2,
             time=f"{hour}:{r.choice(['00', '15', '30', '45'])} {r.choice(['am', 'pm'])}",
-            price=f"{r.randint(5, 400)}.{r.randint(0, 99):02d}", name=r.choice(_NAMES), feeling=r.choice(_FEELINGS),
-            minutes=r.choice([5, 10, 15, 30, 45]), days=r.randint(2, 14),
+            price=f"{r.randint(5, 400)}.{r.randint(0, 99):02d}",
+            name=r.choice(_NAMES),
+            feeling=r.choice(_FEELINGS),
+            minutes=r.choice([5, 10, 15, 30, 45]),
+            days=r.randint(2, 14),
         )

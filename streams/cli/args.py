@@ -17,8 +17,10 @@ from streams.config import Settings, load_settings
 from streams.files.event_log import log_format, refuse_unreadable
 from streams.files.output_files import STANDARD_INPUT
 
-LOG_HELP = ("a JSON Lines or MessagePack log (MessagePack when named *.msgpack or when it starts with a MessagePack "
-            "map); - reads standard input")
+LOG_HELP = (
+    "a JSON Lines or MessagePack log (MessagePack when named *.msgpack or when it starts with a MessagePack "
+    "map); - reads standard input"
+)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

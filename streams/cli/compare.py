@@ -30,13 +30,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("compare", help="what re-scoring changed: two results files compared call by call, "
-                                       "verdict by verdict")
-    p.add_argument("before", help="results as the workers published them (`callqa tail results --json --no-follow "
-                                  "> BEFORE`) or an earlier replay's; - reads standard input")
+    p = sub.add_parser(
+        "compare", help="what re-scoring changed: two results files compared call by call, verdict by verdict"
+    )
+    p.add_argument(
+        "before",
+        help="results as the workers published them (`callqa tail results --json --no-follow "
+        "> BEFORE`) or an earlier replay's; - reads standard input",
+    )
     p.add_argument("after", help="results of the same calls scored again (`callqa replay LOG --out AFTER`)")
     p.add_argument("--json", action="store_true", help="the comparison as JSON, every changed call in it")
     p.add_argument("--calls", type=int, default=20, metavar="N", help="changed calls listed (default 20)")
-    p.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 1 when a verdict that passed before fails now")
+    p.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when a verdict that passed before fails now"
+    )
     p.set_defaults(func=run)

@@ -49,8 +49,14 @@ def replay_latest(log: str, settings: Settings, cohorts_file: str | None) -> tup
         document = json.loads(msgspec.json.encode(result))
         latest[document["call_id"]] = document
 
-    report = replay(read_log(log), build_engine(settings, cohorts_file), settings.partitions, keep,
-                    max_message_bytes=settings.max_message_bytes, max_result_bytes=settings.max_result_bytes)
+    report = replay(
+        read_log(log),
+        build_engine(settings, cohorts_file),
+        settings.partitions,
+        keep,
+        max_message_bytes=settings.max_message_bytes,
+        max_result_bytes=settings.max_result_bytes,
+    )
     return latest, report
 
 
@@ -69,7 +75,9 @@ def collect_live(settings: Settings, expected: dict[str, dict], timeout_s: float
     def complete() -> bool:
         return all(c in latest and latest[c]["version"] >= e["version"] for c, e in expected.items())
 
-    asyncio.run(read_topic(settings, TopicNames(settings.topic_prefix).results, None, keep, until=complete, timeout_s=timeout_s))
+    asyncio.run(
+        read_topic(settings, TopicNames(settings.topic_prefix).results, None, keep, until=complete, timeout_s=timeout_s)
+    )
     bar.close()
     return latest
 
@@ -106,10 +114,21 @@ def run_demo(log: str | None = None, partitions: int = 4, timeout_s: float = 180
         raise
 
 
-def _run(log: str, partitions: int, timeout_s: float, workdir: str, configured: Settings, cohorts_file: str | None,
-         expected: dict[str, dict], replay_report: ReplayReport, started: float) -> int:
-    print(f"callqa demo: {log}\n  replay (in-process): {replay_report.events} events, {len(expected)} calls "
-          f"in {replay_report.seconds:.2f} s ({replay_report.events_per_s:,.0f} events/s)")
+def _run(
+    log: str,
+    partitions: int,
+    timeout_s: float,
+    workdir: str,
+    configured: Settings,
+    cohorts_file: str | None,
+    expected: dict[str, dict],
+    replay_report: ReplayReport,
+    started: float,
+) -> int:
+    print(
+        f"callqa demo: {log}\n  replay (in-process): {replay_report.events} events, {len(expected)} calls "
+        f"in {replay_report.seconds:.2f} s ({replay_report.events_per_s:,.0f} events/s)"
+    )
     with EmbeddedBroker().start(log_path=f"{workdir}/broker.log") as broker:
         print(f"  embedded broker at {broker.bootstrap}; logs in {workdir} (removed when the demo succeeds)")
         settings = configured.with_overrides(broker=broker.url, data_dir=f"{workdir}/data")
@@ -117,8 +136,10 @@ def _run(log: str, partitions: int, timeout_s: float, workdir: str, configured: 
         # scores once, and the demo would compare versions that were never meant to agree.
         worker_env = {"CALLQA_PARTITIONS": str(partitions), "CALLQA_OPENAI_API_KEY": ""}
         if configured.judge_enabled:
-            print("  the LLM judge configured here is not asked in the demo (so that live and replay compare); "
-                  "`callqa up` and `callqa replay --judge --record` use it")
+            print(
+                "  the LLM judge configured here is not asked in the demo (so that live and replay compare); "
+                "`callqa up` and `callqa replay --judge --record` use it"
+            )
         if cohorts_file:
             worker_env["CALLQA_COHORTS_FILE"] = cohorts_file
         if SAMPLE_RULES.exists():
@@ -156,13 +177,18 @@ def _run(log: str, partitions: int, timeout_s: float, workdir: str, configured: 
         f"worker: applied {health.get('applied', '?')} (with its own inactivity ends), duplicates ignored "
         f"{health.get('duplicate', '?')}, "
         f"dead-lettered {health.get('dead_lettered', '?')}"
-        + (f" (+ {send.refused} too large to send)" if send.refused else "") + f" (replay: {replay_report.rejected})"
+        + (f" (+ {send.refused} too large to send)" if send.refused else "")
+        + f" (replay: {replay_report.rejected})"
     )
     same_recorded = sum(1 for call_id, doc in live.items() if from_topic.get(call_id) == doc)
-    print(f"calls scored live: {len(live)}/{len(expected)}; identical to replay: {same}/{len(expected)}, "
-          f"to the replay of the events topic recorded (`callqa record`): {same_recorded}/{len(live)}")
-    print(f"send → all results: {scored_in:.1f} s ({send.events / scored_in:,.0f} events/s end to end); "
-          f"demo total {time.perf_counter() - started:.1f} s")
+    print(
+        f"calls scored live: {len(live)}/{len(expected)}; identical to replay: {same}/{len(expected)}, "
+        f"to the replay of the events topic recorded (`callqa record`): {same_recorded}/{len(live)}"
+    )
+    print(
+        f"send → all results: {scored_in:.1f} s ({send.events / scored_in:,.0f} events/s end to end); "
+        f"demo total {time.perf_counter() - started:.1f} s"
+    )
     if alerts is not None:
         print(f"alerts firing now (rules {SAMPLE_RULES.name}): {len(alerts)}")
         for alert in alerts:

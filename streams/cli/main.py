@@ -35,8 +35,10 @@ def _broker_hint(exc: Exception) -> str:
 
     if not isinstance(exc, KafkaConnectionError):
         return ""
-    return ("; is the broker running there? `callqa broker` (or `callqa up`) starts the embedded one, and "
-            "--broker or CALLQA_BROKER names another")
+    return (
+        "; is the broker running there? `callqa broker` (or `callqa up`) starts the embedded one, and "
+        "--broker or CALLQA_BROKER names another"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,8 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         # more can be said. Python would report the failing flush at exit, so stdout goes nowhere now.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (ValueError, OSError,
-            BrokerUnavailable) as exc:  # configuration, input and file errors: one clear line, no traceback
+    except (
+        ValueError,
+        OSError,
+        BrokerUnavailable,
+    ) as exc:  # configuration, input and file errors: one clear line, no traceback
         print(f"callqa: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:

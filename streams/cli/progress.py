@@ -31,10 +31,18 @@ def progress_bar(total: int | None, desc: str, unit: str = "it", unit_scale: boo
         return _QuietBar(total)
     from tqdm import tqdm
 
-    class _Bar(tqdm):  # type: ignore[misc]  # (tqdm ships no type information)
+    class _Bar(tqdm):
         # No monitor thread: `callqa replay --jobs` forks its jobs while a bar shows, and a fork copies
         # no threads but whatever locks they hold. These bars are updated often enough not to need one.
         monitor_interval = 0
 
-    return _Bar(total=total, desc=desc, unit=unit, unit_scale=unit_scale, file=sys.stderr,
-                disable=False, leave=False, dynamic_ncols=True)
+    return _Bar(
+        total=total,
+        desc=desc,
+        unit=unit,
+        unit_scale=unit_scale,
+        file=sys.stderr,
+        disable=False,
+        leave=False,
+        dynamic_ncols=True,
+    )

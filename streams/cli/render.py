@@ -43,8 +43,9 @@ def result_line(result: dict[str, Any]) -> str:
 
 
 def dead_letter_line(document: dict[str, Any]) -> str:
-    return shown(f"{document.get('topic')}[{document.get('partition')}]@{document.get('offset')}: "
-                 f"{document.get('reason')}")
+    return shown(
+        f"{document.get('topic')}[{document.get('partition')}]@{document.get('offset')}: {document.get('reason')}"
+    )
 
 
 def alert_line(alert: dict[str, Any]) -> str:
@@ -67,8 +68,16 @@ def _utc(ts_ms: Any) -> str:
 
 
 COLUMNS = [
-    ("call", 26), ("ver", 3), ("agent", 12), ("scenario", 28), ("turns", 5), ("dur s", 7), ("p50 ms", 7),
-    ("stop", 22), ("metrics", 7), ("success", 7),
+    ("call", 26),
+    ("ver", 3),
+    ("agent", 12),
+    ("scenario", 28),
+    ("turns", 5),
+    ("dur s", 7),
+    ("p50 ms", 7),
+    ("stop", 22),
+    ("metrics", 7),
+    ("success", 7),
 ]
 
 
@@ -77,12 +86,20 @@ def results_table(results: Iterable[dict[str, Any]]) -> str:
     for r in sorted(results, key=lambda r: r["call_id"]):
         ev = r.get("evaluation", {})
         passed, applicable = metrics_passed(r)
-        rows.append([
-            r["call_id"], str(r["version"]), r.get("agent_id") or "-", str(ev.get("scenario_name", "-")),
-            str(ev.get("total_turns", "-")), _fmt(ev.get("duration_seconds")),
-            _fmt(ev.get("latency_stats", {}).get("p50_ms"), 0), str(ev.get("stop_reason")),
-            f"{passed}/{applicable}", _fmt(ev.get("is_successful", "-")),
-        ])
+        rows.append(
+            [
+                r["call_id"],
+                str(r["version"]),
+                r.get("agent_id") or "-",
+                str(ev.get("scenario_name", "-")),
+                str(ev.get("total_turns", "-")),
+                _fmt(ev.get("duration_seconds")),
+                _fmt(ev.get("latency_stats", {}).get("p50_ms"), 0),
+                str(ev.get("stop_reason")),
+                f"{passed}/{applicable}",
+                _fmt(ev.get("is_successful", "-")),
+            ]
+        )
     header = "  ".join(name.ljust(width) for name, width in COLUMNS)
     lines = [header, "-" * len(header)]
     for row in rows:
@@ -101,38 +118,75 @@ def totals_block(results: list[dict[str, Any]]) -> str:
         applied = [m for m in entries if m.get("score") is not None]
         avg = sum(m["score"] for m in applied) / len(applied) if applied else None
         rate = sum(1 for m in applied if m.get("passed")) / len(applied) if applied else None
-        lines.append(f"{name:22}  {len(applied):>7}  {_fmt(avg):>9}  "
-                     f"{(_fmt(rate * 100) + '%') if rate is not None else '-':>9}")
-    successes = [r["evaluation"].get("is_successful") for r in results
-                 if isinstance(r.get("evaluation", {}).get("is_successful"), bool)]
+        lines.append(
+            f"{name:22}  {len(applied):>7}  {_fmt(avg):>9}  {(_fmt(rate * 100) + '%') if rate is not None else '-':>9}"
+        )
+    successes = [
+        r["evaluation"].get("is_successful")
+        for r in results
+        if isinstance(r.get("evaluation", {}).get("is_successful"), bool)
+    ]
     if successes:
-        lines.append(f"\nscenarios with a verdict: {len(successes)}, successful: {sum(successes)} "
-                     f"({100 * sum(successes) / len(successes):.1f}%)")
+        lines.append(
+            f"\nscenarios with a verdict: {len(successes)}, successful: {sum(successes)} "
+            f"({100 * sum(successes) / len(successes):.1f}%)"
+        )
     return "\n".join(lines)
 
 
 def result_changes_text(report: dict[str, Any], calls_shown: int) -> str:
     """`callqa compare`'s report (scorers/result_changes.py, as its `to_dict`) for people."""
-    lines = [f"calls: {report['calls_compared']} compared (before {report['calls_before']}, after "
-             f"{report['calls_after']}), {report['calls_changed']} with a verdict changed; only before: "
-             f"{len(report['only_before'])}, only after: {len(report['only_after'])}"]
-    header = ("verdict", "compared", "changed", "mean score change", "pass→fail", "fail→pass", "now judged",
-              "no longer judged", "added", "gone")
-    rows = [header] + [(shown(t["name"]), str(t["compared"]), str(t["changed"]),
-                        "-" if t["mean_score_change"] is None else f"{t['mean_score_change']:+.2f}",
-                        str(t["passed_to_failed"]), str(t["failed_to_passed"]), str(t["became_judged"]),
-                        str(t["became_unjudged"]), str(t["added"]), str(t["gone"])) for t in report["verdicts"]]
+    lines = [
+        f"calls: {report['calls_compared']} compared (before {report['calls_before']}, after "
+        f"{report['calls_after']}), {report['calls_changed']} with a verdict changed; only before: "
+        f"{len(report['only_before'])}, only after: {len(report['only_after'])}"
+    ]
+    header = (
+        "verdict",
+        "compared",
+        "changed",
+        "mean score change",
+        "pass→fail",
+        "fail→pass",
+        "now judged",
+        "no longer judged",
+        "added",
+        "gone",
+    )
+    rows = [header] + [
+        (
+            shown(t["name"]),
+            str(t["compared"]),
+            str(t["changed"]),
+            "-" if t["mean_score_change"] is None else f"{t['mean_score_change']:+.2f}",
+            str(t["passed_to_failed"]),
+            str(t["failed_to_passed"]),
+            str(t["became_judged"]),
+            str(t["became_unjudged"]),
+            str(t["added"]),
+            str(t["gone"]),
+        )
+        for t in report["verdicts"]
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines += ["  ".join(cell.ljust(widths[0]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
-              for row in rows]
+    lines += [
+        "  ".join(cell.ljust(widths[0]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
+        for row in rows
+    ]
     changed = report["changed_calls"]
     if changed and calls_shown:
         shown_of = f" (the first {calls_shown} of {len(changed)})" if len(changed) > calls_shown else ""
         lines.append(f"calls changed{shown_of}:")
         for call in changed[:calls_shown]:
-            lines.append(shown(f"  {call['call_id']}: " + "; ".join(
-                f"{change['name']} {_verdict_text(change['before'])} → {_verdict_text(change['after'])}"
-                for change in call["changes"])))
+            lines.append(
+                shown(
+                    f"  {call['call_id']}: "
+                    + "; ".join(
+                        f"{change['name']} {_verdict_text(change['before'])} → {_verdict_text(change['after'])}"
+                        for change in call["changes"]
+                    )
+                )
+            )
     for side in ("only_before", "only_after"):
         if report[side] and calls_shown:
             shown_ids = ", ".join(report[side][:calls_shown])

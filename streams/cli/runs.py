@@ -20,7 +20,7 @@ def result_documents(path: str) -> Iterator[dict[str, Any]]:
     """The result documents of a results file (`callqa replay --out`, `callqa tail results --json`), each
     checked, one at a time; `-`: standard input."""
     name = "standard input" if path == STANDARD_INPUT else path
-    with (open(sys.stdin.fileno(), "rb", closefd=False) if path == STANDARD_INPUT else open(path, "rb")) as handle:
+    with open(sys.stdin.fileno(), "rb", closefd=False) if path == STANDARD_INPUT else open(path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             if line.strip():
                 yield _result_document(line, f"{name} line {number}")
@@ -50,8 +50,9 @@ def _run_results(args: argparse.Namespace) -> list[dict[str, Any]]:
 
         settings = settings_from(args)
         topic = TopicNames(settings.topic_prefix).results
-        asyncio.run(read_topic(settings, topic, 3.0,
-                               lambda key, value: keep(_result_document(value, f"a record of {topic}"))))
+        asyncio.run(
+            read_topic(settings, topic, 3.0, lambda key, value: keep(_result_document(value, f"a record of {topic}")))
+        )
     if not run:
         raise ValueError(f"no results of run {args.run_id!r}; runs present: {sorted(others) or 'none'}")
     return run
@@ -95,10 +96,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    for name, helptext in (("summary", "print a run's all_summary (from the results topic or a results file)"),
-                           ("export",
-                            "write a run in the evaluation harness's layout (metrics.json, judge_result.json, "
-                                     "all_summary.txt, all_metrics.json, all_latencies.csv)")):
+    for name, helptext in (
+        ("summary", "print a run's all_summary (from the results topic or a results file)"),
+        (
+            "export",
+            "write a run in the evaluation harness's layout (metrics.json, judge_result.json, "
+            "all_summary.txt, all_metrics.json, all_latencies.csv)",
+        ),
+    ):
         p = sub.add_parser(name, help=helptext)
         kafka_options(p)
         p.add_argument("run_id")
@@ -107,8 +112,13 @@ def add_parser(sub: Any) -> None:
         else:
             p.add_argument("--json", action="store_true", help="the summary as JSON")
         p.add_argument("--results", help="a results file (JSON Lines) instead of the results topic")
-        p.add_argument("--min-agent-turns", type=non_negative_int, default=None, metavar="N",
-                       help="one floor of agent LLM responses for every scenario, as the evaluation harness's "
-                            "--min-agent-turns (token_usage.agent.n_calls below N: stalled, counted as a failure; "
-                            "0: none stalls); default: each scenario's own floor, as it was scored")
+        p.add_argument(
+            "--min-agent-turns",
+            type=non_negative_int,
+            default=None,
+            metavar="N",
+            help="one floor of agent LLM responses for every scenario, as the evaluation harness's "
+            "--min-agent-turns (token_usage.agent.n_calls below N: stalled, counted as a failure; "
+            "0: none stalls); default: each scenario's own floor, as it was scored",
+        )
         p.set_defaults(func=cmd_summary if name == "summary" else cmd_export)

@@ -39,26 +39,43 @@ def run(args: argparse.Namespace) -> int:
             bar.update(1)
 
         try:
-            report = asyncio.run(send_log(read_log(log), settings, batch_size=args.batch_size,
-                                          end_of_input=not args.keep_open, on_record=sent_one))
+            report = asyncio.run(
+                send_log(
+                    read_log(log),
+                    settings,
+                    batch_size=args.batch_size,
+                    end_of_input=not args.keep_open,
+                    on_record=sent_one,
+                )
+            )
         except KeyboardInterrupt:
             bar.close()
             from streams.send.acknowledgements import AGAIN
 
-            print(f"callqa: stopped after reading {handed_over:,}{f' of {total:,}' if total else ''} records of the "
-                  f"log, with no word that all it sent arrived; to finish, {AGAIN}", file=sys.stderr)
+            print(
+                f"callqa: stopped after reading {handed_over:,}{f' of {total:,}' if total else ''} records of the "
+                f"log, with no word that all it sent arrived; to finish, {AGAIN}",
+                file=sys.stderr,
+            )
             raise
         bar.close()
-    print(f"sent {report.records} records ({report.events} events) as {report.messages} messages to "
-          f"{settings.topic_prefix}.events", file=sys.stderr)
+    print(
+        f"sent {report.records} records ({report.events} events) as {report.messages} messages to "
+        f"{settings.topic_prefix}.events",
+        file=sys.stderr,
+    )
     if report.refused:
-        print(f"{report.refused} records over CALLQA_MAX_MESSAGE_BYTES ({settings.max_message_bytes}) were not sent: "
-              f"dead-lettered to {settings.topic_prefix}.deadletter, as the worker refuses such messages",
-              file=sys.stderr)
+        print(
+            f"{report.refused} records over CALLQA_MAX_MESSAGE_BYTES ({settings.max_message_bytes}) were not sent: "
+            f"dead-lettered to {settings.topic_prefix}.deadletter, as the worker refuses such messages",
+            file=sys.stderr,
+        )
     if report.rest_refused:
-        print(f"{report.rest_refused} batch records held more than {MAX_ITEMS_DEAD_LETTERED:,} bad items: the rest of "
-              f"each were dead-lettered to {settings.topic_prefix}.deadletter in one letter, as the worker does",
-              file=sys.stderr)
+        print(
+            f"{report.rest_refused} batch records held more than {MAX_ITEMS_DEAD_LETTERED:,} bad items: the rest of "
+            f"each were dead-lettered to {settings.topic_prefix}.deadletter in one letter, as the worker does",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -66,8 +83,11 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("send", help="publish a .jsonl or .msgpack event log, batching per partition in its order")
     kafka_options(p)
     p.add_argument("log", help=LOG_HELP)
-    p.add_argument("--batch-size", type=int, default=50,
-                   help="events a message holds at most (the next events of one partition, in the log's order; "
-                        "default 50)")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=50,
+        help="events a message holds at most (the next events of one partition, in the log's order; default 50)",
+    )
     p.add_argument("--keep-open", action="store_true", help="do not send the end-of-input watermark")
     p.set_defaults(func=run)

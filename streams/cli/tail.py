@@ -41,11 +41,13 @@ def tail(settings: Settings, topic: str, kind: str, follow: bool, raw: bool) -> 
         print(text, flush=True)
 
     try:
+
         def waiting(note: str) -> None:
             print(note, file=sys.stderr, flush=True)
 
-        return asyncio.run(read_topic(settings, topic, None if follow else 3.0, show,
-                                      on_waiting=waiting if follow else None))
+        return asyncio.run(
+            read_topic(settings, topic, None if follow else 3.0, show, on_waiting=waiting if follow else None)
+        )
     except BrokenPipeError:  # the reader went away (`| head`): not an error
         sys.stderr.close()
         return 0

@@ -39,12 +39,17 @@ def _refuse_a_taken_web_port(settings: Settings) -> None:
             try:
                 probe.bind(address)
             except OSError as exc:
-                shown = f"[{address[0]}]:{address[1]}" if family == socket.AF_INET6 else f"{address[0]}:{address[1]}"
+                host, port = str(address[0]), settings.web_port  # (the address asked for)
+                shown = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
                 if exc.errno == errno.EADDRINUSE:
-                    raise ValueError(f"the HTTP API's port {shown} is in use: another worker may run there; give "
-                                     "it a free port (--web-port, or CALLQA_WEB_PORT)") from None
-                raise ValueError(f"the HTTP API cannot listen on {shown} ({exc.strerror}): set CALLQA_WEB_BIND to an "
-                                 "address of this machine (0.0.0.0 for all)") from None
+                    raise ValueError(
+                        f"the HTTP API's port {shown} is in use: another worker may run there; give "
+                        "it a free port (--web-port, or CALLQA_WEB_PORT)"
+                    ) from None
+                raise ValueError(
+                    f"the HTTP API cannot listen on {shown} ({exc.strerror}): set CALLQA_WEB_BIND to an "
+                    "address of this machine (0.0.0.0 for all)"
+                ) from None
 
 
 def _run_worker(settings: Settings) -> int:
@@ -65,25 +70,39 @@ def _run_worker(settings: Settings) -> int:
         probe = tempfile.NamedTemporaryFile(dir=settings.data_dir, prefix=".callqa-write-check-")
         probe.close()
     except OSError as exc:
-        raise ValueError(f"data_dir {settings.data_dir!r} (CALLQA_DATA_DIR) cannot be written: "
-                         f"{exc.strerror or exc}") from None
+        raise ValueError(
+            f"data_dir {settings.data_dir!r} (CALLQA_DATA_DIR) cannot be written: {exc.strerror or exc}"
+        ) from None
     _refuse_a_taken_web_port(settings)
     # Create every topic with its partition count before Faust subscribes (see ensure_topics).
-    asyncio.run(ensure_topics(settings, TopicNames(settings.topic_prefix).specs(settings.partitions),
-                              check_partitions=True))
+    asyncio.run(
+        ensure_topics(settings, TopicNames(settings.topic_prefix).specs(settings.partitions), check_partitions=True)
+    )
     asyncio.run(refuse_a_moved_group(settings))
     if settings.web_host in WILDCARD_ADDRESSES:
-        print(f"callqa: CALLQA_WEB_HOST={settings.web_host} names no worker: another worker asked for "
-              f"GET /alerts cannot pass it on to this one; set CALLQA_WEB_HOST to this worker's host name "
-              f"and CALLQA_WEB_BIND={settings.web_host}", file=sys.stderr, flush=True)
+        print(
+            f"callqa: CALLQA_WEB_HOST={settings.web_host} names no worker: another worker asked for "
+            f"GET /alerts cannot pass it on to this one; set CALLQA_WEB_HOST to this worker's host name "
+            f"and CALLQA_WEB_BIND={settings.web_host}",
+            file=sys.stderr,
+            flush=True,
+        )
     elif settings.web_bind in WILDCARD_ADDRESSES and settings.web_host in LOOPBACK_NAMES:
-        print(f"callqa: CALLQA_WEB_BIND={settings.web_bind} with CALLQA_WEB_HOST={settings.web_host}: another "
-              f"worker asked for GET /alerts would pass it on to its own loopback, not to this worker; set "
-              f"CALLQA_WEB_HOST to this worker's host name", file=sys.stderr, flush=True)
+        print(
+            f"callqa: CALLQA_WEB_BIND={settings.web_bind} with CALLQA_WEB_HOST={settings.web_host}: another "
+            f"worker asked for GET /alerts would pass it on to its own loopback, not to this worker; set "
+            f"CALLQA_WEB_HOST to this worker's host name",
+            file=sys.stderr,
+            flush=True,
+        )
     if not settings.api_token_in_force and settings.web_listen_host not in LOOPBACK_NAMES:
-        print(f"callqa: the HTTP API listens on {settings.web_listen_host} with no CALLQA_API_TOKEN: "
-              "whoever reaches it can read the calls' transcripts and create, change and delete cohorts; set "
-              "CALLQA_API_TOKEN to ask reads of call content and writes for it", file=sys.stderr, flush=True)
+        print(
+            f"callqa: the HTTP API listens on {settings.web_listen_host} with no CALLQA_API_TOKEN: "
+            "whoever reaches it can read the calls' transcripts and create, change and delete cohorts; set "
+            "CALLQA_API_TOKEN to ask reads of call content and writes for it",
+            file=sys.stderr,
+            flush=True,
+        )
     callqa = create_app(settings)
     tune_gc()
     collapse_aiokafka_repeats()

@@ -41,7 +41,7 @@ def read_log(path: str) -> Iterator[bytes]:
         for number, line in enumerate(handle):
             line = line.strip()
             if number == 0 and line.startswith(UTF8_BOM):  # written by some editors and Windows tools
-                line = line[len(UTF8_BOM):].strip()
+                line = line[len(UTF8_BOM) :].strip()
             if line:
                 yield line
 
@@ -73,8 +73,11 @@ def refuse_unreadable(first: bytes, name: str, piped: bool = False) -> None:
         how = "on its way in (`zcat LOG.gz | callqa … -`)" if piped else f"first (`zcat {name} | callqa … -`)"
         raise ValueError(f"{name} is gzip-compressed: decompress it {how}")
     if first in UTF16_BOMS:
-        how = ("on its way in (`iconv -f UTF-16 -t UTF-8 LOG | callqa … -`)" if piped
-               else f"first (`iconv -f UTF-16 -t UTF-8 {name} > log.jsonl`)")
+        how = (
+            "on its way in (`iconv -f UTF-16 -t UTF-8 LOG | callqa … -`)"
+            if piped
+            else f"first (`iconv -f UTF-16 -t UTF-8 {name} > log.jsonl`)"
+        )
         raise ValueError(f"{name} is UTF-16 text: convert it to UTF-8 {how}")
 
 
@@ -113,15 +116,19 @@ def _msgpack_records(path: str) -> Iterator[bytes]:
     with open(path, "rb") as handle:
         first = handle.read(_LOG_CHUNK_BYTES)
         if first.lstrip(b" \t\r\n").startswith((b"{", UTF8_BOM)):
-            raise ValueError(f"{path}: this is JSON, not MessagePack (it starts with '{{'): "
-                             "name a JSON Lines log anything but *.msgpack")
+            raise ValueError(
+                f"{path}: this is JSON, not MessagePack (it starts with '{{'): "
+                "name a JSON Lines log anything but *.msgpack"
+            )
         chunks = itertools.chain([first], iter(lambda: handle.read(_LOG_CHUNK_BYTES), b""))
         try:
             yield from MsgpackRecordReader(chunks).records()
         except msgpack.BufferFull:
-            raise ValueError(f"{path}: a record (or a damaged stretch) runs on past {_UNPACKER_BUFFER_BYTES} bytes, "
-                             f"read up to byte {handle.tell()}: a MessagePack log's records are read whole, and "
-                             "none this large can be; cut it out of the log") from None
+            raise ValueError(
+                f"{path}: a record (or a damaged stretch) runs on past {_UNPACKER_BUFFER_BYTES} bytes, "
+                f"read up to byte {handle.tell()}: a MessagePack log's records are read whole, and "
+                "none this large can be; cut it out of the log"
+            ) from None
 
 
 class _Value(enum.Enum):
@@ -211,7 +218,7 @@ class MsgpackRecordReader:
     def _hold_value(self) -> None:
         """Hold the value just read as the next record, until the value after it reads well."""
         end = self._unpacker.tell() + self._fed_from
-        self._held = self._pending[self._cut:end]
+        self._held = self._pending[self._cut : end]
         self._cut = end
 
     def _read_damage(self, unreadable: bool) -> Iterator[bytes]:
@@ -222,7 +229,7 @@ class MsgpackRecordReader:
         if held is not None:
             # (A view, not a copy: this runs for every damaged stretch, and `_pending` holds up to the
             # largest message after it.)
-            inner = _record_start_inside(held, memoryview(self._pending)[self._cut:])
+            inner = _record_start_inside(held, memoryview(self._pending)[self._cut :])
             if inner is not None:
                 yield held[:inner]
                 self._resync_inside_held(held, inner)
@@ -239,13 +246,13 @@ class MsgpackRecordReader:
 
     def _resync_inside_held(self, held: bytes, inner: int) -> None:
         """The held record ran on into the next, which starts at `inner` in it: read from there again."""
-        self._unpack_afresh(held[inner:] + self._pending[self._cut:])
+        self._unpack_afresh(held[inner:] + self._pending[self._cut :])
         self._held = None
 
     def _skip_damage(self, unreadable: bool) -> Iterator[bytes]:
         """Yield the damage as one record, up to where the next event or batch starts, and go on there."""
         resume, searched_on = self._find_next_record()
-        yield self._pending[self._cut:resume]
+        yield self._pending[self._cut : resume]
         if not unreadable and not searched_on and self._unpacker.tell() + self._fed_from == resume:
             # The damage was one whole value, no map, that the unpacker has read past (a newline
             # written after each record): it goes on from there, as it is. Made anew from what is
@@ -301,7 +308,7 @@ class MsgpackRecordReader:
 
     def _let_go_of_cut(self) -> None:
         """Let go of what is read up to the last record's end (yielded or held already)."""
-        self._pending, self._fed_from, self._cut = self._pending[self._cut:], self._fed_from - self._cut, 0
+        self._pending, self._fed_from, self._cut = self._pending[self._cut :], self._fed_from - self._cut, 0
 
     def _unpack_afresh(self, pending: bytes) -> None:
         """Read `pending` from its start with an unpacker made anew."""
@@ -347,7 +354,7 @@ def _look_for_record(data: bytes, begin: int, end: int | None = None) -> tuple[i
         window = _RESYNC_WINDOW_BYTES
         while True:
             unpacker = _unpacker()
-            unpacker.feed(view[start:start + window])
+            unpacker.feed(view[start : start + window])
             try:
                 value = unpacker.unpack()
             except msgpack.OutOfData:

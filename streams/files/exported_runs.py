@@ -21,8 +21,10 @@ def write_export(files: Mapping[str, bytes], out_dir: str | Path) -> list[Path]:
     filled where it is, and emptied again if the export is cut short."""
     root = Path(out_dir).resolve()
     if root.is_dir() and any(root.iterdir()):
-        raise ValueError(f"{out_dir} is not empty: export a run into a new or empty directory "
-                         "(its scenario folders would mix with what is there)")
+        raise ValueError(
+            f"{out_dir} is not empty: export a run into a new or empty directory "
+            "(its scenario folders would mix with what is there)"
+        )
     for relative in files:
         if not (root / relative).resolve().is_relative_to(root):
             raise ValueError(f"export path {relative!r} leaves {root}")

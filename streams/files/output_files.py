@@ -41,12 +41,13 @@ class AtomicOutput:
         # "pipe:[…]", a name that exists nowhere, while opening /dev/stdout reaches the pipe.
         existing = _stat(path)
         if existing is not None and not stat.S_ISREG(existing.st_mode):
-            self.file = open(path, "wb")  # noqa: SIM115 - closed by commit() or discard()
+            self.file = open(path, "wb")  # closed by commit() or discard()
             return
         target = os.path.realpath(path)  # through a symbolic link to the file it names
         self._target = target
-        self._temporary = os.path.join(os.path.dirname(target),
-                                       f".{os.path.basename(target)}.{secrets.token_hex(6)}.partial")
+        self._temporary = os.path.join(
+            os.path.dirname(target), f".{os.path.basename(target)}.{secrets.token_hex(6)}.partial"
+        )
         # Fails at once (a missing directory, no permission), before any work is done. Created with
         # mode 0o666 as open() creates files, so the umask applies; an existing file keeps its mode.
         try:

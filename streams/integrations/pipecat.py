@@ -68,11 +68,19 @@ EVENTS_TOPIC = "callqa.events"
 CONTRACT_VERSION = 1
 # The RTVI messages callqa scores (metrics, handoff latency, tool calls, the end tool); the rest
 # (LLM text, audio levels, transcripts) it does not read, and they would only fill the buffer.
-RTVI_TYPES_READ = frozenset({
-    "metrics", "bot-started-speaking", "bot-stopped-speaking", "user-started-speaking",
-    "user-stopped-speaking", "llm-function-call-started", "llm-function-call-in-progress",
-    "llm-function-call-stopped", "server-message",
-})
+RTVI_TYPES_READ = frozenset(
+    {
+        "metrics",
+        "bot-started-speaking",
+        "bot-stopped-speaking",
+        "user-started-speaking",
+        "user-stopped-speaking",
+        "llm-function-call-started",
+        "llm-function-call-in-progress",
+        "llm-function-call-stopped",
+        "server-message",
+    }
+)
 # The names the harness's end-of-conversation tool goes by (call.ended's end_conversation_tool_called).
 END_TOOL_NAMES = frozenset({"EndConversationTool", "end_conversation", "end_call"})
 EXIT, CANCELLED, CALLER_HANGUP, ERROR = "[EXIT]", "[CANCELLED]", "[CALLER_HANGUP]", "[ERROR]"
@@ -129,7 +137,8 @@ def _ends_the_call(error: Any) -> bool:
     job (`push_error(..., force_treat_as_permanent=True)`), or, before Pipecat 2.0, `fatal`."""
     processor = getattr(error, "processor", None)
     return (processor is not None and getattr(processor, "is_usable", True) is False) or bool(
-        error.__dict__.get("fatal", False))
+        error.__dict__.get("fatal", False)
+    )
 
 
 def _get(thing: Any, key: str) -> Any:
@@ -143,8 +152,9 @@ class _Sender:
     """A bounded buffer of encoded events and the task that sends them in order, in batches, each
     batch taken off the buffer only once the broker acknowledged it (retried until then)."""
 
-    def __init__(self, bootstrap_servers: str, topic: str, call_id: str, max_events: int,
-                 producer_config: dict[str, Any]) -> None:
+    def __init__(
+        self, bootstrap_servers: str, topic: str, call_id: str, max_events: int, producer_config: dict[str, Any]
+    ) -> None:
         self.bootstrap_servers, self.topic, self.call_id = bootstrap_servers, topic, call_id
         self.max_events, self.producer_config = max_events, producer_config
         self.buffer: collections.deque[dict[str, Any]] = collections.deque()
@@ -159,8 +169,12 @@ class _Sender:
         if len(self.buffer) >= self.max_events:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
-                log.warning("callqa: event buffer full (%d events): %d events of call %s dropped so far",
-                            self.max_events, self.dropped, self.call_id)
+                log.warning(
+                    "callqa: event buffer full (%d events): %d events of call %s dropped so far",
+                    self.max_events,
+                    self.dropped,
+                    self.call_id,
+                )
             return
         self.buffer.append(event)
         self._wake.set()
@@ -178,11 +192,16 @@ class _Sender:
                 await self._send(batch)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - a broker outage: keep the events, try again
+            except Exception as exc:  # a broker outage: keep the events, try again
                 self.failures += 1
                 if self.failures == 1 or self.failures % 30 == 0:
-                    log.warning("callqa: cannot deliver events of call %s (%s: %s); %d buffered, retrying",
-                                self.call_id, type(exc).__name__, exc, len(self.buffer))
+                    log.warning(
+                        "callqa: cannot deliver events of call %s (%s: %s); %d buffered, retrying",
+                        self.call_id,
+                        type(exc).__name__,
+                        exc,
+                        len(self.buffer),
+                    )
                 await self._close_producer()
                 await asyncio.sleep(RETRY_S)
                 continue
@@ -209,7 +228,7 @@ class _Sender:
         if producer is not None:
             try:
                 await asyncio.wait_for(producer.stop(), timeout=3)
-            except Exception:  # noqa: BLE001 - a producer that cannot stop cleanly is let go
+            except Exception:  # a producer that cannot stop cleanly is let go
                 pass
 
     async def flush(self, timeout_s: float) -> bool:
@@ -227,7 +246,7 @@ class _Sender:
             self._task.cancel()
             try:
                 await self._task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+            except (asyncio.CancelledError, Exception):
                 pass
             self._task = None
         await self._close_producer()
@@ -255,10 +274,19 @@ class CallqaObserver(BaseObserver):
     lost to a full buffer, `sent` those the broker acknowledged, and `undelivered` holds the rest.
     `flush_timeout_s`: how long cleanup waits for the buffer to drain (the pipeline has ended by then)."""
 
-    def __init__(self, *, bootstrap_servers: str, call_id: str, agent_id: str, topic: str = EVENTS_TOPIC,
-                 buffer_events: int = DEFAULT_BUFFER_EVENTS, end_tool_names: frozenset[str] = END_TOOL_NAMES,
-                 producer_config: dict[str, Any] | None = None, flush_timeout_s: float = FLUSH_TIMEOUT_S,
-                 **call_started_fields: Any) -> None:
+    def __init__(
+        self,
+        *,
+        bootstrap_servers: str,
+        call_id: str,
+        agent_id: str,
+        topic: str = EVENTS_TOPIC,
+        buffer_events: int = DEFAULT_BUFFER_EVENTS,
+        end_tool_names: frozenset[str] = END_TOOL_NAMES,
+        producer_config: dict[str, Any] | None = None,
+        flush_timeout_s: float = FLUSH_TIMEOUT_S,
+        **call_started_fields: Any,
+    ) -> None:
         super().__init__()
         self.call_id = call_id
         self._flush_timeout_s = flush_timeout_s
@@ -277,8 +305,9 @@ class CallqaObserver(BaseObserver):
         self._fatal_error: str | None = None
         self._hung_up = False
         self._ended = False
-        self._rtvi = _RtviRelay(self._rtvi_event, RTVIObserverParams(
-            function_call_report_level={"*": RTVIFunctionCallReportLevel.FULL}))
+        self._rtvi = _RtviRelay(
+            self._rtvi_event, RTVIObserverParams(function_call_report_level={"*": RTVIFunctionCallReportLevel.FULL})
+        )
 
     # -- what a bot may read or say ----------------------------------------------------------------
 
@@ -429,7 +458,13 @@ class CallqaObserver(BaseObserver):
 
     def _emit(self, event_type: str, data: dict[str, Any]) -> None:
         self._seq += 1
-        self._sender.offer({
-            "v": CONTRACT_VERSION, "event_id": f"{self.call_id}:{self._run_id}:{self._seq}", "call_id": self.call_id,
-            "ts_ms": (self._zero_ms or 0) + self._now_ms, "type": event_type, "data": data,
-        })
+        self._sender.offer(
+            {
+                "v": CONTRACT_VERSION,
+                "event_id": f"{self.call_id}:{self._run_id}:{self._seq}",
+                "call_id": self.call_id,
+                "ts_ms": (self._zero_ms or 0) + self._now_ms,
+                "type": event_type,
+                "data": data,
+            }
+        )

@@ -184,11 +184,18 @@ class PartitionSegment:
     forgotten: tuple[str, ...] = ()
 
 
-def encode_partition_segment(partition: int, sequence: int, entries: list[tuple[str, int, bytes]],
-                             watermark_ms: int | None = None, through_offset: int = -1,
-                             forgotten: Iterable[str] = ()) -> bytes:
-    packed = msgpack.packb({"p": partition, "s": sequence, "e": entries, "w": watermark_ms, "o": through_offset,
-                            "f": list(forgotten)}, use_bin_type=True)
+def encode_partition_segment(
+    partition: int,
+    sequence: int,
+    entries: list[tuple[str, int, bytes]],
+    watermark_ms: int | None = None,
+    through_offset: int = -1,
+    forgotten: Iterable[str] = (),
+) -> bytes:
+    packed = msgpack.packb(
+        {"p": partition, "s": sequence, "e": entries, "w": watermark_ms, "o": through_offset, "f": list(forgotten)},
+        use_bin_type=True,
+    )
     return zstandard.compress(packed, SEGMENT_COMPRESSION_LEVEL)
 
 
@@ -201,8 +208,12 @@ def decode_partition_segment(value: bytes) -> PartitionSegment:
     document = msgpack.unpackb(value, raw=False)
     watermark = document.get("w")
     return PartitionSegment(
-        document["p"], document["s"], [(call_id, int(position), raw) for call_id, position, raw in document["e"]],
-        None if watermark is None else int(watermark), int(document.get("o", -1)), tuple(document.get("f", ())),
+        document["p"],
+        document["s"],
+        [(call_id, int(position), raw) for call_id, position, raw in document["e"]],
+        None if watermark is None else int(watermark),
+        int(document.get("o", -1)),
+        tuple(document.get("f", ())),
     )
 
 
@@ -280,8 +291,9 @@ class JournalBook:
             return True
         return (time.monotonic() if now is None else now) - pending.since >= self.segment_seconds * times
 
-    def take(self, partition: int, watermark_ms: int | None = None,
-             through_offset: int = -1) -> tuple[bytes | None, bytes | None, list[Any]]:
+    def take(
+        self, partition: int, watermark_ms: int | None = None, through_offset: int = -1
+    ) -> tuple[bytes | None, bytes | None, list[Any]]:
         """(key, value) of the partition's next segment (None, None when nothing was accepted and no
         call forgotten) and what to acknowledge once it is written. The segment records the
         partition's watermark and the last offset it covers, and the calls forgotten since the last
@@ -341,12 +353,14 @@ class JournalBook:
                     self.fragments.setdefault((partition, sequence), set()).add(call_id)
                 sequence_now = self.next_sequence.get(partition, 0)
                 records.setdefault(partition, []).append(
-                    (retired_key(partition, call_id), encode_retired(partition, call_id, sequence_now)))
+                    (retired_key(partition, call_id), encode_retired(partition, call_id, sequence_now))
+                )
         # A call forgotten again here can lose its earlier record to the delete of another call's last
         # segment, which also held its old fragment: staged after its new record, that delete would
         # erase it. The calls still retired at the end keep their records.
-        still_retired = {retired_key(self.retired[call_id][0], call_id)
-                         for call_id in call_ids if call_id in self.retired}
+        still_retired = {
+            retired_key(self.retired[call_id][0], call_id) for call_id in call_ids if call_id in self.retired
+        }
         for partition in sorted(records.keys() | deletes.keys()):
             kept = [(key, value) for key, value in deletes.get(partition, []) if key not in still_retired]
             self.stage_changes(partition, records.get(partition, []) + kept)
@@ -428,8 +442,11 @@ class JournalBook:
         # watermark: an operator's reset (`callqa watermark reset`) may have set the time lower since.
         # (Without one the newer is also the higher: the same as taking the higher.)
         if latest is not None and (restored.watermark_ms is None or latest[0] >= record_offset):
-            restored.watermark_ms = latest[1] if restored.watermark_ms is None or latest[0] > record_offset \
+            restored.watermark_ms = (
+                latest[1]
+                if restored.watermark_ms is None or latest[0] > record_offset
                 else later(restored.watermark_ms, latest[1])
+            )
         still_needed: set[str] = set()
         deletes: list[tuple[bytes, bytes | None]] = []
         for segment in segments:
@@ -460,9 +477,12 @@ class JournalBook:
         # (a crash cut the write that replaced it short): the segment naming it may go before long.
         records: list[tuple[bytes, bytes | None]] = [
             (retired_key(partition, call_id), encode_retired(partition, call_id, retired_before[call_id]))
-            for call_id in sorted(still_needed) if recorded.get(call_id, -1) < retired_before[call_id]]
-        gone: list[tuple[bytes, bytes | None]] = [(retired_key(partition, call_id), None)
-                for call_id in sorted(recorded.keys() - still_needed)]  # every segment it was in is gone
+            for call_id in sorted(still_needed)
+            if recorded.get(call_id, -1) < retired_before[call_id]
+        ]
+        gone: list[tuple[bytes, bytes | None]] = [
+            (retired_key(partition, call_id), None) for call_id in sorted(recorded.keys() - still_needed)
+        ]  # every segment it was in is gone
         self.stage_changes(partition, records + deletes + gone)
         return restored
 

@@ -20,8 +20,9 @@ import faust
 class JournalTable(faust.Table[Any, Any]):
     """`faust.Table`, keeping the future of every changelog record it queues until they are taken."""
 
-    def send_changelog(self, partition: int | None, key: Any, value: Any, key_serializer: Any = None,
-                       value_serializer: Any = None) -> Any:
+    def send_changelog(
+        self, partition: int | None, key: Any, value: Any, key_serializer: Any = None, value_serializer: Any = None
+    ) -> Any:
         # (Table.on_key_set and on_key_del, behind `table[key] = value` and `del table[key]`, send
         # through here; tests/test_journal_table.py pins them.)
         future = super().send_changelog(partition, key, value, key_serializer, value_serializer)

@@ -46,10 +46,15 @@ class BoundedAsyncClient(DefaultAsyncHttpxClient):
             body = b"" if 300 <= response.status_code < 400 else await read_bounded(response, self.limit_bytes)
         finally:
             await response.aclose()
-        headers = [(name, value) for name, value in response.headers.multi_items()
-                   if name.lower() not in _WIRE_HEADERS]
-        return httpx2.Response(response.status_code, headers=headers, content=body, request=request,
-                               extensions=response.extensions, history=response.history)
+        headers = [(name, value) for name, value in response.headers.multi_items() if name.lower() not in _WIRE_HEADERS]
+        return httpx2.Response(
+            response.status_code,
+            headers=headers,
+            content=body,
+            request=request,
+            extensions=response.extensions,
+            history=response.history,
+        )
 
 
 async def read_bounded(response: httpx2.Response, limit_bytes: int) -> bytes:

@@ -79,11 +79,18 @@ class JudgeClient:
         outcomes = await asyncio.gather(*asks)
         qa, qa_error = outcomes[0]
         evaluation, evaluation_error = outcomes[1] if len(outcomes) > 1 else (None, None)
-        return judge_result_event(requests, self.settings.judge_model, qa=qa, qa_error=qa_error,
-                                  evaluation=evaluation, evaluation_error=evaluation_error)
+        return judge_result_event(
+            requests,
+            self.settings.judge_model,
+            qa=qa,
+            qa_error=qa_error,
+            evaluation=evaluation,
+            evaluation_error=evaluation_error,
+        )
 
-    async def ask(self, request: JudgeRequest,
-                  parse: Callable[[str | None, JudgeRequest], Answer]) -> tuple[Answer | None, str | None]:
+    async def ask(
+        self, request: JudgeRequest, parse: Callable[[str | None, JudgeRequest], Answer]
+    ) -> tuple[Answer | None, str | None]:
         """(answer, None), or (None, why) once every attempt failed."""
         attempts = max(0, self.settings.judge_retries) + 1
         why = "no attempt"
@@ -137,8 +144,10 @@ class JudgeClient:
             location = exc.response.headers.get("location") if 300 <= exc.status_code < 400 else None
             if location:
                 where = redacted_url(str(exc.response.url.join(location)), keep_path=True)
-                text = (f"HTTP {exc.status_code} from the judge, a redirect to {where}, not followed: OPENAI_BASE_URL "
-                        "must name the API's own address (the part before /chat/completions)")
+                text = (
+                    f"HTTP {exc.status_code} from the judge, a redirect to {where}, not followed: OPENAI_BASE_URL "
+                    "must name the API's own address (the part before /chat/completions)"
+                )
         elif isinstance(exc, BodyTooLarge):
             text = str(exc)
         elif isinstance(exc, openai.APIConnectionError):
@@ -228,9 +237,12 @@ class JudgingInterrupted(Exception):
 CALLS_PER_REQUEST_SLOT = 8
 
 
-async def judge_all(settings: Settings, requests: list[JudgeRequests],
-                    on_judged: Callable[[], None] | None = None,
-                    answered: dict[int, JudgeResult] | None = None) -> list[JudgeResult]:
+async def judge_all(
+    settings: Settings,
+    requests: list[JudgeRequests],
+    on_judged: Callable[[], None] | None = None,
+    answered: dict[int, JudgeResult] | None = None,
+) -> list[JudgeResult]:
     """Judge many calls with one client (offline use); results in the order of `requests`.
     `on_judged` is told each time a call's answer (or its failure) is in: judging thousands of calls
     takes minutes, and the caller shows how far it has got. `answered` (index in `requests` ->

@@ -53,9 +53,10 @@ AFTER_THE_RECORD = -1
 NEEDS_KEY = "--judge needs OPENAI_API_KEY (and OPENAI_BASE_URL for a server other than OpenAI's)"
 NEEDS_RECORD = "--judge needs --record LOG2: the judge's answers must be kept to reproduce the results"
 RETRY_NEEDS_JUDGE = "--retry-judge-errors needs --judge: the calls whose recorded answer is an error are asked again"
-SAME_FORMAT = ("--record must have the format of the log it records: name it *.msgpack for a MessagePack log, "
-               "anything else for JSON Lines")
-
+SAME_FORMAT = (
+    "--record must have the format of the log it records: name it *.msgpack for a MessagePack log, "
+    "anything else for JSON Lines"
+)
 
 
 @dataclass
@@ -147,8 +148,15 @@ class RecordProgress:
     on_judged: Callable[[], None] | None = None  # one more call's answer (or failure) is in
 
 
-def record_log(log: str, record: str, settings: Settings, engine: CallEngine, judge: bool = False,
-               progress: RecordProgress | None = None, retry_errors: bool = False) -> RecordReport:
+def record_log(
+    log: str,
+    record: str,
+    settings: Settings,
+    engine: CallEngine,
+    judge: bool = False,
+    progress: RecordProgress | None = None,
+    retry_errors: bool = False,
+) -> RecordReport:
     """Write `record` (LOG2) from `log`, judging the calls that need it when `judge` is set (and
     those whose recorded answer is an error, with `retry_errors`). `engine` is a fresh engine built
     like the one that will replay LOG2 (same cohorts and clocks)."""
@@ -162,8 +170,9 @@ def record_log(log: str, record: str, settings: Settings, engine: CallEngine, ju
     held = _HeldSignals()
     try:
         with AtomicOutput(record) as output:
-            return _record(_Source(log, retry_errors), output, settings, engine, judge, progress or RecordProgress(),
-                           held)
+            return _record(
+                _Source(log, retry_errors), output, settings, engine, judge, progress or RecordProgress(), held
+            )
     finally:
         held.release()
 
@@ -241,8 +250,15 @@ def _records_a_failure(answer: JudgeResult) -> bool:
     return answer.data.error is not None or (answer.data.qa or {}).get(QA_ERROR_KEY) is not None
 
 
-def _record(source: _Source, output: AtomicOutput, settings: Settings, engine: CallEngine, judge: bool,
-            progress: RecordProgress, held: _HeldSignals) -> RecordReport:
+def _record(
+    source: _Source,
+    output: AtomicOutput,
+    settings: Settings,
+    engine: CallEngine,
+    judge: bool,
+    progress: RecordProgress,
+    held: _HeldSignals,
+) -> RecordReport:
     logged = _sweeps_in(source)
     first = _Pass(engine, judge, settings.judge_response_format, logged)
     on_record = progress.on_record
@@ -252,8 +268,15 @@ def _record(source: _Source, output: AtomicOutput, settings: Settings, engine: C
         if on_record is not None:
             on_record(size)
 
-    replayed = replay(source.records(), engine, settings.partitions, first.on_result,
-                      on_recorded=first.on_recorded, on_record=counted, max_message_bytes=settings.max_message_bytes)
+    replayed = replay(
+        source.records(),
+        engine,
+        settings.partitions,
+        first.on_result,
+        on_recorded=first.on_recorded,
+        on_record=counted,
+        max_message_bytes=settings.max_message_bytes,
+    )
     report = RecordReport(records=replayed.records, swept=replayed.swept)
     to_judge = [(entry.anchor, entry.requests) for entry in first.pending if not entry.answered]
     report.already_judged = first.already_judged
@@ -286,8 +309,15 @@ def _record(source: _Source, output: AtomicOutput, settings: Settings, engine: C
     return report
 
 
-def _write(source: _Source, output: AtomicOutput, records: int, sweeps: dict[int, list[Event]],
-           answers: dict[Anchor, list[Event]], logged: dict[tuple[str, int], int], asked: set[str]) -> tuple[int, int]:
+def _write(
+    source: _Source,
+    output: AtomicOutput,
+    records: int,
+    sweeps: dict[int, list[Event]],
+    answers: dict[Anchor, list[Event]],
+    logged: dict[tuple[str, int], int],
+    asked: set[str],
+) -> tuple[int, int]:
     """LOG's records in order, each followed by what was decided right after it; then the sweep of
     the end of input (position `records`). Returns the sweeps written and the recorded errors left
     out (their calls asked again)."""
@@ -355,8 +385,10 @@ def _sweeps_in(source: _Source) -> dict[tuple[str, int], int]:
 
 def summary(report: RecordReport, record: str) -> str:
     retried = f"{report.errors_retried} recorded errors asked again; " if report.errors_retried else ""
-    return (f"recorded {report.records} records, {report.swept} sweep events and {report.judged} judge answers "
-            f"({report.judge_errors} with errors; {retried}{report.already_judged} calls already judged) -> {record}")
+    return (
+        f"recorded {report.records} records, {report.swept} sweep events and {report.judged} judge answers "
+        f"({report.judge_errors} with errors; {retried}{report.already_judged} calls already judged) -> {record}"
+    )
 
 
 def print_summary(report: RecordReport, record: str) -> None:

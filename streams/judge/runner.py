@@ -58,22 +58,33 @@ class JudgeRunner:
             self.dropped += 1
             # (the first, then one in so many: a backlog drops thousands)
             if (self.dropped - 1) % DROPS_PER_WARNING == 0:
-                logger.warning("judge queue full (%s calls): call %s keeps its heuristic result (%s calls so far; "
-                               "/health counts them)", self.queue.maxsize, call.call_id, self.dropped)
+                logger.warning(
+                    "judge queue full (%s calls): call %s keeps its heuristic result (%s calls so far; "
+                    "/health counts them)",
+                    self.queue.maxsize,
+                    call.call_id,
+                    self.dropped,
+                )
 
     def counters(self) -> dict[str, int]:
         """For /health: calls waiting for the judge, being judged, answered (published), and left to
         their heuristics because the queue was full."""
-        return {"queued": 0 if self.queue is None else self.queue.qsize(), "in_flight": self.in_flight,
-                "published": self.published, "dropped": self.dropped}
+        return {
+            "queued": 0 if self.queue is None else self.queue.qsize(),
+            "in_flight": self.in_flight,
+            "published": self.published,
+            "dropped": self.dropped,
+        }
 
     def _start(self) -> None:
         """Start the queue and the background tasks in the running loop, on first use."""
         if self.queue is not None:
             return
         self.queue = asyncio.Queue(maxsize=max(1, self.settings.judge_queue_size))
-        self.tasks = [asyncio.create_task(self._work(), name=f"callqa-judge-{i}")
-                      for i in range(max(1, self.settings.judge_concurrency))]
+        self.tasks = [
+            asyncio.create_task(self._work(), name=f"callqa-judge-{i}")
+            for i in range(max(1, self.settings.judge_concurrency))
+        ]
 
     async def _work(self) -> None:
         assert self.queue is not None
@@ -110,8 +121,11 @@ class JudgeRunner:
         self.tasks = []
         await self.client.aclose()
         if waiting or in_flight:
-            logger.info("judge: stopped with %s requests queued and %s in flight; those calls keep their "
-                        "heuristic results", waiting, in_flight)
+            logger.info(
+                "judge: stopped with %s requests queued and %s in flight; those calls keep their heuristic results",
+                waiting,
+                in_flight,
+            )
 
 
 def install_judge(callqa: CallqaApp) -> JudgeRunner:

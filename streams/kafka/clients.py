@@ -24,8 +24,9 @@ BROKER_RETRY_S = 5.0
 SENDER_STOP_TIMEOUT_S = 2.0
 
 
-async def retrying(what: str, attempt: Callable[[], Awaitable[T]], log: logging.Logger,
-                   retry_s: float = BROKER_RETRY_S) -> T:
+async def retrying(
+    what: str, attempt: Callable[[], Awaitable[T]], log: logging.Logger, retry_s: float = BROKER_RETRY_S
+) -> T:
     """`attempt()` again and again until it succeeds. A worker's background task that fails ends the
     worker: a broker away for a moment when the task asked it (at the start, say) stopped scoring."""
     while True:
@@ -65,8 +66,14 @@ def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
     # No idempotence: the embedded broker rejects InitProducerId
     # (docs/guides/embedded-broker.md#limits-of-the-embedded-broker); duplicates are absorbed
     # by the worker's event_id and offset checks instead.
-    return AIOKafkaProducer(acks="all", linger_ms=20, max_request_size=PRODUCER_MAX_REQUEST_BYTES,
-                            compression_type=settings.compression_type, **connection_options(settings), **extra)
+    return AIOKafkaProducer(
+        acks="all",
+        linger_ms=20,
+        max_request_size=PRODUCER_MAX_REQUEST_BYTES,
+        compression_type=settings.compression_type,
+        **connection_options(settings),
+        **extra,
+    )
 
 
 async def ended_within(step: Awaitable[Any], timeout_s: float) -> asyncio.Future[Any] | None:
@@ -123,8 +130,13 @@ READ_COMMITTED = "read_committed"
 
 def reader(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
     """A consumer outside any group: assign partitions and read from the beginning."""
-    return AIOKafkaConsumer(enable_auto_commit=False, auto_offset_reset="earliest", isolation_level=READ_COMMITTED,
-                            **connection_options(settings), **extra)
+    return AIOKafkaConsumer(
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level=READ_COMMITTED,
+        **connection_options(settings),
+        **extra,
+    )
 
 
 async def ensure_topics(settings: Settings, topics: dict[str, TopicSpec], check_partitions: bool = False) -> None:
@@ -138,8 +150,11 @@ async def ensure_topics(settings: Settings, topics: dict[str, TopicSpec], check_
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        missing = [NewTopic(name, spec.partitions, settings.replication_factor, topic_configs=spec.configs)
-                   for name, spec in topics.items() if name not in existing]
+        missing = [
+            NewTopic(name, spec.partitions, settings.replication_factor, topic_configs=spec.configs)
+            for name, spec in topics.items()
+            if name not in existing
+        ]
         if missing:
             try:
                 await admin.create_topics(missing)
@@ -150,13 +165,20 @@ async def ensure_topics(settings: Settings, topics: dict[str, TopicSpec], check_
             for topic in described:
                 name, count = topic["topic"], len(topic["partitions"])
                 if name in topics and count != topics[name].partitions:  # the broker may describe more than asked
-                    raise ValueError(f"topic {name!r} has {count} partitions, this deployment expects "
-                                     f"{topics[name].partitions} (CALLQA_PARTITIONS); recreate it or set "
-                                     f"CALLQA_PARTITIONS={count}")
+                    raise ValueError(
+                        f"topic {name!r} has {count} partitions, this deployment expects "
+                        f"{topics[name].partitions} (CALLQA_PARTITIONS); recreate it or set "
+                        f"CALLQA_PARTITIONS={count}"
+                    )
         for name in await _not_compacted(admin, [n for n, spec in topics.items() if spec.compacted and n in existing]):
-            logger.warning("topic %s is not compacted: its documents will be deleted with its retention; "
-                           "fix it with: kafka-configs.sh --bootstrap-server %s --alter --entity-type topics "
-                           "--entity-name %s --add-config cleanup.policy=compact", name, settings.bootstrap, name)
+            logger.warning(
+                "topic %s is not compacted: its documents will be deleted with its retention; "
+                "fix it with: kafka-configs.sh --bootstrap-server %s --alter --entity-type topics "
+                "--entity-name %s --add-config cleanup.policy=compact",
+                name,
+                settings.bootstrap,
+                name,
+            )
     finally:
         await admin.close()
 

@@ -35,8 +35,9 @@ def wait_for_port(host: str, port: int, timeout_s: float, process: subprocess.Po
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise BrokerUnavailable(f"the embedded broker exited (code {process.returncode}) before it listened "
-                                    f"on {host}:{port}")
+            raise BrokerUnavailable(
+                f"the embedded broker exited (code {process.returncode}) before it listened on {host}:{port}"
+            )
         try:
             with socket.create_connection((host, port), timeout=0.5):
                 if process is not None:
@@ -57,8 +58,10 @@ def refuse_a_port_in_use(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as exc:
-            raise BrokerUnavailable(f"{host}:{port} is in use ({exc.strerror}): another broker may still run there; "
-                                    "stop it or choose another port (--port)") from None
+            raise BrokerUnavailable(
+                f"{host}:{port} is in use ({exc.strerror}): another broker may still run there; "
+                "stop it or choose another port (--port)"
+            ) from None
 
 
 def die_with_parent(signum: int = signal.SIGTERM) -> None:
@@ -101,11 +104,22 @@ class EmbeddedBroker:
         else:
             refuse_a_port_in_use(self.host, self.port)
         address = f"tcp://{self.host}:{self.port}"
-        log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - the broker's output
+        log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # the broker's output
         self.process = subprocess.Popen(
-            [broker_binary(), "broker", "--listener-url", address, "--advertised-listener-url", address,
-             "--storage-engine", "memory://tansu/"],
-            stdout=log, stderr=log, start_new_session=True, preexec_fn=die_with_parent,
+            [
+                broker_binary(),
+                "broker",
+                "--listener-url",
+                address,
+                "--advertised-listener-url",
+                address,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
             env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
         )
         try:

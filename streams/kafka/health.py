@@ -58,9 +58,12 @@ class BrokerHealth:
         return self.failures_in_a_row < FAILURES_BEFORE_UNREACHABLE
 
     def document(self, now: float) -> dict[str, Any]:
-        return {"reachable": self.reachable,
-                "last_answer_s_ago": None if self.last_answer_at is None else round(now - self.last_answer_at, 1),
-                "failed_probes_in_a_row": self.failures_in_a_row, "last_error": self.last_error}
+        return {
+            "reachable": self.reachable,
+            "last_answer_s_ago": None if self.last_answer_at is None else round(now - self.last_answer_at, 1),
+            "failed_probes_in_a_row": self.failures_in_a_row,
+            "last_error": self.last_error,
+        }
 
 
 def describe(error: BaseException) -> str:
@@ -109,14 +112,14 @@ def install_broker_probe(callqa: Any) -> BrokerHealth:
     probe = BrokerProbe(connection_options(callqa.settings), health)
     interval = callqa.settings.broker_probe_s
 
-    @callqa.app.task  # type: ignore[untyped-decorator]  # (the Faust app is untyped here)
+    @callqa.app.task
     async def probe_brokers() -> None:
         # (A task rather than a timer: a timer's first round comes one interval after the start.)
         while True:
             await probe.probe()
             await asyncio.sleep(interval)
 
-    @callqa.app.on_before_shutdown.connect  # type: ignore[untyped-decorator]  # (as above)
+    @callqa.app.on_before_shutdown.connect
     async def close_probe(sender: Any, **kwargs: Any) -> None:
         await probe.close()
 

@@ -70,8 +70,11 @@ class PromptStopApp(faust.App):
     """Faust's application whose stop does not wait on a producer that cannot deliver (3. above)."""
 
     async def _producer_flush(self, logger: Any) -> None:
-        await within_stop_timeout(super()._producer_flush(logger), "the producer's flush at stop",
-                                  "what it holds is made again when its messages are delivered again")
+        await within_stop_timeout(
+            super()._producer_flush(logger),
+            "the producer's flush at stop",
+            "what it holds is made again when its messages are delivered again",
+        )
 
 
 # Table writes (journal segments, the alert engine's keys) that may wait in the producer's buffer
@@ -92,8 +95,9 @@ class PromptStopProducer(faust_aiokafka.Producer):
 
     async def on_stop(self) -> None:
         producer = self._producer
-        stopped = await within_stop_timeout(super().on_stop(), "the producer's stop",
-                                            "dropping what it holds; its messages were not committed")
+        stopped = await within_stop_timeout(
+            super().on_stop(), "the producer's stop", "dropping what it holds; its messages were not committed"
+        )
         if not stopped and producer is not None:
             await close_producer_without_broker(producer)
 
@@ -106,8 +110,11 @@ class PromptStopConsumer(faust_aiokafka.Consumer):
         return PromptStopConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
     async def on_stop(self) -> None:
-        await within_stop_timeout(super().on_stop(), "the consumer's last commit",
-                                  "what was read since the previous one comes again (the journal skips it)")
+        await within_stop_timeout(
+            super().on_stop(),
+            "the consumer's last commit",
+            "what was read since the previous one comes again (the journal skips it)",
+        )
 
 
 class PromptStopConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):

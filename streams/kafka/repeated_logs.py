@@ -56,8 +56,10 @@ class RepeatsCollapsed(logging.Filter):
             seen.held_back += 1
             return False
         if seen is not None and seen.held_back:
-            record.msg, record.args = (f"{message} (and {seen.held_back} times more in the last "
-                                       f"{now - seen.shown_at:.0f} s)"), ()
+            record.msg, record.args = (
+                (f"{message} (and {seen.held_back} times more in the last {now - seen.shown_at:.0f} s)"),
+                (),
+            )
         if seen is None and len(self._seen) >= REMEMBERED:
             self._forget_older_than(now - self.every_s)
         self._seen[key] = _Seen(now)

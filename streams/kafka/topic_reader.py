@@ -20,10 +20,15 @@ from streams.kafka.clients import ensure_topics, reader
 logger = logging.getLogger("callqa.kafka")
 
 
-async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None,
-                     on_record: Callable[[bytes, bytes], None],
-                     until: Callable[[], bool] | None = None, timeout_s: float | None = None,
-                     on_waiting: Callable[[str], None] | None = None) -> int:
+async def read_topic(
+    settings: Settings,
+    topic: str,
+    idle_exit_s: float | None,
+    on_record: Callable[[bytes, bytes], None],
+    until: Callable[[], bool] | None = None,
+    timeout_s: float | None = None,
+    on_waiting: Callable[[str], None] | None = None,
+) -> int:
     """Deliver every record of `topic` to `on_record(key, value)`; stop after `idle_exit_s` without
     new records (None: follow forever), once `until()` holds, or after `timeout_s`. Returns the number read.
     A topic that does not exist yet is waited for as long (`on_waiting` hears of it once)."""
@@ -31,8 +36,9 @@ async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None,
     count = 0
     try:
         await consumer.start()  # (inside: a broker that cannot be reached still gets its consumer closed)
-        partitions = await topic_partitions(consumer, topic, idle_exit_s if idle_exit_s is not None else timeout_s,
-                                            on_waiting)
+        partitions = await topic_partitions(
+            consumer, topic, idle_exit_s if idle_exit_s is not None else timeout_s, on_waiting
+        )
         consumer.assign([TopicPartition(topic, p) for p in partitions])
         await consumer.seek_to_beginning()
         idle = 0.0
@@ -56,8 +62,9 @@ async def read_topic(settings: Settings, topic: str, idle_exit_s: float | None,
     return count
 
 
-async def topic_partitions(consumer: Any, topic: str, wait_s: float | None,
-                           on_waiting: Callable[[str], None] | None) -> list[int]:
+async def topic_partitions(
+    consumer: Any, topic: str, wait_s: float | None, on_waiting: Callable[[str], None] | None
+) -> list[int]:
     """The topic's partitions, once it exists; it is waited for up to `wait_s` (None: for ever)."""
     loop = asyncio.get_running_loop()
     deadline = None if wait_s is None else loop.time() + wait_s
@@ -67,8 +74,9 @@ async def topic_partitions(consumer: Any, topic: str, wait_s: float | None,
         if partitions:
             return sorted(partitions)
         if deadline is not None and loop.time() >= deadline:
-            raise SystemExit(f"topic {topic!r} does not exist (is a worker running against this broker, "
-                             "with this topic prefix?)")
+            raise SystemExit(
+                f"topic {topic!r} does not exist (is a worker running against this broker, with this topic prefix?)"
+            )
         if on_waiting is not None and not told:
             on_waiting(f"waiting for topic {topic!r} to exist (a worker creates it on start) ...")
             told = True

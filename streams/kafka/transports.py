@@ -227,8 +227,9 @@ class DirectHandoffConsumer(PromptStopConsumer):
                     break
                 new_generation_id = self.app.consumer_generation_id
                 if new_generation_id != generation_id:
-                    self.log.dev("Generation id changed from %r to %r. Cancelling getmany.", generation_id,
-                                 new_generation_id)
+                    self.log.dev(
+                        "Generation id changed from %r to %r. Cancelling getmany.", generation_id, new_generation_id
+                    )
                     break
                 if active_partitions is None or tp in active_partitions or tp in self._buffered_partitions:
                     if tp not in tracked:

@@ -27,8 +27,14 @@ _json = msgspec.json.Encoder()
 
 
 class AlertsFile:
-    def __init__(self, rules_path: str, out_path: str, lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS,
-                 partitions: int = 1, max_leap_ms: int = DEFAULT_MAX_LEAP_MS) -> None:
+    def __init__(
+        self,
+        rules_path: str,
+        out_path: str,
+        lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS,
+        partitions: int = 1,
+        max_leap_ms: int = DEFAULT_MAX_LEAP_MS,
+    ) -> None:
         self.engine = AlertEngine(load_rules(rules_path, qa_metric_names()), max_leap_ms)
         self.partitions = partitions
         self.order = EventTimeOrder(lateness_ms, sources=partitions, max_leap_ms=max_leap_ms)
@@ -60,8 +66,13 @@ class AlertsFile:
         self.output.discard()
 
 
-def alerts_file(rules_path: str | None, out_path: str | None, lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS,
-                partitions: int = 1, max_leap_ms: int = DEFAULT_MAX_LEAP_MS) -> AlertsFile | None:
+def alerts_file(
+    rules_path: str | None,
+    out_path: str | None,
+    lateness_ms: int = DEFAULT_ALLOWED_LATENESS_MS,
+    partitions: int = 1,
+    max_leap_ms: int = DEFAULT_MAX_LEAP_MS,
+) -> AlertsFile | None:
     """The alerts sink of a replay, or None without `--rules`; raises ValueError on a bad rules file."""
     if rules_path is None and out_path is None:
         return None

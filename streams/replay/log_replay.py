@@ -99,6 +99,7 @@ def replay(
     `max_message_bytes` is refused as the live worker with the same setting refuses the message, and
     a result larger than `max_result_bytes` (None: no limit) as the worker refuses to publish it.
     """
+
     def result(key: OutputKey, result: CallResult, line: bytes) -> None:
         on_result(result)
 
@@ -107,8 +108,9 @@ def replay(
             on_dead_letter(rejected, index)
 
     outputs = ReplayOutputs(result, dead_letter if on_dead_letter else None, on_recorded, on_record)
-    return PartitionReplay(engine, partitions, outputs, max_message_bytes=max_message_bytes,
-                           max_result_bytes=max_result_bytes).run(records)
+    return PartitionReplay(
+        engine, partitions, outputs, max_message_bytes=max_message_bytes, max_result_bytes=max_result_bytes
+    ).run(records)
 
 
 @dataclass

@@ -22,8 +22,9 @@ _json = msgspec.json.Encoder()
 
 def dead_letter_line(rejected: Rejected, index: int) -> bytes:
     """A dead letter names the record (its position in the log) it came from."""
-    return _json.encode({"reason": rejected.reason, "record": index, "event_id": rejected.event_id,
-                         "call_id": rejected.call_id})
+    return _json.encode(
+        {"reason": rejected.reason, "record": index, "event_id": rejected.event_id, "call_id": rejected.call_id}
+    )
 
 
 @dataclass

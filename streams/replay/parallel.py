@@ -96,15 +96,23 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
     try:
         engine = job.new_engine()
         tune_gc()
+
         def publish(records: int) -> None:
             records_read[job.index] = records
 
         with SpoolWriter(job.spool) as spool:
-            outputs = ReplayOutputs(spool.result, spool.dead_letter if job.dead_letters else None,
-                                    on_record=every_so_many_records(publish))
-            report = PartitionReplay(engine, job.partitions, outputs, owned=job.owned,
-                                     report_rejections=job.index == 0, max_message_bytes=job.max_message_bytes,
-                                     max_result_bytes=job.max_result_bytes).run(read_log(job.log))
+            outputs = ReplayOutputs(
+                spool.result, spool.dead_letter if job.dead_letters else None, on_record=every_so_many_records(publish)
+            )
+            report = PartitionReplay(
+                engine,
+                job.partitions,
+                outputs,
+                owned=job.owned,
+                report_rejections=job.index == 0,
+                max_message_bytes=job.max_message_bytes,
+                max_result_bytes=job.max_result_bytes,
+            ).run(read_log(job.log))
         report_to.send(report)
     except BaseException as exc:
         report_to.send(JobFailure.of(exc))
@@ -112,23 +120,35 @@ def run_job(job: ReplayJob, records_read: Any, report_to: Connection) -> None:
         report_to.close()
 
 
-def replay_log(log: str, partitions: int, jobs: int, new_engine: Callable[[], CallEngine], files: ReplayFiles,
-               on_progress: Callable[[int], None] | None = None,
-               max_message_bytes: int = MAX_MESSAGE_BYTES, max_result_bytes: int | None = None) -> ReplayReport:
+def replay_log(
+    log: str,
+    partitions: int,
+    jobs: int,
+    new_engine: Callable[[], CallEngine],
+    files: ReplayFiles,
+    on_progress: Callable[[int], None] | None = None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    max_result_bytes: int | None = None,
+) -> ReplayReport:
     """Replay `log` into `files`: in this process when `jobs` is 1, else in `jobs` processes; the same
     bytes either way. `on_progress` gets the number of records read so far, now and then; records
     larger than `max_message_bytes` are refused (the worker's setting of the same name), and results
     larger than `max_result_bytes` dead-lettered (None: no limit)."""
     if jobs > 1:
-        return replay_parallel(log, partitions, jobs, new_engine, files, on_progress, max_message_bytes,
-                               max_result_bytes)
+        return replay_parallel(
+            log, partitions, jobs, new_engine, files, on_progress, max_message_bytes, max_result_bytes
+        )
     engine = new_engine()
     tune_gc()
     on_record = None if on_progress is None else every_so_many_records(on_progress)
-    outputs = ReplayOutputs(lambda key, result, line: files.write_result(line),
-                            lambda key, rejected, index: files.dead_letter(rejected, index), on_record=on_record)
-    report = PartitionReplay(engine, partitions, outputs, max_message_bytes=max_message_bytes,
-                             max_result_bytes=max_result_bytes).run(read_log(log))
+    outputs = ReplayOutputs(
+        lambda key, result, line: files.write_result(line),
+        lambda key, rejected, index: files.dead_letter(rejected, index),
+        on_record=on_record,
+    )
+    report = PartitionReplay(
+        engine, partitions, outputs, max_message_bytes=max_message_bytes, max_result_bytes=max_result_bytes
+    ).run(read_log(log))
     if on_progress is not None:
         on_progress(report.records)
     return report
@@ -143,12 +163,20 @@ def every_so_many_records(on_progress: Callable[[int], None]) -> Callable[[int],
         records = next(read)
         if records % PROGRESS_EVERY_RECORDS == 0:
             on_progress(records)
+
     return on_record
 
 
-def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[], CallEngine], files: ReplayFiles,
-                    on_progress: Callable[[int], None] | None = None,
-                    max_message_bytes: int = MAX_MESSAGE_BYTES, max_result_bytes: int | None = None) -> ReplayReport:
+def replay_parallel(
+    log: str,
+    partitions: int,
+    jobs: int,
+    new_engine: Callable[[], CallEngine],
+    files: ReplayFiles,
+    on_progress: Callable[[int], None] | None = None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    max_result_bytes: int | None = None,
+) -> ReplayReport:
     """Replay `log` in `jobs` forked processes, each with an engine from `new_engine`, into `files`.
 
     `on_progress` gets the number of records every job has read, now and then. The first job to fail
@@ -158,18 +186,29 @@ def replay_parallel(log: str, partitions: int, jobs: int, new_engine: Callable[[
     context = multiprocessing.get_context("fork")
     records_read = context.RawArray("q", jobs)
     with tempfile.TemporaryDirectory(prefix="callqa-replay-") as spool_dir:
-        plan = [ReplayJob(index, log, partitions, owned_partitions(index, jobs, partitions), new_engine,
-                          os.path.join(spool_dir, f"job-{index}.spool"), files.wants_dead_letters, max_message_bytes,
-                          max_result_bytes)
-                for index in range(jobs)]
+        plan = [
+            ReplayJob(
+                index,
+                log,
+                partitions,
+                owned_partitions(index, jobs, partitions),
+                new_engine,
+                os.path.join(spool_dir, f"job-{index}.spool"),
+                files.wants_dead_letters,
+                max_message_bytes,
+                max_result_bytes,
+            )
+            for index in range(jobs)
+        ]
         processes: list[multiprocessing.process.BaseProcess] = []
         reports_from: dict[Any, ReplayJob] = {}
         process: multiprocessing.process.BaseProcess
         try:
             for job in plan:
                 receive, send = context.Pipe(duplex=False)
-                process = context.Process(target=run_job, args=(job, records_read, send),
-                                          name=f"callqa-replay-{job.index}")
+                process = context.Process(
+                    target=run_job, args=(job, records_read, send), name=f"callqa-replay-{job.index}"
+                )
                 _start(process)
                 # Only the child holds the sending end now: its exit, however it comes, reads as EOF here.
                 send.close()
@@ -201,8 +240,12 @@ def _start(process: multiprocessing.process.BaseProcess) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _collect(reports_from: dict[Any, ReplayJob], processes: list[multiprocessing.process.BaseProcess],
-             records_read: Any, on_progress: Callable[[int], None] | None) -> list[ReplayReport]:
+def _collect(
+    reports_from: dict[Any, ReplayJob],
+    processes: list[multiprocessing.process.BaseProcess],
+    records_read: Any,
+    on_progress: Callable[[int], None] | None,
+) -> list[ReplayReport]:
     reports: dict[int, ReplayReport] = {}
     while reports_from:
         for connection in wait(list(reports_from), timeout=PROGRESS_INTERVAL_S):
@@ -212,8 +255,9 @@ def _collect(reports_from: dict[Any, ReplayJob], processes: list[multiprocessing
             except EOFError:
                 process = processes[job.index]
                 process.join()
-                raise ReplayJobError(f"replay job {job.index} exited (code {process.exitcode}) "
-                                     "without a report") from None
+                raise ReplayJobError(
+                    f"replay job {job.index} exited (code {process.exitcode}) without a report"
+                ) from None
             if isinstance(message, JobFailure):
                 message.error.add_note(f"in replay job {job.index}:\n{message.traceback}")
                 raise message.error

@@ -63,8 +63,9 @@ class MessageToRecord:
     whole: bool  # all of it, as it came
 
 
-def events_to_record(value: bytes | None, partition: int, partitions: int, max_message_bytes: int,
-                     recording: TopicRecording) -> MessageToRecord:
+def events_to_record(
+    value: bytes | None, partition: int, partitions: int, max_message_bytes: int, recording: TopicRecording
+) -> MessageToRecord:
     """What the worker applied or judged of one message of `partition` (not what it dead-lettered on
     reading), counting what is left out in `recording`."""
     decoded = decode_message(value or b"", max_message_bytes)
@@ -94,8 +95,13 @@ def as_it_came(value: bytes, log_format: str) -> bytes | None:
     return value + b"\n"
 
 
-async def record_topic(settings: Settings, topic: str, write: Callable[[bytes], object], log_format: str,
-                       on_message: Callable[[int, int], None] | None = None) -> TopicRecording:
+async def record_topic(
+    settings: Settings,
+    topic: str,
+    write: Callable[[bytes], object],
+    log_format: str,
+    on_message: Callable[[int, int], None] | None = None,
+) -> TopicRecording:
     """Write every event of `topic` that its workers applied, through `write`, as records of a
     `log_format` log; `on_message(done, total)` after each message."""
     recording = TopicRecording()
@@ -121,15 +127,24 @@ async def record_topic(settings: Settings, topic: str, write: Callable[[bytes], 
                 if not batches:
                     waited += 0.5
                     if waited >= STALL_S:
-                        raise KafkaTimeoutError(f"{topic}[{tp.partition}]: nothing came for {STALL_S:.0f} s at offset "
-                                                f"{await consumer.position(tp)} of {ends[tp]}; nothing was written")
+                        raise KafkaTimeoutError(
+                            f"{topic}[{tp.partition}]: nothing came for {STALL_S:.0f} s at offset "
+                            f"{await consumer.position(tp)} of {ends[tp]}; nothing was written"
+                        )
                     continue
                 waited = 0.0
                 for message in batches.get(tp, []):
                     if message.offset >= ends[tp]:
                         break
-                    record_message(message.value, tp.partition, len(numbers), settings.max_message_bytes,
-                                   log_format, write, recording)
+                    record_message(
+                        message.value,
+                        tp.partition,
+                        len(numbers),
+                        settings.max_message_bytes,
+                        log_format,
+                        write,
+                        recording,
+                    )
                     if on_message is not None:
                         on_message(recording.messages, total)
     finally:
@@ -137,8 +152,15 @@ async def record_topic(settings: Settings, topic: str, write: Callable[[bytes], 
     return recording
 
 
-def record_message(value: bytes | None, partition: int, partitions: int, max_message_bytes: int, log_format: str,
-                   write: Callable[[bytes], object], recording: TopicRecording) -> None:
+def record_message(
+    value: bytes | None,
+    partition: int,
+    partitions: int,
+    max_message_bytes: int,
+    log_format: str,
+    write: Callable[[bytes], object],
+    recording: TopicRecording,
+) -> None:
     """One message of `partition` into the log: as it came, or event by event (module docstring)."""
     to_record = events_to_record(value, partition, partitions, max_message_bytes, recording)
     recording.messages += 1
@@ -161,6 +183,11 @@ def record_message(value: bytes | None, partition: int, partitions: int, max_mes
         recording.events += 1
 
 
-def record_events_topic(settings: Settings, topic: str, write: Callable[[bytes], object], log_format: str,
-                        on_message: Callable[[int, int], None] | None = None) -> TopicRecording:
+def record_events_topic(
+    settings: Settings,
+    topic: str,
+    write: Callable[[bytes], object],
+    log_format: str,
+    on_message: Callable[[int, int], None] | None = None,
+) -> TopicRecording:
     return asyncio.run(record_topic(settings, topic, write, log_format, on_message))

@@ -24,7 +24,7 @@ SpooledLine = tuple[OutputKey, int, bytes]  # (key, RESULT or DEAD_LETTER, the e
 
 class SpoolWriter:
     def __init__(self, path: str) -> None:
-        self._out: BinaryIO = open(path, "wb", buffering=_BUFFER_BYTES)  # noqa: SIM115 - closed by close()
+        self._out: BinaryIO = open(path, "wb", buffering=_BUFFER_BYTES)  # closed by close()
 
     def result(self, key: OutputKey, result: CallResult, line: bytes) -> None:
         self._write(key, RESULT, line)

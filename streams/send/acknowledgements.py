@@ -31,11 +31,13 @@ SETTLE_EVERY_S = 0.5
 
 # (Soon: while no input comes, the worker's idle clock moves the partitions' time on and ends the calls
 # left open by their inactivity; their events sent later are refused as coming after the end.)
-AGAIN = ("send the log again soon: the worker skips the events it already has (by event_id); after a pause "
-         "longer than the calls' inactivity timeout, the calls it left open will have been ended")
+AGAIN = (
+    "send the log again soon: the worker skips the events it already has (by event_id); after a pause "
+    "longer than the calls' inactivity timeout, the calls it left open will have been ended"
+)
 
 
-class NotAcknowledged(KafkaError):  # type: ignore[misc]  # (aiokafka ships no type information)
+class NotAcknowledged(KafkaError):
     """The broker did not take what was sent: some messages may be missing from the topic."""
 
 
@@ -91,8 +93,11 @@ class Acknowledgements:
     def _settle(self, now: float) -> None:
         self.settled_at = now
         waiting = [delivery for delivery in self.pending if not delivery.done()]
-        refused = [delivery for delivery in self.pending if delivery.done()
-                   and (delivery.cancelled() or delivery.exception() is not None)]
+        refused = [
+            delivery
+            for delivery in self.pending
+            if delivery.done() and (delivery.cancelled() or delivery.exception() is not None)
+        ]
         taken = len(self.pending) - len(waiting) - len(refused)
         self.confirmed += taken
         self.pending = waiting
@@ -105,14 +110,17 @@ class Acknowledgements:
         if refused:
             first = refused[0]
             error = "cancelled" if first.cancelled() else repr(first.exception())
-            raise NotAcknowledged(f"the broker did not take {_messages(len(refused))} (the first: {error}); "
-                                  f"{self._counts(len(waiting) + len(refused))}; {AGAIN}")
+            raise NotAcknowledged(
+                f"the broker did not take {_messages(len(refused))} (the first: {error}); "
+                f"{self._counts(len(waiting) + len(refused))}; {AGAIN}"
+            )
         if stalled:
             raise self._stall(len(waiting))
 
     def _stall(self, unconfirmed: int) -> NotAcknowledged:
-        return NotAcknowledged(f"the broker acknowledged nothing for {self.stall_s:g} s; "
-                               f"{self._counts(unconfirmed)}; {AGAIN}")
+        return NotAcknowledged(
+            f"the broker acknowledged nothing for {self.stall_s:g} s; {self._counts(unconfirmed)}; {AGAIN}"
+        )
 
     def _counts(self, unconfirmed: int) -> str:
         return f"{_messages(self.confirmed)} confirmed, {unconfirmed:,} not"

@@ -109,8 +109,10 @@ class SendPlan:
         refused as too late."""
         report = self.report
         # (A partition is listed once a call of it was noted: its watermark is a time.)
-        partition_times = [(cast(int, watermark_of_times(latest.times(), self.max_leap_ms)[0]), str(partition))
-                           for partition, latest in report.latest_calls.items()]
+        partition_times = [
+            (cast(int, watermark_of_times(latest.times(), self.max_leap_ms)[0]), str(partition))
+            for partition, latest in report.latest_calls.items()
+        ]
         calls_ms, _ = watermark_of_times(partition_times, self.max_leap_ms)  # (partitions as the sources)
         return later(calls_ms, self._watermark_ms(calls_ms))
 
@@ -192,8 +194,10 @@ class SendPlan:
             self._pass_through(raw, call_id, out, readable=True)
             return
         batch = self._held.get(partition)
-        if (batch is not None
-                and batch.size + len(encoded) + len(call_id.encode()) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes):
+        if (
+            batch is not None
+            and batch.size + len(encoded) + len(call_id.encode()) + _BATCH_OVERHEAD_BYTES > self.max_message_bytes
+        ):
             self._flush(partition, out)
             batch = None
         if batch is None:
@@ -209,14 +213,16 @@ class SendPlan:
         for stale in [p for p, b in self._held.items() if ts - b.first_ts_ms >= self.max_span_ms]:
             self._flush(stale, out)
 
-    def _refused_item(self, raw: bytes, batch: _BatchRecord, item: bytes, rejection: Rejected,
-                      out: list[Outgoing]) -> None:
+    def _refused_item(
+        self, raw: bytes, batch: _BatchRecord, item: bytes, rejection: Rejected, out: list[Outgoing]
+    ) -> None:
         if decode_message(item).events:
             # Refused as an item (another call's than the batch's; a batch, which an item may not be)
             # but accepted alone, in whole or in part: sent as an item, in a batch of its own, so that
             # the worker refuses it as replay does. In the record's own encoding, its bytes as they are.
-            item = _batch_body([msgspec.Raw(item)], batch.call_id,
-                               msgspec.json.encode if _is_json(raw) else _msgpack.encode)
+            item = _batch_body(
+                [msgspec.Raw(item)], batch.call_id, msgspec.json.encode if _is_json(raw) else _msgpack.encode
+            )
         self._pass_through(item, rejection.call_id, out)
 
     def _whole(self, raw: bytes, decoded: Decoded, partition: int, out: list[Outgoing]) -> None:
@@ -229,8 +235,15 @@ class SendPlan:
         one_call = len(calls) == 1 and not any(isinstance(event, Watermark) for event in events)
         self._one_message(partition, events, events[0].call_id.encode() if one_call else _SEVERAL_CALLS_KEY, raw, out)
 
-    def _several_partitions(self, raw: bytes, batch: _BatchRecord, accepted: dict[int | None, AnyEvent],
-                            rejected: dict[int | None, Rejected], rest: Rejected | None, out: list[Outgoing]) -> None:
+    def _several_partitions(
+        self,
+        raw: bytes,
+        batch: _BatchRecord,
+        accepted: dict[int | None, AnyEvent],
+        rejected: dict[int | None, Rejected],
+        rest: Rejected | None,
+        out: list[Outgoing],
+    ) -> None:
         """A record of events of several partitions: each partition's share goes as one message of
         its own, after what the partition holds. Refused items go first, as both the worker and
         replay report a record's refusals before its events."""
@@ -256,8 +269,9 @@ class SendPlan:
             return
         self._one_message(partition, [event for event, _ in share], _SEVERAL_CALLS_KEY, body, out)
 
-    def _one_message(self, partition: int, events: list[AnyEvent], key: bytes, body: bytes,
-                     out: list[Outgoing]) -> None:
+    def _one_message(
+        self, partition: int, events: list[AnyEvent], key: bytes, body: bytes, out: list[Outgoing]
+    ) -> None:
         """`events` (all on `partition`) as the one message `body`, after what the partition holds."""
         self._flush_partition(partition, out)
         self._count(events, partition)
@@ -332,8 +346,9 @@ class SendPlan:
         self.report.messages += 1
 
 
-def _batch_body(events: list[msgspec.Raw], call_id: str | None = None,
-                encode: Callable[[Any], bytes] = _msgpack.encode) -> bytes:
+def _batch_body(
+    events: list[msgspec.Raw], call_id: str | None = None, encode: Callable[[Any], bytes] = _msgpack.encode
+) -> bytes:
     """A batch message (docs/concepts/batches.md#two-shapes-of-batch) around `events`: of one call when `call_id` is
     given, else of several calls of one partition."""
     body: dict[str, Any] = {"v": CONTRACT_VERSION}
@@ -350,8 +365,9 @@ END_OF_INPUT_CALLS_BYTES = 256 * 1024
 END_OF_INPUT_ENVELOPE_BYTES = 1024
 
 
-def end_of_input_messages(ts_ms: int, partition: int, calls: Iterable[str] | None = None,
-                          max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[bytes]:
+def end_of_input_messages(
+    ts_ms: int, partition: int, calls: Iterable[str] | None = None, max_message_bytes: int = MAX_MESSAGE_BYTES
+) -> list[bytes]:
     """The watermarks `callqa send` ends a log with on `partition` (nothing of it follows there: its
     open calls are swept at once, as replay sweeps them at the end of its input). With `calls` (the
     log's calls on the partition, in several watermarks when they are many), only those: another
@@ -378,8 +394,16 @@ def _end_of_input(ts_ms: int, partition: int, calls: list[str] | None, index: in
     if calls is not None:
         data["calls"] = calls
         event_id += f":{index}"
-    return _msgpack.encode({"v": CONTRACT_VERSION, "type": "watermark", "event_id": event_id,
-                            "call_id": WATERMARK_CALL_ID, "ts_ms": ts_ms, "data": data})
+    return _msgpack.encode(
+        {
+            "v": CONTRACT_VERSION,
+            "type": "watermark",
+            "event_id": event_id,
+            "call_id": WATERMARK_CALL_ID,
+            "ts_ms": ts_ms,
+            "data": data,
+        }
+    )
 
 
 def _is_json(raw: bytes) -> bool:
@@ -421,4 +445,3 @@ def _batch_items(raw: bytes) -> _BatchRecord | None:
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return _BatchRecord([bytes(item) for item in items.events], items.call_id)
-

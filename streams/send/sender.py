@@ -90,9 +90,14 @@ async def send_log(
         await send(plan.finish())
         await acknowledgements.wait_all()  # (before the end of input: it promises all came before it)
         if end_of_input:
-            plan.report.messages += await send_end_of_input(kafka, topics.events, plan.end_ts_ms or 0,
-                                                            acknowledgements, plan.report.calls,
-                                                            settings.max_message_bytes)
+            plan.report.messages += await send_end_of_input(
+                kafka,
+                topics.events,
+                plan.end_ts_ms or 0,
+                acknowledgements,
+                plan.report.calls,
+                settings.max_message_bytes,
+            )
             await acknowledgements.wait_all()
     except BaseException:
         acknowledgements.abandon()
@@ -117,14 +122,20 @@ def refused_document(message: Outgoing, events_topic: str) -> bytes:
     it never was on the events topic)."""
     refused = message.refused
     assert refused is not None and message.partition is not None  # (SendPlan gives a refusal its partition)
-    letter = DeadLetter(refused.reason, events_topic, message.partition, -1, message.value, refused.event_id,
-                        refused.call_id)
+    letter = DeadLetter(
+        refused.reason, events_topic, message.partition, -1, message.value, refused.event_id, refused.call_id
+    )
     return msgspec.json.encode(letter.to_document())
 
 
-async def send_end_of_input(kafka: Any, topic: str, ts_ms: int, acknowledgements: Acknowledgements,
-                            calls: dict[int, set[str]] | None = None,
-                            max_message_bytes: int = MAX_MESSAGE_BYTES) -> int:
+async def send_end_of_input(
+    kafka: Any,
+    topic: str,
+    ts_ms: int,
+    acknowledgements: Acknowledgements,
+    calls: dict[int, set[str]] | None = None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+) -> int:
     """End-of-input watermarks to every partition of `topic`, naming the log's calls there (`calls`,
     by partition; None: they end every open call); returns how many were sent."""
     sent = 0

@@ -19,8 +19,12 @@ from streams.config import Settings
 
 
 def reset_event(partition: int, ts_ms: int) -> Watermark:
-    return Watermark(event_id=f"{WATERMARK_CALL_ID}:reset:{partition}:{ts_ms}", call_id=WATERMARK_CALL_ID, ts_ms=ts_ms,
-                     data=WatermarkData(partition=partition, reset=True))
+    return Watermark(
+        event_id=f"{WATERMARK_CALL_ID}:reset:{partition}:{ts_ms}",
+        call_id=WATERMARK_CALL_ID,
+        ts_ms=ts_ms,
+        data=WatermarkData(partition=partition, reset=True),
+    )
 
 
 async def publish_reset(settings: Settings, partition: int, ts_ms: int | None = None) -> Watermark:
@@ -29,14 +33,19 @@ async def publish_reset(settings: Settings, partition: int, ts_ms: int | None = 
     from streams.topics import TopicNames
 
     if not 0 <= partition < settings.partitions:
-        raise ValueError(f"partition {partition} is not one of the events topic's {settings.partitions} "
-                         "(CALLQA_PARTITIONS)")
+        raise ValueError(
+            f"partition {partition} is not one of the events topic's {settings.partitions} (CALLQA_PARTITIONS)"
+        )
     event = reset_event(partition, int(time.time() * 1000) if ts_ms is None else ts_ms)
     kafka = producer(settings)
     await kafka.start()
     try:
-        await kafka.send_and_wait(TopicNames(settings.topic_prefix).events, encode_event(event),
-                                  key=WATERMARK_CALL_ID.encode(), partition=partition)
+        await kafka.send_and_wait(
+            TopicNames(settings.topic_prefix).events,
+            encode_event(event),
+            key=WATERMARK_CALL_ID.encode(),
+            partition=partition,
+        )
     finally:
         await kafka.stop()
     return event

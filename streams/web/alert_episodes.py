@@ -32,11 +32,24 @@ class AlertEpisodes:
         alert = _decode(value)
         episode = self._episodes.pop(alert.dedupe_key, None)
         if episode is None:
-            episode = {"dedupe_key": alert.dedupe_key, "rule": alert.rule, "scope": alert.scope, "metric": alert.metric,
-                       "severity": alert.severity, "episode_start_ms": alert.episode_start_ms, "transitions": [],
-                       "sample_call_ids": []}
-        transition = {"state": alert.state, "event_ts_ms": alert.event_ts_ms, "pass_rate": alert.pass_rate,
-                      "passed": alert.passed, "total": alert.total, "reason": alert.reason}
+            episode = {
+                "dedupe_key": alert.dedupe_key,
+                "rule": alert.rule,
+                "scope": alert.scope,
+                "metric": alert.metric,
+                "severity": alert.severity,
+                "episode_start_ms": alert.episode_start_ms,
+                "transitions": [],
+                "sample_call_ids": [],
+            }
+        transition = {
+            "state": alert.state,
+            "event_ts_ms": alert.event_ts_ms,
+            "pass_rate": alert.pass_rate,
+            "passed": alert.passed,
+            "total": alert.total,
+            "reason": alert.reason,
+        }
         if transition not in episode["transitions"]:  # (an event published again after a crash)
             episode["transitions"].append(transition)
         episode["state"] = alert.state

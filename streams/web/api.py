@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import hmac
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import aiohttp.web
 import faust
@@ -70,9 +71,13 @@ def write_token_check(token: str | None, reads_content: Callable[[Any], bool] = 
             given_bytes = given.strip().encode("utf-8", "surrogateescape")
             if scheme.lower() != "bearer" or not hmac.compare_digest(given_bytes, expected):
                 return aiohttp.web.json_response(
-                    {"error": f"{request.method} {request.path} needs the API token: Authorization: Bearer "
-                              "<CALLQA_API_TOKEN>"},
-                    status=401, headers={"WWW-Authenticate": 'Bearer realm="callqa"'})
+                    {
+                        "error": f"{request.method} {request.path} needs the API token: Authorization: Bearer "
+                        "<CALLQA_API_TOKEN>"
+                    },
+                    status=401,
+                    headers={"WWW-Authenticate": 'Bearer realm="callqa"'},
+                )
         return await handler(request)
 
     return check
@@ -81,6 +86,7 @@ def write_token_check(token: str | None, reads_content: Callable[[Any], bool] = 
 def _kept_headers(exc: Any) -> dict[str, str]:
     """The headers an error must keep (405 names the methods the path takes)."""
     return {name: value for name, value in exc.headers.items() if name.lower() == "allow"}
+
 
 logger = logging.getLogger("callqa.api")
 
@@ -108,8 +114,11 @@ def install_api(callqa: Any, book: CohortBook, view: ResultsView, index: CallInd
             logger.info("%s read: %d cohorts", names.cohorts, len(book.all()))
             callqa.cohorts_read.set()
 
-        await retrying(f"reading {names.cohorts}",
-                       lambda: follow_topic(callqa, names.cohorts, writes.apply, on_caught_up=caught_up), logger)
+        await retrying(
+            f"reading {names.cohorts}",
+            lambda: follow_topic(callqa, names.cohorts, writes.apply, on_caught_up=caught_up),
+            logger,
+        )
 
     @app.task
     async def read_results() -> None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import heapq
 import sys
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import msgspec
 
@@ -73,8 +74,13 @@ def _successful(result: CallResult) -> bool | None:
 
 
 class CallIndex:
-    def __init__(self, metric_names: list[str], spool_dir: str | None = None, window_ms: int = 0,
-                 max_leap_ms: int = DEFAULT_MAX_LEAP_MS) -> None:
+    def __init__(
+        self,
+        metric_names: list[str],
+        spool_dir: str | None = None,
+        window_ms: int = 0,
+        max_leap_ms: int = DEFAULT_MAX_LEAP_MS,
+    ) -> None:
         self.window_ms = window_ms  # 0: every call, for ever
         self.max_leap_ms = max_leap_ms
         self.clock_ms: int | None = None  # the latest call time read, as a watermark
@@ -108,12 +114,19 @@ class CallIndex:
         verdicts, scores = encode_verdicts(result.metrics, self.metric_order)
         cohorts = tuple(v.cohort_id for v in result.cohorts)
         entry = IndexedCall(
-            version=result.version, position=self.spool.append(document, previous), time_ms=call_time(result),
-            event_ts_ms=result.event_ts_ms, ended_ts_ms=result.ended_ts_ms,
+            version=result.version,
+            position=self.spool.append(document, previous),
+            time_ms=call_time(result),
+            event_ts_ms=result.event_ts_ms,
+            ended_ts_ms=result.ended_ts_ms,
             agent_id=sys.intern(result.agent_id) if result.agent_id else None,
             run_id=sys.intern(result.run_id) if result.run_id else None,
-            cohorts=self._cohort_tuples.setdefault(cohorts, cohorts), verdicts=verdicts, scores=scores,
-            scenario=_scenario(result), successful=_successful(result))
+            cohorts=self._cohort_tuples.setdefault(cohorts, cohorts),
+            verdicts=verdicts,
+            scores=scores,
+            scenario=_scenario(result),
+            successful=_successful(result),
+        )
         if held is not None:
             self.series.add(held.point(), -1)
         self.series.add(entry.point(), +1)
@@ -125,9 +138,11 @@ class CallIndex:
                 listener(result, held)
         if self.window_ms:
             heapq.heappush(self._kept, (entry.time_ms, result.call_id, entry.version))
-            self.clock_ms, self._ahead = next_watermark(self.clock_ms, self._ahead, entry.time_ms, result.call_id,
-                                                        self.max_leap_ms)
-            self._let_go(self.clock_ms - self.window_ms)
+            self.clock_ms, self._ahead = next_watermark(
+                self.clock_ms, self._ahead, entry.time_ms, result.call_id, self.max_leap_ms
+            )
+            if self.clock_ms is not None:  # (set by the entry just read)
+                self._let_go(self.clock_ms - self.window_ms)
         return True
 
     def _let_go(self, horizon_ms: int) -> None:
@@ -149,7 +164,8 @@ class CallIndex:
     def document(self, call_id: str) -> bytes | None:
         """The call's latest result as published."""
         entry = self.calls.get(call_id)
-        return None if entry is None else self.spool.read(entry.position)[1]
+        read = None if entry is None else self.spool.read(entry.position)
+        return None if read is None else read[1]
 
     def versions(self, call_id: str) -> list[bytes]:
         """Every version read of the call, oldest first."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 import base64
 import heapq
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from scorers.call_verdicts import FAIL, NA, NOT_LISTED, PASS, verdict_words
 from scorers.runs.signals import domain_of
@@ -48,31 +49,47 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
     raise QueryError(f"query parameter 'cursor': {cursor!r} is not a cursor this API gave")
 
 
-def list_calls(index: CallIndex, where: CallFilter, limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> dict[str, Any]:
+def list_calls(
+    index: CallIndex, where: CallFilter, limit: int = DEFAULT_LIMIT, cursor: str | None = None
+) -> dict[str, Any]:
     after = decode_cursor(cursor) if cursor else None
     place = None
     if where.metric is not None:
         place = index.metric_order.get(where.metric)
         if place is None:
-            raise QueryError(f"query parameter 'metric': unknown metric {where.metric!r} "
-                             f"(known: {', '.join(index.metric_names)})")
+            raise QueryError(
+                f"query parameter 'metric': unknown metric {where.metric!r} (known: {', '.join(index.metric_names)})"
+            )
     rows = heapq.nlargest(limit + 1, _matching(index, where, place, after), key=lambda item: (item[1].time_ms, item[0]))
     page = rows[:limit]
     next_cursor = encode_cursor(page[-1][1].time_ms, page[-1][0]) if len(rows) > limit else None
-    return {"calls": [summary(call_id, entry, index.metric_names) for call_id, entry in page], "next_cursor": next_cursor}
+    return {
+        "calls": [summary(call_id, entry, index.metric_names) for call_id, entry in page],
+        "next_cursor": next_cursor,
+    }
 
 
 def summary(call_id: str, entry: IndexedCall, metric_names: list[str]) -> dict[str, Any]:
     """A call as a row of a list: who, when, and its metrics by verdict."""
-    return {"call_id": call_id, "version": entry.version, "agent_id": entry.agent_id, "run_id": entry.run_id,
-            "cohort_ids": list(entry.cohorts), "time_ms": entry.time_ms, "ended_ts_ms": entry.ended_ts_ms,
-            "event_ts_ms": entry.event_ts_ms, "scenario": entry.scenario,
-            "domain": None if entry.scenario is None else domain_of(entry.scenario), "is_successful": entry.successful,
-            **verdict_words(entry.verdicts, metric_names)}
+    return {
+        "call_id": call_id,
+        "version": entry.version,
+        "agent_id": entry.agent_id,
+        "run_id": entry.run_id,
+        "cohort_ids": list(entry.cohorts),
+        "time_ms": entry.time_ms,
+        "ended_ts_ms": entry.ended_ts_ms,
+        "event_ts_ms": entry.event_ts_ms,
+        "scenario": entry.scenario,
+        "domain": None if entry.scenario is None else domain_of(entry.scenario),
+        "is_successful": entry.successful,
+        **verdict_words(entry.verdicts, metric_names),
+    }
 
 
-def _matching(index: CallIndex, where: CallFilter, place: int | None,
-              after: tuple[int, str] | None) -> Iterator[tuple[str, IndexedCall]]:
+def _matching(
+    index: CallIndex, where: CallFilter, place: int | None, after: tuple[int, str] | None
+) -> Iterator[tuple[str, IndexedCall]]:
     code = VERDICT_CODES.get(where.verdict) if where.verdict else None
     for call_id, entry in index.calls.items():
         if after is not None and (entry.time_ms, call_id) >= after:

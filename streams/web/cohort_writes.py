@@ -67,7 +67,7 @@ class CohortWrites:
             raw = await request.read()
         except aiohttp.web.HTTPException:
             raise  # (413: the body is over the size limit, answered as such)
-        except Exception as exc:  # noqa: BLE001 - a body that cannot be read (a bad Content-Encoding) is the client's
+        except Exception as exc:  # a body that cannot be read (a bad Content-Encoding) is the client's
             return unreadable_body(web, request, exc)
         try:  # strict JSON: Python's reader would take NaN and Infinity, which no document can hold
             body = msgspec.json.decode(raw)
@@ -96,16 +96,23 @@ class CohortWrites:
             if cohort_id is None and before is not None:
                 return web.error(409, f"cohort {definition.cohort_id!r} exists: PUT /cohorts/{{cohort_id}} replaces it")
             if before is None and len(self.book) >= MAX_COHORTS:
-                return web.error(422, f"there are {len(self.book)} cohorts, the most a deployment holds: delete one first")
+                return web.error(
+                    422, f"there are {len(self.book)} cohorts, the most a deployment holds: delete one first"
+                )
             written = await self._write(key, value)
             if isinstance(written, str):
                 return web.error(503, written)
             # (Overtaken by the same document, a delete by a delete say, the client's write stands.)
-            overtaken = (await self._read_back(definition.cohort_id, written)
-                         and self.book.get(definition.cohort_id) != definition)
+            overtaken = (
+                await self._read_back(definition.cohort_id, written)
+                and self.book.get(definition.cohort_id) != definition
+            )
         if overtaken:
-            return web.error(409, f"cohort {definition.cohort_id!r} was written again just after this write, "
-                                  "through another worker, and that write stands: GET it")
+            return web.error(
+                409,
+                f"cohort {definition.cohort_id!r} was written again just after this write, "
+                "through another worker, and that write stands: GET it",
+            )
         # 201 for a cohort this write created, POST or PUT alike (RFC 9110: a PUT that creates its
         # target answers 201); 200 for one it replaced.
         return web.json(cohort_to_builtins(definition), status=201 if before is None else 200)
@@ -120,8 +127,11 @@ class CohortWrites:
                 return web.error(503, written)
             overtaken = await self._read_back(cohort_id, written) and self.book.get(cohort_id) is not None
         if overtaken:
-            return web.error(409, f"cohort {cohort_id!r} was written again just after this delete, through "
-                                  "another worker, and that write stands: GET it")
+            return web.error(
+                409,
+                f"cohort {cohort_id!r} was written again just after this delete, through "
+                "another worker, and that write stands: GET it",
+            )
         return web.json({"cohort_id": cohort_id, "deleted": True})
 
     async def _read_back(self, cohort_id: str, offset: int) -> bool:
@@ -144,10 +154,12 @@ class CohortWrites:
             # be delivered.)
             await asyncio.wait([delivery], timeout=COHORT_WRITE_TIMEOUT_S)
             if not delivery.done():
-                return (f"{self.topic.get_topic_name()} did not confirm the write within "
-                        f"{COHORT_WRITE_TIMEOUT_S:g} s (is the broker reachable?); it may still be applied")
+                return (
+                    f"{self.topic.get_topic_name()} did not confirm the write within "
+                    f"{COHORT_WRITE_TIMEOUT_S:g} s (is the broker reachable?); it may still be applied"
+                )
             return delivery.result().offset
-        except Exception as exc:  # noqa: BLE001 - any failure of the producer is the client's answer
+        except Exception as exc:  # any failure of the producer is the client's answer
             return f"the write to {self.topic.get_topic_name()} failed: {type(exc).__name__}: {exc}"
 
 
@@ -157,8 +169,11 @@ def unreadable_body(web: Any, request: Any, exc: Exception) -> Any:
     the rest of the body once more after the answer, meet the same failure and log it as a traceback."""
     encoding = request.headers.get("Content-Encoding")
     cause = " ".join(str(exc).split()) or type(exc).__name__
-    reason = (f"it is not what its Content-Encoding ({encoding}) says ({cause})" if encoding
-              else f"{type(exc).__name__}: {cause}")
+    reason = (
+        f"it is not what its Content-Encoding ({encoding}) says ({cause})"
+        if encoding
+        else f"{type(exc).__name__}: {cause}"
+    )
     request.content.feed_eof()
     response = web.error(400, f"the body cannot be read: {reason}")
     response.force_close()

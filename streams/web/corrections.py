@@ -32,7 +32,9 @@ class RescoreWrites:
     def __init__(self, index: CallIndex, events_topic: Any, open_call_time: Any) -> None:
         self.index = index
         self.topic = events_topic
-        self.open_call_time = open_call_time  # call_id -> the last event time of an open call this worker holds, or None
+        self.open_call_time = (
+            open_call_time  # call_id -> the last event time of an open call this worker holds, or None
+        )
 
     async def correct(self, web: Any, request: Any, call_id: str) -> Any:
         return await self._publish(web, request, call_id, TranscriptCorrected, "correction")
@@ -45,7 +47,7 @@ class RescoreWrites:
             raw = await request.read()
         except aiohttp.web.HTTPException:
             raise
-        except Exception as exc:  # noqa: BLE001 - a body that cannot be read is the client's
+        except Exception as exc:  # a body that cannot be read is the client's
             return unreadable_body(web, request, exc)
         try:
             data = msgspec.json.decode(raw)
@@ -60,8 +62,16 @@ class RescoreWrites:
         version_before = entry.version if entry is not None else 0
         event_id = f"api-{word}-{uuid.uuid4().hex}"
         try:
-            event = msgspec.convert({"type": kind.__struct_config__.tag, "event_id": event_id, "call_id": call_id,
-                                     "ts_ms": ts_ms, "data": data}, kind)
+            event = msgspec.convert(
+                {
+                    "type": kind.__struct_config__.tag,
+                    "event_id": event_id,
+                    "call_id": call_id,
+                    "ts_ms": ts_ms,
+                    "data": data,
+                },
+                kind,
+            )
         except msgspec.ValidationError as exc:
             return web.error(422, f"not a valid {word}: {exc}")
         sent = await self._send(call_id.encode(), msgspec.json.encode(event))
@@ -76,9 +86,11 @@ class RescoreWrites:
             delivery = await self.topic.send(key=key, value=value)
             await asyncio.wait([delivery], timeout=SEND_TIMEOUT_S)
             if not delivery.done():
-                return f"the events topic did not confirm the event within {SEND_TIMEOUT_S:g} s; it may still be applied"
+                return (
+                    f"the events topic did not confirm the event within {SEND_TIMEOUT_S:g} s; it may still be applied"
+                )
             delivery.result()
-        except Exception as exc:  # noqa: BLE001 - any failure of the producer is the client's answer
+        except Exception as exc:  # any failure of the producer is the client's answer
             return f"the event could not be sent: {type(exc).__name__}: {exc}"
         return None
 

@@ -37,8 +37,9 @@ class LiveFeed:
             queue.put_nowait(message)
 
     async def stream(self, request: Any) -> aiohttp.web.StreamResponse:
-        response = aiohttp.web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
-                                                       "X-Accel-Buffering": "no"})
+        response = aiohttp.web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        )
         await response.prepare(request)
         if request.method == "HEAD":  # (the headers only: no stream to hold open)
             return response
@@ -49,7 +50,7 @@ class LiveFeed:
             while True:
                 try:
                     message = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     message = ": keepalive\n\n"
                 await response.write(message.encode())
         except ConnectionResetError:

@@ -27,8 +27,12 @@ def provisional_result(engine: CallEngine, call: CallState) -> dict[str, Any]:
     """The call's result as if it ended now: `final` false, `version` the last published (0: none)."""
     ts_ms = call.last_ts_ms if call.last_ts_ms is not None else (call.first_ts_ms or 0)
     document = msgspec.to_builtins(score_call(call, engine.registry, engine.cohorts, call.version, ts_ms))
-    document["open"] = {"turns": len(call.turns), "events_applied": call.events_applied, "last_ts_ms": call.last_ts_ms,
-                        "started_ts_ms": call.started_ts_ms}
+    document["open"] = {
+        "turns": len(call.turns),
+        "events_applied": call.events_applied,
+        "last_ts_ms": call.last_ts_ms,
+        "started_ts_ms": call.started_ts_ms,
+    }
     return document
 
 
@@ -39,41 +43,56 @@ def open_call(engine: CallEngine, call_id: str) -> CallState | None:
 
 def open_call_rows(engine: CallEngine, agent_id: str | None, limit: int) -> list[dict[str, Any]]:
     """This worker's open calls, latest activity first, each with its metrics so far."""
-    calls = [call for call in engine.calls.values()
-             if not call.has_ended and (agent_id is None or call.agent_id == agent_id)]
+    calls = [
+        call for call in engine.calls.values() if not call.has_ended and (agent_id is None or call.agent_id == agent_id)
+    ]
     calls.sort(key=lambda call: (call.last_ts_ms or 0, call.call_id), reverse=True)
     rows = []
     for call in calls[:limit]:
         result = provisional_result(engine, call)
-        rows.append({"call_id": call.call_id, "agent_id": call.agent_id, "final": False, "version": call.version,
-                     "started_ts_ms": call.started_ts_ms, "last_ts_ms": call.last_ts_ms, "turns": len(call.turns),
-                     "events_applied": call.events_applied,
-                     "metrics": [{key: metric[key] for key in ("metric", "value", "score", "passed")}
-                                 for metric in result["metrics"]]})
+        rows.append(
+            {
+                "call_id": call.call_id,
+                "agent_id": call.agent_id,
+                "final": False,
+                "version": call.version,
+                "started_ts_ms": call.started_ts_ms,
+                "last_ts_ms": call.last_ts_ms,
+                "turns": len(call.turns),
+                "events_applied": call.events_applied,
+                "metrics": [
+                    {key: metric[key] for key in ("metric", "value", "score", "passed")} for metric in result["metrics"]
+                ],
+            }
+        )
     return rows
 
 
-async def gather_open_calls(app: Any, journal_table: str, request: Any, own: list[dict[str, Any]],
-                            limit: int) -> dict[str, Any]:
+async def gather_open_calls(
+    app: Any, journal_table: str, request: Any, own: list[dict[str, Any]], limit: int
+) -> dict[str, Any]:
     """This worker's open calls and every other worker's (asked with FORWARDED), latest first."""
     me = _ident(str(app.conf.canonical_url))
     try:
         hosts = [str(url) for url in app.router.table_metadata(journal_table)]
-    except Exception:  # noqa: BLE001 - no assignment yet: this worker's own calls
+    except Exception:  # no assignment yet: this worker's own calls
         hosts = []
     others = [host for host in hosts if _ident(host) != me]
     unreachable: list[str] = []
 
     async def ask(host: str) -> list[dict[str, Any]]:
         url = host.rstrip("/") + request.path_qs
-        headers = {FORWARDED: "1", **({"Authorization": request.headers["Authorization"]}
-                                      if "Authorization" in request.headers else {})}
+        headers = {
+            FORWARDED: "1",
+            **({"Authorization": request.headers["Authorization"]} if "Authorization" in request.headers else {}),
+        }
         try:
-            async with app.http_client.get(url, headers=headers,
-                                           timeout=aiohttp.ClientTimeout(total=GATHER_TIMEOUT_S)) as response:
+            async with app.http_client.get(
+                url, headers=headers, timeout=aiohttp.ClientTimeout(total=GATHER_TIMEOUT_S)
+            ) as response:
                 if response.status == 200:
                     return list((await response.json()).get("calls", []))
-        except Exception:  # noqa: BLE001 - a worker that does not answer is named, the rest answered
+        except Exception:  # a worker that does not answer is named, the rest answered
             pass
         unreachable.append(host)
         return []

@@ -28,7 +28,7 @@ def install_pages(app: faust.App) -> None:
         return web.html(INDEX_FILE.read_text(encoding="utf-8"), headers={"Cache-Control": "no-cache"})
 
     app.web.add_static("/static/", STATIC_DIR)
-    app.web.web_app.on_response_prepare.append(_revalidate_static)
+    app.web.web_app.on_response_prepare.append(_revalidate_static)  # type: ignore[attr-defined]  # (aiohttp's Web)
 
 
 async def _revalidate_static(request: Any, response: Any) -> None:

@@ -13,8 +13,9 @@ series per metric. Values are read when scraped: nothing is kept twice.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -127,60 +128,78 @@ class CallqaCollector:
 
     def _results(self) -> Iterator[Metric]:
         t = self.tallies
-        results = CounterMetricFamily("callqa_results", "Result versions read from the results topic (deployment-wide)",
-                                      labels=["agent"])
+        results = CounterMetricFamily(
+            "callqa_results", "Result versions read from the results topic (deployment-wide)", labels=["agent"]
+        )
         for agent, value in sorted(t.results.items()):
             results.add_metric([agent], value)
         yield results
-        verdicts = CounterMetricFamily("callqa_metric_verdicts", "Metric verdicts of every result version read "
-                                       "(deployment-wide)", labels=["metric", "agent", "verdict"])
+        verdicts = CounterMetricFamily(
+            "callqa_metric_verdicts",
+            "Metric verdicts of every result version read (deployment-wide)",
+            labels=["metric", "agent", "verdict"],
+        )
         for labels, value in t.samples(t.verdicts):
             verdicts.add_metric(labels, value)
         yield verdicts
-        calls = GaugeMetricFamily("callqa_calls", "Calls in the index's window by the metric verdict of their latest "
-                                  "result (deployment-wide)",
-                                  labels=["metric", "agent", "verdict"])
+        calls = GaugeMetricFamily(
+            "callqa_calls",
+            "Calls in the index's window by the metric verdict of their latest result (deployment-wide)",
+            labels=["metric", "agent", "verdict"],
+        )
         for labels, value in t.samples(t.latest):
             calls.add_metric(labels, value)
         yield calls
-        scores = HistogramMetricFamily("callqa_metric_score", "Metric scores (0-100) of every result version read "
-                                       "where the metric applied (deployment-wide)", labels=["metric"])
+        scores = HistogramMetricFamily(
+            "callqa_metric_score",
+            "Metric scores (0-100) of every result version read where the metric applied (deployment-wide)",
+            labels=["metric"],
+        )
         for place, metric in enumerate(t.metric_names):
             counts = t.score_counts[place]
             if not any(counts):
                 continue
             cumulative, buckets = 0, []
-            for bound, count in zip([*map(str, SCORE_BUCKETS), "+Inf"], counts):
+            for bound, count in zip([*map(str, SCORE_BUCKETS), "+Inf"], counts, strict=True):
                 cumulative += count
                 buckets.append((bound, cumulative))
             scores.add_metric([metric], buckets, sum_value=t.score_tenths[place] / 10)
         yield scores
-        yield GaugeMetricFamily("callqa_calls_indexed", "Calls in this worker's index of the results topic",
-                                value=len(self.index))
+        yield GaugeMetricFamily(
+            "callqa_calls_indexed", "Calls in this worker's index of the results topic", value=len(self.index)
+        )
 
     def _worker(self) -> Iterator[Metric]:
         h = self.health
         counters = h.counters()
         for name, key, help_text in (
-                ("callqa_events_applied", "applied", "Events this worker applied to its calls"),
-                ("callqa_events_duplicate", "duplicate", "Events this worker ignored as already applied"),
-                ("callqa_events_rejected", "rejected", "Events this worker refused (dead-lettered)"),
-                ("callqa_dead_letters", "dead_lettered", "Dead letters this worker sent"),
-                ("callqa_results_published", "results", "Results this worker published"),
-                ("callqa_results_unscored", "unscored", "Results this worker could not assemble")):
+            ("callqa_events_applied", "applied", "Events this worker applied to its calls"),
+            ("callqa_events_duplicate", "duplicate", "Events this worker ignored as already applied"),
+            ("callqa_events_rejected", "rejected", "Events this worker refused (dead-lettered)"),
+            ("callqa_dead_letters", "dead_lettered", "Dead letters this worker sent"),
+            ("callqa_results_published", "results", "Results this worker published"),
+            ("callqa_results_unscored", "unscored", "Results this worker could not assemble"),
+        ):
             yield CounterMetricFamily(name, help_text, value=counters.get(key, 0))
-        yield GaugeMetricFamily("callqa_calls_in_memory", "Calls this worker holds (open, or ended and retained)",
-                                value=h.calls_in_memory())
-        lag = GaugeMetricFamily("callqa_consumer_lag_messages", "Messages of the events topic not yet read, per "
-                                "partition this worker holds", labels=["partition"])
+        yield GaugeMetricFamily(
+            "callqa_calls_in_memory", "Calls this worker holds (open, or ended and retained)", value=h.calls_in_memory()
+        )
+        lag = GaugeMetricFamily(
+            "callqa_consumer_lag_messages",
+            "Messages of the events topic not yet read, per partition this worker holds",
+            labels=["partition"],
+        )
         for partition, behind in sorted(h.consumer_lag().items()):
             lag.add_metric([str(partition)], behind)
         yield lag
         queued = h.judge_queue()
         if queued is not None:
             yield GaugeMetricFamily("callqa_judge_queue_calls", "Ended calls waiting for the LLM judge", value=queued)
-        alerts = GaugeMetricFamily("callqa_alerts", "Alert episodes open now, by rule and state (on the worker "
-                                   "that evaluates alerts)", labels=["rule", "severity", "state"])
+        alerts = GaugeMetricFamily(
+            "callqa_alerts",
+            "Alert episodes open now, by rule and state (on the worker that evaluates alerts)",
+            labels=["rule", "severity", "state"],
+        )
         open_episodes: dict[tuple[str, str, str], int] = {}
         for episode in h.alert_states():  # (one episode per scope: `agent:*` rules have several)
             open_episodes[episode] = open_episodes.get(episode, 0) + 1
@@ -191,7 +210,7 @@ class CallqaCollector:
 
 def exposition(collector: CallqaCollector) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)  # type: ignore[arg-type]
+    registry.register(collector)
     return generate_latest(registry)
 
 
@@ -203,7 +222,7 @@ def consumer_lag(consumer: Any, topic: str, partitions: Any) -> dict[int, int]:
             continue
         try:
             highwater = consumer.highwater(tp)
-        except Exception:  # noqa: BLE001 - no fetch yet: no figure
+        except Exception:  # no fetch yet: no figure
             continue
         if highwater is None:
             continue
@@ -211,4 +230,3 @@ def consumer_lag(consumer: Any, topic: str, partitions: Any) -> dict[int, int]:
         next_offset = state.last_offset + 1 if state is not None else 0
         lag[tp.partition] = max(0, highwater - next_offset)
     return lag
-

@@ -20,9 +20,9 @@ import msgspec
 from faust.exceptions import SameNode
 
 from scorers.version_history import version_history
-from streams.partitioning import partition_for
 from streams.kafka.clients import retrying
 from streams.kafka.topic_reader import follow_topic
+from streams.partitioning import partition_for
 from streams.web.alert_episodes import AlertEpisodes
 from streams.web.call_events import journaled_events
 from streams.web.call_index import CallIndex
@@ -54,7 +54,9 @@ def install_query_api(callqa: Any, index: CallIndex, journal: Any, collector: Ca
 
     def held_here(call_id: str) -> bool:
         partition = partition_for(call_id, settings.partitions)
-        return any(tp.partition == partition for tp in app.assignor.assigned_actives() if tp.topic == callqa.topics.events)
+        return any(
+            tp.partition == partition for tp in app.assignor.assigned_actives() if tp.topic == callqa.topics.events
+        )
 
     def bad_query(web: Any, exc: QueryError) -> Any:
         return web.error(400, str(exc))
@@ -67,15 +69,22 @@ def install_query_api(callqa: Any, index: CallIndex, journal: Any, collector: Ca
             if params.get("state") == "open":
                 extra = set(params) - {"state", "agent_id", "limit"}
                 if extra:
-                    return self.error(400, f"query parameter {sorted(extra)[0]!r} does not go with state=open "
-                                           "(agent_id and limit do)")
+                    return self.error(
+                        400, f"query parameter {sorted(extra)[0]!r} does not go with state=open (agent_id and limit do)"
+                    )
                 own = open_call_rows(engine, params.get("agent_id"), limit)
                 if FORWARDED in request.headers:
                     return self.json({"calls": own})
                 return self.json(await gather_open_calls(app, journal_name, request, own, limit))
-            where = CallFilter(agent_id=params.get("agent_id"), cohort_id=params.get("cohort_id"),
-                               run_id=params.get("run_id"), metric=params.get("metric"), verdict=params.get("verdict"),
-                               from_ms=params.get("from"), to_ms=params.get("to"))
+            where = CallFilter(
+                agent_id=params.get("agent_id"),
+                cohort_id=params.get("cohort_id"),
+                run_id=params.get("run_id"),
+                metric=params.get("metric"),
+                verdict=params.get("verdict"),
+                from_ms=params.get("from"),
+                to_ms=params.get("to"),
+            )
             try:
                 return json_answer(list_calls(index, where, limit, params.get("cursor")))
             except QueryError as exc:
@@ -107,7 +116,7 @@ def install_query_api(callqa: Any, index: CallIndex, journal: Any, collector: Ca
             return await app.router.route_req(journal_name, call_id.encode(), web, request)
         except SameNode:
             return None
-        except Exception as exc:  # noqa: BLE001 - the owner unknown or unreachable: answered as not found
+        except Exception as exc:  # the owner unknown or unreachable: answered as not found
             logger.debug("%s: the worker holding the call did not answer: %s", request.path, exc)
             return None
 
@@ -120,8 +129,11 @@ def install_query_api(callqa: Any, index: CallIndex, journal: Any, collector: Ca
             forwarded = await to_the_holder(self, request, call_id)
             if forwarded is not None:
                 return forwarded
-            reason = ("its result is kept, its events no longer (held for CALLQA_RETENTION_AFTER_END_S after its end)"
-                      if call_id in index.calls else "no call of that id")
+            reason = (
+                "its result is kept, its events no longer (held for CALLQA_RETENTION_AFTER_END_S after its end)"
+                if call_id in index.calls
+                else "no call of that id"
+            )
             return self.notfound(f"no events of call {call_id!r}: {reason}")
 
     @app.page("/calls/{call_id}/corrections")
@@ -138,8 +150,11 @@ def install_query_api(callqa: Any, index: CallIndex, journal: Any, collector: Ca
 
     @app.task
     async def read_alerts() -> None:
-        await retrying(f"reading {callqa.topics.alerts}",
-                       lambda: follow_topic(callqa, callqa.topics.alerts, episodes.apply), logger)
+        await retrying(
+            f"reading {callqa.topics.alerts}",
+            lambda: follow_topic(callqa, callqa.topics.alerts, episodes.apply),
+            logger,
+        )
 
     @app.page("/alerts/episodes")
     class AlertEpisodesView(faust.web.View):
@@ -189,7 +204,7 @@ def worker_health(callqa: Any, judge: Any, alerts: Any) -> WorkerHealth:
     def lag() -> dict[int, int]:
         try:
             return consumer_lag(app.consumer, callqa.topics.events, live.partitions)
-        except Exception:  # noqa: BLE001 - no consumer yet (starting): no figure
+        except Exception:  # no consumer yet (starting): no figure
             return {}
 
     def judge_queue() -> int | None:

@@ -8,17 +8,19 @@ query into plain values, and the same declarations write the parameters into /op
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 # Kinds of value a parameter takes, with their OpenAPI schema.
 SCHEMAS: dict[str, dict[str, Any]] = {
     "text": {"type": "string"},
     "int": {"type": "integer"},
     "seconds": {"type": "number", "exclusiveMinimum": 0},
-    "time": {"oneOf": [{"type": "integer", "description": "Unix milliseconds"},
-                       {"type": "string", "format": "date-time"}]},
+    "time": {
+        "oneOf": [{"type": "integer", "description": "Unix milliseconds"}, {"type": "string", "format": "date-time"}]
+    },
     "choice": {"type": "string"},
 }
 # The latest time a parameter may name: the events' own limit (year 9999), so that it fits in ms.
@@ -101,7 +103,7 @@ def parse_time(name: str, raw: str) -> int:
         except ValueError:
             raise QueryError(f"query parameter {name!r}: expected Unix milliseconds or ISO 8601, got {raw!r}") from None
         if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
+            moment = moment.replace(tzinfo=UTC)
         value = round(moment.timestamp() * 1000)
     if not 0 <= value <= MAX_TIME_MS:
         raise QueryError(f"query parameter {name!r}: {raw!r} is outside 1970..9999")

@@ -43,7 +43,7 @@ class ResultSpool:
         self._segment += 1
         handle = tempfile.TemporaryFile(prefix="callqa-results-", dir=self.directory)
         self._files[self._segment] = handle
-        self._fds[self._segment] = handle.fileno()  # type: ignore[attr-defined]
+        self._fds[self._segment] = handle.fileno()
         self._held[self._segment] = 0
         self._end = 0
 

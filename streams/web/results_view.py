@@ -47,8 +47,11 @@ class ResultsView:
             if ts is None:  # (not a worker's result: it stamps every one) counted as of now
                 ts = self.clock_ms or 0
             heapq.heappush(self._counted, (ts, result.call_id, result.version, run_id or ""))
-            self.clock_ms, self._ahead = next_watermark(self.clock_ms, self._ahead, ts, result.call_id, self.max_leap_ms)
-            self._let_go(self.clock_ms - self.window_ms)
+            self.clock_ms, self._ahead = next_watermark(
+                self.clock_ms, self._ahead, ts, result.call_id, self.max_leap_ms
+            )
+            if self.clock_ms is not None:  # (set by the result just read)
+                self._let_go(self.clock_ms - self.window_ms)
 
     def _let_go(self, horizon_ms: int) -> None:
         """Stop counting the calls whose newest result is older than `horizon_ms`."""

@@ -37,7 +37,9 @@ def timeseries(index: CallIndex, params: dict[str, Any]) -> dict[str, Any]:
         raise QueryError(f"query parameter 'scope': {scope!r} is not one of all, agent:<id>, cohort:<id>")
     metric = params.get("metric")
     if metric is not None and metric not in index.metric_order:
-        raise QueryError(f"query parameter 'metric': unknown metric {metric!r} (known: {', '.join(index.metric_names)})")
+        raise QueryError(
+            f"query parameter 'metric': unknown metric {metric!r} (known: {', '.join(index.metric_names)})"
+        )
     from_ms, to_ms = time_range(index, params)
     step_s = params.get("step", default_step_s(to_ms - from_ms))
     from_ms, to_ms = from_ms // MINUTE_MS * MINUTE_MS, -(-to_ms // MINUTE_MS) * MINUTE_MS
@@ -48,10 +50,17 @@ def timeseries(index: CallIndex, params: dict[str, Any]) -> dict[str, Any]:
         raise QueryError(f"query parameter 'step': {step_s} s makes more than {MAX_BUCKETS} buckets of this range")
     names = [metric] if metric is not None else index.metric_names
     table = index.series.table(scope, from_ms, to_ms, step_ms)
-    series = [{"metric": name, "buckets": [bucket.to_dict() for bucket in table[index.metric_order[name]]]}
-              for name in names]
-    return {"scope": scope, "from_ms": from_ms, "to_ms": to_ms, "step_s": step_s, "series": series,
-            "totals": {"calls": index.series.calls(scope, from_ms, to_ms)}}
+    series = [
+        {"metric": name, "buckets": [bucket.to_dict() for bucket in table[index.metric_order[name]]]} for name in names
+    ]
+    return {
+        "scope": scope,
+        "from_ms": from_ms,
+        "to_ms": to_ms,
+        "step_s": step_s,
+        "series": series,
+        "totals": {"calls": index.series.calls(scope, from_ms, to_ms)},
+    }
 
 
 def windowed_overview(index: CallIndex, cohort_id: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +75,10 @@ def windowed_overview(index: CallIndex, cohort_id: str, params: dict[str, Any]) 
         from_ms, to_ms = params.get("from", 0), params.get("to", (index.newest_ms or 0) + 1)
     if from_ms >= to_ms:
         raise QueryError("query parameter 'from' must be before 'to'")
-    members = [call_id for call_id, entry in index.calls.items()
-               if cohort_id in entry.cohorts and from_ms <= entry.time_ms < to_ms]
+    members = [
+        call_id
+        for call_id, entry in index.calls.items()
+        if cohort_id in entry.cohorts and from_ms <= entry.time_ms < to_ms
+    ]
     overview = CohortOverview.recompute(index.results(members), index.metric_names).overview(cohort_id)
     return {**overview, "from_ms": from_ms, "to_ms": to_ms}

@@ -11,8 +11,9 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import faust
 
@@ -150,8 +151,9 @@ def faust_app(settings: Settings) -> faust.App:
         web_host=settings.web_host,
         web_bind=settings.web_listen_host,  # (Faust's default would be 0.0.0.0)
         web_port=settings.web_port,
-        web_application_options={"middlewares": [json_errors, write_token_check(settings.api_token_in_force, reads_content),
-                                                  checked_query]},
+        web_application_options={
+            "middlewares": [json_errors, write_token_check(settings.api_token_in_force, reads_content), checked_query]
+        },
         # Faust's own /router and /table pages: the journal table holds transcripts, and they are no
         # part of callqa's API (streams/web/routes.py).
         web_router_enabled=False,
@@ -195,21 +197,31 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     events_topic = app.topic(names.events, key_type=bytes, value_type=bytes, partitions=settings.partitions)
     results_topic = app.topic(names.results, key_type=bytes, value_type=bytes, partitions=settings.partitions)
     deadletter_topic = app.topic(names.deadletter, key_type=bytes, value_type=bytes, partitions=1)
-    journal = journal_table(app, "call-journal", key_type=bytes, value_type=bytes, partitions=settings.partitions,
-                            options=table_store_options())
+    journal = journal_table(
+        app,
+        "call-journal",
+        key_type=bytes,
+        value_type=bytes,
+        partitions=settings.partitions,
+        options=table_store_options(),
+    )
     callqa.events_topic, callqa.results_topic, callqa.deadletter_topic = events_topic, results_topic, deadletter_topic
 
-    flow = MessageFlow(live, FaustSink(app, journal, results_topic, deadletter_topic, events_topic),
-                       result_hooks=callqa.result_hooks, on_restored=_log_restored,
-                       max_result_bytes=settings.max_result_bytes,
-                       ready=callqa.cohorts_read)
+    flow = MessageFlow(
+        live,
+        FaustSink(app, journal, results_topic, deadletter_topic, events_topic),
+        result_hooks=callqa.result_hooks,
+        on_restored=_log_restored,
+        max_result_bytes=settings.max_result_bytes,
+        ready=callqa.cohorts_read,
+    )
 
     @app.agent(events_topic, name="score-events")
     async def score_events(stream: faust.StreamT) -> None:
         # With callqa's transports (`tansu://`, `kafka://`) the consumer hands these messages to
         # `flow.score` itself (deliver_directly, streams/kafka/transports.py); with Faust's own
         # (`aiokafka://`) they arrive through this stream.
-        async for event in stream.noack().events():
+        async for event in stream.noack().events():  # type: ignore[attr-defined]  # (Stream's, not StreamT's)
             await flow.score(event.message)
 
     deliver_directly(app, names.events, flow.score)
@@ -218,13 +230,13 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
     async def write_quiet_segments() -> None:
         await flow.write_quiet_segments()
 
-    @app.on_partitions_revoked.connect
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]  # (Faust types receivers narrowly)
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
         partitions = {tp.partition for tp in revoked if tp.topic == names.events}
         if partitions:
             flow.release(partitions)
 
-    @app.on_partitions_assigned.connect
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]  # (as above)
     async def on_assigned(sender: Any, assigned: Any, **kwargs: Any) -> None:
         flow.assign({tp.partition for tp in assigned if tp.topic == names.events})
 
@@ -235,19 +247,20 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
 
         judge = install_judge(callqa)
 
-        @app.on_before_shutdown.connect
+        @app.on_before_shutdown.connect  # type: ignore[arg-type]  # (as above)
         async def stop_judging(sender: Any, **kwargs: Any) -> None:
             # (Before Faust stops its producer: a request finishing later could no longer publish
             # its answer and would log a traceback for each.)
             await judge.stop()
 
     if settings.idle_tick_s > 0:
+
         @app.timer(interval=settings.idle_tick_s)
         async def restore_quiet_partitions() -> None:
             """A partition whose last message was acknowledged before a restart or a rebalance delivers
             nothing until a producer writes to it: restore it anyway, so that the idle clock can sweep
             its open calls."""
-            recovery = app.tables.recovery
+            recovery = app.tables.recovery  # type: ignore[attr-defined]  # (TableManager's, not its type's)
             if recovery.in_recovery or not recovery.completed.is_set():
                 return  # the journal table is not read back yet
             # The group's latest assignment as the flow knows it, not the assignor's: between a revoke
@@ -256,11 +269,19 @@ def create_app(settings: Settings, engine: CallEngine | None = None) -> CallqaAp
                 restored = live.restore_quiet_partition(partition, list(journal.items()), time.monotonic())
                 logger.info("partition %s (quiet): restored %s calls from the journal", partition, restored)
 
-    index = CallIndex([metric.name for metric in engine.registry.qa], spool_dir=settings.data_dir,
-                      window_ms=math.ceil(settings.view_window_s * 1000), max_leap_ms=settings.max_watermark_leap_ms)
+    index = CallIndex(
+        [metric.name for metric in engine.registry.qa],
+        spool_dir=settings.data_dir,
+        window_ms=math.ceil(settings.view_window_s * 1000),
+        max_leap_ms=settings.max_watermark_leap_ms,
+    )
     tallies = watch_index(index, settings.metrics_max_agents)
-    install_api(callqa, engine.cohorts, ResultsView(window_ms=math.ceil(settings.view_window_s * 1000),
-                                                    max_leap_ms=settings.max_watermark_leap_ms), index)
+    install_api(
+        callqa,
+        engine.cohorts,
+        ResultsView(window_ms=math.ceil(settings.view_window_s * 1000), max_leap_ms=settings.max_watermark_leap_ms),
+        index,
+    )
     install_idle_clock(callqa)
     alerts = install_alerts(callqa)
     install_health(callqa, brokers, judge, alerts.webhook)
@@ -278,19 +299,26 @@ def install_health(callqa: CallqaApp, brokers: Any, judge: Any, webhook: Webhook
         counters = engine.counters
         assigned = sorted(tp.partition for tp in app.assignor.assigned_actives() if tp.topic == names.events)
         unreachable = brokers.reachable is False
-        return web.json({"status": "broker_unreachable" if unreachable else "ok", "assigned_partitions": assigned,
-                         "calls_in_memory": len(engine.calls), **counters.__dict__, "dead_lettered": live.dead_lettered,
-                         # Partitions whose offsets started again lower: the topic re-created under the worker.
-                         "offsets_went_back": live.offsets_went_back,
-                         # Partitions refusing new calls as too late, with counts (a time moved too far
-                         # ahead refuses them all: docs/guides/hostile-input.md).
-                         "refusing_late_calls": live.refusing_late_calls(int(time.time() * 1000)),
-                         # Whether events go from the consumer straight to the scorer (callqa's
-                         # transports) or through Faust's agent stream (`aiokafka://`).
-                         "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer),
-                         # Whether the cohorts topic has been read to its end: scoring waits for it.
-                         "cohorts_read": callqa.cohorts_read.is_set(),
-                         "judge": None if judge is None else judge.counters(),
-                         "alert_webhook": None if webhook is None else asdict(webhook.counters),
-                         "broker": brokers.document(time.monotonic())},
-                        status=503 if unreachable else 200)
+        return web.json(
+            {
+                "status": "broker_unreachable" if unreachable else "ok",
+                "assigned_partitions": assigned,
+                "calls_in_memory": len(engine.calls),
+                **counters.__dict__,
+                "dead_lettered": live.dead_lettered,
+                # Partitions whose offsets started again lower: the topic re-created under the worker.
+                "offsets_went_back": live.offsets_went_back,
+                # Partitions refusing new calls as too late, with counts (a time moved too far
+                # ahead refuses them all: docs/guides/hostile-input.md).
+                "refusing_late_calls": live.refusing_late_calls(int(time.time() * 1000)),
+                # Whether events go from the consumer straight to the scorer (callqa's
+                # transports) or through Faust's agent stream (`aiokafka://`).
+                "direct_delivery": isinstance(app.consumer, DirectHandoffConsumer),
+                # Whether the cohorts topic has been read to its end: scoring waits for it.
+                "cohorts_read": callqa.cohorts_read.is_set(),
+                "judge": None if judge is None else judge.counters(),
+                "alert_webhook": None if webhook is None else asdict(webhook.counters),
+                "broker": brokers.document(time.monotonic()),
+            },
+            status=503 if unreachable else 200,
+        )

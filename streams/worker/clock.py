@@ -45,23 +45,32 @@ def idle_ticks(live: LiveScorer, now: float, idle_s: float, wall_ms: int | None 
         # call still open is a reason to move the partition's time, and not the one whose clock runs
         # ahead of this worker's (its deadline lies as far ahead: ticks would go on until then).
         held_back = leap[1] if leap is not None and wrong_clock else None
-        if not any(call_id in calls and not calls[call_id].has_ended and call_id != held_back
-                   for _, call_id in clock.deadlines):
+        if not any(
+            call_id in calls and not calls[call_id].has_ended and call_id != held_back for _, call_id in clock.deadlines
+        ):
             continue
         ts_ms = watermark_ms + int((now - last_seen) * 1000)
         if leap is not None and not wrong_clock:
             ts_ms = max(ts_ms, leap[0])
-        ticks.append(Watermark(event_id=f"{WATERMARK_CALL_ID}:tick:{partition}:{ts_ms}", call_id=WATERMARK_CALL_ID,
-                               ts_ms=ts_ms, data=WatermarkData(partition=partition)))
+        ticks.append(
+            Watermark(
+                event_id=f"{WATERMARK_CALL_ID}:tick:{partition}:{ts_ms}",
+                call_id=WATERMARK_CALL_ID,
+                ts_ms=ts_ms,
+                data=WatermarkData(partition=partition),
+            )
+        )
     return ticks
 
 
 def implausible_leaps(live: LiveScorer, wall_ms: int) -> list[tuple[int, int, str]]:
     """(partition, event time, call_id) of each leap held back that lies further ahead of `wall_ms`
     than a leap may: a producer's clock that is wrong, not time that passed."""
-    return [(partition, clock.ahead[0], clock.ahead[1])
-            for partition, clock in sorted(live.engine.sweeper.partitions.items())
-            if clock.ahead is not None and _ahead_of(wall_ms, clock.ahead, live)]
+    return [
+        (partition, clock.ahead[0], clock.ahead[1])
+        for partition, clock in sorted(live.engine.sweeper.partitions.items())
+        if clock.ahead is not None and _ahead_of(wall_ms, clock.ahead, live)
+    ]
 
 
 def _ahead_of(wall_ms: int, leap: Ahead, live: LiveScorer) -> bool:
@@ -76,18 +85,23 @@ def install_idle_clock(callqa: Any) -> None:
         return
     reported: dict[int, str] = {}  # partition → the call whose implausible leap was logged last
 
-    @callqa.app.timer(interval=idle_s)  # type: ignore[untyped-decorator]  # (Faust's decorators are untyped)
+    @callqa.app.timer(interval=idle_s)
     async def tick() -> None:
         wall_ms = int(time.time() * 1000)
         for held_on, leap_ms, leap_call in implausible_leaps(callqa.live, wall_ms):
             if reported.get(held_on) != leap_call:
                 reported[held_on] = leap_call
-                logger.warning("call %r on partition %d has events %.0f s ahead of this worker's clock: they do not "
-                               "move the partition's event time (check the producer's clock)", leap_call, held_on,
-                               (leap_ms - wall_ms) / 1000)
+                logger.warning(
+                    "call %r on partition %d has events %.0f s ahead of this worker's clock: they do not "
+                    "move the partition's event time (check the producer's clock)",
+                    leap_call,
+                    held_on,
+                    (leap_ms - wall_ms) / 1000,
+                )
         for watermark in idle_ticks(callqa.live, time.monotonic(), idle_s, wall_ms):
             partition = watermark.data.partition
-            await callqa.events_topic.send(key=WATERMARK_CALL_ID.encode(), value=encode_event(watermark),
-                                           partition=partition)
+            await callqa.events_topic.send(
+                key=WATERMARK_CALL_ID.encode(), value=encode_event(watermark), partition=partition
+            )
             # Until the tick comes back, count the partition as busy so it is not ticked twice.
             callqa.live.mark_busy(partition, time.monotonic(), watermark.ts_ms)

@@ -34,7 +34,8 @@ async def refuse_a_moved_group(settings: Settings) -> None:
         f"prefix before it defaulted to the prefix: set CALLQA_APP_ID={FORMER_DEFAULT_APP_ID} to keep that group's "
         f"offsets and its journal, or CALLQA_APP_ID={settings.topic_prefix} to start the group "
         f"{settings.topic_prefix!r} afresh (every event the topic retains is scored again and its results published "
-        "again)")
+        "again)"
+    )
 
 
 async def _has_committed(settings: Settings, group: str, partitions: list[TopicPartition]) -> bool:

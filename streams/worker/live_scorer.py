@@ -180,14 +180,21 @@ class LiveScorer:
                 continue
             if strays and event.call_id in strays and type(event) is not Watermark:
                 all_applied = False
-                out.dead_letters.append(DeadLetter(
-                    f"event {event.event_id!r}: call {event.call_id!r} belongs to partition {strays[event.call_id]} "
-                    f"(the Java client's default partitioner, murmur2, on its call_id), but this message came on "
-                    f"partition {partition}: a call's events must all reach its partition (key its messages by "
-                    "call_id; librdkafka-based clients such as confluent-kafka and kcat hash keys with CRC32 "
-                    "unless set with partitioner=murmur2_random, and Go's sarama and kafka-go need a murmur2 "
-                    "partitioner too)",
-                    topic, partition, offset, *_original(event, value, decoded.batch_index_of(index))))
+                out.dead_letters.append(
+                    DeadLetter(
+                        f"event {event.event_id!r}: call {event.call_id!r} belongs to partition "
+                        f"{strays[event.call_id]} (the Java client's default partitioner, murmur2, on its call_id), "
+                        f"but this message came on partition {partition}: a call's events must all reach its "
+                        "partition (key its messages by "
+                        "call_id; librdkafka-based clients such as confluent-kafka and kcat hash keys with CRC32 "
+                        "unless set with partitioner=murmur2_random, and Go's sarama and kafka-go need a murmur2 "
+                        "partitioner too)",
+                        topic,
+                        partition,
+                        offset,
+                        *_original(event, value, decoded.batch_index_of(index)),
+                    )
+                )
                 continue
             position = (offset << INDEX_BITS) | (index << 1)  # (`event_position`, inline)
             processed = process(event, partition, position)
@@ -203,16 +210,31 @@ class LiveScorer:
                     if processed.result is not None:
                         out.results.append(processed.result)
                     elif processed.reason is not None:
-                        self._refused(processed.reason, event, topic, partition, offset, out,
-                                      (value, decoded.batch_index_of(index)))
+                        self._refused(
+                            processed.reason,
+                            event,
+                            topic,
+                            partition,
+                            offset,
+                            out,
+                            (value, decoded.batch_index_of(index)),
+                        )
             else:
                 all_applied = False
                 # (A lower time must reach the journal too.)
                 if status == "watermark" and cast(Watermark, event).data.reset:
                     state.journaled_watermark_ms = -1
                 if status != "redelivered":  # (redelivered: its lost outputs were published again above)
-                    self._collect(processed, event, partition, position, topic, offset, out,
-                                  (value, decoded.batch_index_of(index)))
+                    self._collect(
+                        processed,
+                        event,
+                        partition,
+                        position,
+                        topic,
+                        offset,
+                        out,
+                        (value, decoded.batch_index_of(index)),
+                    )
             if anything_due(partition):
                 forgotten = self._settle(partition, sweep_position(offset, index), topic, offset, out)
                 if applied and events[0].call_id in forgotten:
@@ -226,8 +248,9 @@ class LiveScorer:
             except Exception as exc:  # what the journal cannot hold is dead-lettered, not a stop
                 out.journal.pop(events[0].call_id, None)
                 for _, refused in applied:
-                    self._refused(failure_reason(refused.event_id, exc), refused, topic, partition, offset, out,
-                                  (value, None))
+                    self._refused(
+                        failure_reason(refused.event_id, exc), refused, topic, partition, offset, out, (value, None)
+                    )
         self.mark_busy(partition, time.monotonic(), self.engine.sweeper.watermark(partition))
         self.dead_lettered += len(out.dead_letters)
         return out
@@ -239,8 +262,11 @@ class LiveScorer:
         report: dict[str, dict[str, int | None]] = {}
         for partition, refused in sorted(self.engine.too_late.items()):
             watermark = self.engine.sweeper.watermark(partition)
-            report[str(partition)] = {"refused_as_too_late": refused, "watermark_ms": watermark,
-                                      "ahead_of_clock_ms": None if watermark is None else watermark - now_ms}
+            report[str(partition)] = {
+                "refused_as_too_late": refused,
+                "watermark_ms": watermark,
+                "ahead_of_clock_ms": None if watermark is None else watermark - now_ms,
+            }
         return report
 
     def failed_message(self, exc: Exception, value: bytes, topic: str, partition: int, offset: int) -> Outbox:
@@ -258,8 +284,9 @@ class LiveScorer:
         for synthetic in self.engine.sweep(partition):
             out.recorded_events.append(synthetic)
             processed = self.engine.process_guarded(synthetic, partition, position)
-            self._collect(processed, synthetic, partition, position, topic, offset, out,
-                          (encode_event(synthetic), None))
+            self._collect(
+                processed, synthetic, partition, position, topic, offset, out, (encode_event(synthetic), None)
+            )
         forgotten = self.engine.forget_expired(partition)
         for call_id in forgotten:
             out.forget.append(call_id)
@@ -269,8 +296,16 @@ class LiveScorer:
             out.journal.pop(call_id, None)
         return forgotten
 
-    def _journal_one_call(self, call_id: str, applied: list[tuple[int, Event]], all_applied: bool, value: bytes,
-                          offset: int, partition: int, out: Outbox) -> None:
+    def _journal_one_call(
+        self,
+        call_id: str,
+        applied: list[tuple[int, Event]],
+        all_applied: bool,
+        value: bytes,
+        offset: int,
+        partition: int,
+        out: Outbox,
+    ) -> None:
         """Journal what a message of one call applied: the message itself when all its events were
         applied and no sweep ended the call before its last event (a restore re-folds the message
         whole, then the sweep's end), else each applied event; in the order of their positions,
@@ -279,8 +314,9 @@ class LiveScorer:
         if all_applied and all(position > applied[-1][0] for position, _ in swept):
             out.journal[call_id] = [(position_of(offset, 0), value), *swept]
         else:
-            out.journal[call_id] = sorted([(position, encode_event(event)) for position, event in applied] + swept,
-                                          key=lambda entry: entry[0])
+            out.journal[call_id] = sorted(
+                [(position, encode_event(event)) for position, event in applied] + swept, key=lambda entry: entry[0]
+            )
         self.owned.setdefault(call_id, [partition, 0])
 
     def _strays(self, events: Sequence[Event], partition: int, one_call: bool) -> dict[str, int]:
@@ -303,8 +339,17 @@ class LiveScorer:
                 break
         return strays
 
-    def _collect(self, processed: Processed, event: Event, partition: int, position: int, topic: str,
-                 offset: int, out: Outbox, where: tuple[bytes, int | None]) -> None:
+    def _collect(
+        self,
+        processed: Processed,
+        event: Event,
+        partition: int,
+        position: int,
+        topic: str,
+        offset: int,
+        out: Outbox,
+        where: tuple[bytes, int | None],
+    ) -> None:
         """`where`: the original bytes to dead-letter the event with, and its index in a batch."""
         if processed.status == "applied":
             out.journal.setdefault(event.call_id, []).append((position, encode_event(event)))
@@ -315,8 +360,9 @@ class LiveScorer:
             out.results.append(processed.result)
 
     @staticmethod
-    def _refused(reason: str, event: Event, topic: str, partition: int, offset: int, out: Outbox,
-                 where: tuple[bytes, int | None]) -> None:
+    def _refused(
+        reason: str, event: Event, topic: str, partition: int, offset: int, out: Outbox, where: tuple[bytes, int | None]
+    ) -> None:
         """Dead-letter `event` with `reason`; `where`: the original bytes and its index in a batch."""
         out.dead_letters.append(DeadLetter(reason, topic, partition, offset, *_original(event, *where)))
 
@@ -342,15 +388,24 @@ class LiveScorer:
         for call_id in call_ids:
             call = self.engine.calls.get(call_id)
             if call is not None and (
-                    position_of(offset, 0) <= call.result_position <= position_of(offset, SYNTHETIC_INDEX)):
+                position_of(offset, 0) <= call.result_position <= position_of(offset, SYNTHETIC_INDEX)
+            ):
                 result = self.engine.latest_result(call)
                 if result is not None:
                     out.results.append(result)
 
     @staticmethod
     def _dead_letter(rejected: Rejected, topic: str, partition: int, offset: int) -> DeadLetter:
-        return DeadLetter(rejected.reason, topic, partition, offset, rejected.raw, rejected.event_id,
-                          rejected.call_id, rejected.batch_index)
+        return DeadLetter(
+            rejected.reason,
+            topic,
+            partition,
+            offset,
+            rejected.raw,
+            rejected.event_id,
+            rejected.call_id,
+            rejected.batch_index,
+        )
 
     def next_segment(self, call_id: str) -> int:
         """The segment number for the next journal write of `call_id` (and count it)."""
@@ -368,11 +423,16 @@ class LiveScorer:
         old topic's: kept, it made the worker skip every new message of a call it did not hold, in
         silence, as if delivered again. New messages are scored from here on."""
         self.offsets_went_back += 1
-        logger.error("%s[%s]: offset %s came after offset %s: the topic was re-created or truncated. Its new "
-                     "messages are scored; the calls held from before stay, and the journal's record of the "
-                     "offsets applied is set aside (a worker restarted now reads that record again: restart it "
-                     "only once the journal's changelog topic is re-created too)",
-                     topic, partition, offset, state.last_offset)
+        logger.error(
+            "%s[%s]: offset %s came after offset %s: the topic was re-created or truncated. Its new "
+            "messages are scored; the calls held from before stay, and the journal's record of the "
+            "offsets applied is set aside (a worker restarted now reads that record again: restart it "
+            "only once the journal's changelog topic is re-created too)",
+            topic,
+            partition,
+            offset,
+            state.last_offset,
+        )
         state.journaled_through_offset = -1
         state.results_at_restore = None
 
@@ -438,13 +498,15 @@ class LiveScorer:
         which messages it had applied."""
         watermark = self.engine.sweeper.watermark(partition)
         state = self._partition(partition)
-        if watermark is None or (watermark <= state.journaled_watermark_ms
-                                 and through_offset <= state.journaled_through_offset):
+        if watermark is None or (
+            watermark <= state.journaled_watermark_ms and through_offset <= state.journaled_through_offset
+        ):
             return None
         state.journaled_watermark_ms = max(watermark, state.journaled_watermark_ms)
         state.journaled_through_offset = max(through_offset, state.journaled_through_offset)
-        return watermark_key(partition), encode_watermark(partition, state.journaled_watermark_ms,
-                                                          state.journaled_through_offset)
+        return watermark_key(partition), encode_watermark(
+            partition, state.journaled_watermark_ms, state.journaled_through_offset
+        )
 
     def journaled_position(self, partition: int) -> tuple[int | None, int]:
         """The partition's watermark and covered offset as last journaled (None / -1: none), for the
@@ -459,8 +521,10 @@ class LiveScorer:
         # the journal once all are in (`restore_time`): the call leaping ahead of it, if any, may come
         # first (its entries outlive those of the calls forgotten before it).
         for index, event in enumerate(decode_message(raw, max_bytes=max(len(raw), self.max_message_bytes)).events):
-            if self.engine.process(event, partition, position + (index << 1), refold=True).status == "applied" \
-                    and type(event) is not JudgeResult:
+            if (
+                self.engine.process(event, partition, position + (index << 1), refold=True).status == "applied"
+                and type(event) is not JudgeResult
+            ):
                 latest[event.call_id] = max(event.ts_ms, latest.get(event.call_id, event.ts_ms))
 
     def release_partitions(self, partitions: set[int]) -> None:

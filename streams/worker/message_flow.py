@@ -203,8 +203,9 @@ class MessageFlow:
         if partition in self._unwritten:
             return  # (never to be acknowledged: nothing is kept of them)
         queue = self._journal_writes.setdefault(partition, deque())
-        if not queue and all(future.done() and not future.cancelled() and future.exception() is None
-                             for future in written):
+        if not queue and all(
+            future.done() and not future.cancelled() and future.exception() is None for future in written
+        ):
             self.sink.acknowledge(acks)
             return
         waiting = asyncio.gather(*written)
@@ -220,9 +221,12 @@ class MessageFlow:
             if waiting.cancelled() or waiting.exception() is not None:
                 if partition not in self._unwritten:
                     self._unwritten.add(partition)
-                    logger.error("partition %s: a journal segment could not be written (%s); its messages and "
-                                 "every later one stay unacknowledged, to come again after a restart", partition,
-                                 "cancelled" if waiting.cancelled() else waiting.exception())
+                    logger.error(
+                        "partition %s: a journal segment could not be written (%s); its messages and "
+                        "every later one stay unacknowledged, to come again after a restart",
+                        partition,
+                        "cancelled" if waiting.cancelled() else waiting.exception(),
+                    )
                 return
             queue.popleft()
             self.sink.acknowledge(acks)
@@ -258,13 +262,16 @@ class MessageFlow:
         reason = oversized_result_reason(result.call_id, result.version, len(value), self.max_result_bytes)
         logger.error("%s", reason)
         self.live.dead_lettered += 1
-        await self._send_dead_letter(message.partition,
-                                     DeadLetter(reason, message.topic, message.partition, message.offset,
-                                                                   value, call_id=result.call_id))
+        await self._send_dead_letter(
+            message.partition,
+            DeadLetter(reason, message.topic, message.partition, message.offset, value, call_id=result.call_id),
+        )
 
     async def _send_dead_letter(self, partition: int, letter: DeadLetter) -> None:
-        self.deliveries.add(partition, await self.sink.send_dead_letter((letter.call_id or "").encode(),
-                                                                        _json.encode(letter.to_document())))
+        self.deliveries.add(
+            partition,
+            await self.sink.send_dead_letter((letter.call_id or "").encode(), _json.encode(letter.to_document())),
+        )
 
     def _forget(self, call_ids: list[str]) -> None:
         """Forgetting's journal changes go out with each partition's next segment, after the sends

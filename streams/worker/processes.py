@@ -36,10 +36,14 @@ class WorkerProcess:
             **self.env,
         }
         os.makedirs(self.data_dir, exist_ok=True)
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 - the worker's output
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # the worker's output
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streams.cli", "worker"], env=env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=killed_with_parent,
+            [sys.executable, "-m", "streams.cli", "worker"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=killed_with_parent,
         )
         return self
 
@@ -111,5 +115,5 @@ def process_cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: count the fields after its last ")".
-    fields = stat[stat.rindex(b")") + 2:].split()
+    fields = stat[stat.rindex(b")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS_PER_S

@@ -93,8 +93,10 @@ def test_a_redirect_is_refused_and_named_not_followed_into_a_get_without_the_eve
             followed.append(request.method)
             return web.Response(status=200)
 
-        async with (serving({"/hook": moved, "/new-hook/S3CRET-TOKEN": new_hook}) as base,
-                    aiohttp.ClientSession() as session):
+        async with (
+            serving({"/hook": moved, "/new-hook/S3CRET-TOKEN": new_hook}) as base,
+            aiohttp.ClientSession() as session,
+        ):
             poster = WebhookPoster(f"{base}/hook")
             outcome = await poster.post(session, json.dumps(ALERT).encode())
         assert (poster.counters.delivered, poster.counters.refused) == (0, 1)
@@ -124,8 +126,10 @@ def test_a_redirect_elsewhere_or_down_to_http_or_unreadable_is_refused_not_follo
         async def unreadable(request: web.Request) -> web.Response:
             return web.Response(status=301, headers={"Location": "http://[bad/T0KEN"})
 
-        async with (serving({"/elsewhere": elsewhere, "/unreadable": unreadable}) as base,
-                    aiohttp.ClientSession() as session):
+        async with (
+            serving({"/elsewhere": elsewhere, "/unreadable": unreadable}) as base,
+            aiohttp.ClientSession() as session,
+        ):
             return [await WebhookPoster(f"{base}/{path}").post(session, b"{}") for path in ("elsewhere", "unreadable")]
 
     with caplog.at_level("WARNING", logger="callqa.alerts.webhook"):
@@ -149,8 +153,10 @@ def test_a_redirect_that_keeps_the_method_and_body_is_followed_and_the_event_del
         async def loop(request: web.Request) -> web.Response:
             raise web.HTTPPermanentRedirect("/loop")
 
-        async with serving({"/hook": moved, "/new-hook": new_hook, "/loop": loop}) as base, \
-                aiohttp.ClientSession() as session:
+        async with (
+            serving({"/hook": moved, "/new-hook": new_hook, "/loop": loop}) as base,
+            aiohttp.ClientSession() as session,
+        ):
             outcome = await WebhookPoster(f"{base}/hook").post(session, json.dumps(ALERT).encode())
             looping = await WebhookPoster(f"{base}/loop").post(session, json.dumps(ALERT).encode())
         assert looping == "more than 5 redirects in a row"  # (tried again later, the event kept)
@@ -210,8 +216,9 @@ async def _publish(settings, topic: str, alerts: list[dict]) -> None:
     kafka = producer(settings)
     await kafka.start()
     try:
-        sent = [await kafka.send(topic, json.dumps(alert).encode(), key=alert["dedupe_key"].encode())
-                for alert in alerts]
+        sent = [
+            await kafka.send(topic, json.dumps(alert).encode(), key=alert["dedupe_key"].encode()) for alert in alerts
+        ]
         await asyncio.gather(*sent)
     finally:
         await kafka.stop()

@@ -41,8 +41,23 @@ def test_a_worker_killed_under_load_raises_the_alert_episodes_replay_raises(brok
     write_latency_log(str(log), 3600, a1_slow)
     rules.write_text(AGENT_LATENCY_TOML)
     expected_file = tmp_path / "expected.jsonl"
-    assert main(["replay", str(log), "--out", str(tmp_path / "results.jsonl"), "--partitions", "1",
-                 "--rules", str(rules), "--alerts-out", str(expected_file)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(log),
+                "--out",
+                str(tmp_path / "results.jsonl"),
+                "--partitions",
+                "1",
+                "--rules",
+                str(rules),
+                "--alerts-out",
+                str(expected_file),
+            ]
+        )
+        == 0
+    )
     expected = [json.loads(line) for line in expected_file.read_text().splitlines()]
     assert len(expected) >= 4
 
@@ -50,8 +65,12 @@ def test_a_worker_killed_under_load_raises_the_alert_episodes_replay_raises(brok
     names = TopicNames(topic_prefix)
     asyncio.run(ensure_topics(settings, names.only(1, names.events, names.results)))
     data_dir = tempfile.mkdtemp(prefix="callqa-worker-")
-    env = {"CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix, "CALLQA_PARTITIONS": "1",
-           "CALLQA_ALERT_RULES_FILE": str(rules)}
+    env = {
+        "CALLQA_TOPIC_PREFIX": topic_prefix,
+        "CALLQA_APP_ID": topic_prefix,
+        "CALLQA_PARTITIONS": "1",
+        "CALLQA_ALERT_RULES_FILE": str(rules),
+    }
 
     def started() -> WorkerProcess:
         worker = WorkerProcess(broker.url, data_dir, log_path=f"{data_dir}/worker.log", env=env).start()

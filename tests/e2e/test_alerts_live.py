@@ -28,8 +28,16 @@ pytestmark = pytest.mark.broker
 
 FILE_RULE = AGENT_LATENCY_TOML
 # a1 is one call in three: while it is slow, the pass rate of all calls is 2/3, below 0.7.
-TOPIC_RULE = AlertRule(name="all latency", scope="all", metric="latency", window_s=300, fire_below=0.7,
-                       clear_above=0.9, min_calls=10, for_s=0)
+TOPIC_RULE = AlertRule(
+    name="all latency",
+    scope="all",
+    metric="latency",
+    window_s=300,
+    fire_below=0.7,
+    clear_above=0.9,
+    min_calls=10,
+    for_s=0,
+)
 
 
 def a1_slow(agent: str, second: int) -> bool:
@@ -84,8 +92,23 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
     both_rules.write_text(json.dumps(tomllib.loads(FILE_RULE)["rules"] + [json.loads(encode_rule(TOPIC_RULE))]))
     expected_file = tmp_path / "expected.jsonl"
     # One partition: the worker scores (and so evaluates) in the order of the log, as replay does.
-    assert main(["replay", str(log), "--out", str(tmp_path / "results.jsonl"), "--partitions", "1",
-                 "--rules", str(both_rules), "--alerts-out", str(expected_file)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(log),
+                "--out",
+                str(tmp_path / "results.jsonl"),
+                "--partitions",
+                "1",
+                "--rules",
+                str(both_rules),
+                "--alerts-out",
+                str(expected_file),
+            ]
+        )
+        == 0
+    )
     expected = [json.loads(line) for line in expected_file.read_text().splitlines()]
     assert {a["rule"] for a in expected} == {"agent latency", "all latency"}
 
@@ -93,9 +116,18 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
     names = TopicNames(topic_prefix)
     data_dir = tempfile.mkdtemp(prefix="callqa-worker-")
     receiver = Receiver()
-    worker = WorkerProcess(broker.url, data_dir, log_path=f"{data_dir}/worker.log", env={
-        "CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix, "CALLQA_PARTITIONS": "1",
-        "CALLQA_ALERT_RULES_FILE": str(rules_file), "CALLQA_ALERT_WEBHOOK_URL": receiver.url})
+    worker = WorkerProcess(
+        broker.url,
+        data_dir,
+        log_path=f"{data_dir}/worker.log",
+        env={
+            "CALLQA_TOPIC_PREFIX": topic_prefix,
+            "CALLQA_APP_ID": topic_prefix,
+            "CALLQA_PARTITIONS": "1",
+            "CALLQA_ALERT_RULES_FILE": str(rules_file),
+            "CALLQA_ALERT_WEBHOOK_URL": receiver.url,
+        },
+    )
     # The broker would create the worker's topics with its own default of 4 partitions.
     asyncio.run(ensure_topics(settings, names.only(1, names.events, names.results)))
     worker.start()
@@ -103,8 +135,10 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
         worker.wait_ready()
         asyncio.run(publish_rule(settings, names.alert_rules, TOPIC_RULE))
         deadline = time.monotonic() + 30
-        while (time.monotonic() < deadline
-               and (get_alerts(worker) or {}).get("rules") != ["agent latency", "all latency"]):
+        while time.monotonic() < deadline and (get_alerts(worker) or {}).get("rules") != [
+            "agent latency",
+            "all latency",
+        ]:
             time.sleep(0.3)
         assert (get_alerts(worker) or {}).get("rules") == ["agent latency", "all latency"]
         in_force = get_alerts(worker, "/alerts/rules")
@@ -126,8 +160,23 @@ def test_the_worker_publishes_the_alerts_replay_writes(broker, topic_prefix, tmp
     # alerts with: the file's rule and the one published on the topic.
     fetched = tmp_path / "in-force.json"
     fetched.write_text(json.dumps(in_force))
-    assert main(["replay", str(log), "--out", str(tmp_path / "again.jsonl"), "--partitions", "1",
-                 "--rules", str(fetched), "--alerts-out", str(tmp_path / "again-alerts.jsonl")]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(log),
+                "--out",
+                str(tmp_path / "again.jsonl"),
+                "--partitions",
+                "1",
+                "--rules",
+                str(fetched),
+                "--alerts-out",
+                str(tmp_path / "again-alerts.jsonl"),
+            ]
+        )
+        == 0
+    )
     assert [json.loads(line) for line in (tmp_path / "again-alerts.jsonl").read_text().splitlines()] == expected
 
 
@@ -138,8 +187,12 @@ def test_removing_a_rule_resolves_its_firing_episode_at_once_and_once(broker, to
     settings = settings_for(broker, topic_prefix, partitions=1)
     names = TopicNames(topic_prefix)
     data_dir = tempfile.mkdtemp(prefix="callqa-worker-")
-    worker = WorkerProcess(broker.url, data_dir, log_path=f"{data_dir}/worker.log", env={
-        "CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix, "CALLQA_PARTITIONS": "1"})
+    worker = WorkerProcess(
+        broker.url,
+        data_dir,
+        log_path=f"{data_dir}/worker.log",
+        env={"CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix, "CALLQA_PARTITIONS": "1"},
+    )
     asyncio.run(ensure_topics(settings, names.only(1, names.events, names.results)))
     worker.start()
     try:
@@ -148,8 +201,9 @@ def test_removing_a_rule_resolves_its_firing_episode_at_once_and_once(broker, to
         send(str(log), settings)
         collect(settings, names.alerts, lambda records: any(r["state"] == "firing" for r in records), timeout_s=60)
         asyncio.run(publish_rule(settings, names.alert_rules, AlertRule(name=TOPIC_RULE.name, deleted=True)))
-        alerts = collect(settings, names.alerts, lambda records: any(r["state"] == "resolved" for r in records),
-                         timeout_s=60)
+        alerts = collect(
+            settings, names.alerts, lambda records: any(r["state"] == "resolved" for r in records), timeout_s=60
+        )
         time.sleep(2)  # anything published twice would be on the topic by now
         alerts = collect(settings, names.alerts, lambda records: len(records) >= len(alerts), timeout_s=30)
     finally:
@@ -164,16 +218,40 @@ def test_results_reordered_by_partitions_and_batches_raise_the_alerts_replay_wri
     samples = REPO / "samples"
     log, rules, cohorts = samples / "calls.jsonl", samples / "alert-rules.toml", samples / "cohorts.json"
     expected_file = tmp_path / "expected.jsonl"
-    assert main(["replay", str(log), "--out", str(tmp_path / "results.jsonl"), "--rules", str(rules),
-                 "--alerts-out", str(expected_file), "--cohorts", str(cohorts)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(log),
+                "--out",
+                str(tmp_path / "results.jsonl"),
+                "--rules",
+                str(rules),
+                "--alerts-out",
+                str(expected_file),
+                "--cohorts",
+                str(cohorts),
+            ]
+        )
+        == 0
+    )
     expected = [json.loads(line) for line in expected_file.read_text().splitlines()]
     assert expected and {a["state"] for a in expected} == {"pending", "firing"}
     settings = settings_for(broker, topic_prefix, partitions=4)
     names = TopicNames(topic_prefix)
     data_dir = tempfile.mkdtemp(prefix="callqa-worker-")
-    worker = WorkerProcess(broker.url, data_dir, log_path=f"{data_dir}/worker.log", env={
-        "CALLQA_TOPIC_PREFIX": topic_prefix, "CALLQA_APP_ID": topic_prefix, "CALLQA_PARTITIONS": "4",
-        "CALLQA_ALERT_RULES_FILE": str(rules), "CALLQA_COHORTS_FILE": str(cohorts)})
+    worker = WorkerProcess(
+        broker.url,
+        data_dir,
+        log_path=f"{data_dir}/worker.log",
+        env={
+            "CALLQA_TOPIC_PREFIX": topic_prefix,
+            "CALLQA_APP_ID": topic_prefix,
+            "CALLQA_PARTITIONS": "4",
+            "CALLQA_ALERT_RULES_FILE": str(rules),
+            "CALLQA_COHORTS_FILE": str(cohorts),
+        },
+    )
     worker.start()
     try:
         worker.wait_ready()
@@ -230,10 +308,16 @@ def test_alerts_asked_of_either_worker_come_from_the_one_evaluating_them(broker,
             assert answers["reachable"][0] == 200 and answers["reachable"][1]["rules"] == ["reachable latency"]
             assert rules["misnamed"] == rules["reachable"]
             assert rules["reachable"][0] == 200
-            assert rules["reachable"][1]["rules"] == [{**tomllib.loads(AGENT_LATENCY_TOML)["rules"][0],
-                                                       "name": "reachable latency",
-                                                       "description": "", "long_window_s": None, "enabled": True,
-                                                       "deleted": False}]
+            assert rules["reachable"][1]["rules"] == [
+                {
+                    **tomllib.loads(AGENT_LATENCY_TOML)["rules"][0],
+                    "name": "reachable latency",
+                    "description": "",
+                    "long_window_s": None,
+                    "enabled": True,
+                    "deleted": False,
+                }
+            ]
     finally:
         for worker in workers.values():
             worker.stop()

@@ -21,23 +21,40 @@ pytest.importorskip("quixstreams", reason="the bench extra is not installed")
 
 # Every figure the report must carry (dotted names are nested objects).
 REQUIRED_NUMBERS = [
-    "single_event.events_per_s", "single_event.naive_faust_events_per_s",
+    "single_event.events_per_s",
+    "single_event.naive_faust_events_per_s",
     "single_event.callqa_stock_transport_events_per_s",
-    "batched.events_per_s", "batched.bare_aiokafka_events_per_s", "batched.quix_stateful_events_per_s",
-    "end_to_result_ms.p50", "end_to_result_ms.p99",
+    "batched.events_per_s",
+    "batched.bare_aiokafka_events_per_s",
+    "batched.quix_stateful_events_per_s",
+    "end_to_result_ms.p50",
+    "end_to_result_ms.p99",
     "replay.events_per_s",
-    "changelog_bytes_per_event.turns_100", "changelog_bytes_per_event.turns_1000",
-    "memory_per_open_call_bytes", "two_workers_speedup",
-    "machine.cpu_count", "machine.memory_bytes",
+    "changelog_bytes_per_event.turns_100",
+    "changelog_bytes_per_event.turns_1000",
+    "memory_per_open_call_bytes",
+    "two_workers_speedup",
+    "machine.cpu_count",
+    "machine.memory_bytes",
     # What each pipeline's events cost in CPU time, next to its rate.
-    "single_event.cpu_us_per_event", "single_event.bare_aiokafka_cpu_us_per_event",
-    "batched.cpu_us_per_event", "batched.bare_aiokafka_cpu_us_per_event", "batched.quix_stateful_cpu_us_per_event",
+    "single_event.cpu_us_per_event",
+    "single_event.bare_aiokafka_cpu_us_per_event",
+    "batched.cpu_us_per_event",
+    "batched.bare_aiokafka_cpu_us_per_event",
+    "batched.quix_stateful_cpu_us_per_event",
     "replay.cpu_us_per_event_one_process",
     # The worker on the batches `callqa send` makes (a partition's next events, across calls).
-    "batched.as_callqa_send_batches.events_per_s", "batched.as_callqa_send_batches.average_events_per_message",
+    "batched.as_callqa_send_batches.events_per_s",
+    "batched.as_callqa_send_batches.average_events_per_message",
 ]
-REQUIRED_TEXT = ["machine.cpu_model", "versions.python", "versions.faust", "versions.aiokafka", "versions.quixstreams",
-                 "versions.msgspec"]
+REQUIRED_TEXT = [
+    "machine.cpu_model",
+    "versions.python",
+    "versions.faust",
+    "versions.aiokafka",
+    "versions.quixstreams",
+    "versions.msgspec",
+]
 
 
 def _at(report: dict, dotted: str):
@@ -66,11 +83,18 @@ def test_a_quick_bench_writes_every_figure_of_the_report_and_leaves_nothing_else
     assert report["quick"] is True
     # Every callqa run reads topics of its own, never those of an earlier run nor the peers' topic:
     # a worker reads its results back, and would re-read every earlier run's.
-    callqa_topics = [report["single_event"]["callqa"]["topic"],
-                     report["single_event"]["callqa_stock_transport"]["topic"],
-                     report["batched"]["callqa"]["topic"],
-                     report["batched"]["as_callqa_send_batches"]["callqa"]["topic"]]
+    callqa_topics = [
+        report["single_event"]["callqa"]["topic"],
+        report["single_event"]["callqa_stock_transport"]["topic"],
+        report["batched"]["callqa"]["topic"],
+        report["batched"]["as_callqa_send_batches"]["callqa"]["topic"],
+    ]
     assert len(set(callqa_topics)) == 4
     assert not set(callqa_topics) & {report["single_event"]["peers_topic"], report["batched"]["peers_topic"]}
-    assert set(report["goals"]) >= {"single_event_vs_naive_faust", "batched_events_per_s", "end_to_result_p99_ms",
-                                    "replay_events_per_s", "two_workers_speedup"}
+    assert set(report["goals"]) >= {
+        "single_event_vs_naive_faust",
+        "batched_events_per_s",
+        "end_to_result_p99_ms",
+        "replay_events_per_s",
+        "two_workers_speedup",
+    }

@@ -21,8 +21,11 @@ if TYPE_CHECKING:
 
 
 def test_the_median_round_is_kept_whole_with_every_rate_listed_in_run_order():
-    rounds = [{"events_per_s": 30.0, "seconds": 1.0}, {"events_per_s": 10.0, "seconds": 3.0},
-              {"events_per_s": 20.0, "seconds": 2.0}]
+    rounds = [
+        {"events_per_s": 30.0, "seconds": 1.0},
+        {"events_per_s": 10.0, "seconds": 3.0},
+        {"events_per_s": 20.0, "seconds": 2.0},
+    ]
     chosen = median_round(rounds)
     assert chosen == {"events_per_s": 20.0, "seconds": 2.0, "rounds_events_per_s": [30.0, 10.0, 20.0]}
     assert "rounds_events_per_s" not in rounds[2]  # the rounds themselves are left as they were
@@ -40,6 +43,7 @@ def test_rounds_interleave_the_runs_rather_than_repeat_each_run_in_a_row():
         def measure():
             order.append(name)
             return {"events_per_s": float(len(order))}
+
         return measure
 
     measured = _run_rounds({"a": run("a"), "b": run("b")}, 3, log=lambda line: None)
@@ -51,8 +55,9 @@ def test_rounds_interleave_the_runs_rather_than_repeat_each_run_in_a_row():
 def test_the_median_round_lists_every_round_s_cpu_cost_when_each_has_one():
     rounds = [{"events_per_s": 30.0, "cpu_us_per_event": 5.0}, {"events_per_s": 10.0, "cpu_us_per_event": 9.0}]
     assert median_round(rounds)["rounds_cpu_us_per_event"] == [5.0, 9.0]
-    assert "rounds_cpu_us_per_event" not in median_round([{"events_per_s": 1.0},
-                                                          {"events_per_s": 2.0, "cpu_us_per_event": 3.0}])
+    assert "rounds_cpu_us_per_event" not in median_round(
+        [{"events_per_s": 1.0}, {"events_per_s": 2.0, "cpu_us_per_event": 3.0}]
+    )
 
 
 def test_cpu_figures_are_the_cost_per_event_and_the_cores_kept_busy():
@@ -61,8 +66,13 @@ def test_cpu_figures_are_the_cost_per_event_and_the_cores_kept_busy():
 
 
 def test_a_child_process_cpu_time_is_read_from_proc_while_it_runs():
-    busy = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + 0.6\n"
-                             "while time.process_time() < end: pass\ntime.sleep(30)"])
+    busy = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\ntime.sleep(30)",
+        ]
+    )
     try:
         deadline = time.monotonic() + 20
         used = process_cpu_seconds(busy.pid)
@@ -77,8 +87,11 @@ def test_a_child_process_cpu_time_is_read_from_proc_while_it_runs():
 
 
 def test_the_latency_figure_is_the_run_with_the_median_p50_and_keeps_its_own_p99():
-    runs = [{"p50": 40.0, "p99": 90.0, "calls": 3}, {"p50": 140.0, "p99": 450.0, "calls": 3},
-            {"p50": 30.0, "p99": 120.0, "calls": 3}]
+    runs = [
+        {"p50": 40.0, "p99": 90.0, "calls": 3},
+        {"p50": 140.0, "p99": 450.0, "calls": 3},
+        {"p50": 30.0, "p99": 120.0, "calls": 3},
+    ]
     chosen = median_latency(runs)
     assert (chosen["p50"], chosen["p99"]) == (40.0, 90.0)
     assert chosen["rounds"] == [{"p50": 40.0, "p99": 90.0}, {"p50": 140.0, "p99": 450.0}, {"p50": 30.0, "p99": 120.0}]

@@ -36,13 +36,19 @@ from tests.helpers.pinning import each_pin, source_digest
 PINNED = {
     (FaustConsumer, "_drain_messages"): "44a2500309e83c630493f6828af50166ec8d96a0b3e4fb2bab735f704ae93417",
     (FaustConsumer, "getmany"): "4b168d84882a70d6e3e2f9804430a63b92f8fd117d3187cbb4aeb54305bda34e",
-    (faust_aiokafka.AIOKafkaConsumerThread, "_highwaters"):
-        "a7f4f97d9f32aca2777713e22671d70eae4b3ae51541bb09a90448ce83acefce",
-    (faust_aiokafka.Consumer, "_new_consumer_thread"):
-        "0870ec53dea75083995e3565c0f0a25a1c63ecceaeb238e92e2585e3623af5a9",
+    (
+        faust_aiokafka.AIOKafkaConsumerThread,
+        "_highwaters",
+    ): "a7f4f97d9f32aca2777713e22671d70eae4b3ae51541bb09a90448ce83acefce",
+    (
+        faust_aiokafka.Consumer,
+        "_new_consumer_thread",
+    ): "0870ec53dea75083995e3565c0f0a25a1c63ecceaeb238e92e2585e3623af5a9",
     # The fetch wait: Faust's consumer factory, and aiokafka reading `_fetch_max_wait_ms` at start.
-    (faust_aiokafka.AIOKafkaConsumerThread, "_create_worker_consumer"):
-        "c2701bfc3e6f6cad95c2be36d6a255a86e2c57d18d36cc1082b5fb5c482d99d7",
+    (
+        faust_aiokafka.AIOKafkaConsumerThread,
+        "_create_worker_consumer",
+    ): "c2701bfc3e6f6cad95c2be36d6a255a86e2c57d18d36cc1082b5fb5c482d99d7",
     (AIOKafkaConsumer, "start"): "2f1ba70443327538800d348e61042cdedd5a5e6306f40ebe1a06dddba7494c45",
     # Direct delivery: what a message delivered straight to a handler relies on.
     (faust_app.App, "create_event"): "15fea3d1e95e6625b2f6a969e9ce4bbed786bed15fde58f0c6518f6e461f7a10",
@@ -82,14 +88,19 @@ def test_the_worker_consumer_of_the_tansu_transport_waits_briefly_for_fetches():
 
 
 def _consumer_messages(tp: TP, offsets: range) -> list:
-    return [faust_tuples.ConsumerMessage(tp.topic, tp.partition, offset, 0, 0, [], b"k", b"v", None, 1, 1, tp)
-            for offset in offsets]
+    return [
+        faust_tuples.ConsumerMessage(tp.topic, tp.partition, offset, 0, 0, [], b"k", b"v", None, 1, 1, tp)
+        for offset in offsets
+    ]
 
 
 def _ack_state(consumer, messages) -> tuple:
-    return ({tp: list(offsets) for tp, offsets in consumer._acked.items()},
-            {tp: set(index) for tp, index in consumer._acked_index.items()}, consumer._n_acked,
-            [(message.acked, message.refcount) for message in messages])
+    return (
+        {tp: list(offsets) for tp, offsets in consumer._acked.items()},
+        {tp: set(index) for tp, index in consumer._acked_index.items()},
+        consumer._n_acked,
+        [(message.acked, message.refcount) for message in messages],
+    )
 
 
 def test_acknowledging_in_bulk_leaves_what_acknowledging_one_by_one_leaves():
@@ -121,8 +132,9 @@ def test_acknowledging_in_bulk_leaves_what_acknowledging_one_by_one_leaves():
 
 @pytest.mark.parametrize("sizes", [[], [0], [0, 0], [3], [1, 4, 0, 2], [5, 5], [2, 0, 7]])
 def test_the_interleaved_scheduler_deals_records_as_faust_s_does_for_one_topic(sizes):
-    records = {TP("events", partition): [f"{partition}-{i}" for i in range(size)]
-               for partition, size in enumerate(sizes)}
+    records = {
+        TP("events", partition): [f"{partition}-{i}" for i in range(size)] for partition, size in enumerate(sizes)
+    }
     assert list(InterleavedScheduler().iterate(records)) == list(DefaultSchedulingStrategy().iterate(records))
 
 
@@ -182,8 +194,10 @@ def test_the_lean_monitor_notes_when_a_partition_s_records_were_last_taken_up():
 
 def test_the_current_event_of_a_stream_is_read_as_the_fixes_set_it():
     # current_event_for sets faust.streams._current_event to a weak reference to an event.
-    assert (source_digest(faust_streams, "current_event")
-            == "3b821f1a78d86a58234dfe781fbf539775b00e66fdac9489c1c398a2d81d7e9d")
+    assert (
+        source_digest(faust_streams, "current_event")
+        == "3b821f1a78d86a58234dfe781fbf539775b00e66fdac9489c1c398a2d81d7e9d"
+    )
 
 
 def test_a_directly_delivered_message_is_the_current_event_while_a_table_is_written():
@@ -217,8 +231,11 @@ def test_a_worker_s_kafka_url_selects_the_hot_path_transport_without_the_embedde
         return type(app.transport), type(app.consumer), fetch_wait
 
     assert asyncio.run(build("kafka://10.0.0.1:9092")) == (DirectHandoffTransport, DirectHandoffConsumer, 1500)
-    assert asyncio.run(build("tansu://10.0.0.1:9092")) == (EmbeddedBrokerTransport, EmbeddedBrokerConsumer,
-                                                          FETCH_MAX_WAIT_MS)
+    assert asyncio.run(build("tansu://10.0.0.1:9092")) == (
+        EmbeddedBrokerTransport,
+        EmbeddedBrokerConsumer,
+        FETCH_MAX_WAIT_MS,
+    )
     assert asyncio.run(build("aiokafka://10.0.0.1:9092"))[:2] == (faust_aiokafka.Transport, faust_aiokafka.Consumer)
 
 
@@ -236,8 +253,11 @@ def test_the_worker_and_callqa_s_readers_read_committed_records_only():
     async def reader_isolation() -> str:
         return reader(Settings())._isolation_level
 
-    assert (asyncio.run(isolation("kafka://10.0.0.1:9092")) == asyncio.run(isolation("tansu://10.0.0.1:9092"))
-            == READ_COMMITTED)
+    assert (
+        asyncio.run(isolation("kafka://10.0.0.1:9092"))
+        == asyncio.run(isolation("tansu://10.0.0.1:9092"))
+        == READ_COMMITTED
+    )
     assert asyncio.run(reader_isolation()) == READ_COMMITTED
 
 

@@ -30,12 +30,20 @@ def test_one_failed_probe_is_not_an_outage_two_are_and_an_answer_ends_it():
     for _ in range(FAILURES_BEFORE_UNREACHABLE - 1):
         health.failed("KafkaConnectionError: refused")
     assert health.reachable is False
-    assert health.document(now=112.34) == {"reachable": False, "last_answer_s_ago": 12.3,
-                                           "failed_probes_in_a_row": 2, "last_error": "KafkaConnectionError: refused"}
+    assert health.document(now=112.34) == {
+        "reachable": False,
+        "last_answer_s_ago": 12.3,
+        "failed_probes_in_a_row": 2,
+        "last_error": "KafkaConnectionError: refused",
+    }
     health.answered(now=120.0)
     assert health.reachable is True
-    assert health.document(now=120.0) == {"reachable": True, "last_answer_s_ago": 0.0, "failed_probes_in_a_row": 0,
-                                          "last_error": None}
+    assert health.document(now=120.0) == {
+        "reachable": True,
+        "last_answer_s_ago": 0.0,
+        "failed_probes_in_a_row": 0,
+        "last_error": None,
+    }
 
 
 def test_a_broker_that_never_answered_has_no_last_answer():

@@ -43,8 +43,9 @@ def _gone(pid: int, within_s: float) -> bool:
 
 
 def test_a_worker_started_by_a_process_killed_outright_stops_with_it(broker, topic_prefix):
-    parent = subprocess.Popen([sys.executable, "-c", STARTS_A_WORKER, broker.url, topic_prefix],
-                              stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", STARTS_A_WORKER, broker.url, topic_prefix], stdout=subprocess.PIPE, text=True
+    )
     worker_pid = int(parent.stdout.readline())
     try:
         assert not _gone(worker_pid, 0.5)  # (it runs while its parent does)

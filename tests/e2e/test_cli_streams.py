@@ -20,8 +20,14 @@ SAMPLE_LOG = ROOT / "samples" / "calls.jsonl"
 
 
 def callqa(*argv: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "streams.cli", *argv], input=stdin, capture_output=True,
-                          cwd=ROOT, timeout=120, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "streams.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +47,18 @@ def test_a_log_on_standard_input_replays_as_the_file_does_into_standard_output(e
 
 def test_a_pipe_named_as_a_path_and_a_msgpack_log_on_one_are_read_whole(tmp_path, expected):
     # `callqa replay <(zcat log.gz)`: the log is a pipe under a /dev/fd name.
-    done = subprocess.run(["bash", "-c", '"$0" -m streams.cli replay <(cat "$1") --out /dev/stdout --jobs 2 | cat',
-                           sys.executable, str(SAMPLE_LOG)], capture_output=True, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            '"$0" -m streams.cli replay <(cat "$1") --out /dev/stdout --jobs 2 | cat',
+            sys.executable,
+            str(SAMPLE_LOG),
+        ],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == expected
     records = b"".join(encode_event(event("call.started", {"agent_id": "a"}, call_id=f"c{i}")) for i in range(3))
@@ -58,12 +74,21 @@ def test_standard_output_can_take_one_output_only(tmp_path):
 
 def test_replay_refuses_records_above_the_message_size_setting_as_the_worker_does(tmp_path):
     log = tmp_path / "log.jsonl"
-    events = [event("call.started", {"agent_id": "a"}, call_id="c1"),
-              event("turn", {"role": "user", "text": "word " * 300_000}, call_id="c1")]  # a 1.5 MB record
+    events = [
+        event("call.started", {"agent_id": "a"}, call_id="c1"),
+        event("turn", {"role": "user", "text": "word " * 300_000}, call_id="c1"),
+    ]  # a 1.5 MB record
     log.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in events))
     for limit, dead in (("1048576", b"1 dead-lettered"), ("5000000", b"0 dead-lettered")):
-        done = callqa("replay", str(log), "--out", str(tmp_path / "o.jsonl"), "--jobs", "1",
-                      env={"CALLQA_MAX_MESSAGE_BYTES": limit})
+        done = callqa(
+            "replay",
+            str(log),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--jobs",
+            "1",
+            env={"CALLQA_MAX_MESSAGE_BYTES": limit},
+        )
         assert done.returncode == 0 and dead in done.stderr, (limit, done.stderr)
 
 
@@ -78,8 +103,17 @@ def test_send_publishes_every_record_of_a_log_on_standard_input(broker, topic_pr
     from tests.helpers.livekit import settings_for
 
     events = [event("call.started", {"agent_id": "a"}, call_id=f"c{i}", event_id=f"e{i}") for i in range(3)]
-    done = callqa("send", "-", "--broker", broker.url, "--topic-prefix", topic_prefix, "--batch-size", "1",
-                  stdin=b"".join(msgspec.json.encode(e) + b"\n" for e in events))
+    done = callqa(
+        "send",
+        "-",
+        "--broker",
+        broker.url,
+        "--topic-prefix",
+        topic_prefix,
+        "--batch-size",
+        "1",
+        stdin=b"".join(msgspec.json.encode(e) + b"\n" for e in events),
+    )
     assert done.returncode == 0, done.stderr
     assert b"sent 3 records (3 events)" in done.stderr
     sent: list[str] = []
@@ -87,6 +121,14 @@ def test_send_publishes_every_record_of_a_log_on_standard_input(broker, topic_pr
     def keep(key: bytes, value: bytes) -> None:
         sent.extend(e.event_id for e in decode_message(value).events if not isinstance(e, Watermark))
 
-    asyncio.run(read_topic(settings_for(broker, topic_prefix), TopicNames(topic_prefix).events, None, keep,
-                           until=lambda: len(sent) >= 3, timeout_s=60))
+    asyncio.run(
+        read_topic(
+            settings_for(broker, topic_prefix),
+            TopicNames(topic_prefix).events,
+            None,
+            keep,
+            until=lambda: len(sent) >= 3,
+            timeout_s=60,
+        )
+    )
     assert sorted(sent) == ["e0", "e1", "e2"]

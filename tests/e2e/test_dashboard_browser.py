@@ -34,8 +34,14 @@ COHORTS = str(REPO / "samples" / "cohorts.json")
 RULES = str(REPO / "samples" / "alert-rules.toml")
 TOKEN = "t0ken-for-the-page"
 # The flags a CI container needs: no sandbox (root), no GPU, nothing fetched from the network.
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 OPEN_LOG_LINES = 400  # the sample's first lines: a few calls ended, most still open
 WAIT_MS = 30_000  # how long the browser may take to show what is awaited (a wait, not a measure)
 
@@ -44,8 +50,10 @@ def _browser_or_skip():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("needs Playwright for Python: pip install -e '.[test]' (never `playwright install`: "
-                    "the test drives Debian's chromium)")
+        pytest.skip(
+            "needs Playwright for Python: pip install -e '.[test]' (never `playwright install`: "
+            "the test drives Debian's chromium)"
+        )
     if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
         pytest.skip(f"needs Debian's chromium at {CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)")
     return sync_playwright
@@ -58,8 +66,11 @@ def scored(broker):
     prefix = f"t-dashboard-{os.getpid()}"
     results, _ = replay_results(SAMPLE, cohorts=cohort_book(Settings(), COHORTS))
     expected = latest_by_call(results)
-    worker = start_worker(broker, prefix, env={"CALLQA_API_TOKEN": TOKEN, "CALLQA_COHORTS_FILE": COHORTS,
-                                               "CALLQA_ALERT_RULES_FILE": RULES})
+    worker = start_worker(
+        broker,
+        prefix,
+        env={"CALLQA_API_TOKEN": TOKEN, "CALLQA_COHORTS_FILE": COHORTS, "CALLQA_ALERT_RULES_FILE": RULES},
+    )
     try:
         settings = settings_for(broker, prefix)
         with ThreadPoolExecutor(1) as thread:  # (the browser's event loop may already run in this one)
@@ -91,7 +102,9 @@ def browser():
 def _signed_in_page(browser, worker, first_shown: str):
     """A new browser session on the worker's page, signed in: the first read meets a 401, and the page
     asks for the token once and keeps it for the session."""
-    context = browser.new_context(viewport={"width": 1360, "height": 900}, base_url=f"http://127.0.0.1:{worker.web_port}")
+    context = browser.new_context(
+        viewport={"width": 1360, "height": 900}, base_url=f"http://127.0.0.1:{worker.web_port}"
+    )
     tab = context.new_page()
     tab.set_default_timeout(WAIT_MS)
     errors: list[str] = []
@@ -135,8 +148,10 @@ def open_calls(broker):
 def _api_text(worker, path: str, body: dict | None = None) -> str:
     """The worker's answer to a GET (or a POST of `body`), with the token."""
     request = urllib.request.Request(
-        f"http://127.0.0.1:{worker.web_port}{path}", data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+        f"http://127.0.0.1:{worker.web_port}{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return response.read().decode()
 
@@ -155,10 +170,10 @@ def _sample_events() -> dict[str, list[dict]]:
             event = json.loads(line)
         except ValueError:
             continue
-        if isinstance(event, dict) and isinstance(event.get("call_id"), str) and isinstance(event.get("data"), dict):
-            if event.get("event_id") not in seen:
-                seen.add(event.get("event_id"))
-                by_call.setdefault(event["call_id"], []).append(event)
+        readable = isinstance(event, dict) and isinstance(event.get("call_id"), str)
+        if readable and isinstance(event.get("data"), dict) and event.get("event_id") not in seen:
+            seen.add(event.get("event_id"))
+            by_call.setdefault(event["call_id"], []).append(event)
     return by_call
 
 
@@ -181,7 +196,7 @@ def _domain_rates(summary_txt: str, domain: str) -> list[str]:
     lines = summary_txt.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(f"  {domain} ("))
     rates = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.startswith("    "):
             break
         rates.append(line.strip())
@@ -190,9 +205,13 @@ def _domain_rates(summary_txt: str, domain: str) -> list[str]:
 
 def _shown_counts(page) -> dict[str, tuple[int, int]]:
     """Per metric card of the overview: (calls scored, calls passed) as shown."""
-    return {card.get_attribute("data-metric"): (int(card.locator("[data-applied]").get_attribute("data-applied")),
-                                                int(card.locator("[data-passed]").get_attribute("data-passed")))
-            for card in page.locator(".metric-card").all()}
+    return {
+        card.get_attribute("data-metric"): (
+            int(card.locator("[data-applied]").get_attribute("data-applied")),
+            int(card.locator("[data-passed]").get_attribute("data-passed")),
+        )
+        for card in page.locator(".metric-card").all()
+    }
 
 
 def test_the_overview_shows_the_api_s_and_replay_s_numbers(scored, page, shots):
@@ -202,10 +221,16 @@ def test_the_overview_shows_the_api_s_and_replay_s_numbers(scored, page, shots):
     page.locator(".calls-table tbody tr").first.wait_for()
 
     series = _api(worker, "/timeseries")
-    from_api = {s["metric"]: (sum(b["applied"] for b in s["buckets"]), sum(b["passed"] for b in s["buckets"]))
-                for s in series["series"]}
+    from_api = {
+        s["metric"]: (sum(b["applied"] for b in s["buckets"]), sum(b["passed"] for b in s["buckets"]))
+        for s in series["series"]
+    }
     assert _shown_counts(page) == from_api == _replay_counts(expected)
-    assert page.locator("[data-tile=calls] .tile-value").inner_text() == f"{len(expected):,}" == f"{series['totals']['calls']:,}"
+    assert (
+        page.locator("[data-tile=calls] .tile-value").inner_text()
+        == f"{len(expected):,}"
+        == f"{series['totals']['calls']:,}"
+    )
 
     # The sample spans less than an hour of event time: the last hour shows all of it too.
     page.locator('[data-range="1h"]').click()
@@ -224,8 +249,10 @@ def test_the_overview_shows_the_api_s_and_replay_s_numbers(scored, page, shots):
 
 
 def test_the_call_list_filters_by_metric_and_verdict_and_pages_on(scored, page):
-    worker, expected = scored
-    failing = {c for c, r in expected.items() if any(m["metric"] == "latency" and m["passed"] is False for m in r["metrics"])}
+    _, expected = scored
+    failing = {
+        c for c, r in expected.items() if any(m["metric"] == "latency" and m["passed"] is False for m in r["metrics"])
+    }
     page.goto("/#/calls?metric=latency&verdict=fail")
     rows = page.locator(".calls-table tbody tr[data-call]")
     rows.first.wait_for()
@@ -239,7 +266,7 @@ def test_the_call_list_filters_by_metric_and_verdict_and_pages_on(scored, page):
 
 
 def test_a_failing_call_s_page_shows_its_transcript_and_verdicts(scored, page, shots):
-    worker, expected = scored
+    _, expected = scored
     page.goto("/#/")
     page.locator(".calls-table tbody tr a").first.click()
     call = page.locator(".call-page")
@@ -249,7 +276,9 @@ def test_a_failing_call_s_page_shows_its_transcript_and_verdicts(scored, page, s
 
     turns = [text.strip() for text in page.locator(".turn .turn-text").all_inner_texts()]
     assert turns == [turn["text"] for turn in result["evaluation"]["turns"]]
-    verdicts = {row.get_attribute("data-metric"): row.get_attribute("data-verdict") for row in page.locator(".sheet-row").all()}
+    verdicts = {
+        row.get_attribute("data-metric"): row.get_attribute("data-verdict") for row in page.locator(".sheet-row").all()
+    }
     words = {True: "pass", False: "fail", None: "na"}
     assert verdicts == {m["metric"]: words[m["passed"]] for m in result["metrics"]}
     # n/a shows its reason beside the empty circle.
@@ -260,10 +289,12 @@ def test_a_failing_call_s_page_shows_its_transcript_and_verdicts(scored, page, s
 
 
 def test_the_timeline_shows_the_call_s_tool_calls_transitions_and_word_timings(scored, page, shots):
-    worker, expected = scored
+    _, expected = scored
     events = _sample_events()
     # The call with the most tool calls and transitions: the richest timeline.
-    call_id = max(expected, key=lambda c: (sum(e["type"] in ("tool.call", "node.transition") for e in events.get(c, [])), c))
+    call_id = max(
+        expected, key=lambda c: (sum(e["type"] in ("tool.call", "node.transition") for e in events.get(c, [])), c)
+    )
     page.goto(f"/#/calls/{call_id}")
     page.locator(f'.call-page[data-call="{call_id}"]').wait_for()
     page.locator(".tl-turn").first.wait_for()
@@ -278,7 +309,7 @@ def test_the_timeline_shows_the_call_s_tool_calls_transitions_and_word_timings(s
 
 
 def test_a_transcript_correction_from_the_page_comes_back_as_the_next_version(scored, page, shots):
-    worker, expected = scored
+    worker, _ = scored
     page.goto("/#/")
     page.locator(".calls-table tbody tr a").first.click()
     call = page.locator(".call-page")
@@ -331,7 +362,10 @@ def test_the_run_page_shows_the_numbers_of_its_all_summary(scored, page, shots):
         assert domain.locator(".rate-chip").all_inner_texts() == _domain_rates(summary_txt, name)
         # Each scenario of the domain links to its call.
         assert domain.locator("tbody tr td:first-child a").count() == sum(
-            1 for r in expected.values() if r["run_id"] == run_id and r["evaluation"]["scenario_name"].startswith(f"{name}__"))
+            1
+            for r in expected.values()
+            if r["run_id"] == run_id and r["evaluation"]["scenario_name"].startswith(f"{name}__")
+        )
     page.screenshot(path=str(shots / "run.png"), full_page=False)
 
 
@@ -419,8 +453,14 @@ def two_runs(broker, tmp_path):
 
 def test_two_runs_side_by_side_show_each_rate_and_the_scenarios_that_changed(two_runs, browser, shots):
     worker, expected = two_runs
-    success = {run: {r["evaluation"]["scenario_name"]: r["evaluation"]["is_successful"]
-                     for r in expected.values() if r["run_id"] == run} for run in (RUN_A, RUN_B)}
+    success = {
+        run: {
+            r["evaluation"]["scenario_name"]: r["evaluation"]["is_successful"]
+            for r in expected.values()
+            if r["run_id"] == run
+        }
+        for run in (RUN_A, RUN_B)
+    }
     changed = {name for name, ok in success[RUN_B].items() if success[RUN_A][name] != ok}
     assert changed  # (the broken DB states make some fail)
 

@@ -29,20 +29,33 @@ from tests.helpers.logkit import build_log
 
 pytestmark = pytest.mark.broker
 
-COHORT = {"cohort_id": "support", "name": "Support line",
-          "metrics": [{"metric": "latency", "weight": 2, "threshold": 70}, {"metric": "wer"}, {"metric": "sentiment"}]}
+COHORT = {
+    "cohort_id": "support",
+    "name": "Support line",
+    "metrics": [{"metric": "latency", "weight": 2, "threshold": 70}, {"metric": "wer"}, {"metric": "sentiment"}],
+}
 
 
 API_TOKEN = "t0ken-for-writes"
 
 
-def http(worker, method: str, path: str, body: dict | bytes | None = None,
-         headers: dict[str, str] | None = None, token: str | None = API_TOKEN) -> tuple[int, dict | str]:
+def http(
+    worker,
+    method: str,
+    path: str,
+    body: dict | bytes | None = None,
+    headers: dict[str, str] | None = None,
+    token: str | None = API_TOKEN,
+) -> tuple[int, dict | str]:
     """A request to the worker's API, with the API token (a worker that asks for none ignores it)."""
     data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
     authorization = {"Authorization": f"Bearer {token}"} if token else {}
-    request = urllib.request.Request(f"http://127.0.0.1:{worker.web_port}{path}", method=method, data=data,
-                                     headers={"Content-Type": "application/json", **authorization, **(headers or {})})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{worker.web_port}{path}",
+        method=method,
+        data=data,
+        headers={"Content-Type": "application/json", **authorization, **(headers or {})},
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             raw = response.read().decode()
@@ -71,8 +84,12 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
     book = CohortBook()
     book.apply(COHORT)
     expected_results: list[dict] = []
-    replay(read_log(log), CallEngine(cohorts=book), 4,
-           lambda r: expected_results.append(json.loads(__import__("msgspec").json.encode(r))))
+    replay(
+        read_log(log),
+        CallEngine(cohorts=book),
+        4,
+        lambda r: expected_results.append(json.loads(__import__("msgspec").json.encode(r))),
+    )
     expected = latest_by_call(expected_results)
 
     worker = start_worker(broker, topic_prefix, env={"CALLQA_API_TOKEN": API_TOKEN})
@@ -92,15 +109,22 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert status == 401
         assert http(worker, "GET", "/cohorts", token=None)[1] == {"cohorts": []}
 
-        status, body = http(worker, "POST", "/cohorts",
-                            {"cohort_id": "x", "name": "X", "metrics": [{"metric": "empathy"}]})
+        status, body = http(
+            worker, "POST", "/cohorts", {"cohort_id": "x", "name": "X", "metrics": [{"metric": "empathy"}]}
+        )
         assert status == 422 and "empathy" in body["error"]
-        nan = {"cohort_id": "n", "name": "N",
-               "criteria": [{"name": "r", "field": "agent_id", "op": "lt", "value": float("nan")}]}
+        nan = {
+            "cohort_id": "n",
+            "name": "N",
+            "criteria": [{"name": "r", "field": "agent_id", "op": "lt", "value": float("nan")}],
+        }
         assert http(worker, "POST", "/cohorts", nan)[0] == 400  # NaN is not JSON
         assert http(worker, "POST", "/cohorts", b'{"cohort_id": ' + b"[" * 5000)[0] == 400  # nested too deeply
-        huge = {"cohort_id": "h", "name": "H",
-                "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": 10**30}]}
+        huge = {
+            "cohort_id": "h",
+            "name": "H",
+            "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": 10**30}],
+        }
         status, body = http(worker, "POST", "/cohorts", huge)
         assert status == 422 and "cannot be stored" in body["error"]
 
@@ -112,16 +136,21 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert status == 405 and isinstance(body, dict) and body["error"]
         status, body = http(worker, "POST", "/cohorts", b"{" + b" " * (2 * 1024 * 1024) + b"}")
         assert status == 413 and isinstance(body, dict) and "body size" in body["error"]
-        status, body = http(worker, "POST", "/cohorts", b'{"cohort_id": "z", "name": "Z"}',
-                            {"Content-Encoding": "gzip"})
-        assert status == 400 and body["error"].startswith("the body cannot be read: it is not what its "
-                                                          "Content-Encoding (gzip) says")
+        status, body = http(
+            worker, "POST", "/cohorts", b'{"cohort_id": "z", "name": "Z"}', {"Content-Encoding": "gzip"}
+        )
+        assert status == 400 and body["error"].startswith(
+            "the body cannot be read: it is not what its Content-Encoding (gzip) says"
+        )
         status, body = http(worker, "GET", "/cohorts")  # (the worker still answers)
         assert status == 200 and isinstance(body, dict)
         with open(worker.log_path) as worker_log:  # (the web server read the bad body again and logged a traceback)
             assert "Unhandled exception" not in worker_log.read()
-        deep = {"cohort_id": "d", "name": "D",
-                "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": None}]}
+        deep = {
+            "cohort_id": "d",
+            "name": "D",
+            "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": None}],
+        }
         deep["criteria"][0]["value"] = json.loads("[" * 500 + "]" * 500)
         status, body = http(worker, "POST", "/cohorts", deep)
         assert status == 422 and "`criteria[0].value`: is nested more than 8 levels deep" in body["error"]
@@ -147,9 +176,12 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         assert http(worker, "GET", "/cohorts/brief")[0] == 404
         # Eight clients create one cohort at once: one is told it did, the others that it exists.
         with ThreadPoolExecutor(8) as pool:
-            answers = list(pool.map(
-                lambda i: http(worker, "POST", "/cohorts", {**COHORT, "cohort_id": "race", "name": f"writer {i}"}),
-                range(8)))
+            answers = list(
+                pool.map(
+                    lambda i: http(worker, "POST", "/cohorts", {**COHORT, "cohort_id": "race", "name": f"writer {i}"}),
+                    range(8),
+                )
+            )
         assert sorted(status for status, _ in answers) == [201] + [409] * 7
         [winner] = [body["name"] for status, body in answers if status == 201]
         assert http(worker, "GET", "/cohorts/race")[1]["name"] == winner
@@ -169,8 +201,13 @@ def test_cohorts_over_http_score_the_calls_and_views_match_replay(broker, topic_
         want_summary = RunSummary(run_id="run-e2e")
         for result in expected.values():
             want_summary.add(result)
-        summary = wait_for(lambda: (s := http(worker, "GET", "/runs/run-e2e/summary")) [0] == 200
-                           and s[1] == want_summary.summary().to_dict() and s[1])
+        summary = wait_for(
+            lambda: (
+                (s := http(worker, "GET", "/runs/run-e2e/summary"))[0] == 200
+                and s[1] == want_summary.summary().to_dict()
+                and s[1]
+            )
+        )
         assert summary["scenarios"] == len(expected)
         status, text = http(worker, "GET", "/runs/run-e2e/summary.txt")
         assert status == 200 and text == summary_text(want_summary)  # (the text `callqa summary` prints)

@@ -113,8 +113,9 @@ def test_the_bundled_sample_scores_live_exactly_as_replay(broker, topic_prefix):
 
 
 @pytest.mark.parametrize("sent_with, published_with", [("lz4", "zstd"), ("snappy", "gzip")])
-def test_compressed_messages_are_scored_and_results_can_be_compressed(broker, topic_prefix, tmp_path, sent_with,
-                                                                      published_with):
+def test_compressed_messages_are_scored_and_results_can_be_compressed(
+    broker, topic_prefix, tmp_path, sent_with, published_with
+):
     """Java producers often compress with lz4, snappy or zstd: a worker without those codecs stopped at
     the first such batch (aiokafka's UnsupportedCodecError) and again after every restart."""
     log = str(tmp_path / "calls.jsonl")

@@ -33,13 +33,21 @@ def test_a_port_something_already_listens_on_is_refused_not_reported_as_this_bro
 
 def test_the_broker_stops_when_the_process_that_started_it_is_killed():
     port = free_port()
-    parent = subprocess.Popen([sys.executable, "-c", f"""
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
 import time
 from streams.kafka.embedded_broker import EmbeddedBroker
 EmbeddedBroker(port={port}).start()
 print("up", flush=True)
 time.sleep(600)
-"""], stdout=subprocess.PIPE, cwd=str(REPO))
+""",
+        ],
+        stdout=subprocess.PIPE,
+        cwd=str(REPO),
+    )
     try:
         assert parent.stdout.readline() == b"up\n" and listening(port)
     finally:

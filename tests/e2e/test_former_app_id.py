@@ -30,8 +30,9 @@ async def _commit(settings, group: str, partition: int, offset: int) -> None:
         await consumer.stop()
 
 
-def test_a_prefix_whose_events_the_former_default_group_consumed_is_refused_until_the_app_id_is_set(broker,
-                                                                                                    topic_prefix):
+def test_a_prefix_whose_events_the_former_default_group_consumed_is_refused_until_the_app_id_is_set(
+    broker, topic_prefix
+):
     prefix_only = dataclasses.replace(settings_for(broker, topic_prefix, partitions=2), app_id="")
     asyncio.run(ensure_topics(prefix_only, TopicNames(topic_prefix).specs(2)))
     asyncio.run(refuse_a_moved_group(prefix_only))  # a new deployment: nothing to keep

@@ -48,13 +48,16 @@ FUZZ_TIMEOUT_S = max(300, FUZZ_MESSAGES // 60)
 
 def good_call(call_id: str, ts: int) -> list[bytes]:
     def event(type_: str, data: dict, n: int, at: int) -> bytes:
-        return json.dumps({"v": 1, "type": type_, "event_id": f"{call_id}:{n}", "call_id": call_id, "ts_ms": at,
-                           "data": data}).encode()
+        return json.dumps(
+            {"v": 1, "type": type_, "event_id": f"{call_id}:{n}", "call_id": call_id, "ts_ms": at, "data": data}
+        ).encode()
 
-    return [event("call.started", {"agent_id": "a"}, 1, ts),
-            event("turn", {"role": "user", "text": "I need to move my flight"}, 2, ts + 1000),
-            event("turn", {"role": "agent", "text": "Sure, which day?"}, 3, ts + 2500),
-            event("call.ended", {"stop_reason": "[EXIT]"}, 4, ts + 4000)]
+    return [
+        event("call.started", {"agent_id": "a"}, 1, ts),
+        event("turn", {"role": "user", "text": "I need to move my flight"}, 2, ts + 1000),
+        event("turn", {"role": "agent", "text": "Sure, which day?"}, 3, ts + 2500),
+        event("call.ended", {"stop_reason": "[EXIT]"}, 4, ts + 4000),
+    ]
 
 
 def good_calls(prefix: str, count: int, ts: int) -> list[Fuzzed]:
@@ -73,13 +76,20 @@ def good_calls(prefix: str, count: int, ts: int) -> list[Fuzzed]:
 
 def produce(settings, messages: list[Fuzzed]) -> list[tuple[int, int]]:
     """Send in order with a generic producer; (partition, offset) of each."""
+
     async def run() -> list[tuple[int, int]]:
-        producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, max_request_size=4 * 1024 * 1024,
-                                    linger_ms=5)
+        producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap, max_request_size=4 * 1024 * 1024, linger_ms=5)
         await producer.start()
         try:
-            futures = [await producer.send(TopicNames(settings.topic_prefix).events, message.value, key=message.key,
-                                           partition=message.partition) for message in messages]
+            futures = [
+                await producer.send(
+                    TopicNames(settings.topic_prefix).events,
+                    message.value,
+                    key=message.key,
+                    partition=message.partition,
+                )
+                for message in messages
+            ]
             return [(metadata.partition, metadata.offset) for metadata in await asyncio.gather(*futures)]
         finally:
             await producer.stop()
@@ -101,9 +111,13 @@ def replayed(settings, sent: list[tuple[tuple[int, int], Fuzzed]]):
         if key[1] != END_OF_INPUT_SWEEP:  # (a replay ends its input; the live worker's goes on)
             letters.setdefault(placed[index][0], []).append(rejected.reason)
 
-    PartitionReplay(build_engine(settings), PARTITIONS, ReplayOutputs(on_result, on_dead_letter),
-                    max_message_bytes=settings.max_message_bytes,
-                    max_result_bytes=settings.max_result_bytes).run([message.value for _, message in placed])
+    PartitionReplay(
+        build_engine(settings),
+        PARTITIONS,
+        ReplayOutputs(on_result, on_dead_letter),
+        max_message_bytes=settings.max_message_bytes,
+        max_result_bytes=settings.max_result_bytes,
+    ).run([message.value for _, message in placed])
     return results, letters
 
 
@@ -123,8 +137,9 @@ def test_hostile_messages_never_stop_a_worker_and_score_as_replay_scores_them(br
         after_calls = {message.key.decode() for message in after}
         live = collect_results(settings, {call_id: {"version": 1} for call_id in after_calls}, timeout_s=FUZZ_TIMEOUT_S)
         wanted = sum(len(reasons) for reasons in expected_letters.values()) + len(strays)
-        letters = collect(settings, TopicNames(topic_prefix).deadletter, lambda records: len(records) >= wanted,
-                          FUZZ_TIMEOUT_S)
+        letters = collect(
+            settings, TopicNames(topic_prefix).deadletter, lambda records: len(records) >= wanted, FUZZ_TIMEOUT_S
+        )
         health = worker.health()
         alive = worker.process.poll() is None
     finally:
@@ -136,10 +151,12 @@ def test_hostile_messages_never_stop_a_worker_and_score_as_replay_scores_them(br
         live_letters.setdefault((letter["partition"], letter["offset"]), []).append(letter["reason"])
     assert all(len(letter["reason"]) <= REASON_BOUND for letter in letters)
     # Message by message: the same refusals, live and in replay (strays: the worker's alone).
-    assert {where: len(reasons) for where, reasons in live_letters.items() if where not in strays} == \
-        {where: len(reasons) for where, reasons in expected_letters.items()}
-    assert [where for where in strays
-            if not any("belongs to partition" in reason for reason in live_letters.get(where, []))] == []
+    assert {where: len(reasons) for where, reasons in live_letters.items() if where not in strays} == {
+        where: len(reasons) for where, reasons in expected_letters.items()
+    }
+    assert [
+        where for where in strays if not any("belongs to partition" in reason for reason in live_letters.get(where, []))
+    ] == []
     # Every message is scored or dead-lettered: one with no dead letter had events to score.
     for where, message in sent:
         if where not in live_letters:
@@ -147,10 +164,13 @@ def test_hostile_messages_never_stop_a_worker_and_score_as_replay_scores_them(br
     # Every result published is the one replay makes; the good calls after the fuzz are all there.
     assert all(expected_results.get((result["call_id"], result["version"])) == result for result in live)
     latest = latest_by_call(live)
-    assert {call_id: latest[call_id] for call_id in after_calls} == \
-        {call_id: expected_results[(call_id, latest[call_id]["version"])] for call_id in after_calls}
-    print(f"fuzzed {len(fuzz)} messages (seed {FUZZ_SEED}), {len(letters)} dead letters "
-          f"over {len(live_letters)} messages, {len(strays)} strays, {len(live)} results")
+    assert {call_id: latest[call_id] for call_id in after_calls} == {
+        call_id: expected_results[(call_id, latest[call_id]["version"])] for call_id in after_calls
+    }
+    print(
+        f"fuzzed {len(fuzz)} messages (seed {FUZZ_SEED}), {len(letters)} dead letters "
+        f"over {len(live_letters)} messages, {len(strays)} strays, {len(live)} results"
+    )
 
 
 def test_a_worker_killed_under_load_with_hostile_messages_loses_nothing(broker, topic_prefix, tmp_path):
@@ -159,8 +179,11 @@ def test_a_worker_killed_under_load_with_hostile_messages_loses_nothing(broker, 
     expected = latest_by_call(replay_results(log, PARTITIONS)[0])
     settings = settings_for(broker, topic_prefix, partitions=PARTITIONS)
     # Only what the decoder refuses goes beside the log: it leaves every partition's time alone.
-    hostile = [message for message in HostileMessages(FUZZ_SEED + 1, PARTITIONS, 1_760_000_000_000).messages(600)
-               if not decode_message(message.value, settings.max_message_bytes).events]
+    hostile = [
+        message
+        for message in HostileMessages(FUZZ_SEED + 1, PARTITIONS, 1_760_000_000_000).messages(600)
+        if not decode_message(message.value, settings.max_message_bytes).events
+    ]
     data_dir = str(tmp_path / "worker")
     worker = start_worker(broker, topic_prefix, data_dir=data_dir)
     sender = threading.Thread(target=send, args=(log, settings), kwargs={"batch_size": 1})

@@ -27,13 +27,23 @@ def test_confluent_kafka_produces_json_events_and_consumes_the_result(broker, to
         producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, **PRODUCER})
         failures: list = []
         for event in hand_written_call("ck-1", 1_760_000_000_000):
-            producer.produce(topics.events, key=event["call_id"], value=json.dumps(event),
-                             on_delivery=lambda error, _: failures.append(error) if error else None)
+            producer.produce(
+                topics.events,
+                key=event["call_id"],
+                value=json.dumps(event),
+                on_delivery=lambda error, _: failures.append(error) if error else None,
+            )
         assert producer.flush(30) == 0
         assert failures == []
 
-        consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"{topic_prefix}-reader",
-                                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": f"{topic_prefix}-reader",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
         consumer.subscribe([topics.results])
         result = None
         try:
@@ -49,6 +59,9 @@ def test_confluent_kafka_produces_json_events_and_consumes_the_result(broker, to
     finally:
         worker.stop()
     assert message.key() == b"ck-1"
-    assert [t["text"] for t in result["evaluation"]["turns"]][:2] == ["Where is my order 4521?", "It shipped and arrives Friday."]
+    assert [t["text"] for t in result["evaluation"]["turns"]][:2] == [
+        "Where is my order 4521?",
+        "It shipped and arrives Friday.",
+    ]
     assert result["evaluation"]["token_usage"]["agent"] == {"n_calls": 1, "prompt": 120, "completion": 9}
     assert result["no_conversation"] is False

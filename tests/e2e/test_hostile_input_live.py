@@ -34,21 +34,24 @@ def event(type_: str, data: dict, event_id: str, ts: int, call_id: str) -> dict:
 
 
 def good_call(call_id: str, ts: int) -> list[bytes]:
-    return [json.dumps(event("call.started", {"agent_id": "a"}, f"{call_id}:1", ts, call_id)).encode(),
-            json.dumps(event("turn", {"role": "user", "text": "hello there"}, f"{call_id}:2", ts + 1000,
-                             call_id)).encode(),
-            json.dumps(event("call.ended", {"stop_reason": "[EXIT]"}, f"{call_id}:3", ts + 2000, call_id)).encode()]
+    return [
+        json.dumps(event("call.started", {"agent_id": "a"}, f"{call_id}:1", ts, call_id)).encode(),
+        json.dumps(event("turn", {"role": "user", "text": "hello there"}, f"{call_id}:2", ts + 1000, call_id)).encode(),
+        json.dumps(event("call.ended", {"stop_reason": "[EXIT]"}, f"{call_id}:3", ts + 2000, call_id)).encode(),
+    ]
 
 
 def produce(settings, messages: list[tuple[int, bytes, bytes]]) -> None:
     """(partition, key, value) each, with a plain aiokafka producer: what any client could send."""
+
     async def run() -> None:
         producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap)
         await producer.start()
         try:
             for partition, key, value in messages:
-                await producer.send_and_wait(TopicNames(settings.topic_prefix).events, value, key=key,
-                                             partition=partition)
+                await producer.send_and_wait(
+                    TopicNames(settings.topic_prefix).events, value, key=key, partition=partition
+                )
         finally:
             await producer.stop()
 
@@ -57,8 +60,9 @@ def produce(settings, messages: list[tuple[int, bytes, bytes]]) -> None:
 
 def test_the_probes_poison_batch_is_one_dead_letter_and_the_worker_scores_the_next_call(broker, topic_prefix):
     settings = settings_for(broker, topic_prefix)
-    metrics = event("rtvi", {"message": {"type": "metrics", "data": {"ttfb": 100000000000000000000}}}, "p:2", T0 + 1000,
-                    "p")
+    metrics = event(
+        "rtvi", {"message": {"type": "metrics", "data": {"ttfb": 100000000000000000000}}}, "p:2", T0 + 1000, "p"
+    )
     started = event("call.started", {"agent_id": "a"}, "p:1", T0, "p")
     poison = json.dumps({"v": 1, "call_id": "p", "events": [started, metrics, started]}).encode()
     worker = start_worker(broker, topic_prefix)
@@ -87,8 +91,10 @@ def test_a_partition_moved_too_far_ahead_refuses_new_calls_until_an_operator_res
     try:
         partition = partition_for("late", 4)
         far = json.dumps(event("watermark", {"partition": partition}, "w", YEAR_9000_MS, "__watermark__")).encode()
-        produce(settings,
-                [(partition, b"__watermark__", far), *[(partition, b"late", raw) for raw in good_call("late", T0)]])
+        produce(
+            settings,
+            [(partition, b"__watermark__", far), *[(partition, b"late", raw) for raw in good_call("late", T0)]],
+        )
         collect(settings, TopicNames(topic_prefix).deadletter, lambda records: len(records) >= 3, 60)
         refusing = worker.health()["refusing_late_calls"]
         now_ms = int(time.time() * 1000)

@@ -14,20 +14,25 @@ import pytest
 
 pytest.importorskip("pipecat")
 
-from callqa.pipecat import CallqaObserver  # noqa: E402
-from streams.partitioning import partition_for  # noqa: E402
-from streams.topics import TopicNames  # noqa: E402
-from tests.helpers.livekit import collect, send, settings_for, start_worker  # noqa: E402
-from tests.helpers.paths import REPO  # noqa: E402
-from tests.helpers.pipecat_bot import run_bot, two_turn_call  # noqa: E402
-from tests.helpers.pipecat_call import hand_written_call  # noqa: E402
+from callqa.pipecat import CallqaObserver
+from streams.partitioning import partition_for
+from streams.topics import TopicNames
+from tests.helpers.livekit import collect, send, settings_for, start_worker
+from tests.helpers.paths import REPO
+from tests.helpers.pipecat_bot import run_bot, two_turn_call
+from tests.helpers.pipecat_call import hand_written_call
 
 pytestmark = pytest.mark.broker
 
 
 def observer_for(broker, prefix: str, call_id: str, **fields) -> CallqaObserver:
-    return CallqaObserver(bootstrap_servers=broker.bootstrap, call_id=call_id, agent_id="support-bot",
-                          topic=TopicNames(prefix).events, **fields)
+    return CallqaObserver(
+        bootstrap_servers=broker.bootstrap,
+        call_id=call_id,
+        agent_id="support-bot",
+        topic=TopicNames(prefix).events,
+        **fields,
+    )
 
 
 def final_results(settings, call_ids: list[str]) -> dict[str, dict]:
@@ -66,8 +71,13 @@ def test_an_observed_pipeline_scores_as_the_same_call_written_by_hand(broker, to
     # (What the comparison covers, spelt out: turns, latency, TTFB, tokens and the tool call.)
     evaluation = observed["evaluation"]
     assert [t["text"] for t in evaluation["turns"]] == [
-        "Where is my order 4521?", "It shipped and arrives Friday.", "Can I change the address?", "Sure, what is",
-        "Never mind, thanks.", "Goodbye!"]
+        "Where is my order 4521?",
+        "It shipped and arrives Friday.",
+        "Can I change the address?",
+        "Sure, what is",
+        "Never mind, thanks.",
+        "Goodbye!",
+    ]
     assert [s["latency_ms"] for s in evaluation["latencies"]] == [800.0, 800.0, 400.0]
     assert evaluation["token_usage"]["agent"] == {"n_calls": 1, "prompt": 120, "completion": 9}
     metrics = {m["metric"]: m for m in observed["metrics"]}
@@ -84,8 +94,13 @@ def test_a_broker_down_during_the_call_loses_nothing_that_fits_the_buffer(tmp_pa
 
     late = EmbeddedBroker(port=free_port())
     prefix = "t-broker-down"
-    observer = CallqaObserver(bootstrap_servers=late.bootstrap, call_id="late-1", agent_id="support-bot",
-                              topic=TopicNames(prefix).events, flush_timeout_s=120)
+    observer = CallqaObserver(
+        bootstrap_servers=late.bootstrap,
+        call_id="late-1",
+        agent_id="support-bot",
+        topic=TopicNames(prefix).events,
+        flush_timeout_s=120,
+    )
     bot = threading.Thread(target=lambda: asyncio.run(run_bot(two_turn_call(), [observer])))
     bot.start()
     worker = None
@@ -139,8 +154,12 @@ def test_a_bot_killed_before_its_end_is_swept_and_flagged_as_no_conversation(bro
     the call is swept for inactivity and flagged as no conversation (a cohort then fails it)."""
     settings = settings_for(broker, topic_prefix)
     worker = start_worker(broker, topic_prefix)
-    bot = subprocess.Popen([sys.executable, "-c", DYING_BOT, broker.bootstrap, TopicNames(topic_prefix).events],
-                           cwd=REPO, stdout=subprocess.PIPE, text=True)
+    bot = subprocess.Popen(
+        [sys.executable, "-c", DYING_BOT, broker.bootstrap, TopicNames(topic_prefix).events],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         started_ts_ms = int(bot.stdout.readline())
         bot.send_signal(signal.SIGKILL)
@@ -164,8 +183,14 @@ def test_a_bot_killed_before_its_end_is_swept_and_flagged_as_no_conversation(bro
 
 def send_watermark(settings, call_id: str, ts_ms: int) -> None:
     partition = partition_for(call_id, settings.partitions)
-    event = {"v": 1, "event_id": f"wm-{call_id}", "call_id": "__watermark__", "ts_ms": ts_ms,
-             "type": "watermark", "data": {"end_of_input": True, "partition": partition, "calls": [call_id]}}
+    event = {
+        "v": 1,
+        "event_id": f"wm-{call_id}",
+        "call_id": "__watermark__",
+        "ts_ms": ts_ms,
+        "type": "watermark",
+        "data": {"end_of_input": True, "partition": partition, "calls": [call_id]},
+    }
     asyncio.run(_produce(settings, TopicNames(settings.topic_prefix).events, json.dumps(event).encode(), partition))
 
 

@@ -44,8 +44,10 @@ PINNED = {
     (FaustConsumer, "on_stop"): "45b1d2210ce2b526339856969472683f8bcc1b1d04c8dc1fb2315b4eb7fbd5e3",
     (faust_aiokafka.Consumer, "on_stop"): "173f86b366f3608e2d2c7c0b5c7f223eeaf0ae29de99985a24812050792b4ff5",
     # 2. the consumer's thread, and what `close_consumer_without_broker` does in aiokafka's place.
-    (faust_aiokafka.AIOKafkaConsumerThread, "on_thread_stop"):
-        "8dfc004e258b6c25edd2b0986531aea0fc75dd5cef0d0718c87848af33c6f757",
+    (
+        faust_aiokafka.AIOKafkaConsumerThread,
+        "on_thread_stop",
+    ): "8dfc004e258b6c25edd2b0986531aea0fc75dd5cef0d0718c87848af33c6f757",
     (AIOKafkaConsumer, "stop"): "bc5da9c98595299a3d968526cd9f4a344e672520892a917547d15151cd588d35",
     (Fetcher, "close"): "1cd24bc1c442149e7d9a4ddef0770f4aa1272c60c4c7f2a89ab7a50e4444d44b",
     (GroupCoordinator, "close"): "f30d831089456312e58c9790ef349046c99bbe73a7358a466eea2a5b1c3b1b58",
@@ -83,8 +85,9 @@ def test_a_consumer_stop_that_does_not_end_is_cut_short_and_its_connections_clos
     seen: dict[str, bool] = {}
 
     async def stop_the_thread() -> None:
-        thread = faust.App("t-stop-hangs", broker=faust_broker_url("kafka://127.0.0.1:9"),
-                           autodiscover=False).consumer._thread
+        thread = faust.App(
+            "t-stop-hangs", broker=faust_broker_url("kafka://127.0.0.1:9"), autodiscover=False
+        ).consumer._thread
         consumer = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:9")  # never started: no coordinator, no fetcher
 
         async def leaves_a_group_that_never_answers() -> None:
@@ -120,7 +123,8 @@ def test_a_stop_step_that_ends_in_time_says_nothing_and_one_that_does_not_is_nam
     with caplog.at_level("WARNING", logger="callqa.broker"):
         assert asyncio.run(steps()) == (True, False)
     assert [r.getMessage() for r in caplog.records] == [
-        "the slow step did not end within 0.05 s (no broker answers?): going on without it"]
+        "the slow step did not end within 0.05 s (no broker answers?): going on without it"
+    ]
 
 
 @pytest.mark.broker
@@ -137,10 +141,16 @@ def test_a_worker_whose_broker_goes_away_mid_traffic_stops_on_sigterm_within_the
         worker = start_worker(own, topic_prefix)
         worker.wait_ready(assigned=True)
         sender = subprocess.Popen(
-            [sys.executable, "-m", "streams.cli", "send", str(log)], stdout=subprocess.DEVNULL,
+            [sys.executable, "-m", "streams.cli", "send", str(log)],
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, "CALLQA_BROKER": own.url, "CALLQA_TOPIC_PREFIX": topic_prefix,
-                 "CALLQA_APP_ID": topic_prefix})
+            env={
+                **os.environ,
+                "CALLQA_BROKER": own.url,
+                "CALLQA_TOPIC_PREFIX": topic_prefix,
+                "CALLQA_APP_ID": topic_prefix,
+            },
+        )
         deadline = time.monotonic() + 60
         # The first calls end some way into the log: the worker is then mid-stream, with results on
         # their way to the broker and offsets not yet committed.
@@ -158,8 +168,9 @@ def test_a_worker_whose_broker_goes_away_mid_traffic_stops_on_sigterm_within_the
         own.stop()
 
 
-def test_a_closed_terminals_sighup_stops_a_worker_as_sigterm_does_unless_it_was_started_ignoring_it(broker,
-                                                                                                    topic_prefix):
+def test_a_closed_terminals_sighup_stops_a_worker_as_sigterm_does_unless_it_was_started_ignoring_it(
+    broker, topic_prefix
+):
     # Before, SIGHUP's default ended the worker at once: no last commit, nothing of its stop ran.
     worker = start_worker(broker, topic_prefix, partitions=1)
     # (Once started: a stop asked for while the worker still subscribes can hang — left open.)

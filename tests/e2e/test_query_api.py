@@ -73,8 +73,12 @@ def deployment(broker):
     try:
         workers.append(start_worker(broker, prefix, PARTITIONS, env=env))
         # (Both in the group, each with some of the partitions, before anything is sent.)
-        wait_for(lambda: all(w.health()["assigned_partitions"] for w in workers)
-                 and sorted(p for w in workers for p in w.health()["assigned_partitions"]) == list(range(PARTITIONS)))
+        wait_for(
+            lambda: (
+                all(w.health()["assigned_partitions"] for w in workers)
+                and sorted(p for w in workers for p in w.health()["assigned_partitions"]) == list(range(PARTITIONS))
+            )
+        )
         send(SAMPLE, settings_for(broker, prefix, PARTITIONS))
         wait_for(lambda: all(_indexed(w) == len(expected) and _results_read(w) >= len(results) for w in workers))
         yield workers, results, expected, prefix
@@ -94,7 +98,9 @@ def _indexed(worker) -> int:
 
 
 def _results_read(worker) -> int:
-    return int(sum(sample.value for sample in _metrics(worker)["callqa_results"] if sample.name == "callqa_results_total"))
+    return int(
+        sum(sample.value for sample in _metrics(worker)["callqa_results"] if sample.name == "callqa_results_total")
+    )
 
 
 def test_every_call_is_its_replayed_latest_result_asked_of_the_worker_that_does_not_hold_it(deployment):
@@ -102,7 +108,7 @@ def test_every_call_is_its_replayed_latest_result_asked_of_the_worker_that_does_
     holders = [set(w.health()["assigned_partitions"]) for w in workers]
     for call_id, result in expected.items():
         partition = partition_for(call_id, PARTITIONS)
-        other = next(w for w, held in zip(workers, holders) if partition not in held)
+        other = next(w for w, held in zip(workers, holders, strict=True) if partition not in held)
         assert get_json(other, f"/calls/{call_id}") == result, call_id
 
 
@@ -115,7 +121,12 @@ def test_a_calls_events_come_from_the_journal_of_the_worker_holding_it_whichever
                 event = json.loads(line)
             except ValueError:
                 continue  # (the sample holds some broken records on purpose)
-            if isinstance(event, dict) and event.get("call_id") in expected and "event_id" in event and event["event_id"] not in sent.setdefault(event["call_id"], []):
+            if (
+                isinstance(event, dict)
+                and event.get("call_id") in expected
+                and "event_id" in event
+                and event["event_id"] not in sent.setdefault(event["call_id"], [])
+            ):
                 sent[event["call_id"]].append(event["event_id"])
     for call_id in sorted(expected)[:5]:
         for worker in workers:
@@ -137,7 +148,7 @@ def test_alert_episodes_are_the_replays_alerts_on_every_worker(deployment, tmp_p
         expected.apply(None, line, 0)
     assert expected.newest_first(), "the sample's rules fire on the sample"
     for worker in workers:
-        wait_for(lambda: get_json(worker, "/alerts/episodes")["episodes"] == expected.newest_first())
+        wait_for(lambda worker=worker: get_json(worker, "/alerts/episodes")["episodes"] == expected.newest_first())
     assert get_json(workers[0], "/alerts/episodes?state=resolved")["episodes"] == expected.newest_first("resolved")
 
 
@@ -157,8 +168,11 @@ def test_metrics_counters_equal_the_replays_totals(deployment):
         assert calls == latest
         assert sum(s.value for s in families["callqa_results"] if s.name == "callqa_results_total") == len(results)
         assert {s.name for s in families["callqa_events_applied"]} == {"callqa_events_applied_total"}
-        histogram = {s.labels["metric"]: s.value for s in families["callqa_metric_score"]
-                     if s.name == "callqa_metric_score_count"}
+        histogram = {
+            s.labels["metric"]: s.value
+            for s in families["callqa_metric_score"]
+            if s.name == "callqa_metric_score_count"
+        }
         applied = Counter()
         for (metric, verdict), n in verdicts.items():
             applied[metric] += n if verdict != "na" else 0
@@ -183,10 +197,14 @@ def test_timeseries_totals_equal_the_replays_counts(deployment):
 
 def test_calls_are_listed_newest_first_and_filtered_as_the_replay_says(deployment):
     workers, _, expected, _ = deployment
-    failing = {c for c, r in expected.items() for m in r["metrics"] if m["metric"] == "latency" and m["passed"] is False}
+    failing = {
+        c for c, r in expected.items() for m in r["metrics"] if m["metric"] == "latency" and m["passed"] is False
+    }
     seen, cursor = [], None
     while True:
-        page = get_json(workers[1], "/calls?metric=latency&verdict=fail&limit=7" + (f"&cursor={cursor}" if cursor else ""))
+        page = get_json(
+            workers[1], "/calls?metric=latency&verdict=fail&limit=7" + (f"&cursor={cursor}" if cursor else "")
+        )
         seen += page["calls"]
         cursor = page["next_cursor"]
         if cursor is None:
@@ -198,9 +216,13 @@ def test_calls_are_listed_newest_first_and_filtered_as_the_replay_says(deploymen
 def test_an_unknown_or_malformed_query_parameter_is_a_400_naming_it(deployment):
     workers, _, expected, _ = deployment
     some_cohort_call = next(iter(expected))
-    for path, name in (("/calls?agent=x", "'agent'"), ("/timeseries?step=90", "'step'"),
-                       ("/timeseries?from=last+week", "'from'"), ("/runs?window_s=3600", "'window_s'"),
-                       (f"/calls/{some_cohort_call}?versions=some", "'versions'")):
+    for path, name in (
+        ("/calls?agent=x", "'agent'"),
+        ("/timeseries?step=90", "'step'"),
+        ("/timeseries?from=last+week", "'from'"),
+        ("/runs?window_s=3600", "'window_s'"),
+        (f"/calls/{some_cohort_call}?versions=some", "'versions'"),
+    ):
         status, body = get(workers[0], path)
         assert status == 400 and name in json.loads(body)["error"], path
 
@@ -224,14 +246,27 @@ def test_open_calls_are_answered_from_the_worker_holding_them_whichever_is_asked
             except (ValueError, AttributeError, TypeError):
                 continue
     call_id = "open-on-one-worker"
-    events = [{"v": 1, "event_id": f"{call_id}-{n}", "call_id": call_id, "ts_ms": latest_ts + 1000 * n, "type": kind,
-               "data": data} for n, (kind, data) in enumerate([("call.started", {"agent_id": "a-open"}),
-                                                              ("turn", {"role": "agent", "text": "Hello there"})])]
-    asyncio.run(send_log([json.dumps(e).encode() for e in events], settings_for(broker, prefix, PARTITIONS),
-                         end_of_input=False))
+    events = [
+        {
+            "v": 1,
+            "event_id": f"{call_id}-{n}",
+            "call_id": call_id,
+            "ts_ms": latest_ts + 1000 * n,
+            "type": kind,
+            "data": data,
+        }
+        for n, (kind, data) in enumerate(
+            [("call.started", {"agent_id": "a-open"}), ("turn", {"role": "agent", "text": "Hello there"})]
+        )
+    ]
+    asyncio.run(
+        send_log([json.dumps(e).encode() for e in events], settings_for(broker, prefix, PARTITIONS), end_of_input=False)
+    )
     holder = next(w for w in workers if partition_for(call_id, PARTITIONS) in w.health()["assigned_partitions"])
     other = next(w for w in workers if w is not holder)
-    document = wait_for(lambda: (lambda answer: answer[0] == 200 and json.loads(answer[1]))(get(other, f"/calls/{call_id}")))
+    document = wait_for(
+        lambda: (lambda answer: answer[0] == 200 and json.loads(answer[1]))(get(other, f"/calls/{call_id}"))
+    )
     assert document["final"] is False and document["call_id"] == call_id
     for worker in workers:
         listed = get_json(worker, "/calls?state=open")
@@ -275,8 +310,12 @@ def test_reviewers_writes_rescore_the_call_and_content_asks_for_the_token(broker
         feed.close()
         turns = expected[call_id]["evaluation"]["turns"]
         user_turn = next(i for i, turn in enumerate(turns) if turn["role"] == "user")
-        status, answer = _post(worker, f"/calls/{call_id}/corrections",
-                               {"turn_index": user_turn, "text": "I need help with my order"}, API_TOKEN)
+        status, answer = _post(
+            worker,
+            f"/calls/{call_id}/corrections",
+            {"turn_index": user_turn, "text": "I need help with my order"},
+            API_TOKEN,
+        )
         assert status == 200 and answer["version"] == 3
         history = get_json(worker, f"/calls/{call_id}?versions=all", API_TOKEN)["versions"]
         assert [(v["version"], v["cause"]) for v in history] == [(1, "end"), (2, "annotation"), (3, "correction")]
@@ -300,18 +339,39 @@ def test_an_open_call_answers_its_metrics_so_far_marked_not_final(broker, topic_
     from streams.send.sender import send_log
 
     t0 = 1_759_741_200_000
-    events = [{"v": 1, "event_id": "open-1", "call_id": "open-call", "ts_ms": t0, "type": "call.started",
-               "data": {"agent_id": "a1"}},
-              {"v": 1, "event_id": "open-2", "call_id": "open-call", "ts_ms": t0 + 1000, "type": "turn",
-               "data": {"role": "agent", "text": "Hello, how can I help?"}},
-              {"v": 1, "event_id": "open-3", "call_id": "open-call", "ts_ms": t0 + 4000, "type": "turn",
-               "data": {"role": "user", "text": "My order is late"}}]
+    events = [
+        {
+            "v": 1,
+            "event_id": "open-1",
+            "call_id": "open-call",
+            "ts_ms": t0,
+            "type": "call.started",
+            "data": {"agent_id": "a1"},
+        },
+        {
+            "v": 1,
+            "event_id": "open-2",
+            "call_id": "open-call",
+            "ts_ms": t0 + 1000,
+            "type": "turn",
+            "data": {"role": "agent", "text": "Hello, how can I help?"},
+        },
+        {
+            "v": 1,
+            "event_id": "open-3",
+            "call_id": "open-call",
+            "ts_ms": t0 + 4000,
+            "type": "turn",
+            "data": {"role": "user", "text": "My order is late"},
+        },
+    ]
     worker = start_worker(broker, topic_prefix, PARTITIONS, env={"CALLQA_IDLE_TICK_S": "0"})
     try:
         settings = settings_for(broker, topic_prefix, PARTITIONS)
         asyncio.run(send_log([json.dumps(e).encode() for e in events], settings, end_of_input=False))
-        document = wait_for(lambda: (lambda answer: answer[0] == 200 and json.loads(answer[1]))(
-            get(worker, "/calls/open-call")))
+        document = wait_for(
+            lambda: (lambda answer: answer[0] == 200 and json.loads(answer[1]))(get(worker, "/calls/open-call"))
+        )
         assert document["final"] is False and document["version"] == 0 and document["open"]["turns"] == 2
         assert {m["metric"] for m in document["metrics"]} >= {"latency", "wer"}
         listed = get_json(worker, "/calls?state=open")
@@ -322,8 +382,9 @@ def test_an_open_call_answers_its_metrics_so_far_marked_not_final(broker, topic_
 
 def _post(worker, path: str, body: dict, token: str | None) -> tuple[int, dict]:
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
-    request = urllib.request.Request(f"http://127.0.0.1:{worker.web_port}{path}", method="POST",
-                                     data=json.dumps(body).encode(), headers=headers)
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{worker.web_port}{path}", method="POST", data=json.dumps(body).encode(), headers=headers
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())

@@ -60,8 +60,9 @@ def test_what_the_worker_dead_letters_on_reading_is_left_out_and_counted():
 def test_a_watermark_is_recorded_on_the_partition_it_came_on_which_the_worker_applied_it_to():
     # Without a partition of its own, replay would apply it to the partition its call_id hashes to.
     for data in ({}, {"partition": 1}):
-        tick = json.dumps({"v": 1, "event_id": "w1", "call_id": "__watermark__", "ts_ms": T0, "type": "watermark",
-                           "data": data}).encode()
+        tick = json.dumps(
+            {"v": 1, "event_id": "w1", "call_id": "__watermark__", "ts_ms": T0, "type": "watermark", "data": data}
+        ).encode()
         kept = events_to_record(tick, 3, 4, 1 << 20, TopicRecording())
         assert [event.data.partition for event in kept.events] == [3] and not kept.whole
 
@@ -70,12 +71,18 @@ def test_a_message_in_the_logs_encoding_is_written_as_it_came_and_what_no_encodi
     """Decoded and encoded again, an event may grow past the size limit; what JSON or MessagePack cannot
     hold (bytes, NaN, an integer beyond 64 bits) the worker refuses on reading (models/wire_limits.py)."""
     call = _call_on(0)
-    packed = msgspec.msgpack.encode(_event(call, 1, "db.state", {"side": "agent", "hash": "h",
-                                                                 "db": {"blob": b"\x00\x01", "ratio": float("nan")}}))
+    packed = msgspec.msgpack.encode(
+        _event(call, 1, "db.state", {"side": "agent", "hash": "h", "db": {"blob": b"\x00\x01", "ratio": float("nan")}})
+    )
     as_json = json.dumps(_event(call, 2)).encode()
-    huge = json.dumps(_event(call, 3, "rtvi",
-                             {"side": "agent", "message": {"label": "rtvi-ai", "type": "server-message",
-                                                           "data": {"trace": 2 ** 70}}})).encode()
+    huge = json.dumps(
+        _event(
+            call,
+            3,
+            "rtvi",
+            {"side": "agent", "message": {"label": "rtvi-ai", "type": "server-message", "data": {"trace": 2**70}}},
+        )
+    ).encode()
 
     def record(value: bytes, log_format: str, recording: TopicRecording) -> list[bytes]:
         written: list[bytes] = []
@@ -94,9 +101,14 @@ def test_a_message_in_the_logs_encoding_is_written_as_it_came_and_what_no_encodi
 
 @pytest.mark.parametrize("log_format", [MSGPACK_LOG, JSONL_LOG])
 def test_a_recorded_event_reads_back_as_the_same_event(log_format):
-    raw = msgspec.json.encode(_event("c1", 1, "rtvi",
-                                     {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics",
-                                                                   "data": {"ttfb": [{"value": 0.25}]}}}))
+    raw = msgspec.json.encode(
+        _event(
+            "c1",
+            1,
+            "rtvi",
+            {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics", "data": {"ttfb": [{"value": 0.25}]}}},
+        )
+    )
     event = decode_message(raw).events[0]
     again = decode_message(encode_record(event, log_format).rstrip(b"\n")).events
     assert again == [event]
@@ -104,7 +116,8 @@ def test_a_recorded_event_reads_back_as_the_same_event(log_format):
 
 @pytest.mark.broker
 def test_silent_calls_on_a_quiet_partition_are_swept_and_the_recorded_topic_replays_to_every_result(
-        broker, topic_prefix, tmp_path):
+    broker, topic_prefix, tmp_path
+):
     """No end-of-input watermark: the worker's idle clock moves event time on and records the ticks.
     The topic then holds what replay needs to agree: those ticks and the ends the sweeps made."""
     log = str(tmp_path / "calls.jsonl")
@@ -117,8 +130,15 @@ def test_silent_calls_on_a_quiet_partition_are_swept_and_the_recorded_topic_repl
         # One event per message: no batching reorder, which a 500 ms lateness could not absorb.
         send(log, settings, end_of_input=False, batch_size=1)
         stray = _call_on(3)
-        asyncio.run(_produce(settings, TopicNames(topic_prefix).events, stray, partition=0,
-                             value=json.dumps(_event(stray, 1)).encode()))
+        asyncio.run(
+            _produce(
+                settings,
+                TopicNames(topic_prefix).events,
+                stray,
+                partition=0,
+                value=json.dumps(_event(stray, 1)).encode(),
+            )
+        )
         live = collect_results(settings, expected, timeout_s=60)
     finally:
         worker.stop()
@@ -154,12 +174,27 @@ def test_the_record_command_writes_a_json_lines_log_that_replays_as_the_sent_one
     # (no worker: the topic holds what was sent, and its end-of-input watermarks)
     send(log, settings_for(broker, topic_prefix))
     recorded = tmp_path / "recorded.jsonl"
-    done = subprocess.run([sys.executable, "-m", "streams.cli", "record", str(recorded), "--broker", broker.url,
-                           "--topic-prefix", topic_prefix], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "record",
+            str(recorded),
+            "--broker",
+            broker.url,
+            "--topic-prefix",
+            topic_prefix,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert f"score it: callqa replay {recorded} --partitions 4 --cohorts COHORTS.json" in done.stderr
     assert "left out, as the workers dead-lettered them: 3 undecodable or oversized" in done.stderr
     assert recorded.read_bytes().startswith(b"{")  # (JSON Lines, by its name)
+
     def by_version(results: list[dict]) -> dict:  # (the log's calls come partition by partition now)
         return {(r["call_id"], r["version"]): r for r in results}
 

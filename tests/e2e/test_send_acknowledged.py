@@ -122,9 +122,9 @@ def send_while_the_broker_fails(topic_prefix: str, fail, match: str) -> tuple[in
 def test_a_send_whose_broker_dies_midway_fails_within_its_stall_time(topic_prefix):
     # Before, it went on for ever (still running three minutes after the broker was killed), and
     # its futures' failures were never looked at.
-    read, elapsed = send_while_the_broker_fails(topic_prefix,
-                                                lambda broker: os.killpg(broker.process.pid, signal.SIGKILL),
-                                                "send the log again")
+    read, elapsed = send_while_the_broker_fails(
+        topic_prefix, lambda broker: os.killpg(broker.process.pid, signal.SIGKILL), "send the log again"
+    )
     assert read >= 10_000 and elapsed < 60
 
 
@@ -136,9 +136,11 @@ def test_a_send_whose_broker_stops_answering_fails_once_within_its_stall_time_an
     import gc
 
     with caplog.at_level(logging.ERROR, logger="asyncio"):
-        _, elapsed = send_while_the_broker_fails(topic_prefix,
-                                                 lambda broker: os.kill(broker.process.pid, signal.SIGSTOP),
-                                                 "the broker acknowledged nothing for 3 s")
+        _, elapsed = send_while_the_broker_fails(
+            topic_prefix,
+            lambda broker: os.kill(broker.process.pid, signal.SIGSTOP),
+            "the broker acknowledged nothing for 3 s",
+        )
         gc.collect()
     assert elapsed < 4 * 3  # the stall time once (and the start), the producer closed without a flush
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]

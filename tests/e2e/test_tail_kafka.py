@@ -29,8 +29,10 @@ def test_tail_json_prints_each_document_as_published_and_names_what_is_not_text_
     topic = f"{topic_prefix}.deadletter"
     asyncio.run(create_topic(broker.bootstrap, topic, 1))
     asyncio.run(produce(broker.bootstrap, topic, [(b"k", published), (b"k2", b"\xff\xfe")]))
-    assert main(["tail", "deadletter", "--json", "--no-follow", "--broker", broker.url, "--topic-prefix",
-                 topic_prefix]) == 0
+    assert (
+        main(["tail", "deadletter", "--json", "--no-follow", "--broker", broker.url, "--topic-prefix", topic_prefix])
+        == 0
+    )
     printed = capsys.readouterr()
     # Standard output holds the documents alone (for `callqa compare` and the like); the note, standard error.
     assert printed.out.splitlines() == [published.decode()]

@@ -24,8 +24,9 @@ def _calls_of_partition(prefix: str, partition: int, count: int, partitions: int
 
 
 def _line(call_id: str, n: int, ts_ms: int, type_: str, data: dict) -> str:
-    return json.dumps({"v": 1, "event_id": f"{call_id}:{n}", "call_id": call_id, "ts_ms": ts_ms, "type": type_,
-                       "data": data})
+    return json.dumps(
+        {"v": 1, "event_id": f"{call_id}:{n}", "call_id": call_id, "ts_ms": ts_ms, "type": type_, "data": data}
+    )
 
 
 def test_a_fast_clock_sweeps_nobody_and_a_call_after_a_quiet_hour_is_swept_on_time(broker, topic_prefix, tmp_path):

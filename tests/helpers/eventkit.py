@@ -1,4 +1,5 @@
 """Build typed events for tests without hand-writing envelopes."""
+
 from __future__ import annotations
 
 import itertools
@@ -13,11 +14,23 @@ _ids = itertools.count()
 T0 = 1_760_000_000_000  # an arbitrary event-time origin, Unix ms
 
 
-def event(type_: str, data: dict[str, Any] | None = None, *, call_id: str = "c1", ts_ms: int | None = None,
-          event_id: str | None = None) -> AnyEvent:
+def event(
+    type_: str,
+    data: dict[str, Any] | None = None,
+    *,
+    call_id: str = "c1",
+    ts_ms: int | None = None,
+    event_id: str | None = None,
+) -> AnyEvent:
     n = next(_ids)
-    doc = {"v": 1, "type": type_, "event_id": event_id or f"e{n}", "call_id": call_id,
-           "ts_ms": T0 + n if ts_ms is None else ts_ms, "data": data or {}}
+    doc = {
+        "v": 1,
+        "type": type_,
+        "event_id": event_id or f"e{n}",
+        "call_id": call_id,
+        "ts_ms": T0 + n if ts_ms is None else ts_ms,
+        "data": data or {},
+    }
     return msgspec.convert(doc, AnyEvent)
 
 

@@ -4,7 +4,8 @@ Modes: "correct" answers with the configured answers, "slow" answers correctly b
 `delay_s`, "error" answers HTTP 500, "garbage" answers 200 with a message that is not JSON,
 "not-json-body" an HTML page, "json-body-not-json" the same labelled JSON, "error-document" a 200
 carrying an error document, "busy" 429s with Retry-After before it answers, "gzip" answers correctly
-but gzip-compressed whatever was asked, "gzip-bomb" sends a small gzip body that inflates to 64 MiB, "redirect" a 307 with such a body,
+but gzip-compressed whatever was asked, "gzip-bomb" sends a small gzip body that inflates to 64 MiB,
+"redirect" a 307 with such a body,
 "huge-declared" and "huge-undeclared" stream up to 1 GiB with and without a Content-Length (the
 bytes that went out are counted in `bytes_sent`). The QA
 and evaluation requests are told apart by the JSON Schema name they send. Every request body received
@@ -39,8 +40,9 @@ def completion(model: str, content: str) -> dict[str, Any]:
 
 
 class FakeLlm:
-    def __init__(self, qa_answer: Any = None, evaluation_answer: Any = None, mode: str = "correct",
-                 delay_s: float = 5.0) -> None:
+    def __init__(
+        self, qa_answer: Any = None, evaluation_answer: Any = None, mode: str = "correct", delay_s: float = 5.0
+    ) -> None:
         self.qa_answer = qa_answer
         self.evaluation_answer = evaluation_answer
         self.mode = mode
@@ -62,7 +64,7 @@ class FakeLlm:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def start(self) -> "FakeLlm":
+    def start(self) -> FakeLlm:
         self._thread.start()
         return self
 
@@ -70,7 +72,7 @@ class FakeLlm:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "FakeLlm":
+    def __enter__(self) -> FakeLlm:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -95,9 +97,15 @@ class FakeLlm:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 with fake._lock:
-                    fake.requests.append({"path": self.path, "authorization": self.headers.get("Authorization"),
-                                          "accept_encoding": self.headers.get("Accept-Encoding"),
-                                          "received_at": time.monotonic(), **body})
+                    fake.requests.append(
+                        {
+                            "path": self.path,
+                            "authorization": self.headers.get("Authorization"),
+                            "accept_encoding": self.headers.get("Accept-Encoding"),
+                            "received_at": time.monotonic(),
+                            **body,
+                        }
+                    )
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:
@@ -113,8 +121,11 @@ class FakeLlm:
                     return self._send(500, {"error": {"message": "the model is on fire", "type": "server_error"}})
                 if fake.mode == "busy" and fake.busy_left > 0:
                     fake.busy_left -= 1
-                    return self._send(429, {"error": {"message": "slow down", "type": "rate_limit"}},
-                                      {"Retry-After": str(fake.retry_after_s)})
+                    return self._send(
+                        429,
+                        {"error": {"message": "slow down", "type": "rate_limit"}},
+                        {"Retry-After": str(fake.retry_after_s)},
+                    )
                 if fake.mode == "slow":
                     time.sleep(fake.delay_s)
                 if fake.mode == "not-json-body":  # a proxy's error page, say, with a 200
@@ -126,18 +137,26 @@ class FakeLlm:
                 if fake.mode == "garbage":
                     return self._send(200, completion(body["model"], "I think the agent did fine!! 10/10"))
                 if fake.mode == "redirect":  # elsewhere, with a body that inflates to 64 MiB on the way
-                    return self._send(307, None, {"Location": "/v2/chat/completions?key=S3CRET", "Content-Encoding": "gzip"},
-                                      raw=gzip_bomb(), content_type="application/json")
+                    return self._send(
+                        307,
+                        None,
+                        {"Location": "/v2/chat/completions?key=S3CRET", "Content-Encoding": "gzip"},
+                        raw=gzip_bomb(),
+                        content_type="application/json",
+                    )
                 if fake.mode == "gzip-bomb":
-                    return self._send(200, None, {"Content-Encoding": "gzip"}, raw=gzip_bomb(),
-                                      content_type="application/json")
+                    return self._send(
+                        200, None, {"Content-Encoding": "gzip"}, raw=gzip_bomb(), content_type="application/json"
+                    )
                 if fake.mode.startswith("huge-"):
                     return self._stream_huge(declared=fake.mode == "huge-declared")
                 answer = fake.answer_for(body)
                 content = answer if isinstance(answer, str) else json.dumps(answer)
                 if fake.mode == "gzip":
                     payload = gzip.compress(json.dumps(completion(body["model"], content)).encode())
-                    return self._send(200, None, {"Content-Encoding": "gzip"}, raw=payload, content_type="application/json")
+                    return self._send(
+                        200, None, {"Content-Encoding": "gzip"}, raw=payload, content_type="application/json"
+                    )
                 self._send(200, completion(body["model"], content))
 
             def _stream_huge(self, declared: bool) -> None:
@@ -157,14 +176,22 @@ class FakeLlm:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client stopped reading
 
-            def _send(self, status: int, document: dict[str, Any] | None, headers: dict[str, str] | None = None,
-                      raw: bytes | None = None, content_type: str | None = None) -> None:
+            def _send(
+                self,
+                status: int,
+                document: dict[str, Any] | None,
+                headers: dict[str, str] | None = None,
+                raw: bytes | None = None,
+                content_type: str | None = None,
+            ) -> None:
                 payload = json.dumps(document).encode() if raw is None else raw
                 try:
                     self.send_response(status)
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)
-                    self.send_header("Content-Type", content_type or ("application/json" if raw is None else "text/html"))
+                    self.send_header(
+                        "Content-Type", content_type or ("application/json" if raw is None else "text/html")
+                    )
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)

@@ -64,9 +64,27 @@ class HostileMessages:
     def number(self) -> object:
         if not self.hostile:
             return self.rng.randrange(0, 60_000)
-        return self.rng.choice([0, -1, 2**63 - 1, 2**64 - 1, 2**64, -(2**63) - 1, 10**20, -(10**30),
-                                1e308, -1e308, 5e-324, 0.25, float("nan"), float("inf"), float("-inf"),
-                                self.rng.randrange(-10**6, 10**6), self.rng.random() * 1e15])
+        return self.rng.choice(
+            [
+                0,
+                -1,
+                2**63 - 1,
+                2**64 - 1,
+                2**64,
+                -(2**63) - 1,
+                10**20,
+                -(10**30),
+                1e308,
+                -1e308,
+                5e-324,
+                0.25,
+                float("nan"),
+                float("inf"),
+                float("-inf"),
+                self.rng.randrange(-(10**6), 10**6),
+                self.rng.random() * 1e15,
+            ]
+        )
 
     def free(self, depth: int = 0) -> object:
         if not self.hostile:
@@ -89,33 +107,62 @@ class HostileMessages:
         call_id = call_id or self.call_id()
         self.count += 1
         self.hostile = self.rng.random() < 0.35
-        kind = self.rng.choice(["call.started", "turn", "turn", "rtvi", "tool.call", "latency", "call.ended",
-                                "call.annotated", "transcript.corrected", "judge.result", "db.state", "watermark",
-                                "kb.retrieval", "bogus.type"])
+        kind = self.rng.choice(
+            [
+                "call.started",
+                "turn",
+                "turn",
+                "rtvi",
+                "tool.call",
+                "latency",
+                "call.ended",
+                "call.annotated",
+                "transcript.corrected",
+                "judge.result",
+                "db.state",
+                "watermark",
+                "kb.retrieval",
+                "bogus.type",
+            ]
+        )
         data: object = {
             "call.started": lambda: {"agent_id": "a", "variables": {"v": self.free()}},
-            "turn": lambda: {"role": self.rng.choice(["user", "agent", "bot"] if self.hostile else ["user", "agent"]),
-                             "text": self.text(),
-                             "start_ms": self.number(), "end_ms": self.number()},
+            "turn": lambda: {
+                "role": self.rng.choice(["user", "agent", "bot"] if self.hostile else ["user", "agent"]),
+                "text": self.text(),
+                "start_ms": self.number(),
+                "end_ms": self.number(),
+            },
             "rtvi": lambda: {"message": {"type": "metrics", "data": {"ttfb": self.free(), "tokens": self.free()}}},
-            "tool.call": lambda: {"name": "t", "arguments": self.rng.choice(["{}", "[" * 3000, self.text()]),
-                                  "result": self.free() if self.rng.random() < 0.8 else self.deep()},
+            "tool.call": lambda: {
+                "name": "t",
+                "arguments": self.rng.choice(["{}", "[" * 3000, self.text()]),
+                "result": self.free() if self.rng.random() < 0.8 else self.deep(),
+            },
             "latency": lambda: {"latency_ms": self.number()},
             "call.ended": lambda: {"stop_reason": "[EXIT]", "trace_metrics": {"m": self.free()}},
             "call.annotated": lambda: {"user_sentiment": self.rng.choice(["Positive", "Meh", None])},
             "transcript.corrected": lambda: {"turn_index": self.rng.choice([0, 1, 2**64, -1]), "text": self.text()},
             "judge.result": lambda: {"qa": {"x": self.free()}, "evaluation": {"score": self.number()}},
             "db.state": lambda: {"side": "agent", "db": {"t": self.free()}},
-            "watermark": lambda: {},
+            "watermark": dict,
             "kb.retrieval": lambda: {"passages": [self.text()]},
             "bogus.type": lambda: {"x": self.free()},
         }[kind]()
         if not self.hostile and kind == "bogus.type":
             kind, data = "turn", {"role": "user", "text": self.text()}
-        event = {"v": self.rng.choice([1, 1, 1, 1, 2, "1"]) if self.hostile else 1, "type": kind,
-                 "event_id": (self.rng.choice([f"{call_id}:{self.count}", f"{call_id}:{self.count}", "", "e" * 5000])
-                              if self.hostile else f"{call_id}:{self.count}"),
-                 "call_id": "__watermark__" if kind == "watermark" else call_id, "ts_ms": self.ts(), "data": data}
+        event = {
+            "v": self.rng.choice([1, 1, 1, 1, 2, "1"]) if self.hostile else 1,
+            "type": kind,
+            "event_id": (
+                self.rng.choice([f"{call_id}:{self.count}", f"{call_id}:{self.count}", "", "e" * 5000])
+                if self.hostile
+                else f"{call_id}:{self.count}"
+            ),
+            "call_id": "__watermark__" if kind == "watermark" else call_id,
+            "ts_ms": self.ts(),
+            "data": data,
+        }
         if self.hostile and self.rng.random() < 0.05:
             del event[self.rng.choice(list(event))]
         return event
@@ -130,13 +177,14 @@ class HostileMessages:
 
     def encoded(self, document: object) -> bytes:
         """MessagePack or JSON, whichever is drawn, else the other one that can hold it."""
+
         def as_json() -> bytes:
             return json.dumps(document, default=lambda value: value.decode("latin-1")).encode()
 
         def as_msgpack() -> bytes:
             return msgpack.packb(document, strict_map_key=False)
 
-        for encode in ((as_json, as_msgpack) if self.rng.random() < 0.5 else (as_msgpack, as_json)):
+        for encode in (as_json, as_msgpack) if self.rng.random() < 0.5 else (as_msgpack, as_json):
             try:
                 return encode()
             except (OverflowError, TypeError, ValueError, RecursionError):
@@ -144,8 +192,10 @@ class HostileMessages:
         return b'{"v": 1, "type": "turn", "unencodable": true}'  # (neither encoding holds it)
 
     def message(self) -> Fuzzed:
-        kind = self.rng.choices(["event", "batch", "random", "truncated", "mutated", "invalid-utf8", "stray", "huge",
-                                 "empty"], weights=[25, 20, 10, 10, 10, 8, 8, 1 if self.huge < MAX_HUGE else 0, 2])[0]
+        kind = self.rng.choices(
+            ["event", "batch", "random", "truncated", "mutated", "invalid-utf8", "stray", "huge", "empty"],
+            weights=[25, 20, 10, 10, 10, 8, 8, 1 if self.huge < MAX_HUGE else 0, 2],
+        )[0]
         if kind == "random":
             value = bytes(self.rng.randrange(256) for _ in range(self.rng.randrange(1, 300)))
         elif kind == "empty":

@@ -23,12 +23,20 @@ def settings_for(broker, prefix: str, partitions: int = 4) -> Settings:
     return Settings(broker=broker.url, topic_prefix=prefix, app_id=prefix, partitions=partitions)
 
 
-def start_worker(broker, prefix: str, partitions: int = 4, data_dir: str | None = None,
-                 env: dict[str, str] | None = None) -> WorkerProcess:
+def start_worker(
+    broker, prefix: str, partitions: int = 4, data_dir: str | None = None, env: dict[str, str] | None = None
+) -> WorkerProcess:
     data_dir = data_dir or tempfile.mkdtemp(prefix="callqa-worker-")
     worker = WorkerProcess(
-        broker.url, data_dir, log_path=f"{data_dir}/worker.log",
-        env={"CALLQA_TOPIC_PREFIX": prefix, "CALLQA_APP_ID": prefix, "CALLQA_PARTITIONS": str(partitions), **(env or {})},
+        broker.url,
+        data_dir,
+        log_path=f"{data_dir}/worker.log",
+        env={
+            "CALLQA_TOPIC_PREFIX": prefix,
+            "CALLQA_APP_ID": prefix,
+            "CALLQA_PARTITIONS": str(partitions),
+            **(env or {}),
+        },
     )
     worker.start()
     worker.wait_ready()
@@ -37,7 +45,12 @@ def start_worker(broker, prefix: str, partitions: int = 4, data_dir: str | None 
 
 def replay_results(log: str, partitions: int = 4, **engine_options) -> tuple[list[dict], object]:
     results: list[dict] = []
-    report = replay(read_log(log), CallEngine(**engine_options), partitions, lambda r: results.append(json.loads(msgspec.json.encode(r))))
+    report = replay(
+        read_log(log),
+        CallEngine(**engine_options),
+        partitions,
+        lambda r: results.append(json.loads(msgspec.json.encode(r))),
+    )
     return results, report
 
 
@@ -59,8 +72,16 @@ class Collected:
 
 def collect(settings: Settings, topic: str, until, timeout_s: float = 120.0) -> list[dict]:
     records: list[dict] = []
-    asyncio.run(read_topic(settings, topic, None, lambda k, v: records.append(json.loads(v)),
-                           until=lambda: until(records), timeout_s=timeout_s))
+    asyncio.run(
+        read_topic(
+            settings,
+            topic,
+            None,
+            lambda k, v: records.append(json.loads(v)),
+            until=lambda: until(records),
+            timeout_s=timeout_s,
+        )
+    )
     return records
 
 

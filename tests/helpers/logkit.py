@@ -13,7 +13,9 @@ T0 = 1_760_000_000_000
 SECOND = 1_000
 
 
-def build_log(path: str, calls: int = 120, turns: int = 6, seed: int = 3, inactivity_timeout_s: float | None = None) -> dict:
+def build_log(
+    path: str, calls: int = 120, turns: int = 6, seed: int = 3, inactivity_timeout_s: float | None = None
+) -> dict:
     rng = random.Random(seed)
     timeline: list[tuple[int, int, dict]] = []
     seq = 0
@@ -29,19 +31,49 @@ def build_log(path: str, calls: int = 120, turns: int = 6, seed: int = 3, inacti
     for c in range(calls):
         call_id = f"call-{c:04d}"
         t = T0 + c * 700
-        started = {"agent_id": f"agent-{c % 4}", "cohort_ids": ["support"], "run_id": "run-e2e",
-                   "scenario": {"name": f"d{c % 3}__s{c}"}}
+        started = {
+            "agent_id": f"agent-{c % 4}",
+            "cohort_ids": ["support"],
+            "run_id": "run-e2e",
+            "scenario": {"name": f"d{c % 3}__s{c}"},
+        }
         if inactivity_timeout_s is not None:
             started["inactivity_timeout_s"] = inactivity_timeout_s
         add(call_id, t, "call.started", started)
         offset = 0
         for k in range(turns):
-            user = add(call_id, t + 1000 + k * 4000, "turn", {"role": "user", "text": f"I need help with order {k}",
-                                                              "start_ms": offset, "end_ms": offset + 1500})
-            add(call_id, t + 2000 + k * 4000, "rtvi", {"side": "agent", "message": {"label": "rtvi-ai", "type": "metrics",
-                "data": {"tokens": [{"prompt_tokens": 100 + k, "completion_tokens": 20, "total_tokens": 120 + k}]}}})
-            add(call_id, t + 3000 + k * 4000, "turn", {"role": "agent", "text": f"Sure, order {k} is on its way",
-                                                       "start_ms": offset + 1500 + rng.randint(300, 2500), "end_ms": offset + 3800})
+            user = add(
+                call_id,
+                t + 1000 + k * 4000,
+                "turn",
+                {"role": "user", "text": f"I need help with order {k}", "start_ms": offset, "end_ms": offset + 1500},
+            )
+            add(
+                call_id,
+                t + 2000 + k * 4000,
+                "rtvi",
+                {
+                    "side": "agent",
+                    "message": {
+                        "label": "rtvi-ai",
+                        "type": "metrics",
+                        "data": {
+                            "tokens": [{"prompt_tokens": 100 + k, "completion_tokens": 20, "total_tokens": 120 + k}]
+                        },
+                    },
+                },
+            )
+            add(
+                call_id,
+                t + 3000 + k * 4000,
+                "turn",
+                {
+                    "role": "agent",
+                    "text": f"Sure, order {k} is on its way",
+                    "start_ms": offset + 1500 + rng.randint(300, 2500),
+                    "end_ms": offset + 3800,
+                },
+            )
             offset += 4000
             if rng.random() < 0.05:
                 timeline.append((user["ts_ms"] + 1, seq, user))  # the producer sent it twice
@@ -52,17 +84,47 @@ def build_log(path: str, calls: int = 120, turns: int = 6, seed: int = 3, inacti
             continue
         add(call_id, end, "call.ended", {"stop_reason": "[EXIT]"})
         if c % 3 == 0:
-            add(call_id, end + 5000, "call.annotated", {"user_sentiment": rng.choice(["Positive", "Neutral", "Negative"])})
+            add(
+                call_id,
+                end + 5000,
+                "call.annotated",
+                {"user_sentiment": rng.choice(["Positive", "Neutral", "Negative"])},
+            )
     timeline.sort(key=lambda item: (item[0], item[1]))
     lines = [json.dumps(ev) for _, _, ev in timeline]
-    for position, bad in ((10, "this is not an event"), (50, json.dumps({"v": 1, "event_id": "bad-1", "call_id": "call-0001",
-                           "ts_ms": T0, "type": "turn", "data": {"role": "bot", "text": "x"}})),
-                          (90, json.dumps({"v": 1, "event_id": "bad-2", "call_id": "call-0002", "ts_ms": T0, "type": "no.such.type", "data": {}}))):
+    for position, bad in (
+        (10, "this is not an event"),
+        (
+            50,
+            json.dumps(
+                {
+                    "v": 1,
+                    "event_id": "bad-1",
+                    "call_id": "call-0001",
+                    "ts_ms": T0,
+                    "type": "turn",
+                    "data": {"role": "bot", "text": "x"},
+                }
+            ),
+        ),
+        (
+            90,
+            json.dumps(
+                {"v": 1, "event_id": "bad-2", "call_id": "call-0002", "ts_ms": T0, "type": "no.such.type", "data": {}}
+            ),
+        ),
+    ):
         lines.insert(position, bad)
         stats["malformed"] += 1
     # A retrieval that returned a whole manual: over the 1 MiB message limit.
-    huge = {"v": 1, "event_id": "bad-3", "call_id": "call-0003", "ts_ms": T0, "type": "kb.retrieval",
-            "data": {"passages": ["policy text " * 100_000]}}
+    huge = {
+        "v": 1,
+        "event_id": "bad-3",
+        "call_id": "call-0003",
+        "ts_ms": T0,
+        "type": "kb.retrieval",
+        "data": {"passages": ["policy text " * 100_000]},
+    }
     lines.insert(min(120, len(lines)), json.dumps(huge))
     stats["malformed"] += 1
     with open(path, "w") as handle:
@@ -81,10 +143,12 @@ def edge_log(rng: random.Random) -> list[bytes]:
         ts = T0 + rng.randint(0, 20 * SECOND)
         n = 0
 
-        def add(type_: str, data: dict, at: int) -> None:
+        def add(type_: str, data: dict, at: int, call_id: str = call_id) -> None:
             nonlocal n
             n += 1
-            events.append({"v": 1, "type": type_, "event_id": f"{call_id}:{n}", "call_id": call_id, "ts_ms": at, "data": data})
+            events.append(
+                {"v": 1, "type": type_, "event_id": f"{call_id}:{n}", "call_id": call_id, "ts_ms": at, "data": data}
+            )
 
         add("call.started", {"agent_id": "a1", "inactivity_timeout_s": rng.choice([1, 2, 5])}, ts)
         for _ in range(rng.randint(1, 8)):
@@ -109,8 +173,12 @@ def sent(log: list[bytes], partitions: int, batch_size: int) -> dict[int, list[b
     messages = [m for raw in log for m in plan.add(raw)] + plan.finish()
     topic: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
     for message in messages:
-        partition = message.partition if message.partition is not None else partition_for(message.key.decode(), partitions)
+        partition = (
+            message.partition if message.partition is not None else partition_for(message.key.decode(), partitions)
+        )
         topic[partition].append(message.value)
     for partition in range(partitions):
-        topic[partition].extend(end_of_input_messages(plan.end_ts_ms or 0, partition, plan.report.calls.get(partition, ())))
+        topic[partition].extend(
+            end_of_input_messages(plan.end_ts_ms or 0, partition, plan.report.calls.get(partition, ()))
+        )
     return topic

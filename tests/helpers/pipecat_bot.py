@@ -4,8 +4,8 @@ holds, the frames a real bot's transport, STT, LLM and TTS push, through a real 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from pipecat.clocks.base_clock import BaseClock
 from pipecat.frames.frames import (
@@ -84,17 +84,29 @@ class ScriptedBot(FrameProcessor):
         self.done.set()
 
 
-def worker_for(bot: ScriptedBot, observers: list, processors: Sequence[FrameProcessor] = (),
-               after: Sequence[FrameProcessor] = (), **options) -> PipelineWorker:
+def worker_for(
+    bot: ScriptedBot,
+    observers: list,
+    processors: Sequence[FrameProcessor] = (),
+    after: Sequence[FrameProcessor] = (),
+    **options,
+) -> PipelineWorker:
     """`processors` come before the bot in the pipeline, `after` after it."""
-    worker = PipelineWorker(Pipeline([*processors, bot, *after]), clock=bot._clock, observers=observers,
-                            params=PipelineParams(enable_metrics=True, enable_usage_metrics=True),
-                            idle_timeout_secs=None, **options)
+    worker = PipelineWorker(
+        Pipeline([*processors, bot, *after]),
+        clock=bot._clock,
+        observers=observers,
+        params=PipelineParams(enable_metrics=True, enable_usage_metrics=True),
+        idle_timeout_secs=None,
+        **options,
+    )
     bot.worker = worker
     return worker
 
 
-async def run_bot(script: Sequence[At], observers: list, processors: Sequence[FrameProcessor] = (), **options) -> PipelineWorker:
+async def run_bot(
+    script: Sequence[At], observers: list, processors: Sequence[FrameProcessor] = (), **options
+) -> PipelineWorker:
     bot = ScriptedBot(ScriptClock(), script)
     worker = worker_for(bot, observers, processors, **options)
     await run_worker(worker)
@@ -121,14 +133,30 @@ def two_turn_call() -> list[At]:
         At(2_400, TranscriptionFrame("Where is my order 4521?", "user-1", "2026-12-06T06:00:00Z", finalized=True)),
         At(2_500, UserStoppedSpeakingFrame()),
         At(2_600, LLMFullResponseStartFrame()),
-        At(2_700, FunctionCallInProgressFrame(function_name="lookup_order", tool_call_id="call-1",
-                                              arguments=TOOL_ARGUMENTS)),
-        At(2_900, FunctionCallResultFrame(function_name="lookup_order", tool_call_id="call-1",
-                                          arguments=TOOL_ARGUMENTS, result=TOOL_RESULT)),
+        At(
+            2_700,
+            FunctionCallInProgressFrame(function_name="lookup_order", tool_call_id="call-1", arguments=TOOL_ARGUMENTS),
+        ),
+        At(
+            2_900,
+            FunctionCallResultFrame(
+                function_name="lookup_order", tool_call_id="call-1", arguments=TOOL_ARGUMENTS, result=TOOL_RESULT
+            ),
+        ),
         At(3_000, MetricsFrame(data=[TTFBMetricsData(processor="OpenAILLMService#0", model="gpt-4o", value=0.45)])),
         At(3_050, LLMTextFrame("It shipped and arrives Friday.")),
-        At(3_100, MetricsFrame(data=[LLMUsageMetricsData(processor="OpenAILLMService#0", model="gpt-4o", value=LLMTokenUsage(
-            prompt_tokens=120, completion_tokens=9, total_tokens=129))])),
+        At(
+            3_100,
+            MetricsFrame(
+                data=[
+                    LLMUsageMetricsData(
+                        processor="OpenAILLMService#0",
+                        model="gpt-4o",
+                        value=LLMTokenUsage(prompt_tokens=120, completion_tokens=9, total_tokens=129),
+                    )
+                ]
+            ),
+        ),
         At(3_150, LLMFullResponseEndFrame()),
         At(3_200, MetricsFrame(data=[TTFBMetricsData(processor="CartesiaTTSService#0", value=0.2)])),
         At(3_300, BotStartedSpeakingFrame()),

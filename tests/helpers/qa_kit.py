@@ -1,4 +1,5 @@
 """Run one call through the engine and pick a QA metric's entry out of the published result."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,8 +16,9 @@ def metric(result: CallResult, name: str) -> MetricResult:
     return entry
 
 
-def call_events(*middle: Any, started_ts: int | None = START_TS, ended_ts: int = END_TS,
-                ended: dict[str, Any] | None = None) -> list:
+def call_events(
+    *middle: Any, started_ts: int | None = START_TS, ended_ts: int = END_TS, ended: dict[str, Any] | None = None
+) -> list:
     """`call.started` (unless `started_ts` is None), the given events, then `call.ended`."""
     head = [] if started_ts is None else [event("call.started", {"agent_id": "a1"}, ts_ms=started_ts)]
     tail = [event("call.ended", {"stop_reason": "hangup", **(ended or {})}, ts_ms=ended_ts)]

@@ -1,4 +1,5 @@
 """Build per-call result documents for the run-summary tests by hand, with the seed's metrics.json keys."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -8,10 +9,18 @@ from models.results import CallResult
 RUN = "run-1"
 
 
-def metrics_doc(name: str, *, is_successful: bool | str = True, is_task_successful: bool | None = None,
-                clean_exit: bool = True, is_action_match: bool | str = "N/A", latencies_ms: tuple[float, ...] = (),
-                agent_tokens: tuple[int, int, int] = (0, 0, 0), user_tokens: tuple[int, int, int] = (0, 0, 0),
-                **conditional: Any) -> dict[str, Any]:
+def metrics_doc(
+    name: str,
+    *,
+    is_successful: bool | str = True,
+    is_task_successful: bool | None = None,
+    clean_exit: bool = True,
+    is_action_match: bool | str = "N/A",
+    latencies_ms: tuple[float, ...] = (),
+    agent_tokens: tuple[int, int, int] = (0, 0, 0),
+    user_tokens: tuple[int, int, int] = (0, 0, 0),
+    **conditional: Any,
+) -> dict[str, Any]:
     """A metrics.json document: the always-present keys in the seed's order, then `conditional` ones.
 
     `is_task_successful` defaults to `is_successful` and is left out when that is "N/A", as the runner does.
@@ -32,12 +41,13 @@ def metrics_doc(name: str, *, is_successful: bool | str = True, is_task_successf
         "simulator_end_reported": False,
         "last_speaker": "agent",
         "conversation_end_policy": "tool-only",
-        "conversation_end_reason": ("agent_end_conversation_tool" if clean_exit
-                                    else "agent_end_conversation_tool_missing"),
+        "conversation_end_reason": (
+            "agent_end_conversation_tool" if clean_exit else "agent_end_conversation_tool_missing"
+        ),
         "is_action_match": is_action_match,
         "token_usage": {
-            "agent": dict(zip(("n_calls", "prompt", "completion"), agent_tokens)),
-            "user": dict(zip(("n_calls", "prompt", "completion"), user_tokens)),
+            "agent": dict(zip(("n_calls", "prompt", "completion"), agent_tokens, strict=True)),
+            "user": dict(zip(("n_calls", "prompt", "completion"), user_tokens, strict=True)),
         },
         "success_breakdown": {"passed": [], "failed": [], "not_applicable": [], "excluded": []},
         "is_successful": is_successful,
@@ -73,16 +83,40 @@ def judge_doc(score: float = 1.0, nl_verdicts: list[bool] | None = None) -> dict
 
 def db_verdicts(*passed: bool) -> list[dict[str, Any]]:
     return [
-        {"func_name": f"check_{i}", "side": "agent", "passed": ok, "expected": True, "actual": ok, "message": None,
-         "error": None}
+        {
+            "func_name": f"check_{i}",
+            "side": "agent",
+            "passed": ok,
+            "expected": True,
+            "actual": ok,
+            "message": None,
+            "error": None,
+        }
         for i, ok in enumerate(passed)
     ]
 
 
-def call_result(call_id: str, evaluation: dict[str, Any], *, version: int = 1, run_id: str | None = RUN,
-                judge: dict[str, Any] | None = None) -> CallResult:
+def call_result(
+    call_id: str,
+    evaluation: dict[str, Any],
+    *,
+    version: int = 1,
+    run_id: str | None = RUN,
+    judge: dict[str, Any] | None = None,
+) -> CallResult:
     """A published result whose evaluation is `evaluation` (plus `judge_result` when `judge` is given)."""
     if judge is not None:
         evaluation = {**evaluation, "judge_result": judge}
-    return CallResult(call_id=call_id, version=version, final=True, agent_id="agent-1", cohort_ids=[], run_id=run_id,
-                      ended_ts_ms=None, event_ts_ms=None, metrics=[], cohorts=[], evaluation=evaluation)
+    return CallResult(
+        call_id=call_id,
+        version=version,
+        final=True,
+        agent_id="agent-1",
+        cohort_ids=[],
+        run_id=run_id,
+        ended_ts_ms=None,
+        event_ts_ms=None,
+        metrics=[],
+        cohorts=[],
+        evaluation=evaluation,
+    )

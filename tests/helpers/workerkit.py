@@ -17,7 +17,9 @@ from streams.worker.message_flow import MessageFlow
 
 
 def message(type_: str, data: dict, event_id: str, ts: int, call_id: str = "c1") -> bytes:
-    return json.dumps({"v": 1, "type": type_, "event_id": event_id, "call_id": call_id, "ts_ms": ts, "data": data}).encode()
+    return json.dumps(
+        {"v": 1, "type": type_, "event_id": event_id, "call_id": call_id, "ts_ms": ts, "data": data}
+    ).encode()
 
 
 @dataclass
@@ -66,8 +68,9 @@ class DictSink:
         self.acknowledged.extend(acks)
 
 
-def handle_as_the_worker_does(live: LiveScorer, raw: bytes, offset: int, table: dict[bytes, bytes],
-                              write: bool = True) -> Outbox:
+def handle_as_the_worker_does(
+    live: LiveScorer, raw: bytes, offset: int, table: dict[bytes, bytes], write: bool = True
+) -> Outbox:
     """One message of partition 0 as the worker performs it; `write`: the partition's segment is due
     (everything staged, forgetting's table changes and the watermark are written), or not yet."""
     live.book.segment_seconds, live.book.segment_bytes = (0.0, SEGMENT_BYTES) if write else (math.inf, sys.maxsize)

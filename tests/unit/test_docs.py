@@ -93,8 +93,14 @@ def link_problems(path: Path, root: Path = ROOT) -> list[str]:
 
 
 def test_the_docs_exist() -> None:
-    for name in ("README.md", "docs/README.md", "docs/reference/cli.md", "docs/reference/configuration.md",
-                 "docs/performance.md", "LICENSE"):
+    for name in (
+        "README.md",
+        "docs/README.md",
+        "docs/reference/cli.md",
+        "docs/reference/configuration.md",
+        "docs/performance.md",
+        "LICENSE",
+    ):
         assert (ROOT / name).is_file(), name
 
 
@@ -109,15 +115,19 @@ def test_every_relative_link_resolves(path: Path) -> None:
 
 def test_the_link_check_sees_a_broken_file_and_a_broken_anchor(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("# A title\n\n## Späte Ereignisse: `late` events\n\n"
-                    "[ok](#a-title) [ok](#späte-ereignisse-late-events) [gone](missing.md) [bad](#no-such-heading) [web](https://example.com/x)\n"
-                    "```\n[in code](nowhere.md)\n```\n", encoding="utf-8")
+    page.write_text(
+        "# A title\n\n## Späte Ereignisse: `late` events\n\n"
+        "[ok](#a-title) [ok](#späte-ereignisse-late-events) [gone](missing.md) [bad](#no-such-heading) [web](https://example.com/x)\n"
+        "```\n[in code](nowhere.md)\n```\n",
+        encoding="utf-8",
+    )
     problems = link_problems(page, root=tmp_path)
     assert len(problems) == 2
     assert "no file missing.md" in problems[0] and "no heading #no-such-heading" in problems[1]
 
 
 # --- the command line -------------------------------------------------------------------------------
+
 
 def build_parser() -> argparse.ArgumentParser:
     try:
@@ -135,15 +145,24 @@ def commands() -> dict[str, argparse.ArgumentParser]:
 
 
 def long_options(parser: argparse.ArgumentParser) -> list[str]:
-    return sorted({option for action in parser._actions for option in action.option_strings
-                   if option.startswith("--") and option != "--help"})
+    return sorted(
+        {
+            option
+            for action in parser._actions
+            for option in action.option_strings
+            if option.startswith("--") and option != "--help"
+        }
+    )
 
 
 def subcommands(parser: argparse.ArgumentParser) -> list[str]:
     """The fixed words a command takes as its first argument (`tail results`, `publish rules`)."""
-    return [str(choice) for action in parser._actions
-            if not action.option_strings and action.choices and not isinstance(action, argparse._SubParsersAction)
-            for choice in action.choices]
+    return [
+        str(choice)
+        for action in parser._actions
+        if not action.option_strings and action.choices and not isinstance(action, argparse._SubParsersAction)
+        for choice in action.choices
+    ]
 
 
 def sections(path: Path) -> dict[str, str]:
@@ -173,12 +192,21 @@ def cli_problems(doc: Path) -> list[str]:
         if section is None:
             problems.append(f"command {name}: no section '## callqa {name}'")
             continue
-        problems += [f"command {name}: option {option} undocumented" for option in long_options(parser)
-                     if not mentions(section, option) and not mentions(shared, option)]
-        problems += [f"command {name}: `callqa {name} {word}` undocumented" for word in subcommands(parser)
-                     if f"callqa {name} {word}" not in section]
-    problems += [f"section '{heading}' documents no command" for heading in documented
-                 if heading.startswith("callqa ") and heading.split()[1] not in known]
+        problems += [
+            f"command {name}: option {option} undocumented"
+            for option in long_options(parser)
+            if not mentions(section, option) and not mentions(shared, option)
+        ]
+        problems += [
+            f"command {name}: `callqa {name} {word}` undocumented"
+            for word in subcommands(parser)
+            if f"callqa {name} {word}" not in section
+        ]
+    problems += [
+        f"section '{heading}' documents no command"
+        for heading in documented
+        if heading.startswith("callqa ") and heading.split()[1] not in known
+    ]
     return problems
 
 
@@ -201,6 +229,7 @@ def test_the_cli_check_sees_a_command_left_out(tmp_path: Path) -> None:
 
 
 # --- configuration ----------------------------------------------------------------------------------
+
 
 def known_variables() -> set[str]:
     """Every variable the settings read: `CALLQA_<NAME>` for each field of `Settings`, and the
@@ -226,8 +255,9 @@ def configuration_problems(doc: Path) -> list[str]:
     known = known_variables()
     problems = [f"{name} undocumented" for name in sorted(known - documented)]
     mentioned = set(re.findall(r"\bCALLQA_[A-Z0-9_]*[A-Z0-9]\b", doc.read_text(encoding="utf-8")))
-    problems += [f"{name} is documented but is no setting" for name in sorted(mentioned - known)
-                 if name not in ("CALLQA_BROKR",)]  # (the page's example of a mistyped name)
+    problems += [
+        f"{name} is documented but is no setting" for name in sorted(mentioned - known) if name not in ("CALLQA_BROKR",)
+    ]  # (the page's example of a mistyped name)
     return problems
 
 
@@ -236,8 +266,11 @@ def test_every_configuration_variable_is_in_the_reference() -> None:
 
 
 def test_the_configuration_check_sees_a_variable_left_out(tmp_path: Path) -> None:
-    lines = [line for line in CONFIGURATION_DOC.read_text(encoding="utf-8").splitlines()
-             if not line.startswith("| `CALLQA_JUDGE_QUEUE_SIZE`")]
+    lines = [
+        line
+        for line in CONFIGURATION_DOC.read_text(encoding="utf-8").splitlines()
+        if not line.startswith("| `CALLQA_JUDGE_QUEUE_SIZE`")
+    ]
     doc = tmp_path / "configuration.md"
     doc.write_text("\n".join(lines), encoding="utf-8")
     assert configuration_problems(doc) == ["CALLQA_JUDGE_QUEUE_SIZE undocumented"]

@@ -16,8 +16,20 @@ ROOT = REPO
 # What each layer may not import, by top-level package.
 FORBIDDEN = {
     "models": {"scorers", "streams", "faust", "mode", "aiokafka", "aiohttp", "openai", "httpx", "rocksdict"},
-    "scorers": {"streams", "faust", "mode", "aiokafka", "aiohttp", "openai", "httpx", "rocksdict", "socket",
-                "subprocess", "requests", "urllib"},
+    "scorers": {
+        "streams",
+        "faust",
+        "mode",
+        "aiokafka",
+        "aiohttp",
+        "openai",
+        "httpx",
+        "rocksdict",
+        "socket",
+        "subprocess",
+        "requests",
+        "urllib",
+    },
 }
 
 
@@ -46,15 +58,19 @@ def modules(layer: str) -> list[Path]:
 def test_a_layer_imports_nothing_above_it_nor_any_io_client(layer):
     found = modules(layer)
     assert len(found) > 5  # (the layer is where this test looks for it)
-    crossings = {str(path.relative_to(ROOT)): sorted(imported_packages(path) & FORBIDDEN[layer])
-                 for path in found if str(path.relative_to(ROOT)) not in EXEMPT}
+    crossings = {
+        str(path.relative_to(ROOT)): sorted(imported_packages(path) & FORBIDDEN[layer])
+        for path in found
+        if str(path.relative_to(ROOT)) not in EXEMPT
+    }
     assert {module: names for module, names in crossings.items() if names} == {}
 
 
 def test_the_import_reader_sees_imports_inside_functions(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("import json\n\ndef f():\n    from streams.worker.live_scorer import LiveScorer\n    import "
-                      "aiokafka.errors\n")
+    module.write_text(
+        "import json\n\ndef f():\n    from streams.worker.live_scorer import LiveScorer\n    import aiokafka.errors\n"
+    )
     assert imported_packages(module) == {"json", "streams", "aiokafka"}
 
 
@@ -98,8 +114,11 @@ def test_streams_sub_packages_import_only_what_lies_below_them():
     for package in sorted(p.name for p in (ROOT / "streams").iterdir() if (p / "__init__.py").exists()):
         allowed = STREAMS_ALLOWED[package] | {package}
         for path in sorted((ROOT / "streams" / package).rglob("*.py")):
-            below = {name.split(".")[1] for name in imported_modules(path)
-                     if name.startswith("streams.") and (ROOT / "streams" / name.split(".")[1]).is_dir()}
+            below = {
+                name.split(".")[1]
+                for name in imported_modules(path)
+                if name.startswith("streams.") and (ROOT / "streams" / name.split(".")[1]).is_dir()
+            }
             if below - allowed:
                 crossings[str(path.relative_to(ROOT))] = sorted(below - allowed)
     assert crossings == {}
@@ -111,6 +130,8 @@ def test_the_top_of_streams_holds_only_the_shared_modules():
 
 def test_imports_that_only_name_a_type_are_not_counted(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from streams.worker.app import X\n"
-                      "import streams.kafka.clients\n")
+    module.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from streams.worker.app import X\n"
+        "import streams.kafka.clients\n"
+    )
     assert imported_modules(module) == {"typing", "streams.kafka.clients"}

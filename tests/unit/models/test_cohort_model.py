@@ -70,8 +70,9 @@ def test_pass_threshold_defaults_to_70():
 
 def test_a_criterion_without_kind_is_a_rule_and_kind_llm_is_an_llm_criterion():
     rule, llm = decode_cohort(DOC, KNOWN).criteria
-    assert rule == RuleCriterion(name="ended normally", field="evaluation.stop_reason", op="eq", value="[EXIT]",
-                                 weight=1)
+    assert rule == RuleCriterion(
+        name="ended normally", field="evaluation.stop_reason", op="eq", value="[EXIT]", weight=1
+    )
     assert llm == LlmCriterion(name="resolved", question="Did the agent resolve the caller's issue?", weight=3)
 
 
@@ -103,7 +104,8 @@ def test_unknown_metric_names_it_and_lists_the_known_metrics():
 
 def test_a_metric_listed_twice_is_refused():
     assert "`metrics[1].metric`: metric 'wer' is listed twice" in error_of(
-        doc(metrics=[{"metric": "wer"}, {"metric": "wer"}]))
+        doc(metrics=[{"metric": "wer"}, {"metric": "wer"}])
+    )
 
 
 @pytest.mark.parametrize(
@@ -152,7 +154,8 @@ def test_empty_name_is_refused_unless_deleting():
 def test_an_llm_criterion_needs_a_question():
     assert "`criteria[0]`" in error_of(doc(criteria=[{"name": "a", "kind": "llm"}]))
     assert "`criteria[0].question` must not be empty" in error_of(
-        doc(criteria=[{"name": "a", "kind": "llm", "question": " "}]))
+        doc(criteria=[{"name": "a", "kind": "llm", "question": " "}])
+    )
 
 
 def test_criterion_names_must_be_unique():
@@ -192,12 +195,20 @@ def test_all_problems_are_reported_at_once():
 
 
 def test_a_type_error_is_reported_with_the_other_problems_not_alone():
-    message = error_of(doc(pass_threshold=170, metrics=[{"metric": "latencyy"}, {"metric": "wer", "weight": "x"}],
-                           criteria=[{**RULE, "op": "zz"}]))
+    message = error_of(
+        doc(
+            pass_threshold=170,
+            metrics=[{"metric": "latencyy"}, {"metric": "wer", "weight": "x"}],
+            criteria=[{**RULE, "op": "zz"}],
+        )
+    )
     assert message.startswith("invalid cohort")
-    for problem in ("`pass_threshold`: Expected a number <= 100", "`metrics[0]`: unknown metric 'latencyy'",
-                    "`metrics[1].weight`: Expected `int | float`, got `str`",
-                    "`criteria[0].op`: Invalid enum value 'zz'"):
+    for problem in (
+        "`pass_threshold`: Expected a number <= 100",
+        "`metrics[0]`: unknown metric 'latencyy'",
+        "`metrics[1].weight`: Expected `int | float`, got `str`",
+        "`criteria[0].op`: Invalid enum value 'zz'",
+    ):
         assert problem in message
 
 
@@ -212,20 +223,30 @@ def test_a_document_that_is_not_an_object_is_a_cohort_error():
 RULE = {"name": "r", "field": "evaluation.stop_reason", "op": "eq"}
 
 
-@pytest.mark.parametrize(("changes", "problem"), [
-    ({"name": "N" * 201}, "`name` is 201 characters long, more than 200"),
-    ({"cohort_id": "c" * 201}, "`cohort_id` is 201 characters long, more than 200"),
-    ({"agents": ["a"] * 101}, "`agents` lists 101 patterns, more than 100"),
-    ({"metrics": [{"metric": "wer"}] * 101}, "`metrics` lists 101 metrics, more than 100"),
-    ({"agents": ["a" * 201]}, "`agents[0]` is 201 characters long, more than 200"),
-    ({"criteria": [{**RULE, "name": f"r{i}"} for i in range(51)]}, "`criteria` lists 51 criteria, more than 50"),
-    ({"criteria": [{"kind": "llm", "name": "q", "question": "?" * 2001}]}, "`criteria[0].question` is 2001 characters"),
-    ({"criteria": [{**RULE, "value": json.loads("[" * 9 + "]" * 9)}]},
-     "`criteria[0].value`: is nested more than 8 levels deep"),
-    ({"criteria": [{**RULE, "op": "in", "value": list(range(1001))}]},
-     "`criteria[0].value`: holds more than 1000 items"),
-    ({"criteria": [{**RULE, "value": "x" * 1001}]}, "`criteria[0].value`: holds a string of 1001 characters"),
-])
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"name": "N" * 201}, "`name` is 201 characters long, more than 200"),
+        ({"cohort_id": "c" * 201}, "`cohort_id` is 201 characters long, more than 200"),
+        ({"agents": ["a"] * 101}, "`agents` lists 101 patterns, more than 100"),
+        ({"metrics": [{"metric": "wer"}] * 101}, "`metrics` lists 101 metrics, more than 100"),
+        ({"agents": ["a" * 201]}, "`agents[0]` is 201 characters long, more than 200"),
+        ({"criteria": [{**RULE, "name": f"r{i}"} for i in range(51)]}, "`criteria` lists 51 criteria, more than 50"),
+        (
+            {"criteria": [{"kind": "llm", "name": "q", "question": "?" * 2001}]},
+            "`criteria[0].question` is 2001 characters",
+        ),
+        (
+            {"criteria": [{**RULE, "value": json.loads("[" * 9 + "]" * 9)}]},
+            "`criteria[0].value`: is nested more than 8 levels deep",
+        ),
+        (
+            {"criteria": [{**RULE, "op": "in", "value": list(range(1001))}]},
+            "`criteria[0].value`: holds more than 1000 items",
+        ),
+        ({"criteria": [{**RULE, "value": "x" * 1001}]}, "`criteria[0].value`: holds a string of 1001 characters"),
+    ],
+)
 def test_a_cohort_too_large_for_the_results_that_carry_it_is_refused_naming_the_field(changes, problem):
     assert problem in error_of(doc(**changes))
 
@@ -241,8 +262,10 @@ def test_an_error_names_twenty_problems_and_counts_the_rest():
 
 
 def test_a_cohort_at_every_bound_is_taken():
-    at_bounds = doc(name="N" * 200, agents=["a" * 200] * 100,
-                    criteria=[{**RULE, "name": f"r{i}", "value": json.loads("[" * 7 + "1" + "]" * 7)}
-                              for i in range(49)]
-                    + [{**RULE, "name": "many", "op": "in", "value": ["x" * 1000] * 999}])
+    at_bounds = doc(
+        name="N" * 200,
+        agents=["a" * 200] * 100,
+        criteria=[{**RULE, "name": f"r{i}", "value": json.loads("[" * 7 + "1" + "]" * 7)} for i in range(49)]
+        + [{**RULE, "name": "many", "op": "in", "value": ["x" * 1000] * 999}],
+    )
     assert decode_cohort(at_bounds, KNOWN).name == "N" * 200

@@ -34,7 +34,7 @@ def examples() -> list[tuple[str, str]]:
         if heading:
             section = heading.group(1)
         elif block.startswith("```json") and section is not None:
-            found.append((section, block[len("```json\n"):-len("```")]))
+            found.append((section, block[len("```json\n") : -len("```")]))
     return found
 
 

@@ -113,8 +113,9 @@ def test_a_result_whose_success_is_not_applicable_validates_without_is_task_succ
     from tests.helpers.eventkit import event, run_call
 
     scenario = {"name": "s", "success_signals": ["is_action_match"], "min_agent_turns": 0}
-    _, results = run_call([event("call.started", {"agent_id": "a", "scenario": scenario}),
-                           event("call.ended", {"stop_reason": "[EXIT]"})])
+    _, results = run_call(
+        [event("call.started", {"agent_id": "a", "scenario": scenario}), event("call.ended", {"stop_reason": "[EXIT]"})]
+    )
     document = json.loads(msgspec.json.encode(results[-1]))
     assert document["evaluation"]["is_successful"] == "N/A" and "is_task_successful" not in document["evaluation"]
     validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "result.json").read_text()))
@@ -123,14 +124,22 @@ def test_a_result_whose_success_is_not_applicable_validates_without_is_task_succ
     assert not validator.is_valid(boolean)  # a verdict comes with is_task_successful
 
 
-@pytest.mark.parametrize("document, accepted", [
-    ({"cohort_id": "c", "name": "C", "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": "a"}]}, True),
-    ({"cohort_id": "c", "deleted": True}, True),
-    ({"cohort_id": "c"}, False),
-    ({"cohort_id": "c", "name": "C", "metrics": [{"metric": "nope"}]}, False),
-    ({"cohort_id": "c", "name": "C", "criteria": [{"name": "r", "field": "agent_id", "op": "in", "value": "a"}]},
-     False),
-])
+@pytest.mark.parametrize(
+    "document, accepted",
+    [
+        (
+            {"cohort_id": "c", "name": "C", "criteria": [{"name": "r", "field": "agent_id", "op": "eq", "value": "a"}]},
+            True,
+        ),
+        ({"cohort_id": "c", "deleted": True}, True),
+        ({"cohort_id": "c"}, False),
+        ({"cohort_id": "c", "name": "C", "metrics": [{"metric": "nope"}]}, False),
+        (
+            {"cohort_id": "c", "name": "C", "criteria": [{"name": "r", "field": "agent_id", "op": "in", "value": "a"}]},
+            False,
+        ),
+    ],
+)
 def test_the_cohort_schema_accepts_what_the_decoder_accepts(document, accepted):
     from models.cohorts import CohortError, decode_cohort
     from scorers.registry import qa_metrics
@@ -168,8 +177,23 @@ def test_alert_events_and_the_sample_rules_validate_against_their_schemas(tmp_pa
 
     samples = REPO / "samples"
     alerts = tmp_path / "alerts.jsonl"
-    assert main(["replay", str(SAMPLE), "--out", str(tmp_path / "results.jsonl"), "--jobs", "1",
-                 "--rules", str(samples / "alert-rules.toml"), "--alerts-out", str(alerts)]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(SAMPLE),
+                "--out",
+                str(tmp_path / "results.jsonl"),
+                "--jobs",
+                "1",
+                "--rules",
+                str(samples / "alert-rules.toml"),
+                "--alerts-out",
+                str(alerts),
+            ]
+        )
+        == 0
+    )
     documents = [json.loads(line) for line in alerts.read_text().splitlines()]
     assert {document["state"] for document in documents} == {"pending", "firing"}
     validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "alert.json").read_text()))
@@ -180,8 +204,9 @@ def test_alert_events_and_the_sample_rules_validate_against_their_schemas(tmp_pa
     validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "alert-rule.json").read_text()))
     for rule in rules:
         assert validator.is_valid(rule), list(validator.iter_errors(rule))[:1]
-    assert (not validator.is_valid({**rules[0], "fire_below": 1.5})
-            and not validator.is_valid({**rules[0], "colour": "red"}))
+    assert not validator.is_valid({**rules[0], "fire_below": 1.5}) and not validator.is_valid(
+        {**rules[0], "colour": "red"}
+    )
 
 
 def _cohort_accepted(document) -> bool:
@@ -206,39 +231,49 @@ def _rule_accepted(document) -> bool:
         return False
 
 
-COHORT = {"cohort_id": "c", "name": "C", "agents": ["billing-*"], "metrics": [{"metric": "wer"}],
-          "criteria": [{"name": "r", "field": "evaluation.stop_reason", "op": "eq", "value": "[EXIT]"},
-                       {"name": "q", "kind": "llm", "question": "Resolved?"}]}
+COHORT = {
+    "cohort_id": "c",
+    "name": "C",
+    "agents": ["billing-*"],
+    "metrics": [{"metric": "wer"}],
+    "criteria": [
+        {"name": "r", "field": "evaluation.stop_reason", "op": "eq", "value": "[EXIT]"},
+        {"name": "q", "kind": "llm", "question": "Resolved?"},
+    ],
+}
 
 
 def _rule(**change):
     return {**COHORT["criteria"][0], **change}
 
 
-@pytest.mark.parametrize("change", [
-    {},
-    {"cohort_id": " "},
-    {"cohort_id": "a\x01b"},
-    {"cohort_id": "x" * 201},
-    {"name": "x" * 201},
-    {"agents": [""]},
-    {"agents": ["a"] * 101},
-    {"criteria": [_rule(op="lt", value=[1])]},
-    {"criteria": [_rule(op="lt")]},
-    {"criteria": [_rule(op="lt", value=3)]},
-    {"criteria": [_rule(op="contains", value=None)]},
-    {"criteria": [_rule(op="contains", value=True)]},
-    {"criteria": [_rule(op="exists", value=1)]},
-    {"criteria": [_rule(op="exists")]},
-    {"criteria": [_rule(field="foo.bar")]},
-    {"criteria": [_rule(field="metrics.nope.value")]},
-    {"criteria": [_rule(field="metrics.wer.score")]},
-    {"criteria": [_rule(field="a..b")]},
-    {"criteria": [_rule(name=" ")]},
-    {"criteria": [{"name": "q", "kind": "llm", "question": ""}]},
-    {"criteria": [{"name": "q", "kind": "llm", "question": "x" * 2001}]},
-    {"criteria": [_rule(name=f"r{i}") for i in range(51)]},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"cohort_id": " "},
+        {"cohort_id": "a\x01b"},
+        {"cohort_id": "x" * 201},
+        {"name": "x" * 201},
+        {"agents": [""]},
+        {"agents": ["a"] * 101},
+        {"criteria": [_rule(op="lt", value=[1])]},
+        {"criteria": [_rule(op="lt")]},
+        {"criteria": [_rule(op="lt", value=3)]},
+        {"criteria": [_rule(op="contains", value=None)]},
+        {"criteria": [_rule(op="contains", value=True)]},
+        {"criteria": [_rule(op="exists", value=1)]},
+        {"criteria": [_rule(op="exists")]},
+        {"criteria": [_rule(field="foo.bar")]},
+        {"criteria": [_rule(field="metrics.nope.value")]},
+        {"criteria": [_rule(field="metrics.wer.score")]},
+        {"criteria": [_rule(field="a..b")]},
+        {"criteria": [_rule(name=" ")]},
+        {"criteria": [{"name": "q", "kind": "llm", "question": ""}]},
+        {"criteria": [{"name": "q", "kind": "llm", "question": "x" * 2001}]},
+        {"criteria": [_rule(name=f"r{i}") for i in range(51)]},
+    ],
+)
 def test_the_cohort_schema_refuses_what_the_worker_refuses(change):
     document = {**COHORT, **change}
     validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "cohort.json").read_text()))
@@ -248,23 +283,26 @@ def test_the_cohort_schema_refuses_what_the_worker_refuses(change):
 RULE = {"name": "r", "scope": "agent:*", "metric": "latency", "window_s": 60, "fire_below": 0.5}
 
 
-@pytest.mark.parametrize("change, accepted", [
-    ({}, True),
-    ({"name": " "}, False),
-    ({"metric": None}, False),
-    ({"window_s": None}, False),
-    ({"fire_below": None}, False),
-    ({"fire_below": 0}, False),
-    ({"window_s": 1e-7}, False),
-    ({"window_s": 0.002}, True),
-    ({"metric": "nope"}, False),
-    ({"scope": "bogus"}, False),
-    ({"scope": "agent:"}, False),
-    ({"scope": "cohort:a*"}, False),
-    ({"metric": "weighted_score"}, False),
-    ({"metric": "weighted_score", "scope": "cohort:*"}, True),
-    ({"deleted": True, "metric": None, "window_s": None, "fire_below": None}, True),
-])
+@pytest.mark.parametrize(
+    "change, accepted",
+    [
+        ({}, True),
+        ({"name": " "}, False),
+        ({"metric": None}, False),
+        ({"window_s": None}, False),
+        ({"fire_below": None}, False),
+        ({"fire_below": 0}, False),
+        ({"window_s": 1e-7}, False),
+        ({"window_s": 0.002}, True),
+        ({"metric": "nope"}, False),
+        ({"scope": "bogus"}, False),
+        ({"scope": "agent:"}, False),
+        ({"scope": "cohort:a*"}, False),
+        ({"metric": "weighted_score"}, False),
+        ({"metric": "weighted_score", "scope": "cohort:*"}, True),
+        ({"deleted": True, "metric": None, "window_s": None, "fire_below": None}, True),
+    ],
+)
 def test_the_alert_rule_schema_refuses_what_the_worker_refuses(change, accepted):
     document = {key: value for key, value in {**RULE, **change}.items() if value is not None}
     validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / "alert-rule.json").read_text()))
@@ -274,13 +312,16 @@ def test_the_alert_rule_schema_refuses_what_the_worker_refuses(change, accepted)
 TURN = {"v": 1, "event_id": "e1", "call_id": "c1", "ts_ms": 1, "type": "turn", "data": {"role": "user", "text": "hi"}}
 
 
-@pytest.mark.parametrize("document, schema, accepted", [
-    (TURN, "event.turn.json", True),
-    ({**TURN, "events": []}, "event.turn.json", False),
-    ({"v": 1, "call_id": "c1", "events": [TURN]}, "batch.json", True),
-    ({"v": 1, "events": []}, "batch.json", False),
-    ({"v": 1, "call_id": "", "events": [TURN]}, "batch.json", False),
-])
+@pytest.mark.parametrize(
+    "document, schema, accepted",
+    [
+        (TURN, "event.turn.json", True),
+        ({**TURN, "events": []}, "event.turn.json", False),
+        ({"v": 1, "call_id": "c1", "events": [TURN]}, "batch.json", True),
+        ({"v": 1, "events": []}, "batch.json", False),
+        ({"v": 1, "call_id": "", "events": [TURN]}, "batch.json", False),
+    ],
+)
 def test_the_event_and_batch_schemas_refuse_what_the_decoder_refuses(document, schema, accepted):
     validator = jsonschema.Draft202012Validator(json.loads((SCHEMAS / schema).read_text()))
     decoded = decode_message(json.dumps(document).encode())

@@ -18,8 +18,14 @@ from models.wire import (
 
 
 def envelope(**overrides):
-    doc = {"v": 1, "event_id": "e1", "call_id": "c1", "ts_ms": 1_000, "type": "turn",
-           "data": {"role": "user", "text": "hi"}}
+    doc = {
+        "v": 1,
+        "event_id": "e1",
+        "call_id": "c1",
+        "ts_ms": 1_000,
+        "type": "turn",
+        "data": {"role": "user", "text": "hi"},
+    }
     doc.update(overrides)
     return doc
 
@@ -49,8 +55,9 @@ def test_a_wrong_type_is_named():
 
 def test_an_unknown_type_is_rejected():
     (rejected,) = decode_message(json.dumps(envelope(type="call.teleported")).encode()).rejected
-    assert rejected.reason.startswith("event 'e1': unknown event type 'call.teleported'; known types: call.started, "
-                                      "turn,")
+    assert rejected.reason.startswith(
+        "event 'e1': unknown event type 'call.teleported'; known types: call.started, turn,"
+    )
 
 
 def test_undecodable_bytes_keep_their_original_bytes():
@@ -86,11 +93,12 @@ def test_a_lone_surrogate_escape_is_named_as_such_with_the_events_ids():
     raw = json.dumps(document).encode()  # Python writes the lone surrogate as the escape \ud800
     (rejected,) = decode_message(raw).rejected
     at = raw.index(b"\\ud800")
-    assert rejected.reason == (f"event 'e1': undecodable: a lone UTF-16 surrogate escape (\\ud800 at byte {at}), "
-                               "which is no text")
+    assert rejected.reason == (
+        f"event 'e1': undecodable: a lone UTF-16 surrogate escape (\\ud800 at byte {at}), which is no text"
+    )
     assert (rejected.event_id, rejected.call_id) == ("e1", "c1")
-    pair = json.dumps(envelope(type="turn", data={"role": "user", "text": "a\U0001F600b"})).encode()
-    assert b"\\ud83d\\ude00" in pair and decode_message(pair).events[0].data.text == "a\U0001F600b"
+    pair = json.dumps(envelope(type="turn", data={"role": "user", "text": "a\U0001f600b"})).encode()
+    assert b"\\ud83d\\ude00" in pair and decode_message(pair).events[0].data.text == "a\U0001f600b"
 
 
 def test_a_batch_whose_events_are_not_a_list_says_so():
@@ -153,15 +161,21 @@ def test_a_scenario_naming_an_unknown_success_signal_is_rejected_on_the_wire():
     from models.scenario import SuccessSignal
 
     assert set(get_args(SuccessSignalName)) == {signal.value for signal in SuccessSignal}
-    doc = envelope(type="call.started",
-                   data={"agent_id": "a", "scenario": {"success_signals": ["clean_exit", "vibes"]}})
+    doc = envelope(
+        type="call.started", data={"agent_id": "a", "scenario": {"success_signals": ["clean_exit", "vibes"]}}
+    )
     (rejected,) = decode_message(json.dumps(doc).encode()).rejected
     assert "'vibes'" in rejected.reason and "scenario.success_signals[1]" in rejected.reason
 
 
-@pytest.mark.parametrize("field, value, bound",
-                         [("min_agent_turns", -3, "`int` >= 0"), ("judge_threshold", 5, "`float` <= 1.0"),
-                                                 ("judge_threshold", -0.5, "`float` >= 0.0")])
+@pytest.mark.parametrize(
+    "field, value, bound",
+    [
+        ("min_agent_turns", -3, "`int` >= 0"),
+        ("judge_threshold", 5, "`float` <= 1.0"),
+        ("judge_threshold", -0.5, "`float` >= 0.0"),
+    ],
+)
 def test_a_scenario_whose_floor_or_judge_threshold_cannot_be_met_is_rejected_on_the_wire(field, value, bound):
     # A threshold of 5 on a score of 0 to 1 never passed, a floor of -3 never stalled: both were taken.
     doc = envelope(type="call.started", data={"agent_id": "a", "scenario": {field: value}})
@@ -183,17 +197,22 @@ def test_an_inactivity_timeout_that_is_not_a_positive_finite_number_of_seconds_u
     def started(timeout):
         return msgpack.packb(envelope(type="call.started", data={"agent_id": "a", "inactivity_timeout_s": timeout}))
 
-    for timeout, problem in ((float("nan"), "> 0.0"), (0.0, "> 0.0"), (float("inf"), "<= 31536000.0"),
-                             (1e300, "<= 31536000.0")):
+    for timeout, problem in (
+        (float("nan"), "> 0.0"),
+        (0.0, "> 0.0"),
+        (float("inf"), "<= 31536000.0"),
+        (1e300, "<= 31536000.0"),
+    ):
         (rejected,) = decode_message(started(timeout)).rejected
         assert rejected.reason == f"event 'e1': Expected `float` {problem} - at `data.inactivity_timeout_s`", timeout
     assert decode_message(started(31_536_000.0)).events[0].data.inactivity_timeout_s == 31_536_000.0
 
 
 def test_a_negative_latency_or_turn_index_is_rejected_on_the_wire():
-    for type_, data, problem in (("latency", {"latency_ms": -100}, "Expected `float` >= 0.0 - at `data.latency_ms`"),
-                                 ("transcript.corrected", {"turn_index": -1, "text": "x"},
-                                  "Expected `int` >= 0 - at `data.turn_index`")):
+    for type_, data, problem in (
+        ("latency", {"latency_ms": -100}, "Expected `float` >= 0.0 - at `data.latency_ms`"),
+        ("transcript.corrected", {"turn_index": -1, "text": "x"}, "Expected `int` >= 0 - at `data.turn_index`"),
+    ):
         (rejected,) = decode_message(msgpack.packb(envelope(type=type_, data=data))).rejected
         assert rejected.reason == f"event 'e1': {problem}"
     assert decode_message(msgpack.packb(envelope(type="latency", data={"latency_ms": 0}))).events
@@ -201,12 +220,28 @@ def test_a_negative_latency_or_turn_index_is_rejected_on_the_wire():
 
 def test_a_record_that_is_both_one_event_and_a_batch_is_refused_not_read_as_the_event():
     # Read as the event (it has a type), its batch's events vanished without a dead letter.
-    item = {"v": 1, "event_id": "q:1", "call_id": "q", "ts_ms": 1_760_000_000_001, "type": "turn",
-            "data": {"role": "user", "text": "hello"}}
-    both = {"v": 1, "event_id": "q:b", "call_id": "q", "ts_ms": 1_760_000_000_000, "type": "watermark", "data": {},
-            "events": [item]}
-    for raw in (json.dumps(both).encode(), msgpack.packb(both),
-                json.dumps({**both, "events": [{"not": "an event"}]}).encode()):
+    item = {
+        "v": 1,
+        "event_id": "q:1",
+        "call_id": "q",
+        "ts_ms": 1_760_000_000_001,
+        "type": "turn",
+        "data": {"role": "user", "text": "hello"},
+    }
+    both = {
+        "v": 1,
+        "event_id": "q:b",
+        "call_id": "q",
+        "ts_ms": 1_760_000_000_000,
+        "type": "watermark",
+        "data": {},
+        "events": [item],
+    }
+    for raw in (
+        json.dumps(both).encode(),
+        msgpack.packb(both),
+        json.dumps({**both, "events": [{"not": "an event"}]}).encode(),
+    ):
         decoded = decode_message(raw)
         assert decoded.events == [] and len(decoded.rejected) == 1
         assert "one event (it has a `type`) or a batch of events (`events`), not both" in decoded.rejected[0].reason
@@ -217,14 +252,24 @@ def test_a_record_that_is_both_one_event_and_a_batch_is_refused_not_read_as_the_
 def test_a_record_that_is_both_is_refused_however_its_events_key_is_written():
     # MessagePack may write the key as a str8/16/32 and JSON with escaped letters: each reads as
     # "events", and the record was taken for its one event, its batch dropped without a word.
-    item = {"v": 1, "event_id": "q:1", "call_id": "q", "ts_ms": 1_760_000_000_001, "type": "turn",
-            "data": {"role": "user", "text": "hello"}}
+    item = {
+        "v": 1,
+        "event_id": "q:1",
+        "call_id": "q",
+        "ts_ms": 1_760_000_000_001,
+        "type": "turn",
+        "data": {"role": "user", "text": "hello"},
+    }
     both = {**item, "event_id": "q:b", "events": [item]}
     packed, written = msgpack.packb(both), json.dumps(both).encode()
-    forms = [packed.replace(b"\xa6events", key) for key in (b"\xd9\x06events", b"\xda\x00\x06events",
-                                                           b"\xdb\x00\x00\x00\x06events")]
-    forms += [written.replace(b'"events"', key) for key in (b'"\\u0065vents"', b'"even\\u0074s"',
-                                                            b'"\\u0065\\u0056ents"'.replace(b"\\u0056", b"\\u0076"))]
+    forms = [
+        packed.replace(b"\xa6events", key)
+        for key in (b"\xd9\x06events", b"\xda\x00\x06events", b"\xdb\x00\x00\x00\x06events")
+    ]
+    forms += [
+        written.replace(b'"events"', key)
+        for key in (b'"\\u0065vents"', b'"even\\u0074s"', b'"\\u0065\\u0056ents"'.replace(b"\\u0056", b"\\u0076"))
+    ]
     for raw in forms:
         decoded = decode_message(raw)
         assert decoded.events == [] and len(decoded.rejected) == 1, raw
@@ -234,27 +279,48 @@ def test_a_record_that_is_both_is_refused_however_its_events_key_is_written():
 
 
 def test_a_json_message_behind_a_byte_order_mark_is_refused_saying_so():
-    body = json.dumps({"v": 1, "event_id": "m10:0", "call_id": "m10", "ts_ms": 1_760_000_000_000,
-                       "type": "call.started", "data": {"agent_id": "a"}}).encode()
+    body = json.dumps(
+        {
+            "v": 1,
+            "event_id": "m10:0",
+            "call_id": "m10",
+            "ts_ms": 1_760_000_000_000,
+            "type": "call.started",
+            "data": {"agent_id": "a"},
+        }
+    ).encode()
     (rejected,) = decode_message(b"\xef\xbb\xbf" + body).rejected
     assert rejected.reason == "a UTF-8 byte-order mark starts the message: send the JSON object alone"
     assert (rejected.event_id, rejected.call_id, rejected.raw[3:]) == ("m10:0", "m10", body)
 
 
-@pytest.mark.parametrize("wrap, says", [
-    (lambda body: b"\x00\x00\x00\x00\x07" + body, "Confluent Schema Registry framing"),
-    (lambda body: b"\x00\x00\x00\x00\x07" + msgspec.msgpack.encode(json.loads(body)),
-     "Confluent Schema Registry framing"),
-    (lambda body: gzip.compress(body), "a gzip-compressed value: send the event itself"),
-    (lambda body: body.decode().encode("utf-16"), "UTF-16 text: JSON must be UTF-8"),
-    (lambda body: body.decode().encode("utf-16-le"), "UTF-16 text: JSON must be UTF-8"),
-    (lambda body: b"[" + body + b"]", "a JSON array: send each event as a message of its own"),
-    (lambda body: b"[\n  " + body + b"\n]", "a JSON array: send each event as a message of its own"),
-])
+@pytest.mark.parametrize(
+    "wrap, says",
+    [
+        (lambda body: b"\x00\x00\x00\x00\x07" + body, "Confluent Schema Registry framing"),
+        (
+            lambda body: b"\x00\x00\x00\x00\x07" + msgspec.msgpack.encode(json.loads(body)),
+            "Confluent Schema Registry framing",
+        ),
+        (lambda body: gzip.compress(body), "a gzip-compressed value: send the event itself"),
+        (lambda body: body.decode().encode("utf-16"), "UTF-16 text: JSON must be UTF-8"),
+        (lambda body: body.decode().encode("utf-16-le"), "UTF-16 text: JSON must be UTF-8"),
+        (lambda body: b"[" + body + b"]", "a JSON array: send each event as a message of its own"),
+        (lambda body: b"[\n  " + body + b"\n]", "a JSON array: send each event as a message of its own"),
+    ],
+)
 def test_a_serializers_framing_or_another_encoding_is_named_not_read_as_a_stray_number(wrap, says):
     """Read as MessagePack, each was refused as "Expected `object`, got `int`"."""
-    body = json.dumps({"v": 1, "event_id": "m11:0", "call_id": "m11", "ts_ms": 1_760_000_000_000,
-                       "type": "call.started", "data": {"agent_id": "a"}}).encode()
+    body = json.dumps(
+        {
+            "v": 1,
+            "event_id": "m11:0",
+            "call_id": "m11",
+            "ts_ms": 1_760_000_000_000,
+            "type": "call.started",
+            "data": {"agent_id": "a"},
+        }
+    ).encode()
     raw = wrap(body)
     (rejected,) = decode_message(raw).rejected
     assert rejected.reason.startswith(f"undecodable: {says}") and rejected.raw == raw
@@ -263,8 +329,16 @@ def test_a_serializers_framing_or_another_encoding_is_named_not_read_as_a_stray_
 
 
 def test_a_type_given_twice_is_refused_saying_so_not_as_an_unknown_type():
-    body = json.dumps({"v": 1, "event_id": "e", "call_id": "c", "ts_ms": 1_760_000_000_000, "type": "latency",
-                       "data": {"kind": "llm", "latency_ms": 5}})
+    body = json.dumps(
+        {
+            "v": 1,
+            "event_id": "e",
+            "call_id": "c",
+            "ts_ms": 1_760_000_000_000,
+            "type": "latency",
+            "data": {"kind": "llm", "latency_ms": 5},
+        }
+    )
     (rejected,) = decode_message(b'{"type": "turn", ' + body[1:].encode()).rejected
     assert rejected.reason == "event 'e': `type` is given twice, as 'latency' and as another type before it"
     (unknown,) = decode_message(body.replace('"latency"', '"nope"', 1).encode()).rejected

@@ -16,8 +16,14 @@ from streams.bench.workload import Workload
 _pack = msgspec.msgpack.encode
 
 SAMPLE = Workload(calls=6, turns=6, seed=3).events  # every common event type
-WATERMARK = {"v": 1, "event_id": "wm-1", "call_id": "__watermark__", "ts_ms": SAMPLE[0]["ts_ms"],
-             "type": "watermark", "data": {"partition": 3}}
+WATERMARK = {
+    "v": 1,
+    "event_id": "wm-1",
+    "call_id": "__watermark__",
+    "ts_ms": SAMPLE[0]["ts_ms"],
+    "type": "watermark",
+    "data": {"partition": 3},
+}
 
 
 def _variants() -> list[tuple[str, dict | list | str]]:
@@ -43,15 +49,20 @@ def _variants() -> list[tuple[str, dict | list | str]]:
         ("invalid field", bad_role),
         ("not a map", [1, 2, 3]),
         ("watermark", WATERMARK),
-        ("batch with a watermark",
-         {"v": 1, "call_id": call, "events": same_call[:2] + [{**WATERMARK, "call_id": call}]}),
+        (
+            "batch with a watermark",
+            {"v": 1, "call_id": call, "events": same_call[:2] + [{**WATERMARK, "call_id": call}]},
+        ),
     ]
     return cases
 
 
 def _encodings(name: str, doc: object) -> list[tuple[str, bytes]]:
-    return [(f"{name} (msgpack)", _pack(doc)), (f"{name} (json)", json.dumps(doc).encode()),
-            (f"{name} (json, leading space)", b"  " + json.dumps(doc).encode())]
+    return [
+        (f"{name} (msgpack)", _pack(doc)),
+        (f"{name} (json)", json.dumps(doc).encode()),
+        (f"{name} (json, leading space)", b"  " + json.dumps(doc).encode()),
+    ]
 
 
 CASES = [case for name, doc in _variants() for case in _encodings(name, doc)]
@@ -60,13 +71,23 @@ CASES += [
     ("duplicated call_id (json)", b'{"call_id": "someone-else", ' + _ONE.encode()),
     ("duplicated type (json)", b'{"type": "watermark", ' + _ONE.encode()),
     ("escaped call_id key (json)", b'{"c\\u0061ll_id": "someone-else", ' + _ONE.encode()),
-    ("escaped type value (json)", json.dumps({**SAMPLE[1], "type": "watermar\u006b"}, ensure_ascii=True).encode()
-     .replace(b'"watermark"', b'"watermar\\u006b"')),
-    ("duplicated call_id (msgpack)",
-     bytes([0x81 + len(SAMPLE[1])]) + b"\xa7call_id\xacsomeone-else" + _pack(SAMPLE[1])[1:]),
+    (
+        "escaped type value (json)",
+        json.dumps({**SAMPLE[1], "type": "watermar\u006b"}, ensure_ascii=True)
+        .encode()
+        .replace(b'"watermark"', b'"watermar\\u006b"'),
+    ),
+    (
+        "duplicated call_id (msgpack)",
+        bytes([0x81 + len(SAMPLE[1])]) + b"\xa7call_id\xacsomeone-else" + _pack(SAMPLE[1])[1:],
+    ),
 ]
-CASES += [("printable text", b"this is not an event"), ("truncated msgpack", _pack(SAMPLE[2])[:-3]),
-          ("random bytes", bytes(random.Random(5).randrange(256) for _ in range(64))), ("a number", b"42")]
+CASES += [
+    ("printable text", b"this is not an event"),
+    ("truncated msgpack", _pack(SAMPLE[2])[:-3]),
+    ("random bytes", bytes(random.Random(5).randrange(256) for _ in range(64))),
+    ("a number", b"42"),
+]
 
 
 @pytest.mark.parametrize("raw", [raw for _, raw in CASES], ids=[name for name, _ in CASES])
@@ -91,8 +112,15 @@ def test_a_message_of_one_call_names_it_and_any_other_names_none():
     for encoding in ("msgpack", "json", "json, leading space"):
         assert named[f"batch of one call ({encoding})"] == one["call_id"]
         assert named[f"invalid field ({encoding})"] == one["call_id"]  # refused by the job owning the call
-        for other in ("batch across calls", "empty batch", "map with type and events", "watermark",
-                      "batch with a watermark", "not a map", "batch item that is text"):
+        for other in (
+            "batch across calls",
+            "empty batch",
+            "map with type and events",
+            "watermark",
+            "batch with a watermark",
+            "not a map",
+            "batch item that is text",
+        ):
             assert named[f"{other} ({encoding})"] is None, other
     assert record_call(_pack(one)) == record_call(json.dumps(one).encode()) == one["call_id"]
     assert record_call(_pack({"v": 1, "events": same_call})) == one["call_id"]  # all items of one call

@@ -17,14 +17,23 @@ from scorers.alerting.engine import AlertEngine
 from scorers.alerting.windows import EventTimeWindows
 from tests.helpers.alertkit import T0, agent_stream, result
 
-RULE = AlertRule(name="agent latency", scope="agent:*", metric="latency", window_s=300, fire_below=0.5,
-                 clear_above=0.8, min_calls=5, for_s=60, severity="critical")
+RULE = AlertRule(
+    name="agent latency",
+    scope="agent:*",
+    metric="latency",
+    window_s=300,
+    fire_below=0.5,
+    clear_above=0.8,
+    min_calls=5,
+    for_s=60,
+    severity="critical",
+)
 
 
 def latency_windows(*lengths_ms: int) -> EventTimeWindows:
     """Windows of these lengths keeping the latency aggregates of every scope kind."""
     kinds = frozenset({("all", "latency"), ("agent", "latency"), ("cohort", "latency")})
-    return EventTimeWindows({length: kinds for length in lengths_ms})
+    return EventTimeWindows(dict.fromkeys(lengths_ms, kinds))
 
 
 def rule(**changes) -> AlertRule:
@@ -54,9 +63,11 @@ def states(alerts: list[dict]) -> list[tuple[str, str, int]]:
 
 def test_a_window_counts_scored_calls_passes_and_average_score_per_scope_and_metric():
     windows = latency_windows(300_000)
-    for r in [result("c1", "a1", T0, True, score=90.0, cohort_ids=["billing"]),
-              result("c2", "a1", T0 + 1, False, score=40.0),
-              result("c3", "a2", T0 + 2, True, score=80.0, cohort_ids=["billing"])]:
+    for r in [
+        result("c1", "a1", T0, True, score=90.0, cohort_ids=["billing"]),
+        result("c2", "a1", T0 + 1, False, score=40.0),
+        result("c3", "a2", T0 + 2, True, score=80.0, cohort_ids=["billing"]),
+    ]:
         windows.put(scored_call(r))
     totals = windows.totals(300_000, "all", "latency")
     # all: 3 calls, 2 passed, (90 + 40 + 80) / 3 = 70.0
@@ -161,8 +172,11 @@ def test_one_agents_latency_drop_fires_one_alert_for_that_agent_and_resolves_aft
     # Pending when a1's window first holds 16 failing calls (600..750): 14/30 < 0.5, at second 750.
     # Firing 60 s later at second 810 (still breaching: 8/30). Resolved once 24 of the last 30 pass:
     # recovered calls 1200..1430 are 24, at second 1430.
-    assert states(alerts) == [("pending", "agent:a1", at(750)), ("firing", "agent:a1", at(810)),
-                              ("resolved", "agent:a1", at(1430))]
+    assert states(alerts) == [
+        ("pending", "agent:a1", at(750)),
+        ("firing", "agent:a1", at(810)),
+        ("resolved", "agent:a1", at(1430)),
+    ]
     assert {a["metric"] for a in alerts} == {"latency"}
     assert len({a["dedupe_key"] for a in alerts}) == 1
     assert alerts[1]["event_ts_ms"] - T0 - 600_000 <= 300_000  # fired within one window of the drop
@@ -198,8 +212,11 @@ def test_rates_flapping_inside_the_hysteresis_band_raise_nothing_more():
         reading = engine.reading("agent:a2", "latency", 300)
         if reading and reading["total"] == 30:
             a2_rates.add(round(reading["pass_rate"], 3))
-    assert [(a["state"], a["scope"]) for a in alerts] == [("pending", "agent:a1"), ("firing", "agent:a1"),
-                                                          ("resolved", "agent:a1")]
+    assert [(a["state"], a["scope"]) for a in alerts] == [
+        ("pending", "agent:a1"),
+        ("firing", "agent:a1"),
+        ("resolved", "agent:a1"),
+    ]
     # Resolved only after 1500, once at most 6 of the last 30 fail: at 1590 the window holds calls
     # 1300..1590, whose failures are the one-in-three of 1320..1470 (n = 132, 135, …, 147): 6.
     assert alerts[-1]["event_ts_ms"] == at(1590)
@@ -269,19 +286,25 @@ def test_a_rescore_that_fixes_failing_calls_resolves_the_episode():
     engine, alerts = run(stream, rule(for_s=0))
     assert [a["state"] for a in alerts] == ["pending", "firing"]
     # Rescoring a1's last 30 calls as passing, one by one: 24 passing of 30 clears it.
-    rescored = [result(r["call_id"], "a1", r["ended_ts_ms"], True, version=2, event_ts_ms=at(900))
-                for r in stream if r["agent_id"] == "a1"][-30:]
+    rescored = [
+        result(r["call_id"], "a1", r["ended_ts_ms"], True, version=2, event_ts_ms=at(900))
+        for r in stream
+        if r["agent_id"] == "a1"
+    ][-30:]
     later = [alert for r in rescored for alert in engine.observe(r)]
     assert [a["state"] for a in later] == ["resolved"] and (later[0]["passed"], later[0]["total"]) == (24, 30)
 
 
 def test_the_weighted_score_rule_reads_each_cohorts_verdict():
-    cohort_rule = AlertRule(name="cohort verdict", scope="cohort:*", metric="weighted_score", window_s=300,
-                            fire_below=0.5, min_calls=5)
+    cohort_rule = AlertRule(
+        name="cohort verdict", scope="cohort:*", metric="weighted_score", window_s=300, fire_below=0.5, min_calls=5
+    )
     stream = []
     for n in range(10):
-        verdicts = [{"cohort_id": "billing", "weighted_score": 40.0, "passed": False, "metrics_counted": []},
-                    {"cohort_id": "sales", "weighted_score": 90.0, "passed": True, "metrics_counted": []}]
+        verdicts = [
+            {"cohort_id": "billing", "weighted_score": 40.0, "passed": False, "metrics_counted": []},
+            {"cohort_id": "sales", "weighted_score": 90.0, "passed": True, "metrics_counted": []},
+        ]
         # The latency metric passes throughout: only the billing verdict fails.
         stream.append(result(f"c{n}", "a0", T0 + n * 1000, True, cohorts=verdicts))
     _, alerts = run(stream, cohort_rule)
@@ -295,7 +318,8 @@ def test_removing_a_rule_resolves_its_firing_alert():
     assert alerts[-1]["state"] == "firing" and engine.counters.alerts == len(alerts)
     closed = engine.set_rules([])
     assert [(a["state"], a["dedupe_key"], a["reason"]) for a in closed] == [
-        ("resolved", alerts[-1]["dedupe_key"], "rule removed or disabled")]
+        ("resolved", alerts[-1]["dedupe_key"], "rule removed or disabled")
+    ]
     assert engine.firing() == [] and engine.counters.alerts == len(alerts) + 1  # the resolution counted too
 
 
@@ -309,14 +333,14 @@ def test_a_restored_engine_carries_on_as_if_never_stopped():
     stream = agent_stream(2000, a1_fails_between(600, 1200))
     _, expected = run(stream)
     first = AlertEngine([RULE])
-    alerts = [alert for r in stream[:2400 // 10] for alert in first.observe(r)]  # up to second 800: pending
+    alerts = [alert for r in stream[: 2400 // 10] for alert in first.observe(r)]  # up to second 800: pending
     assert [a["state"] for a in alerts] == ["pending"]
     # What the worker keeps in its table: the kept calls' documents and the open episodes, as JSON.
     calls = [msgspec.json.decode(msgspec.json.encode(c.to_document())) for c in first.kept_calls()]
     episodes = msgspec.json.decode(msgspec.json.encode(first.episodes_document()))
     second = AlertEngine([RULE])
     assert second.restore(calls, episodes) == []
-    alerts += [alert for r in stream[2400 // 10:] for alert in second.observe(r)]
+    alerts += [alert for r in stream[2400 // 10 :] for alert in second.observe(r)]
     assert alerts == expected
 
 
@@ -329,7 +353,9 @@ def test_only_the_degraded_agent_alerts(drop_agent):
 def test_the_compact_document_the_worker_relays_reads_back_as_the_same_call():
     verdicts = [{"cohort_id": "billing", "weighted_score": 62.5, "passed": False, "metrics_counted": [], "details": {}}]
     full = result("c1", "a1", T0, True, score=87.5, cohort_ids=["support"], cohorts=verdicts, event_ts_ms=T0 + 9)
-    full["metrics"].append({"metric": "wer", "value": None, "score": None, "passed": None, "details": {"reason": "n/a"}})
+    full["metrics"].append(
+        {"metric": "wer", "value": None, "score": None, "passed": None, "details": {"reason": "n/a"}}
+    )
     call = scored_call(msgspec.json.encode(full))
     assert scored_call(msgspec.json.encode(call.to_document())) == call
     assert call.scopes == ("all", "agent:a1", "cohort:support", "cohort:billing")
@@ -344,12 +370,19 @@ def test_a_result_without_an_end_is_placed_by_its_event_time():
 
 def test_an_episode_that_starts_at_the_watermark_where_the_last_one_resolved_gets_a_key_of_its_own():
     # Late results hold the watermark still: one episode resolves and the next starts at the same instant.
-    rule = AlertRule(name="lat", scope="all", metric="latency", window_s=300, fire_below=0.5, clear_above=0.6, min_calls=2)
+    rule = AlertRule(
+        name="lat", scope="all", metric="latency", window_s=300, fire_below=0.5, clear_above=0.6, min_calls=2
+    )
     engine = AlertEngine([rule])
-    stream = [result("new", "a", T0 + 60_000, False), result("late1", "a", T0 + 10_000, False),
-              result("late2", "a", T0 + 20_000, True), result("late3", "a", T0 + 30_000, True),
-              result("late4", "a", T0 + 40_000, True), result("late5", "a", T0 + 41_000, False),
-              result("late6", "a", T0 + 42_000, False)]
+    stream = [
+        result("new", "a", T0 + 60_000, False),
+        result("late1", "a", T0 + 10_000, False),
+        result("late2", "a", T0 + 20_000, True),
+        result("late3", "a", T0 + 30_000, True),
+        result("late4", "a", T0 + 40_000, True),
+        result("late5", "a", T0 + 41_000, False),
+        result("late6", "a", T0 + 42_000, False),
+    ]
     alerts = [alert for r in stream for alert in engine.observe(r)]
     assert [a["state"] for a in alerts] == ["pending", "firing", "resolved", "pending", "firing"]
     assert len({a["episode_start_ms"] for a in alerts}) == 1
@@ -372,14 +405,21 @@ def test_kept_calls_no_rule_reads_any_more_are_dropped_from_the_store_on_restore
 def test_a_metric_rule_on_a_cohort_reads_the_cohorts_verdict_of_the_metric_at_its_own_threshold():
     # Latency scores 73.3: it passes the default threshold (60) but not the billing cohort's (80), and
     # the billing overview counts it failed; sales does not count latency, so the result's verdict stands.
-    cohort_rule = AlertRule(name="cohort latency", scope="cohort:*", metric="latency", window_s=300,
-                            fire_below=0.5, min_calls=5)
+    cohort_rule = AlertRule(
+        name="cohort latency", scope="cohort:*", metric="latency", window_s=300, fire_below=0.5, min_calls=5
+    )
     stream = []
     for n in range(10):
-        billing = {"cohort_id": "billing", "weighted_score": 73.3, "passed": False, "metrics_counted": ["latency"],
-                   "details": {"metrics": {"latency": {"score": 73.3, "threshold": 80, "passed": False, "weight": 1}}}}
-        stream.append(result(f"c{n}", "a0", T0 + n * 1000, True, score=73.3, cohort_ids=["billing", "sales"],
-                             cohorts=[billing]))
+        billing = {
+            "cohort_id": "billing",
+            "weighted_score": 73.3,
+            "passed": False,
+            "metrics_counted": ["latency"],
+            "details": {"metrics": {"latency": {"score": 73.3, "threshold": 80, "passed": False, "weight": 1}}},
+        }
+        stream.append(
+            result(f"c{n}", "a0", T0 + n * 1000, True, score=73.3, cohort_ids=["billing", "sales"], cohorts=[billing])
+        )
     _, alerts = run(stream, cohort_rule)
     assert states(alerts) == [("pending", "cohort:billing", T0 + 4000), ("firing", "cohort:billing", T0 + 4000)]
     # The compact document the worker re-keys onto the alert input keeps the cohort's verdicts.

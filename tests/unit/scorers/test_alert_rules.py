@@ -21,10 +21,21 @@ from scorers.registry import qa_metrics
 from tests.helpers.alertkit import AGENT_LATENCY_TOML
 
 KNOWN = [m.name for m in qa_metrics()]
-LATENCY = {"name": "agent latency", "scope": "agent:*", "metric": "latency", "window_s": 300, "fire_below": 0.5,
-           "clear_above": 0.8, "min_calls": 5, "for_s": 60, "severity": "critical"}
+LATENCY = {
+    "name": "agent latency",
+    "scope": "agent:*",
+    "metric": "latency",
+    "window_s": 300,
+    "fire_below": 0.5,
+    "clear_above": 0.8,
+    "min_calls": 5,
+    "for_s": 60,
+    "severity": "critical",
+}
 
-TOML_RULES = AGENT_LATENCY_TOML + """
+TOML_RULES = (
+    AGENT_LATENCY_TOML
+    + """
 [[rules]]
 name = "billing verdict"
 scope = "cohort:billing"
@@ -33,6 +44,7 @@ window_s = 600
 fire_below = 0.7
 long_window_s = 3600
 """
+)
 
 
 def _error(document: dict) -> str:
@@ -49,7 +61,12 @@ def test_a_toml_file_lists_its_rules_under_rules(tmp_path):
     path.write_text(TOML_RULES)
     latency, billing = load_rules(path, KNOWN)
     assert (latency.name, latency.scope, latency.metric, latency.window_ms, latency.for_ms) == (
-        "agent latency", "agent:*", "latency", 300_000, 60_000)
+        "agent latency",
+        "agent:*",
+        "latency",
+        300_000,
+        60_000,
+    )
     assert (latency.fire_at, latency.clear_at, latency.min_calls, latency.severity) == (0.5, 0.8, 5, "critical")
     assert (billing.metric, billing.long_window_ms) == ("weighted_score", 3_600_000)
 
@@ -71,7 +88,12 @@ def test_a_json_file_holds_rules_under_rules_or_as_a_bare_list(tmp_path):
 def test_left_out_fields_take_their_defaults():
     rule = decode_rule({"name": "r", "metric": "wer", "window_s": 60, "fire_below": 0.9}, KNOWN)
     assert (rule.scope, rule.min_calls, rule.for_s, rule.severity, rule.long_window_s) == (
-        "all", DEFAULT_MIN_CALLS, 0, "warning", None)
+        "all",
+        DEFAULT_MIN_CALLS,
+        0,
+        "warning",
+        None,
+    )
     # Without clear_above there is no hysteresis band: the rule clears where it fires.
     assert rule.clear_at == rule.fire_at == 0.9
     assert rule.active

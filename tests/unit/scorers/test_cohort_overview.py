@@ -11,11 +11,13 @@ from scorers.engine import CallEngine
 from tests.helpers.eventkit import event, run_call
 
 BOOK = CohortBook()
-BOOK.apply({
-    "cohort_id": "vip",
-    "name": "VIP",
-    "metrics": [{"metric": "hallucination", "threshold": 80}, {"metric": "wer"}],
-})
+BOOK.apply(
+    {
+        "cohort_id": "vip",
+        "name": "VIP",
+        "metrics": [{"metric": "hallucination", "threshold": 80}, {"metric": "wer"}],
+    }
+)
 BOOK.apply({"cohort_id": "all", "name": "All", "agents": ["*"], "metrics": [{"metric": "wer"}]})
 
 
@@ -31,8 +33,17 @@ def result(call_id, metrics, version=1, cohort_ids=("vip",), agent_id="agent-1",
     call = CallState(call_id=call_id, agent_id=agent_id, cohort_ids=list(cohort_ids), version=version)
     call.turns.append(TurnRecord(ts_ms=0, role="agent", text="Hello"))
     return CallResult(
-        call_id=call_id, version=version, final=True, agent_id=agent_id, cohort_ids=list(cohort_ids), run_id=None,
-        ended_ts_ms=None, event_ts_ms=None, metrics=metrics, cohorts=book.verdicts(call, metrics, {}), evaluation={},
+        call_id=call_id,
+        version=version,
+        final=True,
+        agent_id=agent_id,
+        cohort_ids=list(cohort_ids),
+        run_id=None,
+        ended_ts_ms=None,
+        event_ts_ms=None,
+        metrics=metrics,
+        cohorts=book.verdicts(call, metrics, {}),
+        evaluation={},
     )
 
 
@@ -58,8 +69,12 @@ def test_per_metric_calls_average_score_average_value_and_pass_rate():
     view = overview_of(CALL_1, CALL_2, CALL_3)
     # scores 90, 70, 40 → 200 / 3 = 66.7; values 0, 1, 2 → 1.0; passed at the cohort's 80: only 90 → 1/3
     assert metric(view, "hallucination") == {
-        "metric": "hallucination", "calls": 3, "average_score": 66.7, "average_value": 1.0,
-        "passed_calls": 1, "pass_rate": 1 / 3,
+        "metric": "hallucination",
+        "calls": 3,
+        "average_score": 66.7,
+        "average_value": 1.0,
+        "passed_calls": 1,
+        "pass_rate": 1 / 3,
     }
 
 
@@ -67,8 +82,12 @@ def test_a_metric_counts_only_calls_where_it_applied():
     view = overview_of(CALL_1, CALL_2, CALL_3)
     # wer applied to a and c: scores 95, 75 → 85.0; values 0.05, 0.25 → 0.15; default pass-at 80: 95 → 1/2
     assert metric(view, "wer") == {
-        "metric": "wer", "calls": 2, "average_score": 85.0, "average_value": 0.15,
-        "passed_calls": 1, "pass_rate": 0.5,
+        "metric": "wer",
+        "calls": 2,
+        "average_score": 85.0,
+        "average_value": 0.15,
+        "passed_calls": 1,
+        "pass_rate": 0.5,
     }
 
 
@@ -77,15 +96,26 @@ def test_cohort_average_weighted_score_and_verdict_pass_rate():
     # weighted: a (90 + 95) / 2 = 92.5, b 70 (wer n/a), c (40 + 75) / 2 = 57.5
     # average (92.5 + 70 + 57.5) / 3 = 73.3; passed at 70: a and b → 2/3
     assert {k: v for k, v in view.items() if k != "metrics"} == {
-        "cohort_id": "vip", "calls": 3, "scored_calls": 3, "average_weighted_score": 73.3,
-        "passed_calls": 2, "pass_rate": 2 / 3, "no_conversation_calls": 0, "no_conversation_rate": 0.0,
+        "cohort_id": "vip",
+        "calls": 3,
+        "scored_calls": 3,
+        "average_weighted_score": 73.3,
+        "passed_calls": 2,
+        "pass_rate": 2 / 3,
+        "no_conversation_calls": 0,
+        "no_conversation_rate": 0.0,
     }
 
 
 def test_a_metric_that_never_applied_has_no_averages():
     view = overview_of(CALL_2)
     assert metric(view, "wer") == {
-        "metric": "wer", "calls": 0, "average_score": None, "average_value": None, "passed_calls": 0, "pass_rate": None,
+        "metric": "wer",
+        "calls": 0,
+        "average_score": None,
+        "average_value": None,
+        "passed_calls": 0,
+        "pass_rate": None,
     }
 
 
@@ -110,8 +140,15 @@ def test_each_cohort_has_its_own_overview():
 
 def test_an_unknown_cohort_has_an_empty_overview():
     assert CohortOverview().overview("nobody") == {
-        "cohort_id": "nobody", "calls": 0, "scored_calls": 0, "average_weighted_score": None,
-        "passed_calls": 0, "pass_rate": None, "no_conversation_calls": 0, "no_conversation_rate": None, "metrics": [],
+        "cohort_id": "nobody",
+        "calls": 0,
+        "scored_calls": 0,
+        "average_weighted_score": None,
+        "passed_calls": 0,
+        "pass_rate": None,
+        "no_conversation_calls": 0,
+        "no_conversation_rate": None,
+        "metrics": [],
     }
 
 
@@ -125,8 +162,12 @@ def test_a_newer_version_replaces_the_calls_earlier_contribution():
     view = overview_of(CALL_1, CALL_3, RESCORED_1)
     # a counts once, as version 2: hallucination (60 + 40) / 2 = 50.0, values (2 + 2) / 2 = 2.0, none reach 80
     assert metric(view, "hallucination") == {
-        "metric": "hallucination", "calls": 2, "average_score": 50.0, "average_value": 2.0,
-        "passed_calls": 0, "pass_rate": 0.0,
+        "metric": "hallucination",
+        "calls": 2,
+        "average_score": 50.0,
+        "average_value": 2.0,
+        "passed_calls": 0,
+        "pass_rate": 0.0,
     }
     assert view["calls"] == 2
 
@@ -154,17 +195,27 @@ def test_an_older_version_is_ignored_and_the_same_one_again_changes_nothing():
 def test_the_same_version_published_again_with_other_verdicts_replaces_the_first_copy():
     # (After a crash, with a cohort changed since the first copy: the later copy stands.)
     again = msgspec.structs.replace(CALL_1, metrics=[scored("hallucination", 40, 3), scored("wer", 95, 0.05)])
-    again = msgspec.structs.replace(again, cohorts=BOOK.verdicts(
-        CallState(call_id="a", agent_id="agent-1", cohort_ids=["vip"], version=1), again.metrics, {}))
+    again = msgspec.structs.replace(
+        again,
+        cohorts=BOOK.verdicts(
+            CallState(call_id="a", agent_id="agent-1", cohort_ids=["vip"], version=1), again.metrics, {}
+        ),
+    )
     overview = CohortOverview()
     overview.add(CALL_1)
     overview.add(again)
-    assert overview.overviews() == CohortOverview.recompute([CALL_1, again]).overviews() \
-        == CohortOverview.recompute([again]).overviews() != CohortOverview.recompute([CALL_1]).overviews()
+    assert (
+        overview.overviews()
+        == CohortOverview.recompute([CALL_1, again]).overviews()
+        == CohortOverview.recompute([again]).overviews()
+        != CohortOverview.recompute([CALL_1]).overviews()
+    )
 
 
 def test_recompute_keeps_each_calls_newest_version_in_any_order():
-    assert CohortOverview.recompute([RESCORED_1, CALL_1]).overviews() == CohortOverview.recompute([RESCORED_1]).overviews()
+    assert (
+        CohortOverview.recompute([RESCORED_1, CALL_1]).overviews() == CohortOverview.recompute([RESCORED_1]).overviews()
+    )
 
 
 def test_a_call_that_leaves_a_cohort_on_rescore_is_taken_out_of_it():

@@ -88,7 +88,11 @@ def test_a_not_applicable_metric_is_left_out_of_the_weighted_score():
     assert verdict.weighted_score == 90.0
     assert verdict.metrics_counted == ["hallucination"]
     assert verdict.details["metrics"]["wer"] == {
-        "score": None, "threshold": 80, "passed": None, "weight": 5, "reason": "No user speech",
+        "score": None,
+        "threshold": 80,
+        "passed": None,
+        "weight": 5,
+        "reason": "No user speech",
     }
 
 
@@ -281,7 +285,11 @@ def test_a_judged_llm_criterion_counts():
     verdict = only_verdict(cohorts, [scored("wer", 90)], call(judge=judge))
     # (90 + 0) / 2 = 45.0
     assert verdict.weighted_score == 45.0
-    assert verdict.details["criteria"]["resolved"] == {"met": False, "weight": 1, "reason": "The caller hung up unhelped"}
+    assert verdict.details["criteria"]["resolved"] == {
+        "met": False,
+        "weight": 1,
+        "reason": "The caller hung up unhelped",
+    }
 
 
 def test_a_judge_answer_without_this_criterion_leaves_it_not_applicable():
@@ -308,7 +316,9 @@ def test_a_call_belongs_to_the_cohorts_it_names():
 
 def test_a_call_belongs_to_a_cohort_whose_agent_glob_matches_its_agent():
     cohorts = book(cohort("billing", agents=["billing-*"], metrics=[{"metric": "wer"}]))
-    assert [v.cohort_id for v in cohorts.verdicts(call("billing-eu", []), [scored("wer", 90)], EVALUATION)] == ["billing"]
+    assert [v.cohort_id for v in cohorts.verdicts(call("billing-eu", []), [scored("wer", 90)], EVALUATION)] == [
+        "billing"
+    ]
     assert cohorts.verdicts(call("support-eu", []), [scored("wer", 90)], EVALUATION) == []
 
 
@@ -371,16 +381,25 @@ def started(call_id="c1", cohort_ids=("vip",), agent_id="agent-1"):
 
 
 def test_the_engine_publishes_cohort_verdicts_and_rescores_them():
-    cohorts = book(cohort("vip", metrics=[{"metric": "sentiment", "weight": 2}], criteria=[
-        {"name": "exited", "field": "evaluation.stop_reason", "op": "eq", "value": "[EXIT]"},
-    ]))
-    _, results = run_call([
-        started(),
-        event("turn", {"role": "user", "text": "hello"}),
-        event("turn", {"role": "agent", "text": "Hi, how can I help?"}),
-        event("call.ended", {"stop_reason": "[EXIT]"}),
-        event("call.annotated", {"user_sentiment": "Neutral"}),
-    ], CallEngine(cohorts=cohorts))
+    cohorts = book(
+        cohort(
+            "vip",
+            metrics=[{"metric": "sentiment", "weight": 2}],
+            criteria=[
+                {"name": "exited", "field": "evaluation.stop_reason", "op": "eq", "value": "[EXIT]"},
+            ],
+        )
+    )
+    _, results = run_call(
+        [
+            started(),
+            event("turn", {"role": "user", "text": "hello"}),
+            event("turn", {"role": "agent", "text": "Hi, how can I help?"}),
+            event("call.ended", {"stop_reason": "[EXIT]"}),
+            event("call.annotated", {"user_sentiment": "Neutral"}),
+        ],
+        CallEngine(cohorts=cohorts),
+    )
     first, second = (r.cohorts[0] for r in results)
     # version 1: no sentiment yet, only the met criterion: 100 / 1
     assert (first.weighted_score, first.metrics_counted) == (100.0, [])
@@ -390,13 +409,16 @@ def test_the_engine_publishes_cohort_verdicts_and_rescores_them():
 
 def test_the_engine_counts_an_llm_criterion_once_the_judge_answers():
     cohorts = book(cohort("vip", metrics=[{"metric": "sentiment"}], criteria=[LLM]))
-    _, results = run_call([
-        started(),
-        event("turn", {"role": "agent", "text": "Hi, how can I help?"}),
-        event("call.ended", {"stop_reason": "[EXIT]"}),
-        event("call.annotated", {"user_sentiment": "Positive"}),
-        event("judge.result", {"criteria": {"resolved": {"passed": False, "reason": "no"}}}),
-    ], CallEngine(cohorts=cohorts))
+    _, results = run_call(
+        [
+            started(),
+            event("turn", {"role": "agent", "text": "Hi, how can I help?"}),
+            event("call.ended", {"stop_reason": "[EXIT]"}),
+            event("call.annotated", {"user_sentiment": "Positive"}),
+            event("judge.result", {"criteria": {"resolved": {"passed": False, "reason": "no"}}}),
+        ],
+        CallEngine(cohorts=cohorts),
+    )
     scores = [r.cohorts[0].weighted_score for r in results]
     # v1: nothing applies; v2: Positive = 100; v3: (100 + 0) / 2 = 50.0
     assert scores == [None, 100.0, 50.0]
@@ -409,14 +431,23 @@ def test_cohorts_asking_different_questions_under_one_criterion_name_each_get_th
     from tests.helpers.eventkit import event
 
     greet = {"kind": "llm", "name": "ok", "question": "Did the agent greet the caller?"}
-    book = CohortBook(cohorts=[
-        {"cohort_id": "a", "name": "A", "criteria": [greet]},
-        {"cohort_id": "b", "name": "B", "criteria": [{"kind": "llm", "name": "ok", "question": "Did the agent offer a refund?"}]},
-        {"cohort_id": "c", "name": "C", "criteria": [greet]},  # the same question: asked once, shared
-    ])
+    book = CohortBook(
+        cohorts=[
+            {"cohort_id": "a", "name": "A", "criteria": [greet]},
+            {
+                "cohort_id": "b",
+                "name": "B",
+                "criteria": [{"kind": "llm", "name": "ok", "question": "Did the agent offer a refund?"}],
+            },
+            {"cohort_id": "c", "name": "C", "criteria": [greet]},  # the same question: asked once, shared
+        ]
+    )
     engine = CallEngine(cohorts=book)
-    for e in [event("call.started", {"agent_id": "x", "cohort_ids": ["a", "b", "c"]}),
-              event("turn", {"role": "agent", "text": "Hello, welcome to Acme."}), event("call.ended", {"stop_reason": "hangup"})]:
+    for e in [
+        event("call.started", {"agent_id": "x", "cohort_ids": ["a", "b", "c"]}),
+        event("turn", {"role": "agent", "text": "Hello, welcome to Acme."}),
+        event("call.ended", {"stop_reason": "hangup"}),
+    ]:
         processed = engine.process(e)
     requests = build_requests(processed.call, book)
     request = requests.qa
@@ -435,8 +466,33 @@ def test_an_in_list_looked_up_as_a_set_answers_as_comparing_each_item_does():
     from scorers.cohorts import Members, _equal
 
     rng = random.Random(5)
-    pool = [0, 1, 2, -1, 1.0, 0.0, 2.5, True, False, None, "1", "a", "", "True", math.nan, math.inf, 10**30,
-            float(10**30), [], [1], [True], {}, {"a": 1}, b"a", "agent-1"]
+    pool = [
+        0,
+        1,
+        2,
+        -1,
+        1.0,
+        0.0,
+        2.5,
+        True,
+        False,
+        None,
+        "1",
+        "a",
+        "",
+        "True",
+        math.nan,
+        math.inf,
+        10**30,
+        float(10**30),
+        [],
+        [1],
+        [True],
+        {},
+        {"a": 1},
+        b"a",
+        "agent-1",
+    ]
     for _ in range(3000):
         items = rng.sample(pool, rng.randint(0, 8))
         members = Members(items)
@@ -447,8 +503,10 @@ def test_an_in_list_looked_up_as_a_set_answers_as_comparing_each_item_does():
 def test_a_cohort_of_many_long_in_lists_is_scored_without_comparing_every_item(monkeypatch):
     from scorers import cohorts as cohort_scoring
 
-    rules = [{"name": f"r{j}", "field": "agent_id", "op": "in", "value": [f"v{k}" for k in range(998)] + ["agent-1"]}
-             for j in range(50)]
+    rules = [
+        {"name": f"r{j}", "field": "agent_id", "op": "in", "value": [f"v{k}" for k in range(998)] + ["agent-1"]}
+        for j in range(50)
+    ]
     cohorts = book(*[cohort(cohort_id=f"c{i}", agents=["agent-*"], criteria=rules) for i in range(20)])
     compared = []
     equal = cohort_scoring._equal

@@ -39,8 +39,10 @@ def test_another_event_under_an_id_already_applied_is_refused_with_what_each_was
     engine = CallEngine()
     engine.process(started())
     engine.process(event("turn", {"role": "user", "text": "hi"}, event_id="t1", ts_ms=T0 + 5))
-    for reused in (event("turn", {"role": "user", "text": "bye"}, event_id="t1", ts_ms=T0 + 9),
-                   event("tool.call", {"name": "lookup", "arguments": "{}"}, event_id="t1", ts_ms=T0 + 5)):
+    for reused in (
+        event("turn", {"role": "user", "text": "bye"}, event_id="t1", ts_ms=T0 + 9),
+        event("tool.call", {"name": "lookup", "arguments": "{}"}, event_id="t1", ts_ms=T0 + 5),
+    ):
         processed = engine.process(reused)
         assert processed.status == "rejected" and processed.call is engine.calls["c1"]
         tag = reused.__struct_config__.tag
@@ -48,7 +50,8 @@ def test_another_event_under_an_id_already_applied_is_refused_with_what_each_was
             f"event 't1': call 'c1' has already applied another event under this event_id (a 'turn' event at event "
             f"time {T0 + 5}; this one is a {tag!r} event at event time {reused.ts_ms}): an event_id names one event "
             "of its call, so give this one an id of its own and send it again (or, when it belongs to another call "
-            "than the one held under 'c1', give that call an id of its own: a call_id names one call)")
+            "than the one held under 'c1', give that call an id of its own: a call_id names one call)"
+        )
     assert [t.text for t in engine.calls["c1"].turns] == ["hi"]
     assert engine.counters.rejected == 2 and engine.counters.duplicate == 0
     # The id stays the first event's: sent again, that one is still a duplicate.
@@ -64,8 +67,9 @@ def test_an_event_refused_takes_its_id_back_so_the_same_id_sent_again_mended_is_
     engine.process(ended())
     wrong = event("transcript.corrected", {"turn_index": 7, "text": "x"}, event_id="fix", ts_ms=T0 + 20_000)
     assert engine.process(wrong).status == "rejected"
-    mended = event("transcript.corrected", {"turn_index": 0, "text": "my bill is right"}, event_id="fix",
-                   ts_ms=T0 + 20_000)
+    mended = event(
+        "transcript.corrected", {"turn_index": 0, "text": "my bill is right"}, event_id="fix", ts_ms=T0 + 20_000
+    )
     processed = engine.process(mended)
     assert processed.status == "applied" and processed.result.version == 2
     assert engine.process(mended).status == "duplicate"
@@ -105,10 +109,13 @@ def test_a_correction_that_names_no_user_turn_is_rejected_and_publishes_nothing(
     engine.process(event("turn", {"role": "user", "text": "my bill is wrong"}))
     engine.process(event("turn", {"role": "agent", "text": "let me look"}))
     engine.process(ended())
-    for index, why in ((2, "turn_index 2 names no turn of call 'c1' (its 2 turns are numbered 0 to 1)"),
-                       (1, "turn_index 1 of call 'c1' is the agent's turn; only user turns are corrected")):
-        refused = engine.process(event("transcript.corrected", {"turn_index": index, "text": "x"},
-                                       event_id=f"fix-{index}"))
+    for index, why in (
+        (2, "turn_index 2 names no turn of call 'c1' (its 2 turns are numbered 0 to 1)"),
+        (1, "turn_index 1 of call 'c1' is the agent's turn; only user turns are corrected"),
+    ):
+        refused = engine.process(
+            event("transcript.corrected", {"turn_index": index, "text": "x"}, event_id=f"fix-{index}")
+        )
         assert refused.status == "rejected" and refused.result is None
         assert refused.reason.startswith(f"event 'fix-{index}': {why}")
     corrected = engine.process(event("transcript.corrected", {"turn_index": 0, "text": "my bill is right"}))
@@ -125,13 +132,25 @@ def test_a_correction_whose_original_is_not_its_turns_text_is_refused_not_applie
     engine.process(event("turn", {"role": "user", "text": "I want  Boston"}))
     engine.process(event("turn", {"role": "user", "text": "on Tuesday morning please"}))
     engine.process(ended())
-    refused = engine.process(event("transcript.corrected", {"turn_index": 1, "text": "I want Austin",
-                                                             "original": "I want Boston"}, event_id="fix"))
+    refused = engine.process(
+        event(
+            "transcript.corrected",
+            {"turn_index": 1, "text": "I want Austin", "original": "I want Boston"},
+            event_id="fix",
+        )
+    )
     assert refused.status == "rejected" and refused.result is None
-    assert "turn_index 1 of call 'c1' is 'on Tuesday morning please', not the text this correction replaces" \
+    assert (
+        "turn_index 1 of call 'c1' is 'on Tuesday morning please', not the text this correction replaces"
         in refused.reason
-    fixed = engine.process(event("transcript.corrected", {"turn_index": 0, "text": "I want Austin",
-                                                           "original": "I want Boston"}, event_id="fix"))
+    )
+    fixed = engine.process(
+        event(
+            "transcript.corrected",
+            {"turn_index": 0, "text": "I want Austin", "original": "I want Boston"},
+            event_id="fix",
+        )
+    )
     assert fixed.status == "applied" and fixed.result.version == 2  # (whitespace aside, the same text)
 
 
@@ -142,8 +161,16 @@ def test_a_correction_s_original_in_another_unicode_form_names_its_turn():
     engine.process(started())
     engine.process(event("turn", {"role": "user", "text": "Ich m\u00f6chte nach M\u00fcnchen"}))
     engine.process(ended())
-    fixed = engine.process(event("transcript.corrected", {"turn_index": 0, "text": "Ich m\u00f6chte nach M\u00fcnster",
-                                                           "original": "Ich mo\u0308chte nach \u200eMu\u0308nchen"}))
+    fixed = engine.process(
+        event(
+            "transcript.corrected",
+            {
+                "turn_index": 0,
+                "text": "Ich m\u00f6chte nach M\u00fcnster",
+                "original": "Ich mo\u0308chte nach \u200eMu\u0308nchen",
+            },
+        )
+    )
     assert fixed.status == "applied" and fixed.result.version == 2
     wer = next(m for m in fixed.result.metrics if m.metric == "wer")
     assert (wer.value, wer.details["errors"]) == (0.25, 1)
@@ -290,11 +317,14 @@ def test_a_deadline_past_the_latest_event_time_is_held_at_it_so_the_synthetic_en
 
 def test_a_post_call_event_for_a_call_not_held_is_rejected_without_taking_the_call_up():
     engine = CallEngine()
-    processed = engine.process(event("call.annotated", {"user_sentiment": "Negative"}, call_id="nobody",
-                                     event_id="ann-1"))
+    processed = engine.process(
+        event("call.annotated", {"user_sentiment": "Negative"}, call_id="nobody", event_id="ann-1")
+    )
     assert processed.status == "rejected" and processed.call is None
-    assert processed.reason == ("event 'ann-1': a 'call.annotated' event names call 'nobody', which is not held "
-                                "(it never started, or it ended and was forgotten after its retention)")
+    assert processed.reason == (
+        "event 'ann-1': a 'call.annotated' event names call 'nobody', which is not held "
+        "(it never started, or it ended and was forgotten after its retention)"
+    )
     assert "nobody" not in engine.calls and engine.counters.rejected == 1 and engine.counters.calls == 0
 
 
@@ -365,8 +395,9 @@ def test_the_sweeps_end_of_a_call_it_let_go_at_once_comes_back_as_a_duplicate():
 def test_a_producers_event_with_the_sweeps_id_does_not_keep_the_call_from_ending():
     engine = CallEngine(allowed_lateness_ms=0)
     engine.process(started("a", ts=T0, inactivity_timeout_s=60))
-    engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="a", ts_ms=T0 + 1_000,
-                         event_id="a:inactivity-timeout"))
+    engine.process(
+        event("turn", {"role": "user", "text": "hi"}, call_id="a", ts_ms=T0 + 1_000, event_id="a:inactivity-timeout")
+    )
     engine.process(started("b", ts=T0 + 100_000))
     (swept,) = engine.sweep(0)
     assert swept.event_id == "a:inactivity-timeout:2"
@@ -408,8 +439,9 @@ def test_a_recorded_sweep_end_for_a_call_that_has_ended_otherwise_is_a_duplicate
     engine = CallEngine()
     engine.process(started("a"))
     engine.process(ended("a"))
-    earlier_owners_end = event("call.ended", {"stop_reason": INACTIVITY_STOP_REASON}, call_id="a",
-                               event_id="a:inactivity-timeout")
+    earlier_owners_end = event(
+        "call.ended", {"stop_reason": INACTIVITY_STOP_REASON}, call_id="a", event_id="a:inactivity-timeout"
+    )
     assert engine.process(earlier_owners_end).status == "duplicate"
     assert engine.process(event("call.ended", {"stop_reason": "[EXIT]"}, call_id="a")).status == "rejected"
 
@@ -422,8 +454,13 @@ def test_a_sweeps_end_under_the_same_id_at_another_time_is_superseded_not_refuse
     engine.process(started("b", ts=T0 + 100_000))
     (swept,) = engine.sweep(0)
     engine.process(swept)
-    other_workers_end = event("call.ended", {"stop_reason": INACTIVITY_STOP_REASON}, call_id="a",
-                              event_id=swept.event_id, ts_ms=swept.ts_ms + 1_000)
+    other_workers_end = event(
+        "call.ended",
+        {"stop_reason": INACTIVITY_STOP_REASON},
+        call_id="a",
+        event_id=swept.event_id,
+        ts_ms=swept.ts_ms + 1_000,
+    )
     assert engine.process(other_workers_end).status == "duplicate"
 
 
@@ -432,8 +469,15 @@ def test_a_judges_answer_recorded_twice_is_a_duplicate_whatever_it_says():
     engine = CallEngine()
     engine.process(started())
     engine.process(ended())
-    answers = [event("judge.result", {"model": "m", "evaluation": {"score": score, "reason": "ok"}},
-                     event_id="c1:judge", ts_ms=T0 + 10_001) for score in (0.9, 0.2)]
+    answers = [
+        event(
+            "judge.result",
+            {"model": "m", "evaluation": {"score": score, "reason": "ok"}},
+            event_id="c1:judge",
+            ts_ms=T0 + 10_001,
+        )
+        for score in (0.9, 0.2)
+    ]
     assert engine.process(answers[0]).result.version == 2
     assert engine.process(answers[1]).status == "duplicate"
 
@@ -446,8 +490,9 @@ def test_a_judges_answer_does_not_move_its_partitions_time():
     engine.process(started("busy", ts=T0))
     engine.process(ended("busy", ts=T0 + 60_000))  # the quiet call's deadline, not past it
     assert not engine.anything_due(0)
-    judged = event("judge.result", {"model": "m", "evaluation": {"score": 0.9, "reason": "ok"}}, call_id="busy",
-                   ts_ms=T0 + 60_001)
+    judged = event(
+        "judge.result", {"model": "m", "evaluation": {"score": 0.9, "reason": "ok"}}, call_id="busy", ts_ms=T0 + 60_001
+    )
     assert engine.process(judged).result.version == 2
     assert not engine.anything_due(0) and engine.sweep(0) == []
     engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="other", ts_ms=T0 + 60_001))
@@ -462,16 +507,18 @@ def test_an_event_after_a_sweeps_end_says_the_sweep_ended_its_call_and_what_a_la
     engine.process(started("late", T0), partition=0)
     for swept in engine.sweep(0):
         engine.process(swept, partition=0)
-    refused = engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="late", ts_ms=T0 + 1_000),
-                             partition=0)
+    refused = engine.process(
+        event("turn", {"role": "user", "text": "hi"}, call_id="late", ts_ms=T0 + 1_000), partition=0
+    )
     assert refused.status == "rejected"
     assert f"which has already ended: the inactivity sweep ended it at event time {T0 + 120_000}" in refused.reason
     assert "inactivity timeout (120000 ms) and the allowed lateness (30000 ms)" in refused.reason
     assert "CALLQA_ALLOWED_LATENESS_MS of at least its delay" in refused.reason
     # A call that ended by its own end says no more than that.
     engine.process(ended("current", T0 + 601_000), partition=0)
-    after = engine.process(event("turn", {"role": "user", "text": "hi"}, call_id="current", ts_ms=T0 + 602_000),
-                           partition=0)
+    after = engine.process(
+        event("turn", {"role": "user", "text": "hi"}, call_id="current", ts_ms=T0 + 602_000), partition=0
+    )
     assert after.reason.endswith("which has already ended")
 
 
@@ -480,7 +527,8 @@ def test_an_event_time_in_seconds_refused_as_too_late_says_so():
     engine.process(started("c1", T0), partition=0)
     refused = engine.process(started("c2", T0 // 1000), partition=0)
     assert refused.status == "rejected" and "more than the retention" in refused.reason
-    assert refused.reason.endswith("days after 1970: ts_ms is Unix time in milliseconds, not seconds, nor time since "
-                                   "the call started)")
+    assert refused.reason.endswith(
+        "days after 1970: ts_ms is Unix time in milliseconds, not seconds, nor time since the call started)"
+    )
     stale = engine.process(started("c3", T0 - 2 * 86_400_000), partition=0)  # (plausible, only too old)
     assert stale.status == "rejected" and "1970" not in stale.reason

@@ -104,8 +104,9 @@ def test_numbers_compare_exactly_as_numpy_isclose_compares_them():
     pairs = [(a, b) for a in edges for b in edges]
     for _ in range(20000):
         a = rng.choice([rng.uniform(-1e3, 1e3), rng.uniform(-1, 1) * 10 ** rng.randint(-12, 300), rng.choice(edges)])
-        b = (a * (1 + rng.choice([0, 1e-4, 1e-5, 9.99e-6, 1.001e-5, -1e-5, 1e-9]))
-             + rng.choice([0, 1e-8, -1e-8, 2e-8, 1e-9]))
+        b = a * (1 + rng.choice([0, 1e-4, 1e-5, 9.99e-6, 1.001e-5, -1e-5, 1e-9])) + rng.choice(
+            [0, 1e-8, -1e-8, 2e-8, 1e-9]
+        )
         pairs += [(a, b), (b, a)]
     for a, b in pairs:
         assert numbers_close(a, b) is bool(numpy.isclose(a, b)), (a, b)
@@ -122,8 +123,10 @@ def test_strings_compare_exactly_by_default():
 
 
 def test_ignore_capitalization_lowercases_both_sides():
-    assert is_action_match({"item": "Pepperoni"}, [{"item": "PEPPERONI"}],
-                           MatchOptions(ignore_capitalization=True)) is True
+    assert (
+        is_action_match({"item": "Pepperoni"}, [{"item": "PEPPERONI"}], MatchOptions(ignore_capitalization=True))
+        is True
+    )
 
 
 def test_ignore_punctuation_and_clean_text_follow_nemos_text_rules():
@@ -142,8 +145,12 @@ def test_clean_text_alone_keeps_hyphens_and_case():
     assert is_action_match({"code": "a/b"}, [{"code": "a b"}], clean) is True
     assert is_action_match({"code": "“Deluxe”  Room"}, [{"code": "Deluxe Room"}], clean) is True
     assert is_action_match({"code": "Deluxe"}, [{"code": "deluxe"}], clean) is False
-    assert is_action_match({"code": "Deluxe"}, [{"code": "deluxe"}],
-                           MatchOptions(clean_text=True, ignore_capitalization=True)) is True
+    assert (
+        is_action_match(
+            {"code": "Deluxe"}, [{"code": "deluxe"}], MatchOptions(clean_text=True, ignore_capitalization=True)
+        )
+        is True
+    )
 
 
 def test_nested_lists_match_as_subsets_in_any_order():
@@ -178,13 +185,22 @@ def test_a_json_final_response_is_a_predicted_action():
 
 
 def test_a_final_response_that_is_not_json_is_a_message():
-    assert action_match(started(reference_answer={"message": "Your order is placed"}),
-                        final_response("Your order is placed")) is True
+    assert (
+        action_match(
+            started(reference_answer={"message": "Your order is placed"}), final_response("Your order is placed")
+        )
+        is True
+    )
 
 
 def test_the_scenarios_match_options_apply():
-    assert action_match(started(reference_answer={"message": "Order placed."}, ignore_capitalization=True,
-                                ignore_punctuation=True), final_response("order PLACED")) is True
+    assert (
+        action_match(
+            started(reference_answer={"message": "Order placed."}, ignore_capitalization=True, ignore_punctuation=True),
+            final_response("order PLACED"),
+        )
+        is True
+    )
 
 
 def test_the_scenarios_disallow_extra_items_applies():
@@ -195,8 +211,12 @@ def test_the_scenarios_disallow_extra_items_applies():
 
 
 def test_predictions_keep_their_order_so_the_last_one_counts():
-    assert action_match(started(reference_answer=PIZZA), final_response(json.dumps(PIZZA)),
-                        final_response('{"item": "salad"}')) is False
+    assert (
+        action_match(
+            started(reference_answer=PIZZA), final_response(json.dumps(PIZZA)), final_response('{"item": "salad"}')
+        )
+        is False
+    )
 
 
 def test_nothing_predicted_is_false_when_a_reference_exists():

@@ -91,8 +91,10 @@ def test_valid_terminal_state_passes_on_the_agent_tool():
 
 def test_valid_terminal_state_passes_on_the_simulators_reported_end():
     doc = evaluation(
-        started("valid-terminal-state"), turn("user"), server_message("<exit>all done</exit>", "user"),
-        ended("[SIMULATOR_EXIT]")
+        started("valid-terminal-state"),
+        turn("user"),
+        server_message("<exit>all done</exit>", "user"),
+        ended("[SIMULATOR_EXIT]"),
     )
     assert doc["simulator_end_reported"] is True
     assert doc["end_conversation_tool_called"] is False
@@ -134,8 +136,14 @@ def test_valid_terminal_state_fails_with_no_turns_and_no_evidence():
         ("tool-only", False, False, "[INACTIVITY_TIMEOUT]", "user", (False, "agent_end_conversation_tool_missing")),
         ("valid-terminal-state", True, False, "[EXIT]", "agent", (True, "agent_end_conversation_tool")),
         ("valid-terminal-state", False, True, "[SIMULATOR_EXIT]", "user", (True, "simulator_reported_end")),
-        ("valid-terminal-state", False, False, "[INACTIVITY_TIMEOUT]", "user",
-         (True, "inactivity_timeout_after_user_final_turn")),
+        (
+            "valid-terminal-state",
+            False,
+            False,
+            "[INACTIVITY_TIMEOUT]",
+            "user",
+            (True, "inactivity_timeout_after_user_final_turn"),
+        ),
         ("valid-terminal-state", False, False, "[INACTIVITY_TIMEOUT]", "agent", (False, "no_valid_terminal_evidence")),
         ("valid-terminal-state", False, False, "[TIMEOUT]", "user", (False, "no_valid_terminal_evidence")),
         # Several kinds of evidence: the agent's tool, then the simulator's end, then the inactivity rule.
@@ -160,8 +168,9 @@ def test_the_agent_tool_outranks_the_simulators_end_in_a_call():
 
 
 def test_an_agent_side_exit_server_message_means_the_agent_ended():
-    doc = evaluation(started(), turn("agent"), server_message("Goodbye <exit>resolved</exit>", "agent"),
-                     ended("[TIMEOUT]"))
+    doc = evaluation(
+        started(), turn("agent"), server_message("Goodbye <exit>resolved</exit>", "agent"), ended("[TIMEOUT]")
+    )
     assert doc["end_conversation_tool_called"] is True
     assert doc["simulator_end_reported"] is False
     assert end_fields(doc) == (True, "agent_end_conversation_tool")
@@ -170,8 +179,13 @@ def test_an_agent_side_exit_server_message_means_the_agent_ended():
 def test_an_agent_rtvi_function_call_to_end_conversation_tool_counts():
     call = event(
         "rtvi",
-        {"side": "agent", "message": {"type": "llm-function-call-in-progress",
-                                      "data": {"tool_call_id": "t1", "function_name": "EndConversationTool"}}},
+        {
+            "side": "agent",
+            "message": {
+                "type": "llm-function-call-in-progress",
+                "data": {"tool_call_id": "t1", "function_name": "EndConversationTool"},
+            },
+        },
     )
     doc = evaluation(started(), call, ended("[TIMEOUT]"))
     assert doc["end_conversation_tool_called"] is True
@@ -184,8 +198,12 @@ def test_the_simulated_users_end_conversation_tool_is_not_the_agents():
 
 
 def test_a_server_message_without_an_exit_tag_is_no_evidence():
-    doc = evaluation(started("valid-terminal-state"), server_message("<exit>unterminated", "user"),
-                     server_message("see you", "agent"), ended("[TIMEOUT]"))
+    doc = evaluation(
+        started("valid-terminal-state"),
+        server_message("<exit>unterminated", "user"),
+        server_message("see you", "agent"),
+        ended("[TIMEOUT]"),
+    )
     assert (doc["end_conversation_tool_called"], doc["simulator_end_reported"]) == (False, False)
 
 
@@ -196,8 +214,10 @@ def test_a_string_server_message_carries_the_exit_tag_too():
 
 
 def test_call_ended_flags_report_both_ends():
-    doc = evaluation(started("valid-terminal-state"),
-                     ended("[TIMEOUT]", end_conversation_tool_called=True, simulator_end_reported=True))
+    doc = evaluation(
+        started("valid-terminal-state"),
+        ended("[TIMEOUT]", end_conversation_tool_called=True, simulator_end_reported=True),
+    )
     assert (doc["end_conversation_tool_called"], doc["simulator_end_reported"]) == (True, True)
     assert end_fields(doc) == (True, "agent_end_conversation_tool")
 
@@ -211,8 +231,10 @@ def test_stop_reason_exit_is_the_agents_end_and_simulator_exit_the_simulators():
     agent = evaluation(started(), ended("[EXIT]"))
     simulator = evaluation(started("valid-terminal-state"), ended("[SIMULATOR_EXIT]"))
     assert (agent["end_conversation_tool_called"], agent["clean_exit"]) == (True, True)
-    assert ((simulator["simulator_end_reported"], simulator["conversation_end_reason"])
-            == (True, "simulator_reported_end"))
+    assert (simulator["simulator_end_reported"], simulator["conversation_end_reason"]) == (
+        True,
+        "simulator_reported_end",
+    )
 
 
 def test_a_false_flag_on_call_ended_stands_over_what_its_stop_reason_implies():
@@ -221,8 +243,9 @@ def test_a_false_flag_on_call_ended_stands_over_what_its_stop_reason_implies():
     doc = evaluation(started(), ended("[EXIT]", end_conversation_tool_called=False, simulator_end_reported=True))
     assert (doc["end_conversation_tool_called"], doc["simulator_end_reported"]) == (False, True)
     assert end_fields(doc) == (False, "agent_end_conversation_tool_missing") and doc["is_successful"] is False
-    simulator = evaluation(started("valid-terminal-state"), turn("agent"),
-                           ended("[SIMULATOR_EXIT]", simulator_end_reported=False))
+    simulator = evaluation(
+        started("valid-terminal-state"), turn("agent"), ended("[SIMULATOR_EXIT]", simulator_end_reported=False)
+    )
     assert end_fields(simulator) == (False, "no_valid_terminal_evidence")
 
 

@@ -34,8 +34,9 @@ def test_the_hash_of_a_small_db_is_the_sha256_of_its_canonical_json():
         "bookings": [{"id": "b2"}, {"id": "b1"}],  # order-independent: sorted
         "log": ["z", "a"],  # any other list keeps its order
     }
-    canonical = ('{"bookings":[{"id":"b1"},{"id":"b2"}],"flights":{"F1":{"fare":99.5,"seats":3,"status":null}},'
-                 '"log":["z","a"]}')
+    canonical = (
+        '{"bookings":[{"id":"b1"},{"id":"b2"}],"flights":{"F1":{"fare":99.5,"seats":3,"status":null}},"log":["z","a"]}'
+    )
     assert db_state_hash(db) == sha256(canonical)
 
 
@@ -46,8 +47,9 @@ def test_order_independent_lists_are_sorted_at_any_depth_by_their_json():
     assert db_state_hash(db) == sha256(canonical)
 
 
-@pytest.mark.parametrize("key", ["standby_list", "notifications", "bookings", "system_accounts",
-                                 "group_memberships", "asset_recoveries"])
+@pytest.mark.parametrize(
+    "key", ["standby_list", "notifications", "bookings", "system_accounts", "group_memberships", "asset_recoveries"]
+)
 def test_each_order_independent_key_ignores_element_order(key):
     assert db_state_hash({key: [2, 1, 3]}) == db_state_hash({key: [3, 2, 1]}) == sha256(f'{{"{key}":[1,2,3]}}')
 
@@ -147,15 +149,19 @@ def evaluation(*events: object, engine: CallEngine | None = None) -> dict:
 def test_a_matching_agent_hash_matches():
     expected = db_state_hash(EXPECTED_DB)
     doc = evaluation(started(expected_db_hash=expected), db_state("agent", hash_=expected))
-    assert ((doc["db_state_expected_hash"], doc["db_state_actual_hash"], doc["db_state_match"])
-            == (expected, expected, True))
+    assert (doc["db_state_expected_hash"], doc["db_state_actual_hash"], doc["db_state_match"]) == (
+        expected,
+        expected,
+        True,
+    )
 
 
 def test_an_agent_db_without_a_hash_is_hashed_here():
     # The same end state written differently: 20 instead of 20.0 hashes equally.
     expected = db_state_hash(EXPECTED_DB)
-    doc = evaluation(started(expected_db_hash=expected),
-                     db_state("agent", db={"orders": {"o1": {"status": "placed", "total": 20}}}))
+    doc = evaluation(
+        started(expected_db_hash=expected), db_state("agent", db={"orders": {"o1": {"status": "placed", "total": 20}}})
+    )
     assert doc["db_state_actual_hash"] == expected
     assert doc["db_state_match"] is True
 
@@ -178,22 +184,33 @@ def test_a_db_state_sent_after_the_end_rescores_the_call():
     # A harness asks the agent for its end state once the conversation is over; a call ended by the
     # inactivity sweep can have it only after its end.
     expected = db_state_hash(EXPECTED_DB)
-    _, results = run_call([started(expected_db_hash=expected), event("call.ended", {"stop_reason": "[EXIT]"}),
-                           db_state("agent", hash_=expected)])
+    _, results = run_call(
+        [
+            started(expected_db_hash=expected),
+            event("call.ended", {"stop_reason": "[EXIT]"}),
+            db_state("agent", hash_=expected),
+        ]
+    )
     assert [(r.version, r.evaluation["db_state_match"]) for r in results] == [(1, False), (2, True)]
 
 
 def test_a_db_state_before_the_start_still_opens_the_call_as_any_event_of_a_running_call_does():
     expected = db_state_hash(EXPECTED_DB)
-    _, results = run_call([db_state("agent", hash_=expected), started(expected_db_hash=expected),
-                           event("call.ended", {"stop_reason": "[EXIT]"})])
+    _, results = run_call(
+        [
+            db_state("agent", hash_=expected),
+            started(expected_db_hash=expected),
+            event("call.ended", {"stop_reason": "[EXIT]"}),
+        ]
+    )
     assert [(r.version, r.evaluation["db_state_match"]) for r in results] == [(1, True)]
 
 
 def test_the_latest_agent_state_wins():
     expected = db_state_hash(EXPECTED_DB)
-    doc = evaluation(started(expected_db_hash=expected), db_state("agent", hash_=expected),
-                     db_state("agent", db={"orders": {}}))
+    doc = evaluation(
+        started(expected_db_hash=expected), db_state("agent", hash_=expected), db_state("agent", db={"orders": {}})
+    )
     assert doc["db_state_match"] is False
 
 
@@ -217,22 +234,52 @@ USER_DB = {"device": {"airplane_mode": False}}
 
 def test_assertions_give_one_verdict_each_and_their_pass_rate():
     assertions = [
-        {"func_name": "field_equals", "side": "agent", "arguments": {"path": "lines.L1.status"},
-         "assert_value": "active",
-         "message": "line active"},
+        {
+            "func_name": "field_equals",
+            "side": "agent",
+            "arguments": {"path": "lines.L1.status"},
+            "assert_value": "active",
+            "message": "line active",
+        },
         {"func_name": "count", "side": "agent", "arguments": {"path": "bills"}, "assert_value": 3},
-        {"func_name": "field_equals", "side": "user", "arguments": {"path": "device.airplane_mode"},
-         "assert_value": False},
+        {
+            "func_name": "field_equals",
+            "side": "user",
+            "arguments": {"path": "device.airplane_mode"},
+            "assert_value": False,
+        },
     ]
-    doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB),
-                     db_state("user", db=USER_DB))
+    doc = evaluation(
+        started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB), db_state("user", db=USER_DB)
+    )
     assert doc["db_state_assertion_verdicts"] == [
-        {"func_name": "field_equals", "side": "agent", "passed": True, "expected": "active", "actual": "active",
-         "message": "line active", "error": None},
-        {"func_name": "count", "side": "agent", "passed": False, "expected": 3, "actual": 2, "message": None,
-         "error": None},
-        {"func_name": "field_equals", "side": "user", "passed": True, "expected": False, "actual": False,
-         "message": None, "error": None},
+        {
+            "func_name": "field_equals",
+            "side": "agent",
+            "passed": True,
+            "expected": "active",
+            "actual": "active",
+            "message": "line active",
+            "error": None,
+        },
+        {
+            "func_name": "count",
+            "side": "agent",
+            "passed": False,
+            "expected": 3,
+            "actual": 2,
+            "message": None,
+            "error": None,
+        },
+        {
+            "func_name": "field_equals",
+            "side": "user",
+            "passed": True,
+            "expected": False,
+            "actual": False,
+            "message": None,
+            "error": None,
+        },
     ]
     assert doc["db_state_assertion_pass_rate"] == pytest.approx(2 / 3)  # 2 of 3 predicates hold
 
@@ -248,8 +295,9 @@ def test_a_side_without_a_db_fails_its_assertions_with_an_error():
 
 def test_a_hash_only_state_leaves_no_db_for_the_assertions():
     assertions = [{"func_name": "exists", "side": "agent", "arguments": {"path": "lines"}, "assert_value": True}]
-    doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB),
-                     db_state("agent", hash_="abc"))
+    doc = evaluation(
+        started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB), db_state("agent", hash_="abc")
+    )
     assert doc["db_state_assertion_verdicts"][0]["error"].startswith("no agent DB available: ")
     assert "latest db.state of side 'agent' carried a hash but no db" in doc["db_state_assertion_verdicts"][0]["error"]
 
@@ -263,8 +311,14 @@ def test_an_unknown_predicate_fails_with_an_error():
 
 
 def test_a_raising_predicate_fails_with_its_error():
-    assertions = [{"func_name": "field_equals", "side": "agent", "arguments": {"path": "lines.L9.status"},
-                   "assert_value": "active"}]
+    assertions = [
+        {
+            "func_name": "field_equals",
+            "side": "agent",
+            "arguments": {"path": "lines.L9.status"},
+            "assert_value": "active",
+        }
+    ]
     doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB))
     (verdict,) = doc["db_state_assertion_verdicts"]
     assert (verdict["passed"], verdict["actual"]) == (False, None)
@@ -284,7 +338,10 @@ def test_an_assertion_without_a_side_fails_as_the_harness_fails_it():
     doc = evaluation(started(db_state_assertions=assertions), db_state("agent", db=AGENT_DB))
     (verdict,) = doc["db_state_assertion_verdicts"]
     assert (verdict["side"], verdict["passed"], verdict["error"]) == (
-        None, False, "Unknown side None; expected 'user' or 'agent'.")
+        None,
+        False,
+        "Unknown side None; expected 'user' or 'agent'.",
+    )
     assert doc["db_state_assertion_pass_rate"] == 0.0
 
 
@@ -297,8 +354,9 @@ def test_a_custom_registry_reaches_the_engine_through_signal_scorers():
 
     engine = CallEngine(registry=ScorerRegistry.build(signal_scorers(predicates=predicates), qa_metrics()))
     assertions = [{"func_name": "roaming_enabled", "side": "agent", "arguments": {"line": "L1"}, "assert_value": True}]
-    doc = evaluation(started(domain="telecom", db_state_assertions=assertions), db_state("agent", db=AGENT_DB),
-                     engine=engine)
+    doc = evaluation(
+        started(domain="telecom", db_state_assertions=assertions), db_state("agent", db=AGENT_DB), engine=engine
+    )
     assert doc["db_state_assertion_verdicts"][0]["passed"] is True
     assert doc["db_state_assertion_pass_rate"] == 1.0
 
@@ -308,6 +366,7 @@ def test_a_domain_predicate_is_not_found_for_another_domain():
     predicates.register(lambda db: True, name="ok", domain="telecom")
     engine = CallEngine(registry=ScorerRegistry.build(signal_scorers(predicates=predicates), qa_metrics()))
     assertions = [{"func_name": "ok", "side": "agent", "assert_value": True}]
-    doc = evaluation(started(domain="retail", db_state_assertions=assertions), db_state("agent", db=AGENT_DB),
-                     engine=engine)
+    doc = evaluation(
+        started(domain="retail", db_state_assertions=assertions), db_state("agent", db=AGENT_DB), engine=engine
+    )
     assert doc["db_state_assertion_verdicts"][0]["passed"] is False

@@ -85,14 +85,27 @@ def test_nl_verdicts_are_one_per_assertion_and_give_the_pass_rate():
     assert doc["nl_assertion_pass_rate"] == pytest.approx(1 / 3)
 
 
-@pytest.mark.parametrize(("index", "held"), [(1.9, True), ("1", True), (True, True), (1.0, True), (1, True),
-                                             ("1.0", False), ("one", False), (None, False), (2, False)])
+@pytest.mark.parametrize(
+    ("index", "held"),
+    [
+        (1.9, True),
+        ("1", True),
+        (True, True),
+        (1.0, True),
+        (1, True),
+        ("1.0", False),
+        ("one", False),
+        (None, False),
+        (2, False),
+    ],
+)
 def test_a_verdict_names_its_assertion_as_int_reads_it(index, held):
     # Mirrors the harness's LLMJudge.judge_scenario normalisation (int(index)) and
     # tests/unit/test_llm_judge_nl_assertions.py::test_out_of_range_indices_are_dropped.
     verdicts = [{"index": index, "passed": True, "reason": "ok"}]
-    doc = evaluation(started(nl_assertions=ASSERTIONS[:1]), ended(),
-                     judged(answer(0.9, nl_assertion_verdicts=verdicts)))
+    doc = evaluation(
+        started(nl_assertions=ASSERTIONS[:1]), ended(), judged(answer(0.9, nl_assertion_verdicts=verdicts))
+    )
     (verdict,) = doc["judge_result"]["nl_assertion_verdicts"]
     assert verdict["passed"] is held
     assert doc["nl_assertion_pass_rate"] == (1.0 if held else 0.0)
@@ -100,8 +113,9 @@ def test_a_verdict_names_its_assertion_as_int_reads_it(index, held):
 
 def test_an_already_normalised_answer_is_kept_as_it_is():
     verdicts = [{"index": i, "assertion": a, "passed": True, "reason": "ok"} for i, a in enumerate(ASSERTIONS, start=1)]
-    document = answer(1.0, nl_assertion_verdicts=verdicts, nl_assertion_pass_count=3, nl_assertion_total=3,
-                      nl_assertion_pass_rate=1.0)
+    document = answer(
+        1.0, nl_assertion_verdicts=verdicts, nl_assertion_pass_count=3, nl_assertion_total=3, nl_assertion_pass_rate=1.0
+    )
     doc = evaluation(started(nl_assertions=ASSERTIONS), ended(), judged(document))
     assert doc["judge_result"] == document
     assert doc["nl_assertion_pass_rate"] == 1.0
@@ -115,8 +129,11 @@ def test_nl_fields_are_absent_when_the_scenario_has_no_assertions():
 
 
 def test_a_judge_error_gives_score_zero_and_an_error_reason():
-    doc = evaluation(started(judge_threshold=0.5, nl_assertions=ASSERTIONS[:2]), ended(),
-                     judged(error="request timed out", input=JUDGE_INPUT))
+    doc = evaluation(
+        started(judge_threshold=0.5, nl_assertions=ASSERTIONS[:2]),
+        ended(),
+        judged(error="request timed out", input=JUDGE_INPUT),
+    )
     assert doc["judge_score"] == 0.0
     assert doc["judge_passed"] is False
     judge = doc["judge_result"]

@@ -23,15 +23,21 @@ def spec(**fields) -> ScenarioSpec:
 # ------------------------------------------------------------------------------ signal verdicts
 
 
-@pytest.mark.parametrize(("rate", "verdict"),
-                         [(1.0, True), (1, True), (0.99, False), (0.0, False), (None, None), ("N/A", None)])
+@pytest.mark.parametrize(
+    ("rate", "verdict"), [(1.0, True), (1, True), (0.99, False), (0.0, False), (None, None), ("N/A", None)]
+)
 def test_a_pass_rate_passes_only_at_one(rate, verdict):
     assert rate_verdict(rate) is verdict
 
 
 def test_signal_verdicts_read_the_document():
-    document = {"is_action_match": "N/A", "db_state_match": False, "db_state_assertion_pass_rate": 1.0,
-                "nl_assertion_pass_rate": 0.5, "clean_exit": True}
+    document = {
+        "is_action_match": "N/A",
+        "db_state_match": False,
+        "db_state_assertion_pass_rate": 1.0,
+        "nl_assertion_pass_rate": 0.5,
+        "clean_exit": True,
+    }
     assert signal_verdicts(document) == {
         SuccessSignal.ACTION_MATCH: None,  # "N/A": no verdict
         SuccessSignal.DB_STATE_MATCH: False,
@@ -57,14 +63,18 @@ def test_buckets_split_whitelisted_signals_and_list_computed_others_as_excluded(
 
 
 def test_any_failed_whitelisted_signal_fails_the_composite():
-    fields = success_fields({"is_action_match": True, "clean_exit": False},
-                            spec(success_signals=["is_action_match", "clean_exit"]), 5)
+    fields = success_fields(
+        {"is_action_match": True, "clean_exit": False}, spec(success_signals=["is_action_match", "clean_exit"]), 5
+    )
     assert fields["is_successful"] is False
 
 
 def test_all_applicable_whitelisted_signals_passing_succeeds():
-    fields = success_fields({"is_action_match": True, "clean_exit": True},
-                            spec(success_signals=["is_action_match", "clean_exit", "judge_passed"]), 5)
+    fields = success_fields(
+        {"is_action_match": True, "clean_exit": True},
+        spec(success_signals=["is_action_match", "clean_exit", "judge_passed"]),
+        5,
+    )
     assert (fields["is_successful"], fields["is_task_successful"]) == (True, True)
 
 
@@ -75,27 +85,36 @@ def test_excluded_signals_never_affect_the_composite():
 
 
 def test_a_failed_pass_rate_signal_lands_in_failed():
-    fields = success_fields({"db_state_assertion_pass_rate": 0.5, "clean_exit": True},
-                            spec(success_signals=["db_state_assertion", "clean_exit"]), 5)
+    fields = success_fields(
+        {"db_state_assertion_pass_rate": 0.5, "clean_exit": True},
+        spec(success_signals=["db_state_assertion", "clean_exit"]),
+        5,
+    )
     assert fields["success_breakdown"]["failed"] == ["db_state_assertion"]
     assert fields["is_successful"] is False
 
 
 def test_task_success_ignores_only_a_failed_clean_exit():
-    only_exit = success_fields({"is_action_match": True, "clean_exit": False},
-                               spec(success_signals=["is_action_match", "clean_exit"]), 5)
-    with_action = success_fields({"is_action_match": False, "clean_exit": False},
-                                 spec(success_signals=["is_action_match", "clean_exit"]), 5)
+    only_exit = success_fields(
+        {"is_action_match": True, "clean_exit": False}, spec(success_signals=["is_action_match", "clean_exit"]), 5
+    )
+    with_action = success_fields(
+        {"is_action_match": False, "clean_exit": False}, spec(success_signals=["is_action_match", "clean_exit"]), 5
+    )
     assert (only_exit["is_successful"], only_exit["is_task_successful"]) == (False, True)
     assert (with_action["is_successful"], with_action["is_task_successful"]) == (False, False)
 
 
 def test_no_applicable_whitelisted_signal_is_na_and_task_success_is_not_written():
-    fields = success_fields({"is_action_match": "N/A", "clean_exit": True},
-                            spec(success_signals=["is_action_match", "judge_passed"]), 5)
-    assert fields["success_breakdown"] == {"passed": [], "failed": [],
-                                           "not_applicable": ["is_action_match", "judge_passed"],
-                                           "excluded": ["clean_exit"]}
+    fields = success_fields(
+        {"is_action_match": "N/A", "clean_exit": True}, spec(success_signals=["is_action_match", "judge_passed"]), 5
+    )
+    assert fields["success_breakdown"] == {
+        "passed": [],
+        "failed": [],
+        "not_applicable": ["is_action_match", "judge_passed"],
+        "excluded": ["clean_exit"],
+    }
     assert fields["is_successful"] == "N/A"
     assert "is_task_successful" not in fields
 
@@ -130,8 +149,11 @@ def test_an_empty_whitelist_gates_nothing():
 def test_fewer_agent_llm_calls_than_the_floor_force_failure():
     document = {"is_action_match": True, "clean_exit": True}
     fields = success_fields(document, spec(success_signals=["is_action_match", "clean_exit"]), 1)  # 1 < default 2
-    assert ((fields["is_successful"], fields["is_task_successful"], fields["insufficient_agent_turns"])
-            == (False, False, True))
+    assert (fields["is_successful"], fields["is_task_successful"], fields["insufficient_agent_turns"]) == (
+        False,
+        False,
+        True,
+    )
     assert fields["min_agent_turns"] == 2  # the floor it fell short of: scenarios each carry their own
     assert success_fields(document, spec(min_agent_turns=5), 4)["min_agent_turns"] == 5
     # The breakdown still shows what each signal said; the run summary skips the call per signal.
@@ -213,21 +235,38 @@ def full_scenario_call() -> list:
         "success_signals": ["db_state_match", "clean_exit", "nl_assertion"],
         "reference_answer": {"status": "placed"},
         "expected_db_hash": db_state_hash(EXPECTED_DB),
-        "db_state_assertions": [{"func_name": "field_equals", "side": "agent",
-                                 "arguments": {"path": "orders.o1.status"}, "assert_value": "placed"}],
+        "db_state_assertions": [
+            {
+                "func_name": "field_equals",
+                "side": "agent",
+                "arguments": {"path": "orders.o1.status"},
+                "assert_value": "placed",
+            }
+        ],
         "nl_assertions": ["The agent confirmed the booking."],
         "judge_threshold": 0.5,
     }
-    judge = {"score": 0.9, "reason": "ok", "judge_input": {"system_prompt": "s", "user_content": "u"},
-             "nl_assertion_verdicts": [{"index": 1, "passed": True, "reason": "confirmed"}]}
+    judge = {
+        "score": 0.9,
+        "reason": "ok",
+        "judge_input": {"system_prompt": "s", "user_content": "u"},
+        "nl_assertion_verdicts": [{"index": 1, "passed": True, "reason": "confirmed"}],
+    }
     return [
         event("call.started", {"agent_id": "a1", "scenario": scenario}),
         event("attempt.discarded", {"reason": "0 conversation turns (bots never exchanged audio)"}),
         event("turn", {"role": "user", "text": "book it"}),
         tokens(2),
-        event("rtvi", {"side": "agent", "message": {"type": "server-message",
-                                                     "data": {"text": '<final_response>{"status": '
-                                                                      '"placed"}</final_response>'}}}),
+        event(
+            "rtvi",
+            {
+                "side": "agent",
+                "message": {
+                    "type": "server-message",
+                    "data": {"text": '<final_response>{"status": "placed"}</final_response>'},
+                },
+            },
+        ),
         event("turn", {"role": "agent", "text": "done"}),
         event("db.state", {"side": "agent", "db": EXPECTED_DB}),
         event("tool.call", {"name": "EndConversationTool", "arguments": "{}"}),
@@ -239,14 +278,39 @@ def full_scenario_call() -> list:
 def test_a_scenario_document_keeps_the_contract_key_order():
     _, results = run_call(full_scenario_call())
     assert list(results[-1].evaluation) == [
-        "scenario_name", "scenario_directory", "total_turns", "turns", "duration_seconds", "scenario_duration",
-        "latency_stats", "latencies", "stop_reason", "inactivity_timeout_seconds", "clean_exit",
-        "end_conversation_tool_called", "simulator_end_reported", "last_speaker", "conversation_end_policy",
-        "conversation_end_reason", "is_action_match", "token_usage", "success_breakdown", "is_successful",
-        "is_task_successful", "auto_retry_count",
-        "db_state_expected_hash", "db_state_actual_hash", "db_state_match", "db_state_assertion_verdicts",
-        "db_state_assertion_pass_rate", "nl_assertion_pass_rate", "judge_score", "judge_passed",
-        "auto_retry_reasons", "trace_metrics", "judge_result",
+        "scenario_name",
+        "scenario_directory",
+        "total_turns",
+        "turns",
+        "duration_seconds",
+        "scenario_duration",
+        "latency_stats",
+        "latencies",
+        "stop_reason",
+        "inactivity_timeout_seconds",
+        "clean_exit",
+        "end_conversation_tool_called",
+        "simulator_end_reported",
+        "last_speaker",
+        "conversation_end_policy",
+        "conversation_end_reason",
+        "is_action_match",
+        "token_usage",
+        "success_breakdown",
+        "is_successful",
+        "is_task_successful",
+        "auto_retry_count",
+        "db_state_expected_hash",
+        "db_state_actual_hash",
+        "db_state_match",
+        "db_state_assertion_verdicts",
+        "db_state_assertion_pass_rate",
+        "nl_assertion_pass_rate",
+        "judge_score",
+        "judge_passed",
+        "auto_retry_reasons",
+        "trace_metrics",
+        "judge_result",
     ]
 
 
@@ -254,8 +318,11 @@ def test_a_scenario_document_scores_every_signal():
     _, results = run_call(full_scenario_call())
     doc = results[-1].evaluation
     assert doc["is_action_match"] is True
-    assert ((doc["db_state_match"], doc["db_state_assertion_pass_rate"], doc["nl_assertion_pass_rate"])
-            == (True, 1.0, 1.0))
+    assert (doc["db_state_match"], doc["db_state_assertion_pass_rate"], doc["nl_assertion_pass_rate"]) == (
+        True,
+        1.0,
+        1.0,
+    )
     assert (doc["judge_score"], doc["judge_passed"], doc["clean_exit"]) == (0.9, True, True)
     assert doc["success_breakdown"] == {
         "passed": ["db_state_match", "nl_assertion", "clean_exit"],
@@ -268,15 +335,37 @@ def test_a_scenario_document_scores_every_signal():
 
 
 def test_a_production_call_gets_the_full_always_present_document():
-    _, results = run_call([event("call.started", {"agent_id": "a1"}), event("turn", {"role": "agent", "text": "hello"}),
-                           event("call.ended", {"stop_reason": "[TIMEOUT]"})])
+    _, results = run_call(
+        [
+            event("call.started", {"agent_id": "a1"}),
+            event("turn", {"role": "agent", "text": "hello"}),
+            event("call.ended", {"stop_reason": "[TIMEOUT]"}),
+        ]
+    )
     doc = results[-1].evaluation
     assert list(doc) == [
-        "scenario_name", "scenario_directory", "total_turns", "turns", "duration_seconds", "scenario_duration",
-        "latency_stats", "latencies", "stop_reason", "inactivity_timeout_seconds", "clean_exit",
-        "end_conversation_tool_called", "simulator_end_reported", "last_speaker", "conversation_end_policy",
-        "conversation_end_reason", "is_action_match", "token_usage", "success_breakdown", "is_successful",
-        "is_task_successful", "auto_retry_count",
+        "scenario_name",
+        "scenario_directory",
+        "total_turns",
+        "turns",
+        "duration_seconds",
+        "scenario_duration",
+        "latency_stats",
+        "latencies",
+        "stop_reason",
+        "inactivity_timeout_seconds",
+        "clean_exit",
+        "end_conversation_tool_called",
+        "simulator_end_reported",
+        "last_speaker",
+        "conversation_end_policy",
+        "conversation_end_reason",
+        "is_action_match",
+        "token_usage",
+        "success_breakdown",
+        "is_successful",
+        "is_task_successful",
+        "auto_retry_count",
     ]
     assert (doc["is_action_match"], doc["clean_exit"], doc["conversation_end_policy"]) == ("N/A", False, "tool-only")
     # Every signal is whitelisted; only clean_exit has a verdict, and it failed.

@@ -37,8 +37,10 @@ def parsed(answer: dict | str) -> dict:
 
 
 def test_json_in_a_json_code_fence_is_the_answer():
-    content = 'Here is my verdict:\n```json\n{"score": 0.8, "reason": "fine", "nl_assertion_verdicts": [' \
-              '{"index": 1, "passed": true, "reason": "a"}]}\n```'
+    content = (
+        'Here is my verdict:\n```json\n{"score": 0.8, "reason": "fine", "nl_assertion_verdicts": ['
+        '{"index": 1, "passed": true, "reason": "a"}]}\n```'
+    )
     document = parse_evaluation_answer(content, evaluation_request())
     assert document["score"] == 0.8 and document["reason"] == "fine"
     assert [v["passed"] for v in document["nl_assertion_verdicts"]] == [True, False, False]
@@ -61,8 +63,13 @@ def test_a_qa_answer_in_a_code_fence_is_kept():
 
 def test_happy_path_two_passes_one_fail():
     # Mirrors test_happy_path_two_passes_one_fail.
-    document = parsed({"score": 0.67, "reason": "Partial",
-                       "nl_assertion_verdicts": [verdict(1), verdict(2, False, "Missed"), verdict(3)]})
+    document = parsed(
+        {
+            "score": 0.67,
+            "reason": "Partial",
+            "nl_assertion_verdicts": [verdict(1), verdict(2, False, "Missed"), verdict(3)],
+        }
+    )
     assert [v["passed"] for v in document["nl_assertion_verdicts"]] == [True, False, True]
     assert [v["assertion"] for v in document["nl_assertion_verdicts"]] == ASSERTIONS
     assert document["nl_assertion_pass_rate"] == 2 / 3
@@ -72,28 +79,42 @@ def test_missing_verdict_fills_with_false():
     # Mirrors test_missing_verdict_fills_with_false.
     document = parsed({"score": 0.5, "reason": "x", "nl_assertion_verdicts": [verdict(1), verdict(3)]})
     assert [(v["passed"], v["reason"]) for v in document["nl_assertion_verdicts"]] == [
-        (True, "ok"), (False, MISSING_VERDICT_REASON), (True, "ok")]
+        (True, "ok"),
+        (False, MISSING_VERDICT_REASON),
+        (True, "ok"),
+    ]
 
 
 def test_out_of_range_and_non_int_indices_are_dropped():
     # Mirrors test_out_of_range_indices_are_dropped.
-    document = parsed({"score": 0.33, "reason": "x", "nl_assertion_verdicts": [
-        verdict(0), verdict(99), verdict("foo"), verdict(2)]})
+    document = parsed(
+        {"score": 0.33, "reason": "x", "nl_assertion_verdicts": [verdict(0), verdict(99), verdict("foo"), verdict(2)]}
+    )
     assert [v["passed"] for v in document["nl_assertion_verdicts"]] == [False, True, False]
 
 
 def test_strict_passed_boolean():
     # Mirrors test_strict_passed_boolean: 1 and "true" are not true.
-    document = parsed({"score": 0.5, "reason": "x", "nl_assertion_verdicts": [
-        verdict(1, 1), verdict(2, "true"), verdict(3, True)]})
+    document = parsed(
+        {"score": 0.5, "reason": "x", "nl_assertion_verdicts": [verdict(1, 1), verdict(2, "true"), verdict(3, True)]}
+    )
     assert [v["passed"] for v in document["nl_assertion_verdicts"]] == [False, False, True]
     assert document["nl_assertion_pass_rate"] == 1 / 3
 
 
 def test_verdicts_emitted_out_of_order_get_sorted_by_index():
     # Mirrors test_verdicts_emitted_out_of_order_get_sorted_by_index.
-    document = parsed({"score": 1.0, "reason": "x", "nl_assertion_verdicts": [
-        verdict(3, reason="third"), verdict(1, reason="first"), verdict(2, reason="second")]})
+    document = parsed(
+        {
+            "score": 1.0,
+            "reason": "x",
+            "nl_assertion_verdicts": [
+                verdict(3, reason="third"),
+                verdict(1, reason="first"),
+                verdict(2, reason="second"),
+            ],
+        }
+    )
     assert [v["reason"] for v in document["nl_assertion_verdicts"]] == ["first", "second", "third"]
 
 
@@ -104,10 +125,13 @@ def test_an_index_int_reads_names_that_assertion(index):
 
 
 def test_of_two_verdicts_for_one_assertion_the_later_counts():
-    document = parsed({"score": 1.0, "reason": "x", "nl_assertion_verdicts": [
-        verdict(1, True, "first"), verdict(1, False, "second")]})
+    document = parsed(
+        {"score": 1.0, "reason": "x", "nl_assertion_verdicts": [verdict(1, True, "first"), verdict(1, False, "second")]}
+    )
     assert (document["nl_assertion_verdicts"][0]["passed"], document["nl_assertion_verdicts"][0]["reason"]) == (
-        False, "second")
+        False,
+        "second",
+    )
 
 
 def test_an_answer_without_a_reason_keeps_its_score_with_an_empty_reason():

@@ -26,13 +26,14 @@ def test_the_exported_summary_is_the_harness_file_line_for_line():
 
 def test_the_judge_and_nl_lines_read_as_the_harness_writes_them():
     text = EXPECTED.read_text()
-    for line in ("    NL-assertion pass rate: 33.33%\n    Judge score: 0.40\n    Judge passed: False\n",
-                 "  NL-Assertion pass:            50.00% (2/4 assertions)\n",
-                 "  Judge score mean:            0.675 (across 2 scenarios)\n",
-                 "  Judge passed (>= threshold):  50.00% (1/2 scenarios)\n",
-                 "  DB-State-Assertion pass:      66.67% (2/3 predicates)\n",
-                 "Per-Domain NL-Assertion Pass Rate:\n" + "-" * 80 + "\n  retail: 33.33% (1/3)\n  telecom: 100.00% "
-                                                                     "(1/1)\n"):
+    for line in (
+        "    NL-assertion pass rate: 33.33%\n    Judge score: 0.40\n    Judge passed: False\n",
+        "  NL-Assertion pass:            50.00% (2/4 assertions)\n",
+        "  Judge score mean:            0.675 (across 2 scenarios)\n",
+        "  Judge passed (>= threshold):  50.00% (1/2 scenarios)\n",
+        "  DB-State-Assertion pass:      66.67% (2/3 predicates)\n",
+        "Per-Domain NL-Assertion Pass Rate:\n" + "-" * 80 + "\n  retail: 33.33% (1/3)\n  telecom: 100.00% (1/1)\n",
+    ):
         assert line in text
 
 
@@ -62,8 +63,11 @@ def test_at_min_agent_turns_0_the_stalled_scenario_counts_in_every_rate():
 
 def test_all_metrics_json_lists_each_scenario_under_the_run_directory():
     documents = json.loads(export_run(judged_run(), run_directory="eval_x")["all_metrics.json"])
-    assert [d["scenario_directory"] for d in documents] == ["eval_x/retail__1", "eval_x/telecom__1",
-                                                            "eval_x/telecom__2"]
+    assert [d["scenario_directory"] for d in documents] == [
+        "eval_x/retail__1",
+        "eval_x/telecom__1",
+        "eval_x/telecom__2",
+    ]
     assert "judge_result" not in documents[0]
 
 
@@ -76,7 +80,8 @@ def test_all_latencies_csv_doubles_quotes_and_writes_one_decimal():
 
 def test_a_run_without_any_applicable_verdict_says_so_as_the_harness_does():
     text = export_run([call_result("c1", metrics_doc("d__a", is_successful="N/A", clean_exit=True))])[
-        "all_summary.txt"].decode()
+        "all_summary.txt"
+    ].decode()
     assert "\n\n\nOverall Success Rate: N/A (no scenarios had any applicable signal)\n" in text
     assert "Token Usage" not in text and "Per-Domain" not in text
     assert "  Total Measurements: 0\n  Mean: -1.0ms\n" in text

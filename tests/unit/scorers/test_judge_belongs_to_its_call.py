@@ -11,8 +11,13 @@ from tests.helpers.eventkit import T0, event
 
 
 def judge_answer(call_id: str, ended_ts_ms: int, reason: str):
-    return event("judge.result", {"model": "m", "qa": {"naturalness": {"score": 90, "reason": reason}}},
-                 call_id=call_id, ts_ms=ended_ts_ms + 1, event_id=judge_event_id(call_id))
+    return event(
+        "judge.result",
+        {"model": "m", "qa": {"naturalness": {"score": 90, "reason": reason}}},
+        call_id=call_id,
+        ts_ms=ended_ts_ms + 1,
+        event_id=judge_event_id(call_id),
+    )
 
 
 def test_an_answer_for_an_earlier_call_of_the_id_is_refused_and_the_calls_own_applies():

@@ -36,11 +36,14 @@ def test_hallucination_score_is_100_minus_30_per_major_minus_10_per_minor():
     result = metric(results_with(qa_answer())[-1], "hallucination")
     # 2 major, 1 minor: 100 − 30×2 − 10×1 = 30; value = 3 issues; 30 < 70 → failed.
     assert (result.value, result.score, result.passed) == (3, 30.0, False)
-    assert {k: result.details[k] for k in ("total", "major", "minor", "fabrications", "contradictions",
-                                           "confusions")} == \
-        {"total": 3, "major": 2, "minor": 1, "fabrications": 1, "contradictions": 1, "confusions": 1}
-    assert result.details["issues"][0] == {"type": "fabrication", "severity": "major",
-                                           "text": "Delivery is free today."}
+    assert {
+        k: result.details[k] for k in ("total", "major", "minor", "fabrications", "contradictions", "confusions")
+    } == {"total": 3, "major": 2, "minor": 1, "fabrications": 1, "contradictions": 1, "confusions": 1}
+    assert result.details["issues"][0] == {
+        "type": "fabrication",
+        "severity": "major",
+        "text": "Delivery is free today.",
+    }
 
 
 def test_hallucination_score_is_floored_at_0():
@@ -54,11 +57,14 @@ def test_no_issues_scores_100():
     assert (result.value, result.score, result.passed) == (0, 100.0, True)
 
 
-@pytest.mark.parametrize(("name", "value", "score", "passed"), [
-    ("kb_recall", 0.645, 64.5, True),  # 64.5 ≥ 60
-    ("tool_call_accuracy", 0.9, 90.0, True),  # 90 ≥ 80
-    ("transition_accuracy", 0.75, 75.0, False),  # 75 < 80
-])
+@pytest.mark.parametrize(
+    ("name", "value", "score", "passed"),
+    [
+        ("kb_recall", 0.645, 64.5, True),  # 64.5 ≥ 60
+        ("tool_call_accuracy", 0.9, 90.0, True),  # 90 ≥ 80
+        ("transition_accuracy", 0.75, 75.0, False),  # 75 < 80
+    ],
+)
 def test_share_metrics_take_the_judges_score_and_its_share_as_value(name, value, score, passed):
     result = metric(results_with(qa_answer())[-1], name)
     assert (result.value, result.score, result.passed, result.details["judge"]) == (value, score, passed, "llm")
@@ -94,7 +100,11 @@ def test_a_metric_that_does_not_apply_stays_not_applicable_whatever_the_judge_sa
     events = [e for e in judged_call(scenario={"name": "s"}) if e.__struct_config__.tag != "kb.retrieval"]
     result = metric(results_with(qa_answer(), events)[-1], "kb_recall")
     assert (result.score, result.passed, result.details["reason"], result.details["judge"]) == (
-        None, None, "No knowledge base retrievals in this call", "heuristic")
+        None,
+        None,
+        "No knowledge base retrievals in this call",
+        "heuristic",
+    )
 
 
 def test_a_failed_qa_request_leaves_every_heuristic_in_place_and_the_llm_metrics_say_why():

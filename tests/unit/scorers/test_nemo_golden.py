@@ -27,7 +27,8 @@ HARNESS_RETRY_LINE = "Run with --resume <TIMESTAMP> --min-agent-turns 2 to retry
 
 pytestmark = pytest.mark.skipif(
     not SAMPLE.exists() or hashlib.sha256(SAMPLE.read_bytes()).hexdigest() != SAMPLE_SHA256,
-    reason="the bundled sample is not the one the golden files were written from")
+    reason="the bundled sample is not the one the golden files were written from",
+)
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +58,9 @@ def summary_lines(results: Path, capsys, *options: str) -> list[str]:
 
 
 def test_summary_without_a_stall_floor_is_the_harness_file_at_min_agent_turns_0(results, capsys):
-    assert summary_lines(results, capsys, "--min-agent-turns", "0") == \
-        (GOLDEN / "all_summary.min-agent-turns-0.txt").read_text().split("\n")
+    assert summary_lines(results, capsys, "--min-agent-turns", "0") == (
+        GOLDEN / "all_summary.min-agent-turns-0.txt"
+    ).read_text().split("\n")
 
 
 def test_summary_at_min_agent_turns_2_is_the_harness_file_but_the_retry_line(results, capsys):
@@ -66,7 +68,7 @@ def test_summary_at_min_agent_turns_2_is_the_harness_file_but_the_retry_line(res
     golden = (GOLDEN / "all_summary.min-agent-turns-2.txt").read_text().split("\n")
     retry = golden.index(HARNESS_RETRY_LINE)
     assert len(ours) == len(golden)
-    assert ours[:retry] + ours[retry + 1:] == golden[:retry] + golden[retry + 1:]
+    assert ours[:retry] + ours[retry + 1 :] == golden[:retry] + golden[retry + 1 :]
     assert "retry them" in ours[retry]
 
 
@@ -82,9 +84,11 @@ def test_the_exported_all_summary_gives_each_scenario_its_own_floor(exported):
     # Without --min-agent-turns each scenario's own floor applies: the sample's three stalled scenarios
     # fall short of 2 (two of them) and 3 (one), each stated in the harness's wording.
     text = (exported / "all_summary.txt").read_text()
-    assert ("WARNING: 2 scenario(s) had fewer than 2 agent turn(s) (likely stalled LLM / server hang) and were "
-            "counted as failures.\nStalled scenarios: airline__baggage_008, retail__return_012\n"
-            "WARNING: 1 scenario(s) had fewer than 3 agent turn(s)") in text
+    assert (
+        "WARNING: 2 scenario(s) had fewer than 2 agent turn(s) (likely stalled LLM / server hang) and were "
+        "counted as failures.\nStalled scenarios: airline__baggage_008, retail__return_012\n"
+        "WARNING: 1 scenario(s) had fewer than 3 agent turn(s)"
+    ) in text
     golden = (GOLDEN / "all_summary.min-agent-turns-2.txt").read_text()
     # Every other line is the harness's at its default floor (all three stalled either way).
     assert text.split("\n\n\nOverall Success Rate")[1] == golden.split("\n\n\nOverall Success Rate")[1]

@@ -6,8 +6,11 @@ from tests.helpers.eventkit import event, run_call
 
 def hallucination(*middle, **started) -> MetricResult:
     """The metric's entry in the result published when a call with these events ends."""
-    events = [event("call.started", {"agent_id": "a1", **started}), *middle,
-              event("call.ended", {"stop_reason": "hangup"})]
+    events = [
+        event("call.started", {"agent_id": "a1", **started}),
+        *middle,
+        event("call.ended", {"stop_reason": "hangup"}),
+    ]
     _, results = run_call(events)
     (result,) = results
     (entry,) = [m for m in result.metrics if m.metric == "hallucination"]
@@ -50,8 +53,7 @@ def test_details_name_the_heuristic_judge_and_threshold():
 
 
 def test_fact_from_the_prompt_is_grounded():
-    assert_clean(hallucination(agent("The consultation is $40."),
-                               agent_config={"prompt": "A consultation costs $40."}))
+    assert_clean(hallucination(agent("The consultation is $40."), agent_config={"prompt": "A consultation costs $40."}))
 
 
 def test_fact_from_the_flow_is_grounded():
@@ -68,19 +70,24 @@ def test_fact_from_a_variable_key_is_grounded():
 
 
 def test_the_configuration_and_variables_still_ground_the_accepted_attempt_after_a_discard():
-    m = hallucination(event("attempt.discarded", {"reason": "0 conversation turns"}),
-                      agent("Your plan is $45 and a roaming pass is $10 per day, we are open until 5pm."),
-                      variables={"monthly_price": "$45"},
-                      agent_config={"prompt": "Roaming pass costs $10 per day. Support hours 9am to 5pm."})
+    m = hallucination(
+        event("attempt.discarded", {"reason": "0 conversation turns"}),
+        agent("Your plan is $45 and a roaming pass is $10 per day, we are open until 5pm."),
+        variables={"monthly_price": "$45"},
+        agent_config={"prompt": "Roaming pass costs $10 per day. Support hours 9am to 5pm."},
+    )
     assert_clean(m)
     # What the discarded attempt's tools told the agent is gone with it.
-    m = hallucination(tool_result({"price": 99}), event("attempt.discarded", {"reason": "stale"}), agent("That is $99."))
+    m = hallucination(
+        tool_result({"price": 99}), event("attempt.discarded", {"reason": "stale"}), agent("That is $99.")
+    )
     assert m.details["fabrications"] == 1
 
 
 def test_fact_from_a_knowledge_base_passage_is_grounded():
-    assert_clean(hallucination(event("kb.retrieval", {"passages": ["Delivery takes 3 days."]}),
-                               agent("It takes 3 days.")))
+    assert_clean(
+        hallucination(event("kb.retrieval", {"passages": ["Delivery takes 3 days."]}), agent("It takes 3 days."))
+    )
 
 
 def test_fact_from_a_tool_result_is_grounded_whatever_its_json_shape():
@@ -90,15 +97,30 @@ def test_fact_from_a_tool_result_is_grounded_whatever_its_json_shape():
 
 
 def test_fact_from_an_rtvi_function_call_result_is_grounded():
-    stopped = event("rtvi", {"side": "agent", "message": {
-        "type": "llm-function-call-stopped",
-        "data": {"tool_call_id": "t1", "cancelled": False, "result": {"order": 48213}}}})
+    stopped = event(
+        "rtvi",
+        {
+            "side": "agent",
+            "message": {
+                "type": "llm-function-call-stopped",
+                "data": {"tool_call_id": "t1", "cancelled": False, "result": {"order": 48213}},
+            },
+        },
+    )
     assert_clean(hallucination(stopped, agent("Order 48213 has shipped.")))
 
 
 def stopped(tool_call_id: str, **data):
-    return event("rtvi", {"side": "agent", "message": {
-        "type": "llm-function-call-stopped", "data": {"tool_call_id": tool_call_id, "cancelled": False, **data}}})
+    return event(
+        "rtvi",
+        {
+            "side": "agent",
+            "message": {
+                "type": "llm-function-call-stopped",
+                "data": {"tool_call_id": tool_call_id, "cancelled": False, **data},
+            },
+        },
+    )
 
 
 def test_no_fabrication_is_counted_when_a_tool_result_was_not_reported():
@@ -110,23 +132,39 @@ def test_no_fabrication_is_counted_when_a_tool_result_was_not_reported():
 
 
 def test_figures_are_checked_when_every_completed_tool_reported_its_result():
-    m = hallucination(stopped("t1", result={"deposit": "$12.50"}),
-                      event("rtvi", {"side": "agent", "message": {
-                          "type": "llm-function-call-stopped", "data": {"tool_call_id": "t2", "cancelled": True}}}),
-                      agent("Your table is booked for 7:45pm with a deposit of $12.50."))
-    assert (m.details["fabrications"], m.details["figures_unchecked"], m.details["tool_results_not_reported"]) == (1, 0, 0)
+    m = hallucination(
+        stopped("t1", result={"deposit": "$12.50"}),
+        event(
+            "rtvi",
+            {
+                "side": "agent",
+                "message": {"type": "llm-function-call-stopped", "data": {"tool_call_id": "t2", "cancelled": True}},
+            },
+        ),
+        agent("Your table is booked for 7:45pm with a deposit of $12.50."),
+    )
+    assert (m.details["fabrications"], m.details["figures_unchecked"], m.details["tool_results_not_reported"]) == (
+        1,
+        0,
+        0,
+    )
 
 
 def test_figures_are_checked_when_tool_call_events_carry_the_results_the_rtvi_messages_leave_out():
     # Both sources describe the same calls (never both, as for tool call accuracy): the tool.call
     # events' results ground the figures; Pipecat's bare stopped message is no reason to skip them.
     m = hallucination(tool_result({"price": 40}), stopped("t1"), agent("That is $40, and shipping is $999."))
-    assert (m.details["fabrications"], m.details["figures_unchecked"], m.details["tool_results_not_reported"]) == (1, 0, 0)
+    assert (m.details["fabrications"], m.details["figures_unchecked"], m.details["tool_results_not_reported"]) == (
+        1,
+        0,
+        0,
+    )
 
 
 def test_a_stopped_message_that_does_not_say_it_completed_is_no_unreported_result():
-    bare = event("rtvi", {"side": "agent", "message": {
-        "type": "llm-function-call-stopped", "data": {"tool_call_id": "t1"}}})
+    bare = event(
+        "rtvi", {"side": "agent", "message": {"type": "llm-function-call-stopped", "data": {"tool_call_id": "t1"}}}
+    )
     m = hallucination(bare, agent("That is $999."))
     assert (m.details["fabrications"], m.details["tool_results_not_reported"]) == (1, 0)
 
@@ -244,41 +282,58 @@ def test_two_shared_words_are_not_enough_for_a_contradiction():
 
 
 def test_negation_in_both_turns_is_no_contradiction():
-    assert_clean(hallucination(agent("The refund was not approved yesterday."),
-                               agent("No, the refund was never approved yesterday.")))
+    assert_clean(
+        hallucination(
+            agent("The refund was not approved yesterday."), agent("No, the refund was never approved yesterday.")
+        )
+    )
 
 
 def test_negation_in_neither_turn_is_no_contradiction():
-    assert_clean(hallucination(agent("The refund was approved yesterday."),
-                               agent("Yes, the refund was approved yesterday afternoon.")))
+    assert_clean(
+        hallucination(
+            agent("The refund was approved yesterday."), agent("Yes, the refund was approved yesterday afternoon.")
+        )
+    )
 
 
 def test_a_turn_contradicting_two_earlier_turns_counts_two_contradictions():
     # pairs (1, 3) and (2, 3); turns 1 and 2 agree. 100 − 30 × 2 = 40
-    m = hallucination(agent("The refund was approved yesterday."),
-                      agent("Yes, the refund was approved yesterday afternoon."),
-                      agent("The refund was not approved yesterday."))
+    m = hallucination(
+        agent("The refund was approved yesterday."),
+        agent("Yes, the refund was approved yesterday afternoon."),
+        agent("The refund was not approved yesterday."),
+    )
     assert (m.value, m.score, m.details["contradictions"]) == (2, 40.0, 2)
 
 
 def test_each_contradicting_pair_counts_once():
     # pairs (1, 2) and (2, 3); pair (1, 2) is not counted again when turn 3 arrives
-    m = hallucination(agent("The refund was approved yesterday."),
-                      agent("The refund was not approved yesterday."),
-                      agent("The refund was approved yesterday."))
+    m = hallucination(
+        agent("The refund was approved yesterday."),
+        agent("The refund was not approved yesterday."),
+        agent("The refund was approved yesterday."),
+    )
     assert m.details["contradictions"] == 2
 
 
 def test_contradiction_compares_agent_turns_only():
-    assert_clean(hallucination(user("The refund was not approved yesterday."),
-                               agent("The refund was approved yesterday.")))
+    assert_clean(
+        hallucination(user("The refund was not approved yesterday."), agent("The refund was approved yesterday."))
+    )
 
 
 def test_a_rescore_gives_the_same_result():
     # finalize runs again on a post-call annotation (version 2) and must not change the accumulator
-    events = [event("call.started", {"agent_id": "a1"}), agent("I don't understand."), agent("It costs $15."),
-              agent("The refund was approved yesterday."), agent("The refund was not approved yesterday."),
-              event("call.ended", {"stop_reason": "hangup"}), event("call.annotated", {"user_sentiment": "Neutral"})]
+    events = [
+        event("call.started", {"agent_id": "a1"}),
+        agent("I don't understand."),
+        agent("It costs $15."),
+        agent("The refund was approved yesterday."),
+        agent("The refund was not approved yesterday."),
+        event("call.ended", {"stop_reason": "hangup"}),
+        event("call.annotated", {"user_sentiment": "Neutral"}),
+    ]
     _, (first, second) = run_call(events)
     (before,) = [m for m in first.metrics if m.metric == "hallucination"]
     (after,) = [m for m in second.metrics if m.metric == "hallucination"]
@@ -294,8 +349,10 @@ def test_a_figure_the_caller_glued_to_chinese_grounds_the_agent_s_and_one_never_
 
 
 def test_figures_written_as_in_europe_are_grounded_by_their_value_and_checked():
-    grounded = hallucination(tool_result({"price": 125000, "total": 1234.56}),
-                             agent("Der Preis ist 125.000 Euro, insgesamt 1.234,56 \u20ac."))
+    grounded = hallucination(
+        tool_result({"price": 125000, "total": 1234.56}),
+        agent("Der Preis ist 125.000 Euro, insgesamt 1.234,56 \u20ac."),
+    )
     assert_clean(grounded)
     invented = hallucination(tool_result({"total": 1234.56}), agent("Insgesamt 9.876,54 \u20ac."))
     assert invented.details["fabrications"] == 1

@@ -4,7 +4,7 @@ from models.results import MetricResult
 from tests.helpers.eventkit import event, run_call
 
 # 26 distinct significant words, none a stop word
-NATO = (  # noqa: SIM905 - the alphabet reads best as words
+NATO = (  # the alphabet reads best as words
     "alfa bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november oscar papa "
     "quebec romeo sierra tango uniform victor whiskey xray yankee zulu"
 ).split()
@@ -45,8 +45,7 @@ def test_share_of_exactly_0_2_is_recalled():
     # 1 of 5 words said ("parking"): 1 / 5 = 0.2 → recalled; value 1 / 1 = 1.0
     m = kb_recall(retrieval(FIVE_WORDS), agent("Parking is free."))
     assert (m.value, m.score, m.passed) == (1.0, 100.0, True)
-    assert m.details["per_retrieval"] == [
-        {"query": None, "matched_words": 1, "passage_words": 5, "recalled": True}]
+    assert m.details["per_retrieval"] == [{"query": None, "matched_words": 1, "passage_words": 5, "recalled": True}]
 
 
 def test_share_just_below_0_2_is_not_recalled():
@@ -155,9 +154,14 @@ def test_the_query_is_reported_per_retrieval():
 
 
 def test_a_rescore_gives_the_same_result():
-    events = [event("call.started", {"agent_id": "a1"}), retrieval(FIVE_WORDS), retrieval(SIX_WORDS),
-              agent("Parking is free."), event("call.ended", {"stop_reason": "hangup"}),
-              event("call.annotated", {"user_sentiment": "Neutral"})]
+    events = [
+        event("call.started", {"agent_id": "a1"}),
+        retrieval(FIVE_WORDS),
+        retrieval(SIX_WORDS),
+        agent("Parking is free."),
+        event("call.ended", {"stop_reason": "hangup"}),
+        event("call.annotated", {"user_sentiment": "Neutral"}),
+    ]
     _, (first, second) = run_call(events)
     (before,) = [m for m in first.metrics if m.metric == "kb_recall"]
     (after,) = [m for m in second.metrics if m.metric == "kb_recall"]
@@ -179,12 +183,16 @@ def test_a_passage_s_figures_are_evidence_matched_by_value():
     assert kb_recall(retrieval("$45.00"), agent("It is 46 dollars.")).value == 0.0
     # Figures add matches, not words: 5 words here ("4pm" is the figure 16:00, not a word as well),
     # of which "opens" and "pharmacy" are said, and the time as 16:00.
-    m = kb_recall(retrieval("The pharmacy opens at 4pm; parking costs 12% more on Sundays."),
-                  agent("It opens at 16:00 and the pharmacy is nearby."))
+    m = kb_recall(
+        retrieval("The pharmacy opens at 4pm; parking costs 12% more on Sundays."),
+        agent("It opens at 16:00 and the pharmacy is nearby."),
+    )
     assert (m.details["per_retrieval"][0]["matched_words"], m.details["per_retrieval"][0]["passage_words"]) == (3, 5)
     # A clock time without am/pm is matched by either reading; said twice in two forms, it counts once.
-    m = kb_recall(retrieval("Pharmacy counter closes Saturdays promptly at 4:30."),
-                  agent("Yes, on Saturdays we close at 4:30 PM, that is 16:30."))
+    m = kb_recall(
+        retrieval("Pharmacy counter closes Saturdays promptly at 4:30."),
+        agent("Yes, on Saturdays we close at 4:30 PM, that is 16:30."),
+    )
     assert (m.value, m.details["per_retrieval"][0]["matched_words"]) == (1.0, 2)
     # An agent that speaks its numbers as words is not marked down for the passage's figures.
     m = kb_recall(retrieval("The checked bag fee is $45 per bag."), agent("The checked bag fee is forty-five dollars."))

@@ -1,4 +1,5 @@
 """Latency: the nearest-rank median of the call's handoff latency samples, 100 at ≤ 1 s, 0 at 4 s."""
+
 import pytest
 
 from tests.helpers.eventkit import event
@@ -23,8 +24,14 @@ def test_value_is_the_median_and_details_hold_the_full_statistics():
     e2e = m.details["e2e"]
     assert e2e["count"] == 3
     assert e2e["mean"] == pytest.approx(5000 / 3)
-    assert ((e2e["p50"], e2e["p90"], e2e["p95"], e2e["p99"], e2e["min"], e2e["max"])
-            == (1200, 3000, 3000, 3000, 800, 3000))
+    assert (e2e["p50"], e2e["p90"], e2e["p95"], e2e["p99"], e2e["min"], e2e["max"]) == (
+        1200,
+        3000,
+        3000,
+        3000,
+        800,
+        3000,
+    )
 
 
 def test_median_of_an_even_count_is_the_upper_middle_sample():
@@ -66,9 +73,11 @@ def test_score_is_rounded_to_one_decimal():
 
 def test_samples_come_from_turn_timings_without_other_sources():
     # user turn ends at 2000, the agent starts at 3500 → one sample of 1500 ms; 100 * 2500 / 3000 = 83.3.
-    m = scored("latency",
-               event("turn", {"role": "user", "text": "hi", "start_ms": 0, "end_ms": 2000}),
-               event("turn", {"role": "agent", "text": "hello", "start_ms": 3500, "end_ms": 4000}))
+    m = scored(
+        "latency",
+        event("turn", {"role": "user", "text": "hi", "start_ms": 0, "end_ms": 2000}),
+        event("turn", {"role": "agent", "text": "hello", "start_ms": 3500, "end_ms": 4000}),
+    )
     assert (m.value, m.score, m.details["e2e"]["count"]) == (1500, 83.3, 1)
 
 
@@ -77,22 +86,45 @@ def metrics(side="agent", **data):
 
 
 def test_details_hold_each_agent_services_time_to_first_byte_in_ms():
-    m = scored("latency", *latencies(1200),
-               metrics(ttfb=[{"processor": "OpenAILLMService#0", "model": "gpt-4o", "value": 0.4},
-                             {"processor": "CartesiaTTSService#0", "value": 0.15}]),
-               metrics(ttfb=[{"processor": "OpenAILLMService#0", "value": 0.9}, {"value": 0.2}],
-                       tokens=[{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}]),
-               # not measurements: the user side's, negative, NaN, a string, a bool, not an entry
-               metrics(side="user", ttfb=[{"processor": "OpenAILLMService#0", "value": 9.0}]),
-               metrics(ttfb=[{"processor": "OpenAILLMService#0", "value": -0.1},
-                             {"processor": "x", "value": float("nan")},
-                             {"processor": "x", "value": "0.3"}, {"processor": "x", "value": True}, 0.5]),
-               metrics(ttfb={"processor": "x", "value": 0.3}))
+    m = scored(
+        "latency",
+        *latencies(1200),
+        metrics(
+            ttfb=[
+                {"processor": "OpenAILLMService#0", "model": "gpt-4o", "value": 0.4},
+                {"processor": "CartesiaTTSService#0", "value": 0.15},
+            ]
+        ),
+        metrics(
+            ttfb=[{"processor": "OpenAILLMService#0", "value": 0.9}, {"value": 0.2}],
+            tokens=[{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}],
+        ),
+        # not measurements: the user side's, negative, NaN, a string, a bool, not an entry
+        metrics(side="user", ttfb=[{"processor": "OpenAILLMService#0", "value": 9.0}]),
+        metrics(
+            ttfb=[
+                {"processor": "OpenAILLMService#0", "value": -0.1},
+                {"processor": "x", "value": float("nan")},
+                {"processor": "x", "value": "0.3"},
+                {"processor": "x", "value": True},
+                0.5,
+            ]
+        ),
+        metrics(ttfb={"processor": "x", "value": 0.3}),
+    )
     assert m.value == 1200  # the score stays the handoff's: TTFB is part of each handoff, not a sample
     ttfb = m.details["ttfb"]
     assert list(ttfb) == ["CartesiaTTSService#0", "OpenAILLMService#0", "unnamed"]
-    assert ttfb["OpenAILLMService#0"] == {"count": 2, "mean": 650.0, "p50": 900.0, "p90": 900.0, "p95": 900.0,
-                                          "p99": 900.0, "min": 400.0, "max": 900.0}
+    assert ttfb["OpenAILLMService#0"] == {
+        "count": 2,
+        "mean": 650.0,
+        "p50": 900.0,
+        "p90": 900.0,
+        "p95": 900.0,
+        "p99": 900.0,
+        "min": 400.0,
+        "max": 900.0,
+    }
     assert ttfb["CartesiaTTSService#0"]["p50"] == 150.0 and ttfb["unnamed"]["p50"] == 200.0
 
 

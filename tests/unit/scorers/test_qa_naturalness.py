@@ -73,7 +73,25 @@ def test_a_turns_words_are_its_tokens_holding_a_letter_or_digit():
 
     from scorers.qa.naturalness import word_count
 
-    pieces = ["word", "12", "...", "—", "_", "__x", "$", "?!", "é", "l'", ",", " ", "  ", "\t", "\n", "\u00a0", "\u2003"]
+    pieces = [
+        "word",
+        "12",
+        "...",
+        "—",
+        "_",
+        "__x",
+        "$",
+        "?!",
+        "é",
+        "l'",
+        ",",
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\u00a0",
+        "\u2003",
+    ]
     rng = random.Random(5)
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(12)))

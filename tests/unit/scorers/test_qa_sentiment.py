@@ -1,4 +1,5 @@
 """Sentiment: the post-call `user_sentiment` annotation mapped to a score (value and score alike)."""
+
 import pytest
 
 from tests.helpers.eventkit import event
@@ -9,9 +10,15 @@ def annotated(**data):
     return event("call.annotated", data)
 
 
-@pytest.mark.parametrize(("label", "score", "passed"), [
-    ("Positive", 100.0, True), ("Neutral", 70.0, True), ("Unknown", 50.0, True), ("Negative", 20.0, False),
-])
+@pytest.mark.parametrize(
+    ("label", "score", "passed"),
+    [
+        ("Positive", 100.0, True),
+        ("Neutral", 70.0, True),
+        ("Unknown", 50.0, True),
+        ("Negative", 20.0, False),
+    ],
+)
 def test_each_sentiment_label_has_its_score_and_passes_at_50(label, score, passed):
     m = scored("sentiment", annotated(user_sentiment=label))
     assert (m.value, m.score, m.passed) == (score, score, passed)

@@ -1,4 +1,5 @@
 """Tool call accuracy (heuristic): valid JSON arguments, a result, and a result that is not a failure."""
+
 import json
 
 import pytest
@@ -112,16 +113,18 @@ def test_result_that_does_not_look_like_a_failure_is_good(result):
 
 
 def test_later_tool_call_with_the_same_id_carries_the_result():
-    m = scored("tool_call_accuracy",
-               tool(tool_call_id="t1"),
-               tool(tool_call_id="t1", arguments="", result={"ok": True}))
+    m = scored(
+        "tool_call_accuracy", tool(tool_call_id="t1"), tool(tool_call_id="t1", arguments="", result={"ok": True})
+    )
     assert (m.details["total"], m.details["good"], m.value) == (1, 1, 1.0)
 
 
 def test_later_result_can_turn_a_call_bad():
-    m = scored("tool_call_accuracy",
-               tool(tool_call_id="t1", result="pending"),
-               tool(tool_call_id="t1", arguments="", result="failed: card declined"))
+    m = scored(
+        "tool_call_accuracy",
+        tool(tool_call_id="t1", result="pending"),
+        tool(tool_call_id="t1", arguments="", result="failed: card declined"),
+    )
     assert m.details["total"] == 1
     assert m.details["bad_calls"][0]["why"] == "result starts with 'failed'"
 
@@ -132,50 +135,64 @@ def test_tool_calls_without_an_id_are_separate_calls():
 
 
 def test_rtvi_function_calls_count_when_there_are_no_tool_call_events():
-    m = scored("tool_call_accuracy",
-               rtvi("llm-function-call-in-progress", {"tool_call_id": "r1", "function_name": "lookup", "arguments": {"id": 1}}),
-               rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": False, "result": {"id": 1}}),
-               rtvi("llm-function-call-in-progress", {"tool_call_id": "r2", "function_name": "book"}))
+    m = scored(
+        "tool_call_accuracy",
+        rtvi(
+            "llm-function-call-in-progress", {"tool_call_id": "r1", "function_name": "lookup", "arguments": {"id": 1}}
+        ),
+        rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": False, "result": {"id": 1}}),
+        rtvi("llm-function-call-in-progress", {"tool_call_id": "r2", "function_name": "book"}),
+    )
     # r1 good; r2 never stopped → no result. 1 / 2.
     assert (m.details["total"], m.details["good"], m.value, m.score) == (2, 1, 0.5, 50.0)
     assert m.details["bad_calls"] == [{"tool_call_id": "r2", "name": "book", "why": "no result"}]
 
 
 def test_cancelled_rtvi_function_call_is_bad():
-    m = scored("tool_call_accuracy",
-               rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": True, "function_name": "book"}))
+    m = scored(
+        "tool_call_accuracy",
+        rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": True, "function_name": "book"}),
+    )
     assert m.details["bad_calls"][0]["why"] == "cancelled"
 
 
 def test_completed_rtvi_call_whose_result_pipecat_did_not_report_is_good():
     # Pipecat sends `result` only at its FULL report level (the default, NONE, sends only the id and
     # `cancelled`), and never a falsy one: `cancelled: false` still says the call completed.
-    m = scored("tool_call_accuracy",
-               rtvi("llm-function-call-in-progress", {"tool_call_id": "r1"}),
-               rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": False}),
-               rtvi("llm-function-call-in-progress", {"tool_call_id": "r2", "function_name": "set_flag"}),
-               rtvi("llm-function-call-stopped", {"tool_call_id": "r2", "cancelled": False, "function_name": "set_flag"}),
-               rtvi("llm-function-call-in-progress", {"tool_call_id": "r3", "function_name": "lookup"}),
-               rtvi("llm-function-call-stopped", {"tool_call_id": "r3", "cancelled": False, "result": {"id": 3}}))
+    m = scored(
+        "tool_call_accuracy",
+        rtvi("llm-function-call-in-progress", {"tool_call_id": "r1"}),
+        rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": False}),
+        rtvi("llm-function-call-in-progress", {"tool_call_id": "r2", "function_name": "set_flag"}),
+        rtvi("llm-function-call-stopped", {"tool_call_id": "r2", "cancelled": False, "function_name": "set_flag"}),
+        rtvi("llm-function-call-in-progress", {"tool_call_id": "r3", "function_name": "lookup"}),
+        rtvi("llm-function-call-stopped", {"tool_call_id": "r3", "cancelled": False, "result": {"id": 3}}),
+    )
     assert (m.details["total"], m.details["good"], m.value) == (3, 3, 1.0)
     assert m.details["results_not_reported"] == 2
 
 
 def test_a_cancelled_call_is_not_a_result_left_unreported():
-    m = scored("tool_call_accuracy",
-               rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": True}))
+    m = scored("tool_call_accuracy", rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": True}))
     assert (m.details["good"], m.details["results_not_reported"]) == (0, 0)
 
 
-@pytest.mark.parametrize("stand_in", [
-    "The function `book_table` failed and returned no result.",
-    "The function `book_table` is not currently available.",
-])
+@pytest.mark.parametrize(
+    "stand_in",
+    [
+        "The function `book_table` failed and returned no result.",
+        "The function `book_table` is not currently available.",
+    ],
+)
 def test_pipecats_stand_in_result_for_a_failed_or_missing_function_is_a_failure(stand_in):
     # What Pipecat's LLM services give the model when a handler raised or the function is not registered.
-    m = scored("tool_call_accuracy",
-               rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": False,
-                                                  "function_name": "book_table", "result": stand_in}))
+    m = scored(
+        "tool_call_accuracy",
+        rtvi(
+            "llm-function-call-stopped",
+            {"tool_call_id": "r1", "cancelled": False, "function_name": "book_table", "result": stand_in},
+        ),
+    )
     assert m.value == 0.0
     assert m.details["bad_calls"][0]["why"].startswith("result says 'The function `book_table`")
     assert scored("tool_call_accuracy", tool(result=stand_in)).value == 0.0
@@ -183,24 +200,30 @@ def test_pipecats_stand_in_result_for_a_failed_or_missing_function_is_a_failure(
 
 
 def test_rtvi_arguments_given_as_text_must_be_valid_json():
-    m = scored("tool_call_accuracy",
-               rtvi("llm-function-call-in-progress", {"tool_call_id": "r1", "arguments": "{oops"}),
-               rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": False, "result": "ok"}))
+    m = scored(
+        "tool_call_accuracy",
+        rtvi("llm-function-call-in-progress", {"tool_call_id": "r1", "arguments": "{oops"}),
+        rtvi("llm-function-call-stopped", {"tool_call_id": "r1", "cancelled": False, "result": "ok"}),
+    )
     assert m.details["bad_calls"][0]["why"] == "arguments are not valid JSON"
 
 
 def test_rtvi_function_calls_are_ignored_when_tool_call_events_exist():
     # Never both: the RTVI message (a bad, unfinished call) describes the same call again.
-    m = scored("tool_call_accuracy",
-               rtvi("llm-function-call-in-progress", {"tool_call_id": "r9", "function_name": "lookup"}),
-               tool(tool_call_id="t1", result="ok"))
+    m = scored(
+        "tool_call_accuracy",
+        rtvi("llm-function-call-in-progress", {"tool_call_id": "r9", "function_name": "lookup"}),
+        tool(tool_call_id="t1", result="ok"),
+    )
     assert (m.details["total"], m.value) == (1, 1.0)
 
 
 def test_tool_calls_of_the_simulated_user_do_not_count():
-    m = scored("tool_call_accuracy",
-               tool(result="ok", side="user"),
-               rtvi("llm-function-call-in-progress", {"tool_call_id": "r1"}, side="user"))
+    m = scored(
+        "tool_call_accuracy",
+        tool(result="ok", side="user"),
+        rtvi("llm-function-call-in-progress", {"tool_call_id": "r1"}, side="user"),
+    )
     assert m.details["reason"] == "No tool calls"
 
 
@@ -236,4 +259,6 @@ def test_arguments_sent_as_an_object_are_a_good_call_as_the_same_json_text_is():
         return next(m for m in result.metrics if m.metric == "tool_call_accuracy")
 
     as_object, as_text = accuracy({"order_id": 7}), accuracy('{"order_id": 7}')
-    assert (as_object.value, as_object.details["bad_calls"]) == (as_text.value, as_text.details["bad_calls"]) == (1.0, [])
+    assert (
+        (as_object.value, as_object.details["bad_calls"]) == (as_text.value, as_text.details["bad_calls"]) == (1.0, [])
+    )

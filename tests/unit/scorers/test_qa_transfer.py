@@ -1,4 +1,5 @@
 """Transfer success and transfer wait time: attempted, connected, and started → bridged in event time."""
+
 import pytest
 
 from tests.helpers.eventkit import T0, event
@@ -93,16 +94,24 @@ def test_wait_time_score_is_rounded_to_one_decimal():
 
 
 def test_first_started_and_first_bridged_after_it_are_paired():
-    m = scored("transfer_wait_time",
-               transfer("started", T), transfer("started", T + 5000),
-               transfer("bridged", T + 12_000), transfer("bridged", T + 20_000))
+    m = scored(
+        "transfer_wait_time",
+        transfer("started", T),
+        transfer("started", T + 5000),
+        transfer("bridged", T + 12_000),
+        transfer("bridged", T + 20_000),
+    )
     assert m.value == 12_000
 
 
 def test_bridged_before_any_started_is_not_paired():
     # 32 000 - 2000 = 30 000 → 100 * 40 000 / 60 000 = 66.7.
-    m = scored("transfer_wait_time",
-               transfer("bridged", T + 1000), transfer("started", T + 2000), transfer("bridged", T + 32_000))
+    m = scored(
+        "transfer_wait_time",
+        transfer("bridged", T + 1000),
+        transfer("started", T + 2000),
+        transfer("bridged", T + 32_000),
+    )
     assert (m.value, m.score) == (30_000, 66.7)
 
 
@@ -132,19 +141,35 @@ def test_a_bridge_alone_is_an_attempt_that_connected():
 
 def test_a_retry_after_a_failed_transfer_is_timed_from_its_own_start():
     # The first attempt fails; the retry a minute later bridges 5 s after its own start.
-    m = scored("transfer_wait_time",
-               transfer("started", T), transfer("failed", T + 6000),
-               transfer("started", T + 66_000), transfer("bridged", T + 71_000))
+    m = scored(
+        "transfer_wait_time",
+        transfer("started", T),
+        transfer("failed", T + 6000),
+        transfer("started", T + 66_000),
+        transfer("bridged", T + 71_000),
+    )
     assert (m.value, m.score, m.details["started_ts_ms"]) == (5000, 100, T + 66_000)
-    assert scored("transfer_success", transfer("started", T), transfer("failed", T + 6000),
-                  transfer("started", T + 66_000), transfer("bridged", T + 71_000)).passed is True
+    assert (
+        scored(
+            "transfer_success",
+            transfer("started", T),
+            transfer("failed", T + 6000),
+            transfer("started", T + 66_000),
+            transfer("bridged", T + 71_000),
+        ).passed
+        is True
+    )
 
 
 @pytest.mark.parametrize("order", [(0, 1, 2, 3), (0, 1, 3, 2), (2, 0, 1, 3), (3, 2, 1, 0)])
 def test_the_connected_attempt_is_timed_in_event_time_whatever_order_its_events_came_in(order):
     # The first attempt (1 s) failed at 7 s; the retry started at 61 s and bridged at 66 s.
-    events = [transfer("started", T + 1000), transfer("started", T + 61_000), transfer("failed", T + 7000),
-              transfer("bridged", T + 66_000)]
+    events = [
+        transfer("started", T + 1000),
+        transfer("started", T + 61_000),
+        transfer("failed", T + 7000),
+        transfer("bridged", T + 66_000),
+    ]
     m = scored("transfer_wait_time", *(events[i] for i in order))
     assert (m.value, m.details["started_ts_ms"]) == (5000, T + 61_000)
 

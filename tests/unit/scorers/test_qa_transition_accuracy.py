@@ -1,4 +1,5 @@
 """Transition accuracy (heuristic): self-transitions and 3rd+ entries into a node are bad."""
+
 from tests.helpers.eventkit import event
 from tests.helpers.qa_kit import scored
 
@@ -18,8 +19,9 @@ def test_call_without_transitions_is_not_applicable():
 
 
 def test_sensible_flow_scores_100():
-    m = scored("transition_accuracy", move("greeting", "start"), move("billing", "greeting"),
-               move("goodbye", "billing"))
+    m = scored(
+        "transition_accuracy", move("greeting", "start"), move("billing", "greeting"), move("goodbye", "billing")
+    )
     assert (m.value, m.score, m.passed) == (1.0, 100.0, True)
     assert (m.details["total"], m.details["good"], m.details["problems"]) == (3, 3, [])
 
@@ -39,19 +41,32 @@ def test_missing_from_is_the_previous_transitions_to():
 def test_third_entry_into_a_node_is_bad_and_the_second_is_not():
     # menu is entered at indexes 0, 2 and 4: only the 3rd entry (index 4) is bad; billing twice is fine.
     # 4 good of 5 = 0.8 → 80.0, exactly the threshold.
-    m = scored("transition_accuracy",
-               move("menu", "start"), move("billing", "menu"), move("menu", "billing"),
-               move("billing", "menu"), move("menu", "billing"))
-    assert m.details["problems"] == [{"index": 4, "from": "billing", "to": "menu",
-                                      "problem": "entered more than twice"}]
+    m = scored(
+        "transition_accuracy",
+        move("menu", "start"),
+        move("billing", "menu"),
+        move("menu", "billing"),
+        move("billing", "menu"),
+        move("menu", "billing"),
+    )
+    assert m.details["problems"] == [
+        {"index": 4, "from": "billing", "to": "menu", "problem": "entered more than twice"}
+    ]
     assert (m.value, m.score, m.passed) == (0.8, 80.0, True)
 
 
 def test_every_entry_after_the_second_is_bad():
     # a entered at 0, 2, 4, 6: indexes 4 and 6 bad → 5 of 7 good.
-    m = scored("transition_accuracy",
-               move("a", "s"), move("b", "a"), move("a", "b"), move("b", "a"), move("a", "b"), move("c", "a"),
-               move("a", "c"))
+    m = scored(
+        "transition_accuracy",
+        move("a", "s"),
+        move("b", "a"),
+        move("a", "b"),
+        move("b", "a"),
+        move("a", "b"),
+        move("c", "a"),
+        move("a", "c"),
+    )
     # b is entered at 1 and 3 only.
     assert [p["index"] for p in m.details["problems"]] == [4, 6]
     assert m.value == round(5 / 7, 4)  # 0.7143
@@ -60,8 +75,14 @@ def test_every_entry_after_the_second_is_bad():
 
 def test_self_transitions_count_as_entries_and_are_reported_once():
     # menu entered at 0, 1 (self), 2 (self, also the 3rd entry): reported as self-transitions.
-    m = scored("transition_accuracy", move("menu", "start"), move("menu", "menu"), move("menu", "menu"),
-               move("billing", "menu"), move("menu", "billing"))
+    m = scored(
+        "transition_accuracy",
+        move("menu", "start"),
+        move("menu", "menu"),
+        move("menu", "menu"),
+        move("billing", "menu"),
+        move("menu", "billing"),
+    )
     assert [(p["index"], p["problem"]) for p in m.details["problems"]] == [
         (1, "transitions to itself"),
         (2, "transitions to itself"),

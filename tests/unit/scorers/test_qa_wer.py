@@ -1,4 +1,5 @@
 """Word error rate: edit distance against corrected text, summed over user turns ÷ reference words."""
+
 from tests.helpers.eventkit import event, run_call
 from tests.helpers.qa_kit import call_events, metric, scored
 
@@ -55,12 +56,18 @@ def test_case_and_punctuation_are_not_errors():
 
 def test_the_same_text_in_another_unicode_form_is_no_error():
     # Heard composed, corrected decomposed: the same eight words.
-    m = scored("wer", user("Ich m\u00f6chte gr\u00fcne \u00c4pfel f\u00fcr M\u00fcnchen kaufen, bitte"),
-               correct(0, "Ich mo\u0308chte gru\u0308ne A\u0308pfel fu\u0308r Mu\u0308nchen kaufen, bitte"))
+    m = scored(
+        "wer",
+        user("Ich m\u00f6chte gr\u00fcne \u00c4pfel f\u00fcr M\u00fcnchen kaufen, bitte"),
+        correct(0, "Ich mo\u0308chte gru\u0308ne A\u0308pfel fu\u0308r Mu\u0308nchen kaufen, bitte"),
+    )
     assert (m.value, m.details["errors"], m.details["reference_words"]) == (0.0, 0, 8)
     # Direction marks around a number, a zero-width space between words, a soft hyphen inside one.
-    m = scored("wer", user("\u05d4\u05de\u05e1\u05e4\u05e8 \u200e4521\u200e \u05d1\u05d1\u05e7\u05e9\u05d4"),
-               correct(0, "\u05d4\u05de\u05e1\u05e4\u05e8 4521 \u05d1\u05d1\u05e7\u05e9\u05d4"))
+    m = scored(
+        "wer",
+        user("\u05d4\u05de\u05e1\u05e4\u05e8 \u200e4521\u200e \u05d1\u05d1\u05e7\u05e9\u05d4"),
+        correct(0, "\u05d4\u05de\u05e1\u05e4\u05e8 4521 \u05d1\u05d1\u05e7\u05e9\u05d4"),
+    )
     assert (m.value, m.details["reference_words"]) == (0.0, 3)
     m = scored("wer", user("call\u200bback to\u00admorrow"), correct(0, "call back tomorrow"))
     assert (m.value, m.details["reference_words"]) == (0.0, 3)
@@ -72,8 +79,11 @@ def test_case_is_folded_beyond_lower_case():
 
 
 def test_a_dash_slash_or_ellipsis_between_words_is_no_error():
-    m = scored("wer", user("Yes, I can do 4:30 5:00. Fine, thanks."),
-               correct(0, "Yes\u2014I can do 4:30/5:00 \u2026 fine...thanks"))
+    m = scored(
+        "wer",
+        user("Yes, I can do 4:30 5:00. Fine, thanks."),
+        correct(0, "Yes\u2014I can do 4:30/5:00 \u2026 fine...thanks"),
+    )
     assert (m.value, m.score) == (0.0, 100.0)
     m = scored("wer", user("call 555-0100 well-known"), correct(0, "Call 555\u20130100, well\u2013known."))
     assert (m.value, m.score) == (0.0, 100.0)
@@ -82,8 +92,14 @@ def test_a_dash_slash_or_ellipsis_between_words_is_no_error():
 def test_errors_are_summed_over_user_turns_and_divided_by_all_reference_words():
     # turn 1: "book a table for two" vs "book table for too": deletion of "a" + substitution → 2 errors, 5 words.
     # turn 3 uncorrected: 0 errors, 3 words. WER = 2 / 8 = 0.25.
-    m = scored("wer", agent("Hi"), user("book table for too"), agent("When?"), user("at seven pm"),
-               correct(1, "book a table for two"))
+    m = scored(
+        "wer",
+        agent("Hi"),
+        user("book table for too"),
+        agent("When?"),
+        user("at seven pm"),
+        correct(1, "book a table for two"),
+    )
     assert m.value == 0.25
     assert m.score == 75.0
     assert (m.details["reference_words"], m.details["errors"]) == (8, 2)
@@ -185,7 +201,7 @@ def _han(count, seed):
 
 def _changed(text, index):
     """`text` with its character at `index` replaced by another Han character."""
-    return text[:index] + ("丁" if text[index] != "丁" else "七") + text[index + 1:]
+    return text[:index] + ("丁" if text[index] != "丁" else "七") + text[index + 1 :]
 
 
 def test_a_long_turn_corrected_in_one_place_is_aligned_exactly():

@@ -8,8 +8,13 @@ from scorers.runs.text import render_all_summary
 
 
 def result(call_id: str, dead: bool, version: int = 1) -> dict:
-    return {"call_id": call_id, "version": version, "run_id": "r1", "no_conversation": dead,
-            "evaluation": {"scenario_name": call_id, "is_successful": not dead}}
+    return {
+        "call_id": call_id,
+        "version": version,
+        "run_id": "r1",
+        "no_conversation": dead,
+        "evaluation": {"scenario_name": call_id, "is_successful": not dead},
+    }
 
 
 def test_the_json_summary_counts_scenarios_with_no_conversation_and_a_rescore_replaces_its_call():

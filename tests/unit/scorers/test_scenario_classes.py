@@ -21,7 +21,12 @@ from tests.helpers.eventkit import event, run_call
 
 def test_success_signals_are_the_six_json_keys_and_equal_their_strings():
     assert [s.value for s in SuccessSignal] == [
-        "is_action_match", "db_state_match", "db_state_assertion", "nl_assertion", "judge_passed", "clean_exit",
+        "is_action_match",
+        "db_state_match",
+        "db_state_assertion",
+        "nl_assertion",
+        "judge_passed",
+        "clean_exit",
     ]
     assert SuccessSignal.CLEAN_EXIT == "clean_exit"
     assert json.dumps([SuccessSignal.JUDGE_PASSED]) == '["judge_passed"]'
@@ -31,18 +36,32 @@ def test_success_signals_are_the_six_json_keys_and_equal_their_strings():
 
 
 def test_persona_renders_role_name_background_personality_and_speech():
-    section = Persona(role="human user", name="Bob", background="A student.", personality="Impatient.",
-                      language="English", accent="British", voice_config={"voice": "x"}).to_prompt_section()
+    section = Persona(
+        role="human user",
+        name="Bob",
+        background="A student.",
+        personality="Impatient.",
+        language="English",
+        accent="British",
+        voice_config={"voice": "x"},
+    ).to_prompt_section()
     lines = section.split("\n")
-    assert lines[:4] == ["You are a human user named Bob.", "A student.", "Impatient.",
-                         "You speak English with a British accent."]
+    assert lines[:4] == [
+        "You are a human user named Bob.",
+        "A student.",
+        "Impatient.",
+        "You speak English with a British accent.",
+    ]
     assert "voice" not in section  # voice and behaviour configs are not prompt material
 
 
-@pytest.mark.parametrize(("language", "accent", "sentence"), [
-    ("Spanish", None, "You speak Spanish."),
-    (None, "Australian", "You speak with a Australian accent."),  # (the harness's sentence, article and all)
-])
+@pytest.mark.parametrize(
+    ("language", "accent", "sentence"),
+    [
+        ("Spanish", None, "You speak Spanish."),
+        (None, "Australian", "You speak with a Australian accent."),  # (the harness's sentence, article and all)
+    ],
+)
 def test_persona_renders_language_or_accent_alone(language, accent, sentence):
     assert sentence in Persona(role="user", language=language, accent=accent).to_prompt_section().split("\n")
 
@@ -73,12 +92,17 @@ def test_empty_actions_and_resources_render_their_heading_as_the_harness_does():
 
 
 def test_resources_render_documents_information_and_info_sections():
-    section = Resources(documents={"menu": "docs/menu.txt"}, information=["Open until 10pm"],
-                        info_sections={"Things you know": "Your order id is 42."}).to_prompt_section()
+    section = Resources(
+        documents={"menu": "docs/menu.txt"},
+        information=["Open until 10pm"],
+        info_sections={"Things you know": "Your order id is 42."},
+    ).to_prompt_section()
     assert section.startswith("# Resources\n\n## Available Documents\n")
     assert "- menu: docs/menu.txt" in section
-    assert ("## Additional Information\nUse this information for reference:\n- Open until 10pm\n### Things you "
-            "know\nYour order id is 42.") in section
+    assert (
+        "## Additional Information\nUse this information for reference:\n- Open until 10pm\n### Things you "
+        "know\nYour order id is 42."
+    ) in section
 
 
 def test_info_sections_alone_still_get_an_additional_information_heading():
@@ -112,8 +136,12 @@ def pizza_scenario(**fields) -> Scenario:
 def test_the_agent_prompt_joins_its_sections_in_order():
     scenario = pizza_scenario()
     prompt = scenario.get_agent_prompt()
-    parts = [Persona(role="helpful AI agent").to_prompt_section(), Task(goal="Help the user order").to_prompt_section(),
-             Actions(guidelines=["Confirm before placing"]).to_prompt_section(), "# Resources"]
+    parts = [
+        Persona(role="helpful AI agent").to_prompt_section(),
+        Task(goal="Help the user order").to_prompt_section(),
+        Actions(guidelines=["Confirm before placing"]).to_prompt_section(),
+        "# Resources",
+    ]
     assert prompt == "\n\n".join(parts)  # the tools-only resources render their heading alone
 
 
@@ -134,8 +162,12 @@ def test_compute_is_successful_is_a_strict_and_over_applicable_whitelisted_signa
     assert scenario.compute_is_successful({SuccessSignal.ACTION_MATCH: True, SuccessSignal.CLEAN_EXIT: True}) is True
     assert scenario.compute_is_successful({SuccessSignal.ACTION_MATCH: True, SuccessSignal.CLEAN_EXIT: False}) is False
     # Not whitelisted: ignored. Not applicable (None): dropped from the conjunction.
-    assert scenario.compute_is_successful({SuccessSignal.ACTION_MATCH: None, SuccessSignal.CLEAN_EXIT: True,
-                                           SuccessSignal.DB_STATE_MATCH: False}) is True
+    assert (
+        scenario.compute_is_successful(
+            {SuccessSignal.ACTION_MATCH: None, SuccessSignal.CLEAN_EXIT: True, SuccessSignal.DB_STATE_MATCH: False}
+        )
+        is True
+    )
 
 
 def test_compute_is_successful_is_na_when_no_whitelisted_signal_applies():
@@ -161,10 +193,12 @@ def test_a_concrete_subclass_without_a_whitelist_is_refused_when_the_class_is_ma
         domain = "retail"
 
     with pytest.raises(TypeError, match="success_signals must be a non-empty"):
+
         class Concrete(DomainBase):
             name = "retail__1"
 
     with pytest.raises(TypeError, match="success_signals must be a non-empty"):
+
         class EmptyWhitelist(DomainBase):
             name = "retail__2"
             success_signals = ()
@@ -236,8 +270,10 @@ def test_a_domain_subclass_sets_its_defaults_as_dataclass_fields():
         success_signals: tuple = (SuccessSignal.ACTION_MATCH, SuccessSignal.CLEAN_EXIT)
 
     scenario = RestaurantScenario(name="restaurant__1")
-    assert ((scenario.domain, scenario.to_scenario_spec()["success_signals"])
-            == ("restaurant", ["is_action_match", "clean_exit"]))
+    assert (scenario.domain, scenario.to_scenario_spec()["success_signals"]) == (
+        "restaurant",
+        ["is_action_match", "clean_exit"],
+    )
 
 
 def test_a_subclass_sets_its_parts_as_class_attributes_as_the_harness_classes_do():
@@ -253,7 +289,10 @@ def test_a_subclass_sets_its_parts_as_class_attributes_as_the_harness_classes_do
 
     scenario = PizzaScenario()
     assert (scenario.name, scenario.domain, scenario.conversation_end_policy) == (
-        "restaurant__pizza", "restaurant", "valid-terminal-state")
+        "restaurant__pizza",
+        "restaurant",
+        "valid-terminal-state",
+    )
     assert scenario.get_agent_prompt().startswith("You are a helpful AI agent named Bob.")
     assert scenario.compute_is_successful({"clean_exit": True, "is_action_match": False}) is True
     assert scenario.to_scenario_spec()["success_signals"] == ["clean_exit"]
@@ -263,8 +302,11 @@ def test_a_subclass_sets_its_parts_as_class_attributes_as_the_harness_classes_do
     assert PizzaScenario(domain="default").domain == "default"
     larger = LargePizzaScenario(name="restaurant__large")
     # (name is one of the harness's constructor arguments: the class attribute wins, as in the harness)
-    assert (larger.name, larger.domain, larger.user_task.goal) == ("restaurant__pizza", "restaurant",
-                                                                   "Order a large pizza")
+    assert (larger.name, larger.domain, larger.user_task.goal) == (
+        "restaurant__pizza",
+        "restaurant",
+        "Order a large pizza",
+    )
     assert (Scenario().domain, Scenario().agent_persona) == ("default", None)
 
 
@@ -283,19 +325,25 @@ def test_a_subclass_may_fill_in_its_parts_in_post_init_and_the_defaults_stay_rea
 
     scenario = FileScenario(name="retail__1")
     assert (scenario.reference_answer, scenario.user_task.goal, scenario.agent_persona.role) == (
-        [{"order": "A1"}], "return an item (retail)", "clerk")
+        [{"order": "A1"}],
+        "return an item (retail)",
+        "clerk",
+    )
     assert scenario.to_call_started("a1")["scenario"]["min_agent_turns"] == 2
     assert (Scenario.domain, FileScenario.domain, Scenario.min_agent_turns) == ("default", "retail", 2)
     assert {f.name: f.default for f in dataclasses.fields(Scenario)}["conversation_end_policy"] == "tool-only"
     assert dataclasses.replace(scenario, name="retail__2").agent_persona == scenario.agent_persona
 
 
-@pytest.mark.parametrize("fields, named", [
-    ({"conversation_end_policy": "valid_terminal_state"}, "conversation_end_policy"),
-    ({"min_agent_turns": -3}, "min_agent_turns"),
-    ({"judge_threshold": 5}, "judge_threshold"),
-    ({"success_signals": "clean_exit"}, "not one string: ['clean_exit']"),
-])
+@pytest.mark.parametrize(
+    "fields, named",
+    [
+        ({"conversation_end_policy": "valid_terminal_state"}, "conversation_end_policy"),
+        ({"min_agent_turns": -3}, "min_agent_turns"),
+        ({"judge_threshold": 5}, "judge_threshold"),
+        ({"success_signals": "clean_exit"}, "not one string: ['clean_exit']"),
+    ],
+)
 def test_a_scenario_the_wire_would_refuse_is_refused_when_it_is_made(fields, named):
     # Sent, its call.started was dead-lettered and the call scored as a production call, out of its run.
     with pytest.raises(ValueError, match=re.escape(named)):
@@ -329,8 +377,11 @@ def test_call_started_carries_the_scenario_block():
     assert (data["agent_id"], data["run_id"], data["cohort_ids"]) == ("agent-7", "run-1", ["pizza"])
     assert block["success_signals"] == ["is_action_match", "clean_exit"]
     assert block["expected_db_hash"] == db_state_hash(expected_db)
-    assert (block["conversation_end_policy"], block["min_agent_turns"],
-            block["judge_threshold"]) == ("valid-terminal-state", 3, 0.9)
+    assert (block["conversation_end_policy"], block["min_agent_turns"], block["judge_threshold"]) == (
+        "valid-terminal-state",
+        3,
+        0.9,
+    )
     assert (block["ignore_capitalization"], block["disallow_extra_items"]) == (True, True)
     assert data["agent_config"] == {"prompt": scenario.get_agent_prompt()}
     decoded = msgspec.convert(data, CallStartedData)  # it is valid call.started data
@@ -357,13 +408,19 @@ def test_call_started_rejects_an_unknown_whitelisted_signal():
 
 def test_a_call_started_from_a_scenario_is_scored_against_it():
     expected_db = {"orders": {"o1": {"status": "placed"}}}
-    scenario = Scenario(name="airline__3", success_signals=[SuccessSignal.DB_STATE_MATCH, SuccessSignal.CLEAN_EXIT],
-                        expected_scenario_db=expected_db, min_agent_turns=0)
-    _, results = run_call([
-        event("call.started", scenario.to_call_started("a1")),
-        event("db.state", {"side": "agent", "db": {"orders": {"o1": {"status": "placed"}}}}),
-        event("call.ended", {"stop_reason": "[EXIT]"}),
-    ])
+    scenario = Scenario(
+        name="airline__3",
+        success_signals=[SuccessSignal.DB_STATE_MATCH, SuccessSignal.CLEAN_EXIT],
+        expected_scenario_db=expected_db,
+        min_agent_turns=0,
+    )
+    _, results = run_call(
+        [
+            event("call.started", scenario.to_call_started("a1")),
+            event("db.state", {"side": "agent", "db": {"orders": {"o1": {"status": "placed"}}}}),
+            event("call.ended", {"stop_reason": "[EXIT]"}),
+        ]
+    )
     doc = results[-1].evaluation
     assert (doc["scenario_name"], doc["db_state_match"], doc["is_successful"]) == ("airline__3", True, True)
 
@@ -376,26 +433,50 @@ def test_save_writes_the_scenario_and_its_reference_answer(tmp_path):
     scenario.save(str(tmp_path / "restaurant__pizza"))
     saved = json.loads((tmp_path / "restaurant__pizza" / "scenario.json").read_text())
     assert (saved["name"], saved["success_signals"], saved["agent_persona"]["role"]) == (
-        "restaurant__pizza", ["clean_exit"], "helpful AI agent")
+        "restaurant__pizza",
+        ["clean_exit"],
+        "helpful AI agent",
+    )
     assert json.loads((tmp_path / "restaurant__pizza" / Scenario.reference_file).read_text()) == [{"item": "pepperoni"}]
     Scenario(name="qa__1").save(str(tmp_path / "qa__1"))
     assert sorted(p.name for p in (tmp_path / "qa__1").iterdir()) == [
-        "agent_prompt.txt", "agent_tools.json", "metadata.json", "scenario.json", "user_prompt.txt", "user_tools.json"]
+        "agent_prompt.txt",
+        "agent_tools.json",
+        "metadata.json",
+        "scenario.json",
+        "user_prompt.txt",
+        "user_tools.json",
+    ]
 
 
 def test_save_writes_the_harness_files_and_a_string_reference_as_a_message(tmp_path):
     # As the harness's Scenario.save: prompts, tools (their JSON string, as JSON), metadata, and a
     # string reference answer saved as {"message": ...}.
-    scenario = pizza_scenario(success_signals=[SuccessSignal.CLEAN_EXIT], reference_answer="Your order is placed.",
-                              nl_assertions=["The agent confirmed."], expected_scenario_db={"orders": {}})
+    scenario = pizza_scenario(
+        success_signals=[SuccessSignal.CLEAN_EXIT],
+        reference_answer="Your order is placed.",
+        nl_assertions=["The agent confirmed."],
+        expected_scenario_db={"orders": {}},
+    )
     scenario.save(str(tmp_path))
     assert json.loads((tmp_path / Scenario.reference_file).read_text()) == {"message": "Your order is placed."}
     assert json.loads((tmp_path / "agent_tools.json").read_text()) == '{"PlaceOrderTool": {}}'
     assert (tmp_path / "agent_prompt.txt").read_text() == scenario.get_agent_prompt()
     metadata = json.loads((tmp_path / "metadata.json").read_text())
-    assert list(metadata) == ["name", "domain", "description", "max_duration", "noise_config", "ignore_capitalization",
-                              "ignore_punctuation", "clean_text", "disallow_extra_items", "success_signals",
-                              "nl_assertions", "expected_db_hash"]
+    assert list(metadata) == [
+        "name",
+        "domain",
+        "description",
+        "max_duration",
+        "noise_config",
+        "ignore_capitalization",
+        "ignore_punctuation",
+        "clean_text",
+        "disallow_extra_items",
+        "success_signals",
+        "nl_assertions",
+        "expected_db_hash",
+    ]
     assert metadata["expected_db_hash"] == db_state_hash({"orders": {}})
     assert scenario.to_scenario_spec()["reference_answer"] == {"message": "Your order is placed."}
 

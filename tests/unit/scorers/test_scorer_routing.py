@@ -22,15 +22,27 @@ REGISTRY = default_registry()
 
 # Every RTVI message type the scorers know of, and one they do not.
 MESSAGE_TYPES = [
-    "metrics", "user-started-speaking", "user-stopped-speaking", "bot-started-speaking", "bot-stopped-speaking",
-    "llm-function-call-in-progress", "llm-function-call-stopped", "server-message", "bot-llm-text",
+    "metrics",
+    "user-started-speaking",
+    "user-stopped-speaking",
+    "bot-started-speaking",
+    "bot-stopped-speaking",
+    "llm-function-call-in-progress",
+    "llm-function-call-stopped",
+    "server-message",
+    "bot-llm-text",
 ]
 # Payloads that would move one scorer or another if it read them.
 PAYLOADS = [
     None,
     {"tokens": [{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}], "ttfb": [{"value": 0.4}]},
-    {"tool_call_id": "t1", "function_name": "EndConversationTool", "arguments": "{}", "cancelled": True,
-     "result": {"error": "failed at 12:30, $40"}},
+    {
+        "tool_call_id": "t1",
+        "function_name": "EndConversationTool",
+        "arguments": "{}",
+        "cancelled": True,
+        "result": {"error": "failed at 12:30, $40"},
+    },
     {"tool_call_id": "t2", "function_name": "transfer_call", "result": "price 99.5"},
     {"text": "<exit>bye</exit>"},
     {"text": '<final_response>{"a": 1}</final_response>'},
@@ -86,13 +98,18 @@ def test_the_fold_calls_exactly_the_updates_the_registry_routes_each_event_to():
         return tuple((name, lambda acc, ev, call, name=name: called.append(name)) for name, _ in updates)
 
     registry = dataclasses.replace(
-        REGISTRY, routes={cls: recording(updates) for cls, updates in REGISTRY.routes.items()},
+        REGISTRY,
+        routes={cls: recording(updates) for cls, updates in REGISTRY.routes.items()},
         rtvi_routes={kind: recording(updates) for kind, updates in REGISTRY.rtvi_routes.items()},
-        rtvi_unlisted=recording(REGISTRY.rtvi_unlisted))
-    events = [event("call.started", {"agent_id": "a"}), event("turn", {"role": "agent", "text": "hi"}),
-              event("kb.retrieval", {"query": "q", "passages": ["p"]}),
-              event("tool.call", {"name": "f", "arguments": "{}", "result": {"ok": True}}),
-              *(_rtvi(kind, "agent", None) for kind in MESSAGE_TYPES)]
+        rtvi_unlisted=recording(REGISTRY.rtvi_unlisted),
+    )
+    events = [
+        event("call.started", {"agent_id": "a"}),
+        event("turn", {"role": "agent", "text": "hi"}),
+        event("kb.retrieval", {"query": "q", "passages": ["p"]}),
+        event("tool.call", {"name": "f", "arguments": "{}", "result": {"ok": True}}),
+        *(_rtvi(kind, "agent", None) for kind in MESSAGE_TYPES),
+    ]
     reached = 0
     for ev in events:
         called.clear()

@@ -41,7 +41,12 @@ def test_hyphens_and_underscores_separate_words_and_unicode_letters_are_words():
 def test_significant_words_drop_stop_words_short_words_and_keep_order_and_repeats():
     # "the", "is", "at" are stop words; "ok" has 2 characters
     assert significant_words("The clinic is open, OK? The clinic opens at nine") == [
-        "clinic", "open", "clinic", "opens", "nine"]
+        "clinic",
+        "open",
+        "clinic",
+        "opens",
+        "nine",
+    ]
 
 
 def test_three_characters_is_long_enough_two_is_not():
@@ -87,12 +92,18 @@ def test_phrase_text_ignores_case_and_punctuation():
 
 def test_confusion_phrase_found_through_punctuation_and_case():
     assert confusion_phrases("Sorry, I didn't understand. Could you repeat that?") == [
-        "sorry i didn't understand", "could you repeat"]
+        "sorry i didn't understand",
+        "could you repeat",
+    ]
 
 
 def test_confusion_phrases_constant_has_the_seed_examples():
-    assert {"sorry i didn't understand", "i don't understand", "could you repeat",
-            "i'm not sure what you mean"} <= CONFUSION_PHRASES
+    assert {
+        "sorry i didn't understand",
+        "i don't understand",
+        "could you repeat",
+        "i'm not sure what you mean",
+    } <= CONFUSION_PHRASES
 
 
 def test_robotic_phrase_longest_match_counts_once():
@@ -130,7 +141,14 @@ def test_thousands_separators_are_removed():
 
 def test_times_are_read_on_a_24_hour_clock():
     assert canonicals("4pm, 4 p.m., 4:00 PM, 16:00, 12am, 12:30 pm, 9:05am") == [
-        "16:00", "16:00", "16:00", "16:00", "00:00", "12:30", "09:05"]
+        "16:00",
+        "16:00",
+        "16:00",
+        "16:00",
+        "00:00",
+        "12:30",
+        "09:05",
+    ]
 
 
 def test_clock_time_without_am_pm_has_both_readings():
@@ -160,7 +178,13 @@ def test_percent_in_every_spelling():
 
 def test_durations_in_minutes_hours_and_days():
     assert canonicals("30 minutes, 1 min, 2 hrs, 1 hour, a 3-day trip, 10 days") == [
-        "30 minutes", "1 minute", "2 hours", "1 hour", "3 days", "10 days"]
+        "30 minutes",
+        "1 minute",
+        "2 hours",
+        "1 hour",
+        "3 days",
+        "10 days",
+    ]
 
 
 def test_numbers_of_three_or_more_digits_are_facts_shorter_ones_are_not():
@@ -173,25 +197,46 @@ def test_digits_glued_to_letters_are_not_facts():
 
 def test_digits_glued_to_the_letters_of_scripts_written_without_spaces_are_facts():
     # Chinese and Japanese glue figures to words; Korean its particles and counters; Thai writes no spaces.
-    assert (canonicals("我的订单号是4521, 合計は9800円です, 4521번 주문, ราคา1500บาท")
-            == ["4521", "9800", "4521", "1500"])
+    assert canonicals("我的订单号是4521, 合計は9800円です, 4521번 주문, ราคา1500บาท") == [
+        "4521",
+        "9800",
+        "4521",
+        "1500",
+    ]
     assert canonicals("余额是$12.50元") == ["$12.5"]
     assert canonicals("订单XK1234号") == []  # (still a code: glued to a Latin letter)
 
 
 def test_numbers_grouped_as_in_europe_or_with_arabic_separators_are_read_by_their_value():
     assert canonicals("9.876,54 \u20ac, 1 234,56 \u20ac, 1\u00a0234,56, 1\u202f234, 1.234.567") == [
-        "\u20ac9876.54", "\u20ac1234.56", "1234.56", "1234", "1234567"]
+        "\u20ac9876.54",
+        "\u20ac1234.56",
+        "1234.56",
+        "1234",
+        "1234567",
+    ]
     assert canonicals("\u0663\u066c\u0664\u0665\u0660\u066b\u0665\u0660") == ["3450.5"]  # ٣٬٤٥٠٫٥٠
     assert canonicals("$1,200.50, 3.14159, 007") == ["$1200.5", "7"]  # (English as before)
 
 
 def test_prices_in_other_currencies_are_prices_keeping_their_currency():
     # Only dollars were: "€45 or £30 or 45 euros" stated no fact, and none was checked for grounding.
-    assert canonicals("That is \u20ac45 or \u00a330 or 45 euros, 45\u20ac, 45 \u20ac, \u00a5900, \u20b9500, "
-                      "500 rupees, 30 pounds, $45, 45 dollars") == [
-        "\u20ac45", "\u00a330", "\u20ac45", "\u20ac45", "\u20ac45", "\u00a5900", "\u20b9500", "\u20b9500", "\u00a330",
-        "$45", "$45"]
+    assert canonicals(
+        "That is \u20ac45 or \u00a330 or 45 euros, 45\u20ac, 45 \u20ac, \u00a5900, \u20b9500, "
+        "500 rupees, 30 pounds, $45, 45 dollars"
+    ) == [
+        "\u20ac45",
+        "\u00a330",
+        "\u20ac45",
+        "\u20ac45",
+        "\u20ac45",
+        "\u00a5900",
+        "\u20b9500",
+        "\u20b9500",
+        "\u00a330",
+        "$45",
+        "$45",
+    ]
     assert canonicals("code X45\u20acY, \u20ac 1.234,56") == ["\u20ac1234.56"]
 
 
@@ -220,9 +265,13 @@ def test_long_runs_of_grouped_digits_are_read_in_linear_time():
     once tried from every one of them to the run's end (100,000 characters: 24 s). Now each try is
     bounded: every run here reads in well under a second."""
     tail = "234" * 7  # (the last seven groups, as many as a number takes, are one)
-    expected = {" ": {"1", "234"}, "\u00a0": {"1", "234", tail}, "\u066c": {"1", "234", tail},
-                ".": set(),  # (more groups than any number has: none of them is one)
-                ",": {"1" + "234" * 25_000}}  # (English thousands, unbounded as before)
+    expected = {
+        " ": {"1", "234"},
+        "\u00a0": {"1", "234", tail},
+        "\u066c": {"1", "234", tail},
+        ".": set(),  # (more groups than any number has: none of them is one)
+        ",": {"1" + "234" * 25_000},
+    }  # (English thousands, unbounded as before)
     for separator, keys in expected.items():
         assert grounding_keys(separator.join(["1"] + ["234"] * 25_000)) == keys, repr(separator)
 

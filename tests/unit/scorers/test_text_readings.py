@@ -49,9 +49,52 @@ TEXTS = [
     "12:15 and 4pm and 16:00 and 1,200.00 and 007",
 ]
 
-_ALPHABET = [" ", "  ", "\t", "\n", "\r", "\x0b", "\x1c", "\xa0", "\u2003", ".", ",", "'", "\u2019", "-", "!", "a",
-             "B", "é", "İ", "ß", "1", "12", "$", "$ ", "%", "pm", " p.m.", ":", "¿", "—", "“", "_", "五", "٣",
-             "\u3000", "not ", "repeat", "i didn't understand", "as an ai", "4:30", "dollars", " hrs", "1,200", "Don't"]
+_ALPHABET = [
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r",
+    "\x0b",
+    "\x1c",
+    "\xa0",
+    "\u2003",
+    ".",
+    ",",
+    "'",
+    "\u2019",
+    "-",
+    "!",
+    "a",
+    "B",
+    "é",
+    "İ",
+    "ß",
+    "1",
+    "12",
+    "$",
+    "$ ",
+    "%",
+    "pm",
+    " p.m.",
+    ":",
+    "¿",
+    "—",
+    "“",
+    "_",
+    "五",
+    "٣",
+    "\u3000",
+    "not ",
+    "repeat",
+    "i didn't understand",
+    "as an ai",
+    "4:30",
+    "dollars",
+    " hrs",
+    "1,200",
+    "Don't",
+]
 
 
 def _random_texts(count: int, seed: int = 1) -> list[str]:
@@ -79,8 +122,9 @@ def test_figures_agree_with_facts_and_grounding_keys():
 
 def test_figures_are_found_where_fact_re_finds_them():
     for text in TEXTS + _random_texts(5000, seed=4):
-        assert [(m.span(), m.group(0)) for m in _figure_matches(text)] == \
-            [(m.span(), m.group(0)) for m in FACT_RE.finditer(text)], text
+        assert [(m.span(), m.group(0)) for m in _figure_matches(text)] == [
+            (m.span(), m.group(0)) for m in FACT_RE.finditer(text)
+        ], text
 
 
 def test_words_of_ascii_text_are_the_words_of_the_unicode_rule():
@@ -125,18 +169,28 @@ class _FoldCase(jiwer.AbstractTransform):
         return folded(s)
 
 
-JIWER_NORMALISE = jiwer.Compose([_FoldCase(), jiwer.SubstituteRegexes({r"\.\.+|--+|[/\u2014\u2015\u2026]": " "}),
-                                 jiwer.RemovePunctuation(), jiwer.SubstituteRegexes({IDEOGRAPH.pattern: r" \g<0>"}),
-                                 jiwer.RemoveMultipleSpaces(), jiwer.Strip(),
-                                 jiwer.ReduceToListOfListOfWords()])
+JIWER_NORMALISE = jiwer.Compose(
+    [
+        _FoldCase(),
+        jiwer.SubstituteRegexes({r"\.\.+|--+|[/\u2014\u2015\u2026]": " "}),
+        jiwer.RemovePunctuation(),
+        jiwer.SubstituteRegexes({IDEOGRAPH.pattern: r" \g<0>"}),
+        jiwer.RemoveMultipleSpaces(),
+        jiwer.Strip(),
+        jiwer.ReduceToListOfListOfWords(),
+    ]
+)
 
 
 def _random_unicode_texts(count: int, seed: int) -> list[str]:
     """Characters from anywhere in Unicode (punctuation of every block among them), with spaces."""
     rng = random.Random(seed)
-    return ["".join(" " if rng.random() < 0.2 else chr(rng.randrange(sys.maxunicode + 1))
-                    for _ in range(rng.randint(0, 12)))
-            for _ in range(count)]
+    return [
+        "".join(
+            " " if rng.random() < 0.2 else chr(rng.randrange(sys.maxunicode + 1)) for _ in range(rng.randint(0, 12))
+        )
+        for _ in range(count)
+    ]
 
 
 def test_wer_normalises_text_as_jiwer_does():
@@ -146,8 +200,9 @@ def test_wer_normalises_text_as_jiwer_does():
 
 
 def _jiwer_edit_distance(reference: str, hypothesis: str) -> int:
-    out = jiwer.process_words(reference, hypothesis, reference_transform=JIWER_NORMALISE,
-                              hypothesis_transform=JIWER_NORMALISE)
+    out = jiwer.process_words(
+        reference, hypothesis, reference_transform=JIWER_NORMALISE, hypothesis_transform=JIWER_NORMALISE
+    )
     return out.substitutions + out.deletions + out.insertions
 
 
@@ -156,7 +211,9 @@ def test_wer_aligns_as_jiwer_does_with_its_own_normalisation():
     rng = random.Random(9)
     for reference, hypothesis in zip(texts, rng.sample(texts, len(texts)), strict=True):
         assert edit_distance(reference, hypothesis).errors == _jiwer_edit_distance(reference, hypothesis), (
-            reference, hypothesis)
+            reference,
+            hypothesis,
+        )
 
 
 def test_the_punctuation_table_stops_remembering_other_characters_at_its_cap_and_reads_the_same(monkeypatch):

@@ -11,11 +11,15 @@ ORDER = {"latency": 0, "wer": 1}
 T0 = 1_759_741_200_000  # 2025-10-06 09:00 UTC, a whole minute
 
 
-def point(time_ms: int, latency: float | None, wer: float | None = 100.0, agent: str = "a1",
-          cohorts: tuple[str, ...] = ()) -> CallPoint:
-    metrics = [MetricResult(metric="latency", value=None, score=latency,
-                            passed=None if latency is None else latency >= 60, details={}),
-               MetricResult(metric="wer", value=None, score=wer, passed=None if wer is None else wer >= 60, details={})]
+def point(
+    time_ms: int, latency: float | None, wer: float | None = 100.0, agent: str = "a1", cohorts: tuple[str, ...] = ()
+) -> CallPoint:
+    metrics = [
+        MetricResult(
+            metric="latency", value=None, score=latency, passed=None if latency is None else latency >= 60, details={}
+        ),
+        MetricResult(metric="wer", value=None, score=wer, passed=None if wer is None else wer >= 60, details={}),
+    ]
     verdicts, scores = encode_verdicts(metrics, ORDER)
     return CallPoint(time_ms, call_scopes(agent, cohorts), verdicts, scores)
 
@@ -27,7 +31,12 @@ def test_calls_are_bucketed_by_their_event_time_with_pass_rate_and_mean_score():
     series.add(point(T0 + 60_000, None))  # the next minute; latency did not apply
     first, second = series.buckets("all", 0, T0, T0 + 120_000, 60_000)
     assert (first.calls, first.applied, first.passed, first.to_dict()["pass_rate"], first.to_dict()["mean_score"]) == (
-        2, 2, 1, 0.5, 60.0)
+        2,
+        2,
+        1,
+        0.5,
+        60.0,
+    )
     assert (second.calls, second.applied, second.to_dict()["pass_rate"]) == (1, 0, None)
 
 

@@ -21,8 +21,18 @@ def replay_alerts(tmp_path, name: str) -> list[dict]:
         write_latency_log(str(log), 2000, a1_slow)
         rules.write_text(RULES_TOML)
     out = tmp_path / f"{name}.alerts.jsonl"
-    code = main(["replay", str(log), "--out", str(tmp_path / f"{name}.results.jsonl"), "--rules", str(rules),
-                 "--alerts-out", str(out)])
+    code = main(
+        [
+            "replay",
+            str(log),
+            "--out",
+            str(tmp_path / f"{name}.results.jsonl"),
+            "--rules",
+            str(rules),
+            "--alerts-out",
+            str(out),
+        ]
+    )
     assert code == 0
     return [json.loads(line) for line in out.read_text().splitlines()]
 
@@ -57,8 +67,18 @@ def test_a_bad_rules_file_stops_the_replay_with_the_rule_and_field(tmp_path, cap
     log, rules = tmp_path / "calls.jsonl", tmp_path / "rules.toml"
     write_latency_log(str(log), 60, a1_slow)
     rules.write_text(RULES_TOML.replace('metric = "latency"', 'metric = "latncy"'))
-    code = main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--rules", str(rules),
-                 "--alerts-out", str(tmp_path / "a.jsonl")])
+    code = main(
+        [
+            "replay",
+            str(log),
+            "--out",
+            str(tmp_path / "r.jsonl"),
+            "--rules",
+            str(rules),
+            "--alerts-out",
+            str(tmp_path / "a.jsonl"),
+        ]
+    )
     assert code == 2
     assert "rule 'agent latency' (rule #1): `metric`: unknown metric 'latncy'" in capsys.readouterr().err
 

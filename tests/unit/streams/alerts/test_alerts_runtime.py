@@ -18,8 +18,17 @@ from streams.alerts.live import (
 )
 from tests.helpers.alertkit import agent_stream
 
-RULE = AlertRule(name="agent latency", scope="agent:*", metric="latency", window_s=300, fire_below=0.5,
-                 clear_above=0.8, min_calls=5, for_s=60, severity="critical")
+RULE = AlertRule(
+    name="agent latency",
+    scope="agent:*",
+    metric="latency",
+    window_s=300,
+    fire_below=0.5,
+    clear_above=0.8,
+    min_calls=5,
+    for_s=60,
+    severity="critical",
+)
 STREAM = agent_stream(2000, lambda agent, s: agent == "a1" and 600 <= s < 1200)
 
 
@@ -120,7 +129,9 @@ def test_a_rule_added_while_no_worker_evaluated_is_evaluated_when_one_takes_over
     book.apply(new.name, new)  # published while the evaluating worker was gone
     alerts += AlertsRuntime(book).ensure_ready(table)  # the worker taking over, before any result
     assert alerts == expected and [(a["rule"], a["state"]) for a in alerts[-2:]] == [
-        ("new latency", "pending"), ("new latency", "firing")]
+        ("new latency", "pending"),
+        ("new latency", "firing"),
+    ]
 
 
 def test_a_worker_taking_the_evaluation_over_counts_what_is_held_only_after_a_quiet_spell_of_its_own():
@@ -132,8 +143,9 @@ def test_a_worker_taking_the_evaluation_over_counts_what_is_held_only_after_a_qu
     from tests.helpers.eventkit import T0
 
     def relayed(call_id: str, ts_ms: int, partition: int) -> bytes:
-        return msgspec.json.encode({**scored_call(alert_result(call_id, "a1", ts_ms, True)).to_document(),
-                                    "source_partition": partition})
+        return msgspec.json.encode(
+            {**scored_call(alert_result(call_id, "a1", ts_ms, True)).to_document(), "source_partition": partition}
+        )
 
     table: dict[bytes, bytes] = {}
     first = AlertsRuntime(RuleBook.from_file_rules([RULE]), sources=2, quiet_release_s=2.0)
@@ -160,8 +172,10 @@ def test_a_release_is_asked_for_once_a_quiet_spell_and_again_if_the_request_goes
     runtime = AlertsRuntime(RuleBook.from_file_rules([RULE]), sources=2, quiet_release_s=2.0)
     table: dict[bytes, bytes] = {}
     runtime.ensure_ready(table)
-    runtime.count_in_order(table, msgspec.json.encode({**scored_call(alert_result("a", "a1", T0, True)).to_document(),
-                                                       "source_partition": 0}))
+    runtime.count_in_order(
+        table,
+        msgspec.json.encode({**scored_call(alert_result("a", "a1", T0, True)).to_document(), "source_partition": 0}),
+    )
     quiet = runtime.last_input = time.monotonic() - 2.0
     assert runtime.should_ask_for_release(quiet + 2.0)
     runtime.release_requested_at = quiet + 2.0  # asked (as the timer does)
@@ -174,8 +188,10 @@ def test_a_release_is_asked_for_once_a_quiet_spell_and_again_if_the_request_goes
 
 def test_results_relayed_again_after_a_crash_are_repeated_not_stale_even_behind_every_window():
     def relayed(results: list[dict], first_offset: int) -> list[bytes]:
-        return [msgspec.json.encode({**runtime_doc(r), SOURCE_FIELD: 0, SOURCE_OFFSET_FIELD: first_offset + n})
-                for n, r in enumerate(results)]
+        return [
+            msgspec.json.encode({**runtime_doc(r), SOURCE_FIELD: 0, SOURCE_OFFSET_FIELD: first_offset + n})
+            for n, r in enumerate(results)
+        ]
 
     table: dict[bytes, bytes] = {}
     first = AlertsRuntime(RuleBook.from_file_rules([RULE]))

@@ -35,16 +35,26 @@ def test_an_output_naming_the_log_is_refused_before_anything_is_written(tmp_path
         code, err = run(capsys, "replay", str(log), "--jobs", "1", *[part for pair in outputs.items() for part in pair])
         assert code == 2 and f"{option} {log} is the file read as LOG" in err
         assert log.read_bytes() == SAMPLE_LOG.read_bytes()
-    code, err = run(capsys, "replay", str(log), "--out", str(tmp_path / "same.jsonl"), "--deadletter",
-                    str(tmp_path / "same.jsonl"), "--jobs", "1")
+    code, err = run(
+        capsys,
+        "replay",
+        str(log),
+        "--out",
+        str(tmp_path / "same.jsonl"),
+        "--deadletter",
+        str(tmp_path / "same.jsonl"),
+        "--jobs",
+        "1",
+    )
     assert code == 2 and "is the same file as --out" in err
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_replay_that_fails_midway_leaves_the_earlier_output_as_it_was_and_no_partial_file(tmp_path, capsys, jobs):
     log = tmp_path / "log.msgpack"
-    log.write_bytes(b"".join(encode_event(event("call.started", {"agent_id": "a"}, call_id=f"c{i}"))
-                             for i in range(50)))
+    log.write_bytes(
+        b"".join(encode_event(event("call.started", {"agent_id": "a"}, call_id=f"c{i}")) for i in range(50))
+    )
     out = tmp_path / "results.jsonl"
     out.write_bytes(b"an earlier complete output\n")
     # The disk fills up midway: no file may grow past 20 kB (the results come to some 140 kB).
@@ -70,19 +80,24 @@ def test_an_output_in_a_missing_directory_fails_before_the_replay_naming_the_fil
 
 
 def test_missing_files_and_directories_are_one_line_errors(tmp_path, capsys):
-    for argv in (["replay", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o.jsonl")],
-                 ["replay", str(tmp_path), "--out", str(tmp_path / "o.jsonl")],
-                 ["summary", "r1", "--results", str(tmp_path / "nope.jsonl")]):
+    for argv in (
+        ["replay", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o.jsonl")],
+        ["replay", str(tmp_path), "--out", str(tmp_path / "o.jsonl")],
+        ["summary", "r1", "--results", str(tmp_path / "nope.jsonl")],
+    ):
         code, err = run(capsys, *argv)
         assert code == 2 and err.startswith("callqa: ") and "Traceback" not in err, argv
         assert sorted(p.name for p in tmp_path.iterdir()) == [], argv  # not even a partial output
 
 
-@pytest.mark.parametrize(("line", "problem"), [
-    ('[1, 2]', "is not a result document (a JSON object)"),
-    ('{"run_id": "eval_20251006_0900"}', "is not a result document: Object missing required field `call_id`"),
-    ('{"version": 1e400}', "is not a result document: Expected `int`, got `float` - at `$.version`"),
-])
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("[1, 2]", "is not a result document (a JSON object)"),
+        ('{"run_id": "eval_20251006_0900"}', "is not a result document: Object missing required field `call_id`"),
+        ('{"version": 1e400}', "is not a result document: Expected `int`, got `float` - at `$.version`"),
+    ],
+)
 @pytest.mark.parametrize("command", ["summary", "export"])
 def test_a_results_line_that_is_not_a_result_document_is_named(tmp_path, capsys, line, problem, command):
     results = tmp_path / "results.jsonl"
@@ -179,8 +194,10 @@ def test_a_worker_whose_web_port_is_taken_says_so_in_one_line_before_starting(ca
         port = taken.getsockname()[1]
         monkeypatch.setenv("CALLQA_WEB_PORT", str(port))
         code, err = run(capsys, "worker", "--broker", "tansu://127.0.0.1:1")
-    assert code == 2 and err.strip() == (f"callqa: the HTTP API's port 127.0.0.1:{port} is in use: another worker "
-                                         "may run there; give it a free port (--web-port, or CALLQA_WEB_PORT)")
+    assert code == 2 and err.strip() == (
+        f"callqa: the HTTP API's port 127.0.0.1:{port} is in use: another worker "
+        "may run there; give it a free port (--web-port, or CALLQA_WEB_PORT)"
+    )
     monkeypatch.delenv("CALLQA_WEB_PORT")
     with socket.socket() as taken:  # the option names the port as the setting does, and goes before it
         taken.bind(("127.0.0.1", 0))
@@ -237,8 +254,10 @@ def test_a_send_stopped_says_how_far_it_came_and_how_to_finish(capsys, monkeypat
     assert code == 130 and lines[-1] == "callqa: interrupted"
     with open(SAMPLE_LOG) as sample:
         records = sum(1 for line in sample if line.strip())
-    assert lines[-2].startswith(f"callqa: stopped after reading 3 of {records:,} records of the log, with no word "
-                                "that all it sent arrived; to finish, send the log again")
+    assert lines[-2].startswith(
+        f"callqa: stopped after reading 3 of {records:,} records of the log, with no word "
+        "that all it sent arrived; to finish, send the log again"
+    )
 
 
 def test_a_batch_size_below_one_is_refused_before_anything_is_sent(capsys):
@@ -253,46 +272,71 @@ def test_partitions_must_be_at_least_one(tmp_path, capsys):
     assert code == 2 and "partitions must be at least 1, got 0" in err
 
 
-@pytest.mark.parametrize("environ, message", [
-    ({"CALLQA_PARTITIONS": "abc"}, "CALLQA_PARTITIONS: expected a whole number, got 'abc'"),
-    ({"CALLQA_PARTITIONS": "-3"}, "partitions must be at least 1, got -3"),
-    ({"CALLQA_RETENTION_AFTER_END_S": "inf"}, "CALLQA_RETENTION_AFTER_END_S: expected a finite number, got 'inf'"),
-    ({"CALLQA_ALLOWED_LATENESS_MS": "-1"}, "allowed_lateness_ms must be at least 0, got -1"),
-    ({"CALLQA_CONFIG": "/no/such/callqa.toml"}, "CALLQA_CONFIG /no/such/callqa.toml: No such file or directory"),
-    ({"CALLQA_WEB_PORT": "70000"}, "web_port must be a port number (0 to 65535), got 70000"),
-    ({"CALLQA_WEB_PORT": "-1"}, "web_port must be a port number (0 to 65535), got -1"),
-    ({"CALLQA_LOG_LEVEL": "loud"}, "log_level must be one of debug, info, warning, error, critical, got 'loud'"),
-    ({"CALLQA_JUDGE_RESPONSE_FORMAT": "JSON_OBJECT"},
-     "judge_response_format must be one of json_schema, json_object, got 'JSON_OBJECT'"),
-    ({"CALLQA_BROKER": "foo://x:1"},
-     "broker 'foo://x:1': unknown scheme 'foo://' (use one of kafka://, tansu://, aiokafka://, or host:port)"),
-    ({"CALLQA_BROKER": "kafka://a:9092;b"}, "broker 'kafka://a:9092;b': expected host:port, got 'b'"),
-    ({"CALLQA_BROKER": "kafka://a:port"}, "expected host:port, got 'kafka://a:port'"),
-    ({"CALLQA_BROKR": "kafka://a:9092"}, "unknown environment variable CALLQA_BROKR (did you mean CALLQA_BROKER?)"),
-    ({"CALLQA_SASL_PASSWORD": "x"}, "CALLQA_SASL_PASSWORD (did you mean CALLQA_KAFKA_SASL_PASSWORD?)"),
-    ({"CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p"},
-     "kafka_sasl_username, kafka_sasl_password set, but kafka_security_protocol is PLAINTEXT, which does not use them"),
-    ({"CALLQA_KAFKA_SASL_MECHANISM": "PLAIN"},
-     "kafka_sasl_mechanism set, but kafka_security_protocol is PLAINTEXT, which does not use it"),
-    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL"}, "SASL_SSL needs kafka_sasl_username and kafka_sasl_password"),
-    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "TLS"},
-     "kafka_security_protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
-    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "CALLQA_KAFKA_SASL_USERNAME": "u",
-      "CALLQA_KAFKA_SASL_PASSWORD": "p",
-      "CALLQA_KAFKA_SASL_MECHANISM": "GSSAPI"},
-     "kafka_sasl_mechanism must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
-    ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SSL", "CALLQA_KAFKA_SSL_CAFILE": "/no/such/ca.pem"},
-     "kafka_ssl_cafile '/no/such/ca.pem': no such file"),
-    ({"CALLQA_STORE": "rockdb://"}, "store must be one of memory://, rocksdb://, aerospike://, got 'rockdb://'"),
-    ({"CALLQA_TOPIC_PREFIX": "my team"}, "topic_prefix must be 1 to 200 letters, digits"),
-    ({"CALLQA_APP_ID": "a/b"}, "app_id must be 1 to 200 letters, digits"),
-    ({"CALLQA_ALERT_WEBHOOK_URL": "hooks.example.com/services/T0KEN"},
-     "alert_webhook_url must be an http:// or https:// URL with a host, got 'hooks.example.com/…'"),
-    ({"CALLQA_REPLICATION_FACTOR": "0"}, "replication_factor must be at least 1, got 0"),
-    ({"CALLQA_KAFKA_COMPRESSION": "brotli"},
-     "kafka_compression must be one of none, gzip, snappy, lz4, zstd, got 'brotli'"),
-    ({"OPENAI_BASE_URL": "judge:8000/v1"}, "openai_base_url must be an http:// or https:// URL with a host"),
-])
+@pytest.mark.parametrize(
+    "environ, message",
+    [
+        ({"CALLQA_PARTITIONS": "abc"}, "CALLQA_PARTITIONS: expected a whole number, got 'abc'"),
+        ({"CALLQA_PARTITIONS": "-3"}, "partitions must be at least 1, got -3"),
+        ({"CALLQA_RETENTION_AFTER_END_S": "inf"}, "CALLQA_RETENTION_AFTER_END_S: expected a finite number, got 'inf'"),
+        ({"CALLQA_ALLOWED_LATENESS_MS": "-1"}, "allowed_lateness_ms must be at least 0, got -1"),
+        ({"CALLQA_CONFIG": "/no/such/callqa.toml"}, "CALLQA_CONFIG /no/such/callqa.toml: No such file or directory"),
+        ({"CALLQA_WEB_PORT": "70000"}, "web_port must be a port number (0 to 65535), got 70000"),
+        ({"CALLQA_WEB_PORT": "-1"}, "web_port must be a port number (0 to 65535), got -1"),
+        ({"CALLQA_LOG_LEVEL": "loud"}, "log_level must be one of debug, info, warning, error, critical, got 'loud'"),
+        (
+            {"CALLQA_JUDGE_RESPONSE_FORMAT": "JSON_OBJECT"},
+            "judge_response_format must be one of json_schema, json_object, got 'JSON_OBJECT'",
+        ),
+        (
+            {"CALLQA_BROKER": "foo://x:1"},
+            "broker 'foo://x:1': unknown scheme 'foo://' (use one of kafka://, tansu://, aiokafka://, or host:port)",
+        ),
+        ({"CALLQA_BROKER": "kafka://a:9092;b"}, "broker 'kafka://a:9092;b': expected host:port, got 'b'"),
+        ({"CALLQA_BROKER": "kafka://a:port"}, "expected host:port, got 'kafka://a:port'"),
+        ({"CALLQA_BROKR": "kafka://a:9092"}, "unknown environment variable CALLQA_BROKR (did you mean CALLQA_BROKER?)"),
+        ({"CALLQA_SASL_PASSWORD": "x"}, "CALLQA_SASL_PASSWORD (did you mean CALLQA_KAFKA_SASL_PASSWORD?)"),
+        (
+            {"CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p"},
+            "kafka_sasl_username, kafka_sasl_password set, but kafka_security_protocol is PLAINTEXT, "
+            "which does not use them",
+        ),
+        (
+            {"CALLQA_KAFKA_SASL_MECHANISM": "PLAIN"},
+            "kafka_sasl_mechanism set, but kafka_security_protocol is PLAINTEXT, which does not use it",
+        ),
+        ({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL"}, "SASL_SSL needs kafka_sasl_username and kafka_sasl_password"),
+        (
+            {"CALLQA_KAFKA_SECURITY_PROTOCOL": "TLS"},
+            "kafka_security_protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL",
+        ),
+        (
+            {
+                "CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+                "CALLQA_KAFKA_SASL_USERNAME": "u",
+                "CALLQA_KAFKA_SASL_PASSWORD": "p",
+                "CALLQA_KAFKA_SASL_MECHANISM": "GSSAPI",
+            },
+            "kafka_sasl_mechanism must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512",
+        ),
+        (
+            {"CALLQA_KAFKA_SECURITY_PROTOCOL": "SSL", "CALLQA_KAFKA_SSL_CAFILE": "/no/such/ca.pem"},
+            "kafka_ssl_cafile '/no/such/ca.pem': no such file",
+        ),
+        ({"CALLQA_STORE": "rockdb://"}, "store must be one of memory://, rocksdb://, aerospike://, got 'rockdb://'"),
+        ({"CALLQA_TOPIC_PREFIX": "my team"}, "topic_prefix must be 1 to 200 letters, digits"),
+        ({"CALLQA_APP_ID": "a/b"}, "app_id must be 1 to 200 letters, digits"),
+        (
+            {"CALLQA_ALERT_WEBHOOK_URL": "hooks.example.com/services/T0KEN"},
+            "alert_webhook_url must be an http:// or https:// URL with a host, got 'hooks.example.com/…'",
+        ),
+        ({"CALLQA_REPLICATION_FACTOR": "0"}, "replication_factor must be at least 1, got 0"),
+        (
+            {"CALLQA_KAFKA_COMPRESSION": "brotli"},
+            "kafka_compression must be one of none, gzip, snappy, lz4, zstd, got 'brotli'",
+        ),
+        ({"OPENAI_BASE_URL": "judge:8000/v1"}, "openai_base_url must be an http:// or https:// URL with a host"),
+    ],
+)
 def test_settings_from_the_environment_are_checked_and_the_variable_named(environ, message):
     with pytest.raises(ValueError) as info:
         load_settings(environ)
@@ -339,31 +383,49 @@ def test_an_optional_setting_set_but_empty_says_nothing(tmp_path):
 def test_secured_settings_that_fit_together_are_taken(tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_text("")
-    settings = load_settings({"CALLQA_KAFKA_SECURITY_PROTOCOL": "sasl_ssl",
-                              "CALLQA_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
-                              "CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p",
-                              "CALLQA_KAFKA_SSL_CAFILE": str(ca), "CALLQA_GC_THRESHOLDS": "700,10,10",
-                              "CALLQA_ALERT_WEBHOOK_URL": "https://hooks.example.com/services/T0KEN",
-                              "OPENAI_BASE_URL": "HTTP://[::1]:8000/v1"})
+    settings = load_settings(
+        {
+            "CALLQA_KAFKA_SECURITY_PROTOCOL": "sasl_ssl",
+            "CALLQA_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+            "CALLQA_KAFKA_SASL_USERNAME": "u",
+            "CALLQA_KAFKA_SASL_PASSWORD": "p",
+            "CALLQA_KAFKA_SSL_CAFILE": str(ca),
+            "CALLQA_GC_THRESHOLDS": "700,10,10",
+            "CALLQA_ALERT_WEBHOOK_URL": "https://hooks.example.com/services/T0KEN",
+            "OPENAI_BASE_URL": "HTTP://[::1]:8000/v1",
+        }
+    )
     assert settings.kafka_sasl_username == "u" and settings.openai_base_url == "HTTP://[::1]:8000/v1"
     # Every Kafka client is given the mechanism as the clients spell it, whatever its case here.
     from streams.kafka.clients import connection_options
     from streams.worker.app import faust_broker_credentials
 
-    lower = load_settings({"CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
-                           "CALLQA_KAFKA_SASL_MECHANISM": "scram-sha-512",
-                           "CALLQA_KAFKA_SASL_USERNAME": "u", "CALLQA_KAFKA_SASL_PASSWORD": "p"})
+    lower = load_settings(
+        {
+            "CALLQA_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+            "CALLQA_KAFKA_SASL_MECHANISM": "scram-sha-512",
+            "CALLQA_KAFKA_SASL_USERNAME": "u",
+            "CALLQA_KAFKA_SASL_PASSWORD": "p",
+        }
+    )
     assert connection_options(lower)["sasl_mechanism"] == "SCRAM-SHA-512"
     assert faust_broker_credentials(lower).mechanism.name == "SCRAM_SHA_512"
 
 
-@pytest.mark.parametrize("url, shown, with_path", [
-    ("http://user:PASSWORD@judge:8000/v1", "http://judge:8000/…", "http://judge:8000/v1"),
-    ("https://hooks.example.com/services/T0KEN?key=K3Y", "https://hooks.example.com/…?…", "https://hooks.example.com/services/T0KEN?…"),
-    ("http://judge:8000", "http://judge:8000", "http://judge:8000"),
-    ("http://user:p@ss@judge/v1", "http://judge/…", "http://judge/v1"),  # (the password ends at the last @)
-    ("http://[::1]:8000/v1", "http://[::1]:8000/…", "http://[::1]:8000/v1"),
-])
+@pytest.mark.parametrize(
+    "url, shown, with_path",
+    [
+        ("http://user:PASSWORD@judge:8000/v1", "http://judge:8000/…", "http://judge:8000/v1"),
+        (
+            "https://hooks.example.com/services/T0KEN?key=K3Y",
+            "https://hooks.example.com/…?…",
+            "https://hooks.example.com/services/T0KEN?…",
+        ),
+        ("http://judge:8000", "http://judge:8000", "http://judge:8000"),
+        ("http://user:p@ss@judge/v1", "http://judge/…", "http://judge/v1"),  # (the password ends at the last @)
+        ("http://[::1]:8000/v1", "http://[::1]:8000/…", "http://[::1]:8000/v1"),
+    ],
+)
 def test_a_url_is_shown_without_what_may_be_a_secret(url, shown, with_path):
     from streams.redaction import redacted_url
 
@@ -379,7 +441,9 @@ def test_the_worker_refuses_a_data_directory_it_cannot_write_before_creating_any
     assert "cannot be written: Not a directory" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["broker", "--port", "-1"], ["up", "--port", "70000"], ["up", "--broker", "kafka://a:1"]])
+@pytest.mark.parametrize(
+    "argv", [["broker", "--port", "-1"], ["up", "--port", "70000"], ["up", "--broker", "kafka://a:1"]]
+)
 def test_a_port_out_of_range_or_a_broker_for_up_is_a_usage_error(argv, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)
@@ -429,13 +493,16 @@ def test_the_edges_of_the_port_range_and_a_log_level_in_capitals_are_accepted():
     assert load_settings({"CALLQA_WEB_PORT": "65535", "CALLQA_LOG_LEVEL": "DEBUG"}).web_port == 65_535
 
 
-@pytest.mark.parametrize("line, message", [
-    ("partitions = 2.9", "partitions: expected a whole number, got 2.9"),
-    ("partitions = true", "partitions: expected a number, got True"),
-    ('broker = { host = "a" }', "broker: expected text, got {'host': 'a'}"),
-    ("judge_timeout_s = [1]", "judge_timeout_s: expected a number, got [1]"),
-    ("partitions = ", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("partitions = 2.9", "partitions: expected a whole number, got 2.9"),
+        ("partitions = true", "partitions: expected a number, got True"),
+        ('broker = { host = "a" }', "broker: expected text, got {'host': 'a'}"),
+        ("judge_timeout_s = [1]", "judge_timeout_s: expected a number, got [1]"),
+        ("partitions = ", "not valid TOML"),
+    ],
+)
 def test_a_config_file_value_of_the_wrong_type_is_named_with_the_file(tmp_path, line, message):
     config = tmp_path / "callqa.toml"
     config.write_text(line + "\n")
@@ -449,8 +516,9 @@ def test_a_truncated_msgpack_log_counts_its_cut_record_as_dead_lettered(tmp_path
     log = tmp_path / "log.msgpack"
     log.write_bytes(b"".join(records)[:-4])
     dead = tmp_path / "dead.jsonl"
-    code, err = run(capsys, "replay", str(log), "--out", str(tmp_path / "o.jsonl"), "--deadletter", str(dead), "--jobs",
-                    "1")
+    code, err = run(
+        capsys, "replay", str(log), "--out", str(tmp_path / "o.jsonl"), "--deadletter", str(dead), "--jobs", "1"
+    )
     assert code == 0 and "replayed 3 records" in err and "1 dead-lettered" in err
     assert len(dead.read_text().splitlines()) == 1
 
@@ -493,16 +561,22 @@ def test_an_output_gets_the_mode_open_would_give_it_and_a_symbolic_link_is_writt
     assert os.path.islink(link) and (real / "out.jsonl").read_bytes() == fresh.read_bytes()
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("cohorts.json", '{"cohorts": ' + "[" * 5000, "not valid JSON"),
-    ("cohorts.toml", "cohorts = " + "[" * 5000, "not valid TOML"),
-    ("rules.json", '{"rules": ' + "[" * 5000, "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("cohorts.json", '{"cohorts": ' + "[" * 5000, "not valid JSON"),
+        ("cohorts.toml", "cohorts = " + "[" * 5000, "not valid TOML"),
+        ("rules.json", '{"rules": ' + "[" * 5000, "not valid JSON"),
+    ],
+)
 def test_a_configuration_file_nested_too_deeply_is_one_line_error(tmp_path, capsys, name, text, message):
     document = tmp_path / name
     document.write_text(text)
-    flags = ["--rules", str(document), "--alerts-out", str(tmp_path / "alerts.jsonl")] if name.startswith("rules") \
+    flags = (
+        ["--rules", str(document), "--alerts-out", str(tmp_path / "alerts.jsonl")]
+        if name.startswith("rules")
         else ["--cohorts", str(document)]
+    )
     code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), *flags)
     assert code == 2 and err.startswith("callqa: ") and message in err and "Traceback" not in err
 
@@ -519,16 +593,20 @@ def test_a_results_line_nested_too_deeply_is_named(tmp_path, capsys):
 COHORT = '{"cohort_id": "billing", "name": "Billing", "metrics": [{"metric": "%s"}]}'
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("cohorts.json", '{"cohort": [%s]}' % (COHORT % "wer"), "expected a list under `cohorts`, found `cohort`"),
-    ("cohorts.toml", '[[rules]]\nname = "r"\n', "expected [[cohorts]] tables, found `rules`"),
-    ("cohorts.json", '{"cohorts": [%s], "extra": 1}' % (COHORT % "wer"), "unknown keys beside `cohorts`: `extra`"),
-    ("cohorts.json", f"[{COHORT % 'wer'}, {COHORT % 'latency'}]", "cohort #2: cohort_id 'billing' is used twice"),
-    ("cohorts.json", "[%s]" % (COHORT % "empathy"), "cohort #1: invalid cohort 'billing'"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("cohorts.json", '{"cohort": [%s]}' % (COHORT % "wer"), "expected a list under `cohorts`, found `cohort`"),
+        ("cohorts.toml", '[[rules]]\nname = "r"\n', "expected [[cohorts]] tables, found `rules`"),
+        ("cohorts.json", '{"cohorts": [%s], "extra": 1}' % (COHORT % "wer"), "unknown keys beside `cohorts`: `extra`"),
+        ("cohorts.json", f"[{COHORT % 'wer'}, {COHORT % 'latency'}]", "cohort #2: cohort_id 'billing' is used twice"),
+        ("cohorts.json", "[%s]" % (COHORT % "empathy"), "cohort #1: invalid cohort 'billing'"),
+    ],
+)
 @pytest.mark.parametrize("command", ["replay", "publish"])
-def test_a_cohorts_file_that_defines_nothing_or_one_cohort_twice_is_refused(tmp_path, capsys, name, text, message,
-                                                                            command):
+def test_a_cohorts_file_that_defines_nothing_or_one_cohort_twice_is_refused(
+    tmp_path, capsys, name, text, message, command
+):
     cohorts = tmp_path / name
     cohorts.write_text(text)
     out = tmp_path / "o.jsonl"
@@ -540,8 +618,17 @@ def test_a_cohorts_file_that_defines_nothing_or_one_cohort_twice_is_refused(tmp_
     assert not out.exists()
 
 
-@pytest.mark.parametrize("broker", ["kafka://a:9092", "tansu://127.0.0.1:9092", "aiokafka://a:1", "a:9092,b:9093",
-                                    "kafka://a:9092;kafka://b:9092", "[::1]:9092"])
+@pytest.mark.parametrize(
+    "broker",
+    [
+        "kafka://a:9092",
+        "tansu://127.0.0.1:9092",
+        "aiokafka://a:1",
+        "a:9092,b:9093",
+        "kafka://a:9092;kafka://b:9092",
+        "[::1]:9092",
+    ],
+)
 def test_broker_urls_of_every_supported_form_are_taken(broker):
     assert load_settings({"CALLQA_BROKER": broker}).broker == broker
 
@@ -555,8 +642,12 @@ def test_output_to_a_reader_that_went_away_ends_quietly(tmp_path):
     read, write = os.pipe()
     os.close(read)  # as `| head` does once it has read enough
     try:
-        done = subprocess.run([sys.executable, "-m", "streams.cli", "summary", "eval_20251006_0900", "--results",
-                               str(results), "--json"], stdout=write, stderr=subprocess.PIPE, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "streams.cli", "summary", "eval_20251006_0900", "--results", str(results), "--json"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
     finally:
         os.close(write)
     assert done.returncode == 1 and done.stderr == b""
@@ -570,15 +661,18 @@ def test_the_stall_warning_states_each_scenarios_own_floor(tmp_path, capsys):
     capsys.readouterr()
     assert main(["summary", "eval_20251006_0900", "--results", str(results)]) == 0
     out = capsys.readouterr().out
-    assert ("WARNING: 2 scenario(s) had fewer than 2 agent turn(s) (likely stalled LLM / server hang) and were "
-            "counted as failures.\nStalled scenarios: airline__baggage_008, retail__return_012\n"
-            "WARNING: 1 scenario(s) had fewer than 3 agent turn(s) (likely stalled LLM / server hang) and were "
-            "counted as failures.\nStalled scenarios: retail__exchange_011\n") in out
+    assert (
+        "WARNING: 2 scenario(s) had fewer than 2 agent turn(s) (likely stalled LLM / server hang) and were "
+        "counted as failures.\nStalled scenarios: airline__baggage_008, retail__return_012\n"
+        "WARNING: 1 scenario(s) had fewer than 3 agent turn(s) (likely stalled LLM / server hang) and were "
+        "counted as failures.\nStalled scenarios: retail__exchange_011\n"
+    ) in out
     # A run-wide floor is one floor for all, as the harness's flag.
     assert main(["summary", "eval_20251006_0900", "--results", str(results), "--min-agent-turns", "2"]) == 0
-    assert ("WARNING: 3 scenario(s) had fewer than 2 agent turn(s) (likely stalled LLM / server hang) and were "
-            "counted as failures.\nStalled scenarios: airline__baggage_008, retail__exchange_011, retail__return_012\n"
-            ) in capsys.readouterr().out
+    assert (
+        "WARNING: 3 scenario(s) had fewer than 2 agent turn(s) (likely stalled LLM / server hang) and were "
+        "counted as failures.\nStalled scenarios: airline__baggage_008, retail__exchange_011, retail__return_012\n"
+    ) in capsys.readouterr().out
 
 
 def test_a_configuration_file_saved_with_a_byte_order_mark_is_read(tmp_path):
@@ -587,19 +681,25 @@ def test_a_configuration_file_saved_with_a_byte_order_mark_is_read(tmp_path):
     assert load_settings({"CALLQA_CONFIG": str(config)}).partitions == 6
 
 
-@pytest.mark.parametrize(("kind", "name", "text"), [
-    ("cohorts", "cohorts.json", "[]"), ("cohorts", "cohorts.json", '{"cohorts": []}'),
-    ("rules", "rules.toml", "rules = []\n"),
-])
-def test_a_file_that_defines_nothing_is_refused_before_any_broker_is_asked_or_any_call_scored(tmp_path, capsys, kind,
-                                                                                              name, text):
+@pytest.mark.parametrize(
+    ("kind", "name", "text"),
+    [
+        ("cohorts", "cohorts.json", "[]"),
+        ("cohorts", "cohorts.json", '{"cohorts": []}'),
+        ("rules", "rules.toml", "rules = []\n"),
+    ],
+)
+def test_a_file_that_defines_nothing_is_refused_before_any_broker_is_asked_or_any_call_scored(
+    tmp_path, capsys, kind, name, text
+):
     path = tmp_path / name
     path.write_text(text)
     code, err = run(capsys, "publish", kind, str(path), "--broker", "kafka://127.0.0.1:1")
     assert code == 2 and f"{path}: defines no {kind} (an empty list)" in err
     alerts = ["--alerts-out", str(tmp_path / "alerts.jsonl")] if kind == "rules" else []
-    code, err = run(capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), f"--{kind}", str(path),
-                    *alerts)
+    code, err = run(
+        capsys, "replay", str(SAMPLE_LOG), "--out", str(tmp_path / "o.jsonl"), f"--{kind}", str(path), *alerts
+    )
     assert code == 2 and f"{path}: defines no {kind} (an empty list)" in err
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -614,7 +714,10 @@ def test_a_gzip_compressed_log_is_named_as_such_instead_of_dead_lettering_every_
 
     log = tmp_path / "calls.jsonl.gz"
     log.write_bytes(gzip.compress(SAMPLE_LOG.read_bytes()))
-    for command in (["replay", str(log), "--out", str(tmp_path / "o.jsonl")], ["send", str(log), "--broker", "kafka://127.0.0.1:1"]):
+    for command in (
+        ["replay", str(log), "--out", str(tmp_path / "o.jsonl")],
+        ["send", str(log), "--broker", "kafka://127.0.0.1:1"],
+    ):
         code, err = run(capsys, *command)
         assert code == 2 and f"{log} is gzip-compressed: decompress it first" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.jsonl.gz"]
@@ -623,7 +726,10 @@ def test_a_gzip_compressed_log_is_named_as_such_instead_of_dead_lettering_every_
 def test_a_utf16_log_is_named_as_such_instead_of_dead_lettering_every_record(tmp_path, capsys, monkeypatch):
     log = tmp_path / "calls.jsonl"  # as PowerShell writes text: UTF-16 with a byte-order mark
     log.write_bytes(SAMPLE_LOG.read_text().encode("utf-16"))
-    for command in (["replay", str(log), "--out", str(tmp_path / "o.jsonl")], ["send", str(log), "--broker", "kafka://127.0.0.1:1"]):
+    for command in (
+        ["replay", str(log), "--out", str(tmp_path / "o.jsonl")],
+        ["send", str(log), "--broker", "kafka://127.0.0.1:1"],
+    ):
         code, err = run(capsys, *command)
         assert code == 2 and f"{log} is UTF-16 text: convert it to UTF-8 first (`iconv -f UTF-16 -t UTF-8" in err
     with open(log, "rb") as raw, open(raw.fileno(), closefd=False) as stdin:
@@ -642,8 +748,9 @@ def test_a_gzip_compressed_log_on_standard_input_is_named_as_standard_input(tmp_
         monkeypatch.setattr("sys.stdin", stdin)
         code, err = run(capsys, "replay", "-", "--out", str(tmp_path / "o.jsonl"))
     # (not the name of the temporary copy a stream is read into, which is gone by the time it is read)
-    assert code == 2 and err == ("callqa: standard input is gzip-compressed: decompress it on its way in "
-                                 "(`zcat LOG.gz | callqa … -`)\n")
+    assert code == 2 and err == (
+        "callqa: standard input is gzip-compressed: decompress it on its way in (`zcat LOG.gz | callqa … -`)\n"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calls.jsonl.gz"]
 
 
@@ -698,9 +805,24 @@ def test_sigterm_ends_a_replay_like_ctrl_c_leaving_no_partial_output_nor_spool(t
     scratch.mkdir()
     out = tmp_path / "out"
     out.mkdir()
-    replay = subprocess.Popen([sys.executable, "-m", "streams.cli", "replay", str(log), "--out", str(out / "r.jsonl"),
-                               "--deadletter", str(out / "d.jsonl"), "--jobs", "2"],
-                              env={**os.environ, "TMPDIR": str(scratch)}, stderr=subprocess.PIPE, text=True)
+    replay = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streams.cli",
+            "replay",
+            str(log),
+            "--out",
+            str(out / "r.jsonl"),
+            "--deadletter",
+            str(out / "d.jsonl"),
+            "--jobs",
+            "2",
+        ],
+        env={**os.environ, "TMPDIR": str(scratch)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not any(scratch.iterdir()) and time.monotonic() < deadline:  # the jobs' spools: replaying now
         time.sleep(0.02)

@@ -1,4 +1,5 @@
 """Exporting a run as the harness's files, and re-aggregating it from those files alone."""
+
 from __future__ import annotations
 
 import json
@@ -23,18 +24,62 @@ def live_run():
     """A run with rescores, a stall, a judge, assertions of both kinds and three domains."""
     return [
         call_result("c1", metrics_doc("eva_airline__1", is_successful=False, db_state_match=False), version=1),
-        call_result("c1", metrics_doc("eva_airline__1", db_state_match=True, latencies_ms=(640.0, 910.5),
-                                      agent_tokens=(4, 800, 120), user_tokens=(3, 300, 40)), version=2),
-        call_result("c2", metrics_doc("eva_airline__2", is_successful=False, clean_exit=False, db_state_match=True,
-                                      is_task_successful=True, latencies_ms=(702.25,))),
-        call_result("c3", metrics_doc("tau2_retail__7", is_successful=False, db_state_match=False, judge_score=0.4,
-                                      judge_passed=False, nl_assertion_pass_rate=1 / 3),
-                    judge=judge_doc(0.4, nl_verdicts=[True, False, False])),
-        call_result("c4", metrics_doc("tau2_telecom__3", db_state_assertion_verdicts=db_verdicts(True, True, False),
-                                      db_state_assertion_pass_rate=2 / 3, judge_score=0.95, judge_passed=True,
-                                      nl_assertion_pass_rate=1.0), judge=judge_doc(0.95, nl_verdicts=[True])),
-        call_result("c5", metrics_doc("tau2_telecom__4", is_successful=False, is_task_successful=False,
-                                      insufficient_agent_turns=True, agent_tokens=(1, 90, 12))),
+        call_result(
+            "c1",
+            metrics_doc(
+                "eva_airline__1",
+                db_state_match=True,
+                latencies_ms=(640.0, 910.5),
+                agent_tokens=(4, 800, 120),
+                user_tokens=(3, 300, 40),
+            ),
+            version=2,
+        ),
+        call_result(
+            "c2",
+            metrics_doc(
+                "eva_airline__2",
+                is_successful=False,
+                clean_exit=False,
+                db_state_match=True,
+                is_task_successful=True,
+                latencies_ms=(702.25,),
+            ),
+        ),
+        call_result(
+            "c3",
+            metrics_doc(
+                "tau2_retail__7",
+                is_successful=False,
+                db_state_match=False,
+                judge_score=0.4,
+                judge_passed=False,
+                nl_assertion_pass_rate=1 / 3,
+            ),
+            judge=judge_doc(0.4, nl_verdicts=[True, False, False]),
+        ),
+        call_result(
+            "c4",
+            metrics_doc(
+                "tau2_telecom__3",
+                db_state_assertion_verdicts=db_verdicts(True, True, False),
+                db_state_assertion_pass_rate=2 / 3,
+                judge_score=0.95,
+                judge_passed=True,
+                nl_assertion_pass_rate=1.0,
+            ),
+            judge=judge_doc(0.95, nl_verdicts=[True]),
+        ),
+        call_result(
+            "c5",
+            metrics_doc(
+                "tau2_telecom__4",
+                is_successful=False,
+                is_task_successful=False,
+                insufficient_agent_turns=True,
+                agent_tokens=(1, 90, 12),
+            ),
+        ),
         call_result("c6", metrics_doc("qa__1", is_successful="N/A", is_action_match=True)),
     ]
 
@@ -49,10 +94,17 @@ def live_summary(results):
 def test_each_scenario_gets_its_metrics_and_judge_files_and_the_run_its_summary():
     files = export_run(live_run())
     assert sorted(files) == [
-        "all_latencies.csv", "all_metrics.json", "all_summary.txt",
-        "eva_airline__1/metrics.json", "eva_airline__2/metrics.json", "qa__1/metrics.json",
-        "tau2_retail__7/judge_result.json", "tau2_retail__7/metrics.json",
-        "tau2_telecom__3/judge_result.json", "tau2_telecom__3/metrics.json", "tau2_telecom__4/metrics.json",
+        "all_latencies.csv",
+        "all_metrics.json",
+        "all_summary.txt",
+        "eva_airline__1/metrics.json",
+        "eva_airline__2/metrics.json",
+        "qa__1/metrics.json",
+        "tau2_retail__7/judge_result.json",
+        "tau2_retail__7/metrics.json",
+        "tau2_telecom__3/judge_result.json",
+        "tau2_telecom__3/metrics.json",
+        "tau2_telecom__4/metrics.json",
     ]
 
 
@@ -66,19 +118,29 @@ def test_metrics_json_is_the_evaluation_without_the_judge_pretty_printed_in_docu
 
 
 def test_the_export_holds_each_calls_highest_version():
-    files = export_run([call_result("c1", metrics_doc("d__a", is_successful=True), version=2),
-                        call_result("c1", metrics_doc("d__a", is_successful=False), version=1)])
+    files = export_run(
+        [
+            call_result("c1", metrics_doc("d__a", is_successful=True), version=2),
+            call_result("c1", metrics_doc("d__a", is_successful=False), version=1),
+        ]
+    )
     assert json.loads(files["d__a/metrics.json"])["is_successful"] is True
     assert "Overall Success Rate: 100.00% (1/1 scenarios" in files["all_summary.txt"].decode()
 
 
 def test_colliding_scenario_names_each_get_their_call_id_whatever_the_arrival_order():
-    results = [call_result("c2", metrics_doc("d__same")), call_result("c1", metrics_doc("d__same")),
-               call_result("c3", metrics_doc("d__other"))]
+    results = [
+        call_result("c2", metrics_doc("d__same")),
+        call_result("c1", metrics_doc("d__same")),
+        call_result("c3", metrics_doc("d__other")),
+    ]
     forward, backward = export_run(results), export_run(list(reversed(results)))
     assert forward == backward
     assert sorted(path for path in forward if path.endswith("/metrics.json")) == [
-        "d__other/metrics.json", "d__same.c1/metrics.json", "d__same.c2/metrics.json"]
+        "d__other/metrics.json",
+        "d__same.c1/metrics.json",
+        "d__same.c2/metrics.json",
+    ]
 
 
 def test_directory_names_cannot_leave_the_export_or_shadow_the_summary():
@@ -88,8 +150,9 @@ def test_directory_names_cannot_leave_the_export_or_shadow_the_summary():
 
 def test_results_of_several_runs_cannot_be_exported_together():
     with pytest.raises(ValueError):
-        export_run([call_result("c1", metrics_doc("d__a"), run_id="r1"),
-                    call_result("c2", metrics_doc("d__b"), run_id="r2")])
+        export_run(
+            [call_result("c1", metrics_doc("d__a"), run_id="r1"), call_result("c2", metrics_doc("d__b"), run_id="r2")]
+        )
 
 
 def test_the_exported_summary_is_the_live_summary_rendered():
@@ -123,8 +186,10 @@ def test_re_aggregating_the_exported_files_alone_gives_the_live_rates():
 
 
 def test_re_aggregating_with_colliding_names_keeps_every_call():
-    results = [call_result("c1", metrics_doc("d__same", is_successful=True)),
-               call_result("c2", metrics_doc("d__same", is_successful=False))]
+    results = [
+        call_result("c1", metrics_doc("d__same", is_successful=True)),
+        call_result("c2", metrics_doc("d__same", is_successful=False)),
+    ]
     files = export_run(results)
     reloaded = load_run(files, run_id=RUN).summary()
     # Both calls count: 1 of 2, as live.
@@ -174,8 +239,9 @@ def test_an_export_cut_short_leaves_nothing_behind_and_the_same_command_then_suc
     assert list((tmp_path / "exports").iterdir()) == [target]
 
 
-def test_an_export_into_an_empty_directory_fills_it_where_it_is_and_empties_it_again_if_cut_short(tmp_path,
-                                                                                                  monkeypatch):
+def test_an_export_into_an_empty_directory_fills_it_where_it_is_and_empties_it_again_if_cut_short(
+    tmp_path, monkeypatch
+):
     # `.`, a mount point, or a directory whose mode was set for the run: it stays the same directory.
     files = export_run(live_run())
     target = tmp_path / "run"
@@ -206,15 +272,27 @@ def test_results_straight_from_the_engine_export_and_reload_the_same():
 
     def scenario_call(call_id: str, name: str, agent_llm_calls: int):
         tokens = [{"prompt_tokens": 10, "completion_tokens": 2}] * agent_llm_calls
-        return run_call([
-            event("call.started", {"agent_id": "a", "run_id": RUN, "scenario": {
-                "name": name, "success_signals": ["clean_exit"], "min_agent_turns": 2}}, call_id=call_id),
-            event("turn", {"role": "user", "text": "hi"}, call_id=call_id),
-            event("turn", {"role": "agent", "text": "hello"}, call_id=call_id),
-            event("rtvi", {"side": "agent", "message": {"type": "metrics", "data": {"tokens": tokens}}},
-                  call_id=call_id),
-            event("call.ended", {"stop_reason": "[EXIT]", "end_conversation_tool_called": True}, call_id=call_id),
-        ])[1]
+        return run_call(
+            [
+                event(
+                    "call.started",
+                    {
+                        "agent_id": "a",
+                        "run_id": RUN,
+                        "scenario": {"name": name, "success_signals": ["clean_exit"], "min_agent_turns": 2},
+                    },
+                    call_id=call_id,
+                ),
+                event("turn", {"role": "user", "text": "hi"}, call_id=call_id),
+                event("turn", {"role": "agent", "text": "hello"}, call_id=call_id),
+                event(
+                    "rtvi",
+                    {"side": "agent", "message": {"type": "metrics", "data": {"tokens": tokens}}},
+                    call_id=call_id,
+                ),
+                event("call.ended", {"stop_reason": "[EXIT]", "end_conversation_tool_called": True}, call_id=call_id),
+            ]
+        )[1]
 
     results = scenario_call("k1", "eva__1", agent_llm_calls=2) + scenario_call("k2", "qa__1", agent_llm_calls=1)
     live = live_summary(results)
@@ -227,8 +305,11 @@ def test_results_straight_from_the_engine_export_and_reload_the_same():
 
 
 def test_each_metrics_json_names_the_directory_it_was_exported_to():
-    results = [call_result("c2", metrics_doc("d__same")), call_result("c1", metrics_doc("d__same")),
-               call_result("c3", metrics_doc("d__other"))]
+    results = [
+        call_result("c2", metrics_doc("d__same")),
+        call_result("c1", metrics_doc("d__same")),
+        call_result("c3", metrics_doc("d__other")),
+    ]
     files = export_run(results)
     for path, content in files.items():
         if path.endswith("/metrics.json"):

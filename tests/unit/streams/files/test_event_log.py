@@ -39,8 +39,11 @@ def test_each_record_comes_back_as_the_bytes_written_also_across_the_reading_chu
 
 
 def test_records_decode_as_they_did_when_each_was_unpacked_and_packed_again(tmp_path):
-    records = [encode_event(started("c1")), encode_batch([turn("c1", "hi"), turn("c2", "yo")], None),
-               msgpack.packb({"v": 1, "type": "turn"})]
+    records = [
+        encode_event(started("c1")),
+        encode_batch([turn("c1", "hi"), turn("c2", "yo")], None),
+        msgpack.packb({"v": 1, "type": "turn"}),
+    ]
     log = tmp_path / "log.msgpack"
     log.write_bytes(b"".join(records))
     for raw in read_log(str(log)):
@@ -89,8 +92,11 @@ def test_a_json_lines_log_named_msgpack_is_refused_at_once(tmp_path, start):
         next(read_log(str(log)))
 
 
-@pytest.mark.parametrize("stretch", [b"\0" * 4096, b'{"v": 1, "type": "turn", "call_id": "c9"}\n', b"\x01\xa3abc\x7f"],
-                         ids=["zero padding", "a pasted JSON line", "numbers and a string"])
+@pytest.mark.parametrize(
+    "stretch",
+    [b"\0" * 4096, b'{"v": 1, "type": "turn", "call_id": "c9"}\n', b"\x01\xa3abc\x7f"],
+    ids=["zero padding", "a pasted JSON line", "numbers and a string"],
+)
 def test_values_that_are_no_map_are_a_damaged_stretch_and_one_record(tmp_path, stretch):
     # Each of these bytes reads as a small MessagePack number: one record a byte, before.
     first, second = encode_event(started("c1")), encode_batch([turn("c2", "hi")], "c2")
@@ -165,8 +171,9 @@ def test_a_whole_record_followed_by_damage_is_not_cut_at_an_event_nested_in_it(t
     # A tool's result may hold anything, an event's very shape included: the record decodes, so it is
     # kept whole, and only the damage after it is dead-lettered.
     nested = msgpack.unpackb(encode_event(started("c9")))
-    whole = encode_event(event("tool.call", {"name": "lookup", "arguments": "{}", "result": {"echo": nested}},
-                               call_id="c1"))
+    whole = encode_event(
+        event("tool.call", {"name": "lookup", "arguments": "{}", "result": {"echo": nested}}, call_id="c1")
+    )
     after = encode_event(started("c2"))
     log = tmp_path / "log.msgpack"
     log.write_bytes(whole + b"\x00\x00\x00" + after)
@@ -175,8 +182,16 @@ def test_a_whole_record_followed_by_damage_is_not_cut_at_an_event_nested_in_it(t
 
 
 def _turn_record(n: int, text: str) -> bytes:
-    return msgpack.packb({"v": 1, "event_id": f"e{n}", "call_id": "c1", "ts_ms": 1_760_000_000_000 + n,
-                          "type": "turn", "data": {"role": "user", "text": text}})
+    return msgpack.packb(
+        {
+            "v": 1,
+            "event_id": f"e{n}",
+            "call_id": "c1",
+            "ts_ms": 1_760_000_000_000 + n,
+            "type": "turn",
+            "data": {"role": "user", "text": text},
+        }
+    )
 
 
 def test_a_record_cut_short_where_a_read_of_the_file_ends_loses_only_itself(tmp_path):
@@ -184,8 +199,9 @@ def test_a_record_cut_short_where_a_read_of_the_file_ends_loses_only_itself(tmp_
     broken = _turn_record(1, "Your booking is not eligible for a refund, but it is eligible for credit")[:-20]
     good = _turn_record(2, "thanks, bye")
     filler = _turn_record(0, "x" * ((1 << 20) - len(broken) - 40 - 60))
-    filler = _turn_record(0, "x" * (len(msgpack.unpackb(filler)["data"]["text"]) + (1 << 20) - len(broken) - 40
-                                    - len(filler)))
+    filler = _turn_record(
+        0, "x" * (len(msgpack.unpackb(filler)["data"]["text"]) + (1 << 20) - len(broken) - 40 - len(filler))
+    )
     log = tmp_path / "log.msgpack"
     log.write_bytes(filler + broken + good)
     assert list(read_log(str(log))) == [filler, broken, good]

@@ -30,11 +30,24 @@ texts = st.text(st.characters(codec="utf-8"), max_size=400)  # up to str16 heade
 def messages(draw) -> bytes:
     """One valid message: an event or a batch, as MessagePack."""
     call_id = draw(call_ids)
-    turns = draw(st.lists(texts.map(lambda text: event("turn", {"role": "user", "text": text}, call_id=call_id)),
-                          min_size=1, max_size=3))
+    turns = draw(
+        st.lists(
+            texts.map(lambda text: event("turn", {"role": "user", "text": text}, call_id=call_id)),
+            min_size=1,
+            max_size=3,
+        )
+    )
     started = event("call.started", {"agent_id": draw(call_ids)}, call_id=call_id)
-    raw = draw(st.sampled_from([encode_event(started), encode_event(turns[0]),
-                                encode_batch(turns, call_id), encode_batch([started, *turns], None)]))
+    raw = draw(
+        st.sampled_from(
+            [
+                encode_event(started),
+                encode_event(turns[0]),
+                encode_batch(turns, call_id),
+                encode_batch([started, *turns], None),
+            ]
+        )
+    )
     assert not decode_message(raw).rejected
     return raw
 
@@ -45,7 +58,7 @@ damage = st.lists(st.sampled_from([*range(0x80), 0xC1]), min_size=1, max_size=40
 
 def read(log: bytes, chunk_bytes: int = 1 << 20) -> list[bytes]:
     """The records of `log`, read in chunks of `chunk_bytes`."""
-    chunks = iter([log[at:at + chunk_bytes] for at in range(0, len(log), chunk_bytes)])
+    chunks = iter([log[at : at + chunk_bytes] for at in range(0, len(log), chunk_bytes)])
     with mock.patch.object(event_log, "_LOG_CHUNK_BYTES", chunk_bytes):
         return list(MsgpackRecordReader(chunks).records())
 
@@ -117,5 +130,5 @@ def test_whatever_the_bytes_the_records_put_together_are_the_log(log, chunk_byte
 def test_the_records_before_one_damaged_inside_or_cut_short_come_back_whole(messages_, data):
     broken = data.draw(st.integers(0, len(messages_) - 1))
     damaged = data.draw(damaged_messages(messages_[broken]))
-    log = b"".join(messages_[:broken]) + damaged + b"".join(messages_[broken + 1:])
+    log = b"".join(messages_[:broken]) + damaged + b"".join(messages_[broken + 1 :])
     assert read(log)[:broken] == messages_[:broken]

@@ -20,7 +20,8 @@ CALLQA_PACKAGES = {"models", "scorers", "streams"}
 def test_the_integrations_import_nothing_of_callqas_own_packages():
     modules = sorted((REPO / "streams" / "integrations").glob("*.py")) + sorted((REPO / "callqa").glob("*.py"))
     assert {str(m.relative_to(REPO)): sorted(imported_packages(m) & CALLQA_PACKAGES) for m in modules} == {
-        str(m.relative_to(REPO)): [] for m in modules}
+        str(m.relative_to(REPO)): [] for m in modules
+    }
 
 
 BOT = """
@@ -41,7 +42,12 @@ def test_a_bot_with_its_own_models_streams_and_scorers_packages_loads_the_observ
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text('OWNER = "bot"\n')
     # (Run from the bot's directory, which Python puts first on the path, as a bot's own code runs.)
-    done = subprocess.run([sys.executable, "-c", "import sys\n" + textwrap.dedent(BOT)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys\n" + textwrap.dedent(BOT)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "CallqaObserver []"

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("pipecat")
 
-from pipecat.frames.frames import (  # noqa: E402
+from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     CancelFrame,
@@ -21,15 +21,15 @@ from pipecat.frames.frames import (  # noqa: E402
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
 )
-from pipecat.pipeline.worker import ProcessorUnusablePolicy  # noqa: E402
-from pipecat.processors.frame_processor import FrameDirection, FrameProcessor  # noqa: E402
-from pipecat.processors.frameworks.rtvi import RTVIProcessor  # noqa: E402
+from pipecat.pipeline.worker import ProcessorUnusablePolicy
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.processors.frameworks.rtvi import RTVIProcessor
 
-from callqa.pipecat import CallqaObserver  # noqa: E402
-from tests.helpers.pipecat_bot import (  # noqa: E402
+from callqa.pipecat import CallqaObserver
+from tests.helpers.pipecat_bot import (
     At,
-    ScriptedBot,
     ScriptClock,
+    ScriptedBot,
     run_bot,
     run_worker,
     two_turn_call,
@@ -60,8 +60,12 @@ def rtvi_types(events: list[dict]) -> list[str]:
 def test_the_call_starts_with_the_fields_given_and_ends_last_with_the_agents_exit():
     events = observed(two_turn_call(), run_id="run-7", cohort_ids=["support"], inactivity_timeout_s=30)
     assert events[0]["type"] == "call.started"
-    assert events[0]["data"] == {"agent_id": "support-bot", "run_id": "run-7", "cohort_ids": ["support"],
-                                 "inactivity_timeout_s": 30}
+    assert events[0]["data"] == {
+        "agent_id": "support-bot",
+        "run_id": "run-7",
+        "cohort_ids": ["support"],
+        "inactivity_timeout_s": 30,
+    }
     assert events[-1]["type"] == "call.ended"
     assert events[-1]["data"] == {"stop_reason": "[EXIT]", "end_conversation_tool_called": False}
     assert len({e["event_id"] for e in events}) == len(events)
@@ -83,15 +87,33 @@ def test_user_turns_are_the_final_transcriptions_timed_by_the_users_speaking():
 
 
 def test_a_user_turn_takes_the_stts_word_timings_when_it_gives_them():
-    deepgram = {"channel": {"alternatives": [{"words": [
-        {"word": "hello", "punctuated_word": "Hello,", "start": 1.02, "end": 1.4},
-        {"word": "there", "start": 1.45, "end": 1.9}]}]}}
-    script = [At(1_000, UserStartedSpeakingFrame()),
-              At(2_000, TranscriptionFrame("Hello, there", "u", "t", result=deepgram)),
-              At(2_100, UserStoppedSpeakingFrame()),
-              At(3_000, EndFrame())]
-    assert turns(observed(script)) == [{"role": "user", "text": "Hello, there", "start_ms": 1_020, "end_ms": 1_900,
-                                        "words": [["Hello,", 1_020, 1_400], ["there", 1_450, 1_900]]}]
+    deepgram = {
+        "channel": {
+            "alternatives": [
+                {
+                    "words": [
+                        {"word": "hello", "punctuated_word": "Hello,", "start": 1.02, "end": 1.4},
+                        {"word": "there", "start": 1.45, "end": 1.9},
+                    ]
+                }
+            ]
+        }
+    }
+    script = [
+        At(1_000, UserStartedSpeakingFrame()),
+        At(2_000, TranscriptionFrame("Hello, there", "u", "t", result=deepgram)),
+        At(2_100, UserStoppedSpeakingFrame()),
+        At(3_000, EndFrame()),
+    ]
+    assert turns(observed(script)) == [
+        {
+            "role": "user",
+            "text": "Hello, there",
+            "start_ms": 1_020,
+            "end_ms": 1_900,
+            "words": [["Hello,", 1_020, 1_400], ["there", 1_450, 1_900]],
+        }
+    ]
 
 
 def test_agent_turns_are_the_spoken_tts_text_cut_where_the_user_interrupted():
@@ -102,26 +124,47 @@ def test_agent_turns_are_the_spoken_tts_text_cut_where_the_user_interrupted():
         ("Goodbye!", 9_500, 10_000),
     ]
     # Each TTS text frame's words last until the next frame starts.
-    assert agent[0]["words"] == [["It", 3_300, 3_800], ["shipped", 3_300, 3_800], ["and", 3_800, 4_900],
-                                 ["arrives", 3_800, 4_900], ["Friday.", 3_800, 4_900]]
+    assert agent[0]["words"] == [
+        ["It", 3_300, 3_800],
+        ["shipped", 3_300, 3_800],
+        ["and", 3_800, 4_900],
+        ["arrives", 3_800, 4_900],
+        ["Friday.", 3_800, 4_900],
+    ]
 
 
 def test_the_rtvi_messages_callqa_reads_are_published_with_function_calls_at_full_level():
     events = observed(two_turn_call())
-    assert set(rtvi_types(events)) == {"user-started-speaking", "user-stopped-speaking", "bot-started-speaking",
-                                       "bot-stopped-speaking", "metrics", "llm-function-call-in-progress",
-                                       "llm-function-call-stopped"}
-    stopped = next(e["data"]["message"]["data"] for e in events
-                   if e["type"] == "rtvi" and e["data"]["message"]["type"] == "llm-function-call-stopped")
-    assert stopped == {"tool_call_id": "call-1", "function_name": "lookup_order", "cancelled": False,
-                       "result": {"status": "shipped", "eta": "Friday"}}
+    assert set(rtvi_types(events)) == {
+        "user-started-speaking",
+        "user-stopped-speaking",
+        "bot-started-speaking",
+        "bot-stopped-speaking",
+        "metrics",
+        "llm-function-call-in-progress",
+        "llm-function-call-stopped",
+    }
+    stopped = next(
+        e["data"]["message"]["data"]
+        for e in events
+        if e["type"] == "rtvi" and e["data"]["message"]["type"] == "llm-function-call-stopped"
+    )
+    assert stopped == {
+        "tool_call_id": "call-1",
+        "function_name": "lookup_order",
+        "cancelled": False,
+        "result": {"status": "shipped", "eta": "Friday"},
+    }
 
 
-@pytest.mark.parametrize("hung_up,fatal,stop_reason", [
-    (False, False, "[CANCELLED]"),
-    (True, False, "[CALLER_HANGUP]"),
-    (False, True, "[ERROR]"),
-])
+@pytest.mark.parametrize(
+    "hung_up,fatal,stop_reason",
+    [
+        (False, False, "[CANCELLED]"),
+        (True, False, "[CALLER_HANGUP]"),
+        (False, True, "[ERROR]"),
+    ],
+)
 def test_a_cancelled_call_ends_with_why(hung_up, fatal, stop_reason):
     watcher = observer()
     if hung_up:
@@ -167,8 +210,9 @@ def client_messages(with_callqa: bool) -> tuple[list[dict], list[dict]]:
     """What a client behind the bot's own RTVIProcessor (with its observer) receives, and what callqa got."""
     rtvi, client, watcher = RTVIProcessor(), Client(), observer()
     bot = ScriptedBot(ScriptClock(), two_turn_call())
-    worker = worker_for(bot, [rtvi.create_rtvi_observer(), *([watcher] if with_callqa else [])],
-                        processors=[rtvi], after=[client])
+    worker = worker_for(
+        bot, [rtvi.create_rtvi_observer(), *([watcher] if with_callqa else [])], processors=[rtvi], after=[client]
+    )
     asyncio.run(run_worker(worker))
     assert worker.rtvi is rtvi
     return client.messages, watcher.undelivered
@@ -192,7 +236,12 @@ class Broadcaster(ScriptedBot):
     """Pushes its speaking frames both ways, as Pipecat's transports broadcast them."""
 
     async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM) -> None:
-        speaking = (BotStartedSpeakingFrame, BotStoppedSpeakingFrame, UserStartedSpeakingFrame, UserStoppedSpeakingFrame)
+        speaking = (
+            BotStartedSpeakingFrame,
+            BotStoppedSpeakingFrame,
+            UserStartedSpeakingFrame,
+            UserStoppedSpeakingFrame,
+        )
         if isinstance(frame, speaking) and frame.broadcast_sibling_id is None:  # (the script's, not a copy)
             await self.broadcast_frame(type(frame))
         else:

@@ -110,8 +110,9 @@ class Schedule:
         return self.crashes_left > 0 and self.rng.random() < 0.1
 
 
-def published(partitions: dict[int, list[bytes]], schedule: Schedule | None = None,
-              settings: dict | None = None) -> tuple[set[bytes], set[bytes]]:
+def published(
+    partitions: dict[int, list[bytes]], schedule: Schedule | None = None, settings: dict | None = None
+) -> tuple[set[bytes], set[bytes]]:
     """The distinct results and dead letters the worker publishes for the topic's messages. After a
     crash a new worker restores each partition from the journal and reads on from the message after
     the last acknowledged one (a message may so come twice; a result or dead letter published twice
@@ -142,8 +143,10 @@ def published(partitions: dict[int, list[bytes]], schedule: Schedule | None = No
                     next_offset[p] = 1 + max((m.offset for m in topic.acknowledged if m.partition == p), default=-1)
 
     asyncio.run(run())
-    return ({value for kind, _, value in topic.sent if kind == "results"},
-            {value for kind, _, value in topic.sent if kind == "deadletter"})
+    return (
+        {value for kind, _, value in topic.sent if kind == "results"},
+        {value for kind, _, value in topic.sent if kind == "deadletter"},
+    )
 
 
 def test_a_batch_of_several_calls_is_restored_in_the_order_its_events_were_applied():
@@ -159,9 +162,15 @@ def test_a_call_forgotten_again_with_another_keeps_its_new_retirement_record():
     # At offset 2, a and x are forgotten at once: deleting a's last segment also deleted x's earlier
     # retirement record, after x's new one was written. Restored after offset 3, x's turn came back
     # as a call of its own and was swept.
-    topic = {0: [batch(start("a", 0), start("x", 1), end("x", 2)), batch(start("b", 3), turn("x", 1, 4)),
-                 batch(end("a", 5), end("x", 6, "x-end2"), start("c", 7)), batch(end("c", 8), start("d", 9)),
-                 END_OF_INPUT]}
+    topic = {
+        0: [
+            batch(start("a", 0), start("x", 1), end("x", 2)),
+            batch(start("b", 3), turn("x", 1, 4)),
+            batch(end("a", 5), end("x", 6, "x-end2"), start("c", 7)),
+            batch(end("c", 8), start("d", 9)),
+            END_OF_INPUT,
+        ]
+    }
     assert published(topic, Schedule(crash_after={(0, 3)})) == published(topic)
 
 
@@ -169,14 +178,26 @@ def test_a_retirement_record_left_by_a_cut_write_is_brought_up_to_date_on_restor
     # x is forgotten twice; the write of the second forgetting is cut after its segment (which names x
     # as forgotten), leaving x's record of the first. The restore re-wrote only missing records, so
     # once that segment went, x's turn of offset 2 came back as a call of its own.
-    topic = {0: [batch(start("a", 0), start("x", 1), end("x", 2)), one(start("b", 3)),
-                 batch(turn("x", 1, 4), turn("b", 1, 5)), one(end("x", 6, "x-end2")), one(turn("a", 1, 7)),
-                 one(end("a", 8)), one(start("c", 9)), END_OF_INPUT]}
+    topic = {
+        0: [
+            batch(start("a", 0), start("x", 1), end("x", 2)),
+            one(start("b", 3)),
+            batch(turn("x", 1, 4), turn("b", 1, 5)),
+            one(end("x", 6, "x-end2")),
+            one(turn("a", 1, 7)),
+            one(end("a", 8)),
+            one(start("c", 9)),
+            END_OF_INPUT,
+        ]
+    }
     assert published(topic, Schedule(crash_after={(0, 6)}, cut_writing={(0, 4): 1})) == published(topic)
 
 
-SETTINGS = [NO_LATENESS, {"allowed_lateness_ms": 600, "retention_after_end_ms": 2_000},
-            {"allowed_lateness_ms": 0, "retention_after_end_ms": 86_400_000}]
+SETTINGS = [
+    NO_LATENESS,
+    {"allowed_lateness_ms": 600, "retention_after_end_ms": 2_000},
+    {"allowed_lateness_ms": 0, "retention_after_end_ms": 86_400_000},
+]
 
 
 @pytest.mark.parametrize("partitions", [1, 3])

@@ -24,8 +24,9 @@ from tests.helpers.eventkit import T0
 
 
 def message(type_: str, data: dict, event_id: str, ts: int, call_id: str = "c1") -> bytes:
-    return json.dumps({"v": 1, "type": type_, "event_id": event_id, "call_id": call_id, "ts_ms": ts,
-                       "data": data}).encode()
+    return json.dumps(
+        {"v": 1, "type": type_, "event_id": event_id, "call_id": call_id, "ts_ms": ts, "data": data}
+    ).encode()
 
 
 def call_messages(call_id: str, start: int) -> list[bytes]:
@@ -66,8 +67,14 @@ def test_taking_a_segment_returns_every_message_to_acknowledge_in_order_even_tho
 
 
 def test_a_segment_is_compressed_and_reads_back_whole():
-    entries = [("call-000123-abcdef", n << 20, message("turn", {"role": "user", "text": f"my order {n} is late"},
-                                                        f"e{n}", T0 + n, "call-000123-abcdef")) for n in range(200)]
+    entries = [
+        (
+            "call-000123-abcdef",
+            n << 20,
+            message("turn", {"role": "user", "text": f"my order {n} is late"}, f"e{n}", T0 + n, "call-000123-abcdef"),
+        )
+        for n in range(200)
+    ]
     value = encode_partition_segment(2, 9, entries)
     assert decode_partition_segment(value) == PartitionSegment(2, 9, entries)
     assert len(value) * 3 < sum(len(raw) for _, _, raw in entries)  # repetitive envelopes shrink well
@@ -149,7 +156,7 @@ def test_a_worker_restored_from_partition_segments_continues_as_if_it_never_stop
     rest = _run(restarted, messages[6:] + [annotated], journal, flush_every=3)
 
     encode = msgspec.json.encode
-    assert [encode(r) for r in rest] == [encode(r) for r in expected[-len(rest):]]
+    assert [encode(r) for r in rest] == [encode(r) for r in expected[-len(rest) :]]
     assert restarted.engine.calls["c1"].events_applied == uninterrupted.engine.calls["c1"].events_applied == 5
 
 
@@ -192,8 +199,11 @@ def test_a_partitions_watermark_is_one_key_read_back_by_its_partition_only_and_s
         watermark_key,
     )
 
-    items = [(watermark_key(0), encode_watermark(0, T0 + 5, 7)), (watermark_key(10), encode_watermark(10, T0 + 9)),
-             (segment_key("c1", 0), encode_segment(0, [(0, b"x")]))]
+    items = [
+        (watermark_key(0), encode_watermark(0, T0 + 5, 7)),
+        (watermark_key(10), encode_watermark(10, T0 + 9)),
+        (segment_key("c1", 0), encode_segment(0, [(0, b"x")])),
+    ]
 
     def read_back(partition: int) -> tuple[int | None, int]:
         restored = JournalBook().restore(partition, items)

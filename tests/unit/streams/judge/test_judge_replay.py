@@ -24,7 +24,8 @@ from tests.helpers.judgekit import API_KEY, EVALUATION_ANSWER, QA_ANSWER, judged
 # The replay's jobs are forked while this test process runs its fake judge server's thread, which
 # CPython 3.12 and later warn of; a command run from a shell has no such thread when it forks.
 pytestmark = pytest.mark.filterwarnings(
-    r"ignore:This process \(pid=\d+\) is multi-threaded, use of fork\(\) may lead to deadlocks:DeprecationWarning")
+    r"ignore:This process \(pid=\d+\) is multi-threaded, use of fork\(\) may lead to deadlocks:DeprecationWarning"
+)
 
 LLM_METRICS = ("hallucination", "kb_recall", "naturalness", "tool_call_accuracy", "transition_accuracy")
 
@@ -37,8 +38,15 @@ def write_log(path: Path) -> None:
         judged_call("c-pre", scenario={"name": "pre-judged"}, user_text="PRE-RECORDED caller", start=T0 + 300),
     ]
     events = sorted((e for call in calls for e in call), key=lambda e: e.ts_ms)
-    events.append(event("judge.result", {"model": "earlier", "qa": {"kb_recall": {"score": 12, "reason": "old"}}},
-                        call_id="c-pre", ts_ms=T0 + 300 + 6_000, event_id="c-pre:judge"))
+    events.append(
+        event(
+            "judge.result",
+            {"model": "earlier", "qa": {"kb_recall": {"score": 12, "reason": "old"}}},
+            call_id="c-pre",
+            ts_ms=T0 + 300 + 6_000,
+            event_id="c-pre:judge",
+        )
+    )
     lines = [msgspec.json.encode(e).decode() for e in events]
     lines.insert(3, "this is not an event")
     path.write_text("\n".join(lines) + "\n")
@@ -68,6 +76,7 @@ def judge_env(monkeypatch):
         monkeypatch.setenv("OPENAI_BASE_URL", base_url)
         monkeypatch.setenv("CALLQA_JUDGE_TIMEOUT_S", "2")
         monkeypatch.setenv("CALLQA_JUDGE_RETRIES", "0")
+
     monkeypatch.delenv("CALLQA_CONFIG", raising=False)
     return configure
 
@@ -85,7 +94,9 @@ def test_replaying_the_recorded_log_without_the_server_reproduces_every_result(t
 
     final = latest(results(judged))
     assert {call: {judge_of(row, m) for m in LLM_METRICS} for call, row in final.items()} == {
-        "c-eval": {"llm"}, "c-prod": {"llm"}, "c-open": {"llm"},
+        "c-eval": {"llm"},
+        "c-prod": {"llm"},
+        "c-open": {"llm"},
         "c-pre": {"heuristic", "llm"},  # its earlier answer rated kb_recall only
     }
     assert final["c-eval"]["evaluation"]["judge_score"] == 0.8
@@ -98,8 +109,9 @@ def test_the_judge_is_asked_once_per_call_without_a_recorded_answer(tmp_path, ju
     write_log(log)
     with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
-        main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record",
-              str(tmp_path / "l2.jsonl")])
+        main(
+            ["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(tmp_path / "l2.jsonl")]
+        )
     qa_contents = [r["messages"][1]["content"] for r in fake.received(QA_SCHEMA_NAME)]
     assert len(qa_contents) == 3 and not any("PRE-RECORDED" in c for c in qa_contents)
     assert len(fake.received(EVALUATION_SCHEMA_NAME)) == 1  # only c-eval's scenario asks for it
@@ -115,8 +127,10 @@ def test_each_judge_answer_follows_the_record_where_its_call_ended(tmp_path, jud
     recorded = log2.read_text().splitlines()
     added = [(i, json.loads(line)) for i, line in enumerate(recorded) if line not in original]
     assert [(e["type"], e["call_id"]) for _, e in added] == [
-        ("judge.result", "c-eval"), ("judge.result", "c-prod"),
-        ("call.ended", "c-open"), ("judge.result", "c-open"),
+        ("judge.result", "c-eval"),
+        ("judge.result", "c-prod"),
+        ("call.ended", "c-open"),
+        ("judge.result", "c-open"),
     ]
     for i, e in added:
         if e["type"] == "judge.result":
@@ -161,8 +175,12 @@ def test_judge_without_a_key_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     log = tmp_path / "calls.jsonl"
     write_log(log)
-    assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record",
-                 str(tmp_path / "l2.jsonl")]) == 2
+    assert (
+        main(
+            ["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(tmp_path / "l2.jsonl")]
+        )
+        == 2
+    )
     assert "--judge needs OPENAI_API_KEY" in capsys.readouterr().err
 
 
@@ -205,21 +223,25 @@ def test_recording_tells_how_far_it_has_read_and_judged(tmp_path, judge_env):
     log = tmp_path / "calls.jsonl"
     write_log(log)
     told: list[tuple[str, int]] = []
-    progress = RecordProgress(on_record=lambda size: told.append(("record", size)),
-                              on_judging=lambda calls: told.append(("judging", calls)),
-                              on_judged=lambda: told.append(("judged", 1)))
+    progress = RecordProgress(
+        on_record=lambda size: told.append(("record", size)),
+        on_judging=lambda calls: told.append(("judging", calls)),
+        on_judged=lambda: told.append(("judged", 1)),
+    )
     with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
         settings = load_settings()
-        record_log(str(log), str(tmp_path / "l2.jsonl"), settings, build_engine(settings), judge=True,
-                   progress=progress)
+        record_log(
+            str(log), str(tmp_path / "l2.jsonl"), settings, build_engine(settings), judge=True, progress=progress
+        )
     records = len(log.read_text().splitlines())
     assert [kind for kind, _ in told] == ["record"] * records + ["judging"] + ["judged"] * 3
     assert told[records] == ("judging", 3)  # c-eval, c-prod and c-open: c-pre has its answer
 
 
-def test_a_replay_failing_after_the_recording_says_the_recorded_log_is_complete(tmp_path, judge_env, capsys,
-                                                                                monkeypatch):
+def test_a_replay_failing_after_the_recording_says_the_recorded_log_is_complete(
+    tmp_path, judge_env, capsys, monkeypatch
+):
     log, log2 = tmp_path / "calls.jsonl", tmp_path / "judged.jsonl"
     write_log(log)
 
@@ -240,8 +262,9 @@ def test_outputs_failing_as_they_are_finished_after_the_recording_say_the_record
     # A full disk refuses the dead letters' last bytes when the outputs are put in place.
     log, log2 = tmp_path / "calls.jsonl", tmp_path / "log2.jsonl"
     write_log(log)
-    code = main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--deadletter", "/dev/full", "--record",
-                 str(log2)])
+    code = main(
+        ["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--deadletter", "/dev/full", "--record", str(log2)]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "No space left on device" in err and f"{log2} is complete" in err
     assert log2.is_file() and not (tmp_path / "r.jsonl").exists()
@@ -279,8 +302,20 @@ def test_a_call_id_taken_up_again_is_swept_in_the_recorded_log_like_any_call(tmp
     lines = log.read_text().splitlines(keepends=True)
     # Day one recorded first (its sweep of `x` in it), then the next day's traffic appended.
     day_one.write_text("".join(lines[:4]))
-    assert main(["replay", str(day_one), *ONE_PARTITION, "--out", str(tmp_path / "d1.jsonl"), "--record",
-                 str(tmp_path / "d1r.jsonl")]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(day_one),
+                *ONE_PARTITION,
+                "--out",
+                str(tmp_path / "d1.jsonl"),
+                "--record",
+                str(tmp_path / "d1r.jsonl"),
+            ]
+        )
+        == 0
+    )
     log.write_text((tmp_path / "d1r.jsonl").read_text() + "".join(lines[4:]))
 
     assert main(["replay", str(log), *ONE_PARTITION, "--out", str(tmp_path / "a.jsonl")]) == 0
@@ -296,8 +331,21 @@ def test_each_call_under_a_call_id_taken_up_again_is_judged_on_its_own_transcrip
     a_call_id_taken_up_again(log)
     with FakeLlm({**QA_ANSWER, "criteria": []}) as fake:
         judge_env(fake.base_url)
-        assert main(["replay", str(log), *ONE_PARTITION, "--out", str(tmp_path / "r.jsonl"), "--judge", "--record",
-                     str(log2)]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    str(log),
+                    *ONE_PARTITION,
+                    "--out",
+                    str(tmp_path / "r.jsonl"),
+                    "--judge",
+                    "--record",
+                    str(log2),
+                ]
+            )
+            == 0
+        )
     asked = [r["messages"][1]["content"] for r in fake.received(QA_SCHEMA_NAME)]
     assert len(asked) == 6  # x, z, w, v, x again and y
     assert sum("first call" in text for text in asked) == 1 and sum("second call" in text for text in asked) == 1
@@ -320,9 +368,11 @@ def test_calls_already_judged_are_counted_one_by_one_under_a_call_id_taken_up_ag
     answer = {"model": "earlier", "qa": {"kb_recall": {"score": 12, "reason": "old"}}}
     events = []
     for start in (T0, day2 + 100):  # `x`, then `x` again a day later, each ended and judged in the log
-        events += [event("call.started", {"agent_id": "a1"}, call_id="x", ts_ms=start),
-                   event("call.ended", {"stop_reason": "[EXIT]"}, call_id="x", ts_ms=start + 10),
-                   event("judge.result", answer, call_id="x", ts_ms=start + 11, event_id="x:judge")]
+        events += [
+            event("call.started", {"agent_id": "a1"}, call_id="x", ts_ms=start),
+            event("call.ended", {"stop_reason": "[EXIT]"}, call_id="x", ts_ms=start + 10),
+            event("judge.result", answer, call_id="x", ts_ms=start + 11, event_id="x:judge"),
+        ]
         if start == T0:  # two calls a day later bear the day out, and `x` is forgotten
             events += [event("call.started", {"agent_id": "a1"}, call_id=c, ts_ms=day2 + n) for n, c in enumerate("wv")]
     log = tmp_path / "calls.jsonl"
@@ -360,33 +410,55 @@ def ctrl_c_taken():
 
 
 def test_judging_interrupted_keeps_the_answers_that_came_and_a_second_recording_asks_only_for_the_rest(
-        tmp_path, judge_env, capsys, ctrl_c_taken):
+    tmp_path, judge_env, capsys, ctrl_c_taken
+):
     log, partial, complete = tmp_path / "calls.jsonl", tmp_path / "partial.jsonl", tmp_path / "complete.jsonl"
     write_log(log)
 
     with FakeLlm(signalled_on_the_third_question(signal.SIGINT), EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
-        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record",
-                     str(partial)]) == 130
+        assert (
+            main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(partial)]) == 130
+        )
     err = capsys.readouterr().err
     assert "2 judge answers" in err and "asks only for the other 1 calls" in err
-    answered = [json.loads(line)["call_id"] for line in partial.read_text().splitlines()
-                if line.startswith("{") and json.loads(line).get("type") == "judge.result"]
+    answered = [
+        json.loads(line)["call_id"]
+        for line in partial.read_text().splitlines()
+        if line.startswith("{") and json.loads(line).get("type") == "judge.result"
+    ]
     assert len(answered) == 3 and "c-pre" in answered  # two of the three asked, and c-pre's, in the log already
     assert not (tmp_path / "r.jsonl").exists()
 
     with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
-        assert main(["replay", str(partial), "--out", str(tmp_path / "resumed.jsonl"), "--judge",
-                     "--record", str(complete)]) == 0
+        assert (
+            main(
+                ["replay", str(partial), "--out", str(tmp_path / "resumed.jsonl"), "--judge", "--record", str(complete)]
+            )
+            == 0
+        )
         assert len(fake.received(QA_SCHEMA_NAME)) == 1
-        assert main(["replay", str(log), "--out", str(tmp_path / "once.jsonl"), "--judge",
-                     "--record", str(tmp_path / "once-log.jsonl")]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    str(log),
+                    "--out",
+                    str(tmp_path / "once.jsonl"),
+                    "--judge",
+                    "--record",
+                    str(tmp_path / "once-log.jsonl"),
+                ]
+            )
+            == 0
+        )
     assert (tmp_path / "resumed.jsonl").read_bytes() == (tmp_path / "once.jsonl").read_bytes()
 
 
-def test_recorded_errors_are_asked_again_on_request_and_their_answers_take_the_errors_place(tmp_path, judge_env,
-                                                                                            capsys):
+def test_recorded_errors_are_asked_again_on_request_and_their_answers_take_the_errors_place(
+    tmp_path, judge_env, capsys
+):
     log, failed, retried = tmp_path / "calls.jsonl", tmp_path / "failed.jsonl", tmp_path / "retried.jsonl"
     write_log(log)
     with FakeLlm(QA_ANSWER, EVALUATION_ANSWER, mode="error") as fake:  # an outage: every request fails
@@ -395,14 +467,51 @@ def test_recorded_errors_are_asked_again_on_request_and_their_answers_take_the_e
     with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
         # Without the flag a recorded error is an answer: nothing is asked.
-        assert main(["replay", str(failed), "--out", str(tmp_path / "again.jsonl"), "--judge",
-                     "--record", str(tmp_path / "same.jsonl")]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    str(failed),
+                    "--out",
+                    str(tmp_path / "again.jsonl"),
+                    "--judge",
+                    "--record",
+                    str(tmp_path / "same.jsonl"),
+                ]
+            )
+            == 0
+        )
         assert fake.received(QA_SCHEMA_NAME) == []
-        assert main(["replay", str(failed), "--out", str(tmp_path / "retried-results.jsonl"), "--judge",
-                     "--retry-judge-errors", "--record", str(retried)]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    str(failed),
+                    "--out",
+                    str(tmp_path / "retried-results.jsonl"),
+                    "--judge",
+                    "--retry-judge-errors",
+                    "--record",
+                    str(retried),
+                ]
+            )
+            == 0
+        )
         assert len(fake.received(QA_SCHEMA_NAME)) == 3  # c-pre's answer, recorded in the log, stands
-        assert main(["replay", str(log), "--out", str(tmp_path / "once.jsonl"), "--judge",
-                     "--record", str(tmp_path / "once-log.jsonl")]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    str(log),
+                    "--out",
+                    str(tmp_path / "once.jsonl"),
+                    "--judge",
+                    "--record",
+                    str(tmp_path / "once-log.jsonl"),
+                ]
+            )
+            == 0
+        )
     assert "3 recorded errors asked again" in capsys.readouterr().err
     assert (tmp_path / "retried-results.jsonl").read_bytes() == (tmp_path / "once.jsonl").read_bytes()
     assert retried.read_bytes() == (tmp_path / "once-log.jsonl").read_bytes()
@@ -411,25 +520,41 @@ def test_recorded_errors_are_asked_again_on_request_and_their_answers_take_the_e
 def test_retrying_judge_errors_without_the_judge_is_refused(tmp_path, capsys):
     log = tmp_path / "calls.jsonl"
     write_log(log)
-    assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--retry-judge-errors",
-                 "--record", str(tmp_path / "l2.jsonl")]) == 2
+    assert (
+        main(
+            [
+                "replay",
+                str(log),
+                "--out",
+                str(tmp_path / "r.jsonl"),
+                "--retry-judge-errors",
+                "--record",
+                str(tmp_path / "l2.jsonl"),
+            ]
+        )
+        == 2
+    )
     assert "--retry-judge-errors needs --judge" in capsys.readouterr().err
 
 
 def write_mid_log_sweeps(path: Path) -> None:
     """On one partition: two calls swept in the middle of the log by the calls after them."""
-    calls = [judged_call("c-open", scenario={"name": "never ends"}, user_text="Hi, I am caller c-open.", start=T0)[:-1],
-             judged_call("c-open2", scenario={"name": "never ends 2"}, user_text="Hi, I am caller c-open2.",
-                         start=T0 + 50)[:-1],
-             # Two calls as far on bear the leap out: the partition's time moves, and the two are swept.
-             judged_call("c-late", scenario={"name": "late"}, start=T0 + 900_000),
-             judged_call("c-later", scenario={"name": "later"}, start=T0 + 900_100)]
+    calls = [
+        judged_call("c-open", scenario={"name": "never ends"}, user_text="Hi, I am caller c-open.", start=T0)[:-1],
+        judged_call("c-open2", scenario={"name": "never ends 2"}, user_text="Hi, I am caller c-open2.", start=T0 + 50)[
+            :-1
+        ],
+        # Two calls as far on bear the leap out: the partition's time moves, and the two are swept.
+        judged_call("c-late", scenario={"name": "late"}, start=T0 + 900_000),
+        judged_call("c-later", scenario={"name": "later"}, start=T0 + 900_100),
+    ]
     events = sorted((e for call in calls for e in call), key=lambda e: e.ts_ms)
     path.write_text("\n".join(msgspec.json.encode(e).decode() for e in events) + "\n")
 
 
 def test_retrying_the_error_of_a_call_swept_mid_log_writes_its_answer_after_its_recorded_sweep(
-        tmp_path, judge_env, monkeypatch, capsys):
+    tmp_path, judge_env, monkeypatch, capsys
+):
     # The recorded log holds the sweep's end as a record of its own: decided again on the way, the
     # answer went right after the record that caused it, before the sweep's end and before the
     # answer of a call swept with it, and neither LOG3 nor its results were those of one recording.
@@ -444,8 +569,8 @@ def test_retrying_the_error_of_a_call_swept_mid_log_writes_its_answer_after_its_
     with FakeLlm(answer, EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
         run = lambda source, out, record, *flags: main(  # noqa: E731
-            ["replay", str(source), "--out", str(tmp_path / out), "--judge", *flags, "--record",
-             str(tmp_path / record)])
+            ["replay", str(source), "--out", str(tmp_path / out), "--judge", *flags, "--record", str(tmp_path / record)]
+        )
         assert run(log, "failed.res", "failed.jsonl") == 0
         outage[0] = False
         assert run(tmp_path / "failed.jsonl", "retried.res", "retried.jsonl", "--retry-judge-errors") == 0
@@ -457,13 +582,35 @@ def test_retrying_the_error_of_a_call_swept_mid_log_writes_its_answer_after_its_
 def test_a_recorded_error_of_a_call_not_asked_again_stays_and_is_not_counted(tmp_path, judge_env, capsys):
     log, retried = tmp_path / "calls.jsonl", tmp_path / "retried.jsonl"
     write_log(log)
-    ghost = msgspec.json.encode(event("judge.result", {"model": "m", "qa": {"error": "HTTP 500"}}, call_id="ghost",
-                                      ts_ms=T0 + 9_000, event_id="ghost:judge")).decode()
+    ghost = msgspec.json.encode(
+        event(
+            "judge.result",
+            {"model": "m", "qa": {"error": "HTTP 500"}},
+            call_id="ghost",
+            ts_ms=T0 + 9_000,
+            event_id="ghost:judge",
+        )
+    ).decode()
     log.write_text(log.read_text() + ghost + "\n")  # the error of a call that never started
     with FakeLlm(QA_ANSWER, EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
-        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--retry-judge-errors",
-                     "--record", str(retried), "--deadletter", str(tmp_path / "dead.jsonl")]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    str(log),
+                    "--out",
+                    str(tmp_path / "r.jsonl"),
+                    "--judge",
+                    "--retry-judge-errors",
+                    "--record",
+                    str(retried),
+                    "--deadletter",
+                    str(tmp_path / "dead.jsonl"),
+                ]
+            )
+            == 0
+        )
     err = capsys.readouterr().err
     assert "recorded errors asked again" not in err
     assert ghost in retried.read_text().splitlines()
@@ -471,14 +618,16 @@ def test_a_recorded_error_of_a_call_not_asked_again_stays_and_is_not_counted(tmp
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])  # (SIGHUP: a closed terminal)
-def test_judging_stopped_by_sigterm_is_said_to_be_terminated_and_ends_as_sigterm_does(tmp_path, judge_env, capsys,
-                                                                                      signum):
+def test_judging_stopped_by_sigterm_is_said_to_be_terminated_and_ends_as_sigterm_does(
+    tmp_path, judge_env, capsys, signum
+):
     log, partial = tmp_path / "calls.jsonl", tmp_path / "partial.jsonl"
     write_log(log)
     with FakeLlm(signalled_on_the_third_question(signum), EVALUATION_ANSWER) as fake:
         judge_env(fake.base_url)
-        assert main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record",
-                     str(partial)]) == 143
+        assert (
+            main(["replay", str(log), "--out", str(tmp_path / "r.jsonl"), "--judge", "--record", str(partial)]) == 143
+        )
     err = capsys.readouterr().err
     assert "terminated while judging" in err and err.rstrip().endswith("callqa: terminated")
     assert partial.exists()

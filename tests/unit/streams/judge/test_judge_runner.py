@@ -26,8 +26,12 @@ class Topic:
 
 def worker_with_judge(base_url: str, **options):
     engine = CallEngine()
-    callqa = SimpleNamespace(settings=settings(base_url, **options), live=SimpleNamespace(engine=engine),
-                             events_topic=Topic(), result_hooks=[])
+    callqa = SimpleNamespace(
+        settings=settings(base_url, **options),
+        live=SimpleNamespace(engine=engine),
+        events_topic=Topic(),
+        result_hooks=[],
+    )
     runner = install_judge(callqa)
     return callqa, engine, runner
 
@@ -63,7 +67,7 @@ def test_only_the_first_result_of_a_call_without_an_answer_is_judged():
         async def scenario():
             await runner.on_result(first, engine.calls["c1"])
             await runner.drain()
-            (_, value), = callqa.events_topic.sent
+            ((_, value),) = callqa.events_topic.sent
             second = engine.process(decode_message(value).events[0]).result
             await runner.on_result(second, engine.calls["c1"])  # version 2: already judged
             await runner.drain()
@@ -100,8 +104,14 @@ def test_the_worker_installs_the_judge_only_when_a_key_is_set(tmp_path):
     from streams.worker.app import create_app
 
     without = create_app(Settings(data_dir=str(tmp_path / "a"), app_id="judge-off"))
-    with_key = create_app(Settings(data_dir=str(tmp_path / "b"), app_id="judge-on", openai_api_key="sk-x",
-                                   openai_base_url="http://127.0.0.1:9/v1"))
+    with_key = create_app(
+        Settings(
+            data_dir=str(tmp_path / "b"),
+            app_id="judge-on",
+            openai_api_key="sk-x",
+            openai_base_url="http://127.0.0.1:9/v1",
+        )
+    )
     assert not any(is_judge_hook(h) for h in without.result_hooks)
     assert sum(is_judge_hook(h) for h in with_key.result_hooks) == 1
 
@@ -114,8 +124,11 @@ def test_a_call_whose_recorded_answer_arrives_while_it_waits_in_the_queue_is_not
         async def scenario():
             await runner.on_result(first, engine.calls["c1"])  # queued on the version-1 result…
             # …and the log's own judge.result (recorded by `callqa replay --judge --record`) comes next.
-            engine.process(JudgeResult(event_id="c1:recorded", call_id="c1", ts_ms=first.event_ts_ms + 1,
-                                       data=JudgeResultData(qa=None)))
+            engine.process(
+                JudgeResult(
+                    event_id="c1:recorded", call_id="c1", ts_ms=first.event_ts_ms + 1, data=JudgeResultData(qa=None)
+                )
+            )
             await runner.drain()
             await runner.stop()
 

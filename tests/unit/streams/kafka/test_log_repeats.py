@@ -31,9 +31,11 @@ def test_a_repeated_message_passes_once_then_once_a_period_with_the_count_held_b
             if repeats.filter(record):
                 passed.append((second, record.getMessage()))
         clock.now += 1
-    assert passed == [(0, "Unable connect to node with id 111"),
-                      (30, "Unable connect to node with id 111 (and 299 times more in the last 30 s)"),
-                      (60, "Unable connect to node with id 111 (and 299 times more in the last 30 s)")]
+    assert passed == [
+        (0, "Unable connect to node with id 111"),
+        (30, "Unable connect to node with id 111 (and 299 times more in the last 30 s)"),
+        (60, "Unable connect to node with id 111 (and 299 times more in the last 30 s)"),
+    ]
 
 
 def test_another_message_another_logger_or_another_level_is_a_message_of_its_own():
@@ -69,7 +71,13 @@ def test_every_aiokafka_logger_gets_the_filter_once():
     collapse_aiokafka_repeats()
     collapse_aiokafka_repeats()
     # (aiokafka's client logs as "aiokafka" itself.)
-    for name in ("aiokafka", "aiokafka.conn", "aiokafka.consumer.fetcher", "aiokafka.producer.sender",
-                 "aiokafka.consumer.group_coordinator", "aiokafka.admin.client"):
+    for name in (
+        "aiokafka",
+        "aiokafka.conn",
+        "aiokafka.consumer.fetcher",
+        "aiokafka.producer.sender",
+        "aiokafka.consumer.group_coordinator",
+        "aiokafka.admin.client",
+    ):
         assert len([f for f in logging.getLogger(name).filters if isinstance(f, RepeatsCollapsed)]) == 1, name
     assert not [f for f in logging.getLogger("callqa.broker").filters if isinstance(f, RepeatsCollapsed)]

@@ -45,8 +45,23 @@ def replay_files(tmp_path: Path, log: Path, jobs: int, rules: Path, *options: st
     out = tmp_path / f"{log.stem}-{jobs}"
     out.mkdir()
     paths = {name: out / f"{name}.jsonl" for name in ("results", "dead", "alerts")}
-    code = main(["replay", str(log), "--out", str(paths["results"]), "--deadletter", str(paths["dead"]),
-                 "--rules", str(rules), "--alerts-out", str(paths["alerts"]), "--jobs", str(jobs), *options])
+    code = main(
+        [
+            "replay",
+            str(log),
+            "--out",
+            str(paths["results"]),
+            "--deadletter",
+            str(paths["dead"]),
+            "--rules",
+            str(rules),
+            "--alerts-out",
+            str(paths["alerts"]),
+            "--jobs",
+            str(jobs),
+            *options,
+        ]
+    )
     assert code == 0
     return {name: path.read_bytes() for name, path in paths.items()}
 
@@ -93,15 +108,27 @@ def crossing_record(before: list[str]) -> str:
     open_calls = [call for call, last in seen.items() if call not in ended and last > ts - 10_000]
     ending = next(call for call in open_calls if partition_for(call, 4) == 2)
     assert any(partition_for(call, 4) == 1 for call in open_calls)
-    end = {"v": 1, "event_id": f"{ending}:ended-early", "call_id": ending, "ts_ms": ts, "type": "call.ended",
-           "data": {"stop_reason": "[EXIT]"}}
+    end = {
+        "v": 1,
+        "event_id": f"{ending}:ended-early",
+        "call_id": ending,
+        "ts_ms": ts,
+        "type": "call.ended",
+        "data": {"stop_reason": "[EXIT]"},
+    }
     far_ahead = ts + 600_000
     return json.dumps({"v": 1, "events": [watermark("wm-odd", 1, far_ahead), end, watermark("wm-even", 2, far_ahead)]})
 
 
 def watermark(event_id: str, partition: int, ts_ms: int) -> dict:
-    return {"v": 1, "event_id": event_id, "call_id": "__watermark__", "ts_ms": ts_ms, "type": "watermark",
-            "data": {"partition": partition}}
+    return {
+        "v": 1,
+        "event_id": event_id,
+        "call_id": "__watermark__",
+        "ts_ms": ts_ms,
+        "type": "watermark",
+        "data": {"partition": partition},
+    }
 
 
 def _event(line: str) -> dict | None:
@@ -246,14 +273,17 @@ def test_a_log_whose_watermarks_name_partitions_the_replay_lacks_is_replayed_wit
     log.write_text("\n".join(lines) + "\n")
     out = str(tmp_path / "out.jsonl")
     assert main(["replay", str(log), "--out", out, "--jobs", jobs]) == 0
-    assert ("warning: the log's watermarks name partition 6, but the replay has 4 (--partitions 4): the log comes "
-            "from a topic of at least 7 partitions") in capsys.readouterr().err
+    assert (
+        "warning: the log's watermarks name partition 6, but the replay has 4 (--partitions 4): the log comes "
+        "from a topic of at least 7 partitions"
+    ) in capsys.readouterr().err
     assert main(["replay", str(log), "--out", out, "--jobs", jobs, "--partitions", "7"]) == 0
     assert "warning" not in capsys.readouterr().err
 
 
-def test_recording_a_log_whose_watermarks_name_partitions_the_replay_lacks_is_refused_before_it_starts(tmp_path,
-                                                                                                       capsys):
+def test_recording_a_log_whose_watermarks_name_partitions_the_replay_lacks_is_refused_before_it_starts(
+    tmp_path, capsys
+):
     # LOG2 would hold the sweeps of the wrong partitions for good (and a judge would be paid first).
     lines = SAMPLE_LOG.read_text().splitlines()
     lines.insert(6, json.dumps(watermark("wm-6", 6, json.loads(lines[5])["ts_ms"])))

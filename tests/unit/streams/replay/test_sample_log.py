@@ -227,8 +227,12 @@ def test_calls_that_never_end_are_swept_before_the_end_of_the_log(log, manifest,
         swept_before_end.append(event.call_id)
 
     replay(
-        log.lines, CallEngine(), partitions, on_result=lambda result: None,
-        on_dead_letter=lambda rejected, index: dead_letters.append(rejected), on_recorded=note_sweep,
+        log.lines,
+        CallEngine(),
+        partitions,
+        on_result=lambda result: None,
+        on_dead_letter=lambda rejected, index: dead_letters.append(rejected),
+        on_recorded=note_sweep,
         on_record=count_record,
     )
     assert sorted(swept_before_end) == manifest["never_ended_call_ids"]
@@ -256,8 +260,14 @@ def test_scenarios_carry_every_signal_and_both_end_policies(log):
     assert {s.conversation_end_policy for s in scenarios} == {"tool-only", "valid-terminal-state"}
     assert {2, 3} <= {s.min_agent_turns for s in scenarios}
     signals = {signal for s in scenarios for signal in s.success_signals}
-    assert signals == {"is_action_match", "db_state_match", "db_state_assertion", "nl_assertion", "judge_passed",
-                       "clean_exit"}
+    assert signals == {
+        "is_action_match",
+        "db_state_match",
+        "db_state_assertion",
+        "nl_assertion",
+        "judge_passed",
+        "clean_exit",
+    }
     assert all(s.expected_db_hash for s in scenarios if "db_state_match" in s.success_signals)
     assert any(s.db_state_assertions for s in scenarios) and any(s.nl_assertions for s in scenarios)
     assert any(isinstance(s.reference_answer, list) for s in scenarios)
@@ -283,15 +293,18 @@ def test_turns_include_interruptions_and_calls_without_word_timings(log):
         for previous, turn in itertools.pairwise(turns):
             if previous.words and turn.words and turn.role != previous.role:
                 interruptions += turn.words[0][1] < previous.words[-1][2]
-    calls_without_words = [c for c, events in log.by_call.items()
-                           if not any(tag_of(e) == "turn" and e.data.words for e in events)]
+    calls_without_words = [
+        c for c, events in log.by_call.items() if not any(tag_of(e) == "turn" and e.data.words for e in events)
+    ]
     assert interruptions >= 20
     assert len(calls_without_words) >= 20
 
 
 def test_agent_turns_include_each_kind_of_fault(log):
-    agent_texts = {call_id: [e.data.text for e in events if tag_of(e) == "turn" and e.data.role == "agent"]
-                   for call_id, events in log.by_call.items()}
+    agent_texts = {
+        call_id: [e.data.text for e in events if tag_of(e) == "turn" and e.data.role == "agent"]
+        for call_id, events in log.by_call.items()
+    }
     texts = [t for call in agent_texts.values() for t in call]
 
     def calls_with(predicate) -> int:
@@ -302,10 +315,18 @@ def test_agent_turns_include_each_kind_of_fault(log):
     assert calls_with(lambda t: t.startswith(("As an AI", "As a language model"))) >= 5
     assert calls_with(lambda t: len(t.split()) > LONG_AGENT_TURN_WORDS) >= 5
     assert sum(1 for call in agent_texts.values() if len(set(call)) < len(call)) >= 10  # a repeated agent turn
-    pairs = [d.contradiction for d in (domains.AIRLINE, domains.RETAIL, domains.TELECOM, domains.BILLING,
-                                       domains.CLINIC)]
-    assert sum(1 for call in agent_texts.values() for a, b in pairs
-               if any(a in t for t in call) and any(b in t for t in call)) >= 5
+    pairs = [
+        d.contradiction for d in (domains.AIRLINE, domains.RETAIL, domains.TELECOM, domains.BILLING, domains.CLINIC)
+    ]
+    assert (
+        sum(
+            1
+            for call in agent_texts.values()
+            for a, b in pairs
+            if any(a in t for t in call) and any(b in t for t in call)
+        )
+        >= 5
+    )
     assert any(t.startswith(domains.AIRLINE.greeting) for t in texts)
 
 
@@ -337,10 +358,17 @@ def test_rtvi_messages_have_pipecat_shapes(log):
         elif message.type.startswith("llm-function-call"):
             assert "tool_call_id" in message.data
     for expected in (
-        ("agent", "user-started-speaking"), ("agent", "user-stopped-speaking"), ("agent", "bot-started-speaking"),
-        ("agent", "bot-stopped-speaking"), ("user", "bot-stopped-speaking"), ("agent", "metrics"), ("user", "metrics"),
-        ("agent", "llm-function-call-in-progress"), ("agent", "llm-function-call-stopped"),
-        ("agent", "server-message"), ("user", "server-message"),
+        ("agent", "user-started-speaking"),
+        ("agent", "user-stopped-speaking"),
+        ("agent", "bot-started-speaking"),
+        ("agent", "bot-stopped-speaking"),
+        ("user", "bot-stopped-speaking"),
+        ("agent", "metrics"),
+        ("user", "metrics"),
+        ("agent", "llm-function-call-in-progress"),
+        ("agent", "llm-function-call-stopped"),
+        ("agent", "server-message"),
+        ("user", "server-message"),
     ):
         assert kinds[expected] > 0, expected
 
@@ -350,8 +378,13 @@ def test_server_messages_carry_predicted_actions_and_exits_on_the_right_side(log
     for data in log.data("rtvi"):
         if data.message.type == "server-message":
             text = data.message.data["text"]
-            kind = ("final_response" if text.startswith("<final_response>")
-                    else "exit" if text.startswith("<exit>") else "other")
+            kind = (
+                "final_response"
+                if text.startswith("<final_response>")
+                else "exit"
+                if text.startswith("<exit>")
+                else "other"
+            )
             texts[(data.side, kind)] += 1
     assert texts[("agent", "final_response")] >= 50
     assert texts[("agent", "exit")] >= 5 and texts[("user", "exit")] >= 50
@@ -401,7 +434,8 @@ def test_tool_calls_include_good_failing_invalid_and_unanswered_ones(log):
 
 def test_some_calls_describe_their_tools_only_through_rtvi(log):
     rtvi_only = [
-        call_id for call_id, events in log.by_call.items()
+        call_id
+        for call_id, events in log.by_call.items()
         if not any(tag_of(e) == "tool.call" for e in events)
         and any(tag_of(e) == "rtvi" and e.data.message.type == "llm-function-call-in-progress" for e in events)
     ]
@@ -488,8 +522,9 @@ def test_matching_dbs_match_only_through_the_canonical_hash(log):
         db = event.data.db
         if event.data.side != "agent" or db is None or db_state_hash(db) != expected.get(event.call_id):
             continue
-        raw = json.dumps({k: v for k, v in db.items() if k != "session"}, sort_keys=True, separators=(",", ":"),
-                         default=str)
+        raw = json.dumps(
+            {k: v for k, v in db.items() if k != "session"}, sort_keys=True, separators=(",", ":"), default=str
+        )
         assert "session" in db
         canonical_only += hashlib.sha256(raw.encode()).hexdigest() != expected[event.call_id]
     assert canonical_only >= 20
@@ -552,16 +587,29 @@ def test_some_calls_are_sent_as_batches(log, manifest):
 def test_every_event_type_a_call_can_carry_is_present(log):
     types = {tag_of(e) for e in log.events}
     assert types == {
-        "call.started", "turn", "rtvi", "latency", "tool.call", "kb.retrieval", "node.transition", "transfer",
-        "db.state", "call.ended", "call.annotated", "transcript.corrected", "attempt.discarded",
+        "call.started",
+        "turn",
+        "rtvi",
+        "latency",
+        "tool.call",
+        "kb.retrieval",
+        "node.transition",
+        "transfer",
+        "db.state",
+        "call.ended",
+        "call.annotated",
+        "transcript.corrected",
+        "attempt.discarded",
     }
 
 
 def test_the_generator_refuses_no_calls_and_an_out_it_cannot_write_in_one_line(tmp_path, capsys):
     from samples.generate import main as generate_main
 
-    for argv, message in ((["--calls", "0", "--out", str(tmp_path / "g.jsonl")], "--calls must be at least 1, got 0"),
-                          (["--calls", "2", "--out", str(tmp_path)], f"cannot write {tmp_path}: Is a directory")):
+    for argv, message in (
+        (["--calls", "0", "--out", str(tmp_path / "g.jsonl")], "--calls must be at least 1, got 0"),
+        (["--calls", "2", "--out", str(tmp_path)], f"cannot write {tmp_path}: Is a directory"),
+    ):
         with pytest.raises(SystemExit) as exited:
             generate_main(argv)
         assert exited.value.code == 2 and message in capsys.readouterr().err

@@ -22,8 +22,19 @@ pytestmark = pytest.mark.skipif(not SAMPLE.exists(), reason="no bundled sample l
 def replayed(tmp_path_factory):
     out = tmp_path_factory.mktemp("replay")
     for name in ("a", "b"):
-        assert main(["replay", str(SAMPLE), "--out", str(out / f"{name}.jsonl"),
-                     "--deadletter", str(out / f"{name}.dead.jsonl")]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    str(SAMPLE),
+                    "--out",
+                    str(out / f"{name}.jsonl"),
+                    "--deadletter",
+                    str(out / f"{name}.dead.jsonl"),
+                ]
+            )
+            == 0
+        )
     return out
 
 

@@ -18,9 +18,14 @@ PARTITIONS = 4
 
 
 def doc(call_id: str, n: int, type_: str = "turn", data: dict | None = None, ts: int | None = None) -> dict:
-    return {"v": 1, "type": type_, "event_id": f"{call_id}:{n}", "call_id": call_id,
-            "ts_ms": T0 + n if ts is None else ts,
-            "data": data if data is not None else {"role": "user", "text": f"turn {n}"}}
+    return {
+        "v": 1,
+        "type": type_,
+        "event_id": f"{call_id}:{n}",
+        "call_id": call_id,
+        "ts_ms": T0 + n if ts is None else ts,
+        "data": data if data is not None else {"role": "user", "text": f"turn {n}"},
+    }
 
 
 def pack(document) -> bytes:
@@ -33,8 +38,9 @@ def delivered(plan: SendPlan, records: list[bytes]) -> dict[int, list[tuple[str 
     messages = [m for raw in records for m in plan.add(raw)] + plan.finish()
     by_partition: dict[int, list] = {}
     for message in messages:
-        partition = (message.partition if message.partition is not None
-                     else partition_for(message.key.decode(), PARTITIONS))
+        partition = (
+            message.partition if message.partition is not None else partition_for(message.key.decode(), PARTITIONS)
+        )
         decoded = decode_message(message.value, plan.max_message_bytes)
         seen = by_partition.setdefault(partition, [])
         seen += [(e.event_id, e.call_id) for e in decoded.events]
@@ -127,7 +133,8 @@ def test_a_batch_item_refused_for_its_batchs_call_id_is_refused_by_the_worker_to
 
 @pytest.mark.parametrize("good_events", [0, 2])
 def test_a_batch_record_taken_apart_with_more_bad_items_than_are_dead_lettered_one_by_one_has_the_rest_dead_lettered_once(  # noqa: E501 - a test's name says what it checks
-        good_events):
+    good_events,
+):
     a, b = two_calls_on_two_partitions()
     items = [doc(a, 1), doc(b, 2)][:good_events] + [4] * (MAX_ITEMS_DEAD_LETTERED + 500)
     record = pack({"v": 1, "events": items})
@@ -140,8 +147,10 @@ def test_a_batch_record_taken_apart_with_more_bad_items_than_are_dead_lettered_o
     (rest,) = [m for m in sent if m.refused is not None]
     assert len(by_worker) + 1 == len(replayed) == MAX_ITEMS_DEAD_LETTERED + 1
     assert rest.refused == replayed[-1] and rest.value == record and plan.report.rest_refused == 1
-    assert [e.event_id for m in sent if m.refused is None for e in decode_message(m.value).events] == \
-        [f"{a}:1", f"{b}:2"][:good_events]
+    assert [e.event_id for m in sent if m.refused is None for e in decode_message(m.value).events] == [
+        f"{a}:1",
+        f"{b}:2",
+    ][:good_events]
 
 
 def test_a_batch_item_that_is_a_batch_holding_a_good_event_is_refused_by_the_worker_too_not_scored():
@@ -151,8 +160,11 @@ def test_a_batch_item_that_is_a_batch_holding_a_good_event_is_refused_by_the_wor
     plan = SendPlan(PARTITIONS)
     sent = list(plan.add(record)) + plan.finish()
     by_worker = [decode_message(m.value) for m in sent]
-    assert ([e.event_id for d in by_worker for e in d.events] == [e.event_id for e in replayed.events]
-            == [f"{a}:1", f"{b}:2"])
+    assert (
+        [e.event_id for d in by_worker for e in d.events]
+        == [e.event_id for e in replayed.events]
+        == [f"{a}:1", f"{b}:2"]
+    )
     assert sum(len(d.rejected) for d in by_worker) == len(replayed.rejected) == 1
 
 
@@ -169,8 +181,12 @@ def test_a_record_too_large_for_the_worker_is_not_sent_but_dead_lettered_in_its_
     from streams.send.sender import refused_document
 
     letter = msgspec.json.decode(refused_document(refusal, "p.events"), type=DeadLetterDocument)
-    assert ((letter.topic, letter.partition, letter.offset, letter.original_size)
-            == ("p.events", refusal.partition, -1, len(huge)))
+    assert (letter.topic, letter.partition, letter.offset, letter.original_size) == (
+        "p.events",
+        refusal.partition,
+        -1,
+        len(huge),
+    )
 
 
 def test_an_event_with_bytes_that_are_no_utf8_in_a_field_the_contract_ignores_goes_as_it_was():
@@ -205,8 +221,9 @@ def test_a_batch_item_that_is_itself_a_batch_is_refused_by_the_worker_too():
     plan = SendPlan(PARTITIONS)
     sent = list(plan.add(record)) + plan.finish()
     assert [e for m in sent for e in decode_message(m.value).events] == []
-    assert ([r.reason.split(": ", 1)[1] for m in sent for r in decode_message(m.value).rejected]
-            == [reason.split(": ", 1)[1]])
+    assert [r.reason.split(": ", 1)[1] for m in sent for r in decode_message(m.value).rejected] == [
+        reason.split(": ", 1)[1]
+    ]
 
 
 def test_a_record_of_several_calls_goes_as_one_message_per_partition_after_what_its_calls_hold():
@@ -251,7 +268,10 @@ def test_a_partitions_events_go_in_the_logs_order_in_batches_across_its_calls():
     messages = [m for raw in log for m in plan.add(raw)] + plan.finish()
     shared = partition_for(a, PARTITIONS)
     assert [[e.event_id for e in decode_message(m.value).events] for m in messages] == [
-        [f"{a}:0", f"{b}:1", f"{a}:3"], [f"{c}:2", f"{c}:4"], [f"{b}:5", f"{a}:6"]]
+        [f"{a}:0", f"{b}:1", f"{a}:3"],
+        [f"{c}:2", f"{c}:4"],
+        [f"{b}:5", f"{a}:6"],
+    ]
     # Several calls: keyed "batch" and sent to their partition; one call: keyed by it, as a call batch.
     assert [(m.key, m.partition) for m in messages] == [(b"batch", shared), (c.encode(), None), (b"batch", shared)]
     assert msgspec.msgpack.decode(messages[1].value)["call_id"] == c
@@ -271,15 +291,29 @@ def test_the_end_of_input_time_leaves_out_one_calls_leap_and_keeps_one_borne_out
 
     assert end_of([pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 5))]) == T0 + 5
     # Wherever in the log the fast call comes, the first record included, and within a partition too.
-    assert end_of([pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 0)), pack(doc("d", 3)),
-                   pack(doc("a", 5))]) == T0 + 5
+    assert (
+        end_of([pack(doc("skewed", 0, ts=T0 + year)), pack(doc("a", 0)), pack(doc("d", 3)), pack(doc("a", 5))])
+        == T0 + 5
+    )
     assert end_of([pack(doc("a", 0)), pack(doc("fast", 0, ts=T0 + year)), pack(doc("d", 7))]) == T0 + 7
     # Fast calls on two partitions, each held back within its own, do not vouch for each other.
-    assert end_of([pack(doc("a", 0)), pack(doc("fast", 0, ts=T0 + year)), pack(doc("c", 0)),
-                   pack(doc("x", 0, ts=T0 + year + 5)), pack(doc("d", 9))]) == T0 + 9
+    assert (
+        end_of(
+            [
+                pack(doc("a", 0)),
+                pack(doc("fast", 0, ts=T0 + year)),
+                pack(doc("c", 0)),
+                pack(doc("x", 0, ts=T0 + year + 5)),
+                pack(doc("d", 9)),
+            ]
+        )
+        == T0 + 9
+    )
     # Two calls of one partition an hour on: time passed.
-    assert end_of([pack(doc("a", 0)), pack(doc("b", 0, ts=T0 + 3_600_000)), pack(doc("y", 0, ts=T0 + 3_600_009))]) \
+    assert (
+        end_of([pack(doc("a", 0)), pack(doc("b", 0, ts=T0 + 3_600_000)), pack(doc("y", 0, ts=T0 + 3_600_009))])
         == T0 + 3_600_009
+    )
     assert end_of([pack(doc("a", 0)), pack(doc("skewed", 0, ts=T0 + year))], max_leap_ms=0) == T0 + year
 
 
@@ -309,17 +343,28 @@ def test_a_log_that_only_annotates_or_corrects_a_call_does_not_name_it_in_its_en
     # Another producer's call, still open: an annotation or a correction of it opens no call, and the
     # log's end of input must not end it.
     plan = SendPlan(PARTITIONS)
-    delivered(plan, [pack(doc("theirs", 0, "call.annotated", {"user_sentiment": "Positive"})),
-                     pack(doc("theirs", 1, "transcript.corrected", {"turn_index": 0, "text": "x"})),
-                     pack(doc("mine", 2))])
+    delivered(
+        plan,
+        [
+            pack(doc("theirs", 0, "call.annotated", {"user_sentiment": "Positive"})),
+            pack(doc("theirs", 1, "transcript.corrected", {"turn_index": 0, "text": "x"})),
+            pack(doc("mine", 2)),
+        ],
+    )
     assert plan.report.calls == {partition_for("mine", PARTITIONS): {"mine"}}
 
 
 def test_a_watermark_far_past_the_logs_calls_is_not_taken_to_every_partition():
     far = 253_402_300_799_999  # the year 9999
     plan = SendPlan(PARTITIONS)
-    watermark = {"v": 1, "type": "watermark", "event_id": "w", "call_id": "__watermark__", "ts_ms": far,
-                 "data": {"partition": 0}}
+    watermark = {
+        "v": 1,
+        "type": "watermark",
+        "event_id": "w",
+        "call_id": "__watermark__",
+        "ts_ms": far,
+        "data": {"partition": 0},
+    }
     delivered(plan, [pack(doc("a", 0)), pack(watermark), pack(doc("a", 5))])
     assert plan.end_ts_ms == T0 + 5
     near = SendPlan(PARTITIONS)  # one within the limit stands: a producer's promise

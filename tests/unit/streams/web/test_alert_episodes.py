@@ -9,17 +9,42 @@ from streams.web.alert_episodes import AlertEpisodes
 
 
 def alert(key: str, state: str, ts: int, calls: list[str]) -> bytes:
-    return msgspec.json.encode(Alert(
-        rule="agent latency", scope="agent:a1", metric="latency", state=state, severity="page", pass_rate=0.4,
-        passed=4, total=10, average_score=50.0, window_s=900, window_start_ms=ts - 900_000, window_end_ms=ts,
-        fire_below=0.6, clear_above=0.8, min_calls=10, for_s=0, long_window=None, sample_call_ids=calls,
-        episode_start_ms=1000, event_ts_ms=ts, dedupe_key=key, reason="pass rate 40% below 60%"))
+    return msgspec.json.encode(
+        Alert(
+            rule="agent latency",
+            scope="agent:a1",
+            metric="latency",
+            state=state,
+            severity="page",
+            pass_rate=0.4,
+            passed=4,
+            total=10,
+            average_score=50.0,
+            window_s=900,
+            window_start_ms=ts - 900_000,
+            window_end_ms=ts,
+            fire_below=0.6,
+            clear_above=0.8,
+            min_calls=10,
+            for_s=0,
+            long_window=None,
+            sample_call_ids=calls,
+            episode_start_ms=1000,
+            event_ts_ms=ts,
+            dedupe_key=key,
+            reason="pass rate 40% below 60%",
+        )
+    )
 
 
 def test_an_episodes_transitions_are_kept_in_order_with_the_calls_that_drove_it():
     episodes = AlertEpisodes()
-    for value in (alert("k1", "pending", 1000, ["c1"]), alert("k1", "firing", 2000, ["c2", "c1"]),
-                  alert("k1", "firing", 2000, ["c2", "c1"]), alert("k1", "resolved", 3000, [])):
+    for value in (
+        alert("k1", "pending", 1000, ["c1"]),
+        alert("k1", "firing", 2000, ["c2", "c1"]),
+        alert("k1", "firing", 2000, ["c2", "c1"]),
+        alert("k1", "resolved", 3000, []),
+    ):
         episodes.apply(b"k1", value, 0)
     (episode,) = episodes.newest_first()
     assert [t["state"] for t in episode["transitions"]] == ["pending", "firing", "resolved"]

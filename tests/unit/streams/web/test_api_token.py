@@ -13,6 +13,7 @@ from streams.web.api import json_errors, write_token_check
 
 async def _answers(token: str | None, requests: list[bytes]) -> list[bytes]:
     """The status line the API answers each raw request with."""
+
     async def write(request: aiohttp.web.Request) -> aiohttp.web.Response:
         return aiohttp.web.json_response({"written": True}, status=201)
 
@@ -44,16 +45,30 @@ def _post(authorization: bytes | None) -> bytes:
 def test_a_token_read_from_a_file_with_its_newline_is_the_token_without_it():
     token = Settings(api_token=" t0ken-for-writes\n").api_token_in_force
     assert token == "t0ken-for-writes" and Settings(api_token=" \n").api_token_in_force is None
-    answers = asyncio.run(_answers(token, [_post(b"Bearer t0ken-for-writes"), _post(b"bearer  t0ken-for-writes "),
-                                           _post(b"Bearer t0ken-for-writesx"), _post(None)]))
-    assert answers == [b"HTTP/1.1 201 Created", b"HTTP/1.1 201 Created",
-                       b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 401 Unauthorized"]
+    answers = asyncio.run(
+        _answers(
+            token,
+            [
+                _post(b"Bearer t0ken-for-writes"),
+                _post(b"bearer  t0ken-for-writes "),
+                _post(b"Bearer t0ken-for-writesx"),
+                _post(None),
+            ],
+        )
+    )
+    assert answers == [
+        b"HTTP/1.1 201 Created",
+        b"HTTP/1.1 201 Created",
+        b"HTTP/1.1 401 Unauthorized",
+        b"HTTP/1.1 401 Unauthorized",
+    ]
 
 
 def test_a_header_that_is_no_utf8_is_refused_not_an_error_of_the_server():
     token = "t0kén"
-    answers = asyncio.run(_answers(token, [_post(b"Bearer \xff\xfe"), _post(b"Bearer t0k\xe9n"),
-                                           _post("Bearer t0kén".encode())]))
+    answers = asyncio.run(
+        _answers(token, [_post(b"Bearer \xff\xfe"), _post(b"Bearer t0k\xe9n"), _post("Bearer t0kén".encode())])
+    )
     assert answers == [b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 201 Created"]
 
 
@@ -101,7 +116,9 @@ async def _reads(token: str | None, paths: list[str], authorization: bytes | Non
 
 def test_reads_of_call_content_need_the_token_and_health_metrics_and_definitions_do_not():
     content, open_ = ["/calls", "/calls/c1", "/timeseries", "/runs"], ["/health", "/metrics", "/cohorts"]
-    assert asyncio.run(_reads("t0ken", content + open_)) == [b"HTTP/1.1 401 Unauthorized"] * 4 + [b"HTTP/1.1 200 OK"] * 3
+    assert (
+        asyncio.run(_reads("t0ken", content + open_)) == [b"HTTP/1.1 401 Unauthorized"] * 4 + [b"HTTP/1.1 200 OK"] * 3
+    )
     assert asyncio.run(_reads("t0ken", content, b"Bearer t0ken")) == [b"HTTP/1.1 200 OK"] * 4
     assert asyncio.run(_reads(None, content)) == [b"HTTP/1.1 200 OK"] * 4
     assert asyncio.run(_reads("t0ken", ["/no/such/path"])) == [b"HTTP/1.1 404 Not Found"]  # (not a 401)

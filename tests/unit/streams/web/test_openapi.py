@@ -34,7 +34,9 @@ def test_every_route_served_is_in_the_openapi_document(served):
 
 
 def test_the_document_names_no_route_the_server_does_not_serve(served):
-    documented = {(path, method.upper()) for path, operations in openapi_document()["paths"].items() for method in operations}
+    documented = {
+        (path, method.upper()) for path, operations in openapi_document()["paths"].items() for method in operations
+    }
     assert documented == served
 
 
@@ -59,8 +61,10 @@ def test_a_calls_document_is_described_by_the_result_model():
     from tests.unit.streams.web.test_call_index import result
 
     document = openapi_document()
-    schema = {**document["paths"]["/calls/{call_id}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"],
-              "components": document["components"]}
+    schema = {
+        **document["paths"]["/calls/{call_id}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"],
+        "components": document["components"],
+    }
     jsonschema.validate(msgspec.to_builtins(result("c1", sentiment=None)), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"call_id": "c1"}, schema)

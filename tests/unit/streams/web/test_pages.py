@@ -34,15 +34,21 @@ async def _get(paths: list[str]) -> list[tuple[int, str, str, str]]:
             answers = []
             for path in paths:
                 async with session.get(f"http://127.0.0.1:{port}{path}") as response:
-                    answers.append((response.status, response.content_type, await response.text(),
-                                    response.headers.get("Cache-Control", "")))
+                    answers.append(
+                        (
+                            response.status,
+                            response.content_type,
+                            await response.text(),
+                            response.headers.get("Cache-Control", ""),
+                        )
+                    )
             return answers
     finally:
         await runner.cleanup()
 
 
 def test_the_root_answers_the_page_instead_of_faust_s_status():
-    (status, content_type, body, _), = asyncio.run(_get(["/"]))
+    ((status, content_type, body, _),) = asyncio.run(_get(["/"]))
     assert status == 200 and content_type == "text/html"
     assert '<script type="module" src="/static/js/app.js">' in body and '"status"' not in body
 
@@ -70,7 +76,9 @@ def test_no_file_of_the_page_is_fetched_from_elsewhere():
     for path in STATIC_DIR.rglob("*"):
         if path.suffix in {".html", ".js", ".css"}:
             text = path.read_text(encoding="utf-8")
-            assert not re.search(r'(src|href)=["\']https?://|@import\s+url\(["\']?https?://|fetch\(["\']https?://', text), path
+            assert not re.search(
+                r'(src|href)=["\']https?://|@import\s+url\(["\']?https?://|fetch\(["\']https?://', text
+            ), path
 
 
 def test_every_file_of_the_page_is_installed_with_the_package():

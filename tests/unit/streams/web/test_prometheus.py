@@ -22,8 +22,13 @@ def scrape(*results, max_agents: int = 50, window_ms: int = 0) -> dict[str, list
     tallies = watch_index(index, max_agents)
     for r in results:
         index.add(msgspec.json.encode(r), r)
-    health = WorkerHealth(lambda: {"applied": 7, "duplicate": 1, "dead_lettered": 2}, lambda: 3, lambda: {0: 5, 2: 0},
-                          lambda: 4, lambda: [("agent latency", "page", "firing"), ("agent latency", "page", "firing")])
+    health = WorkerHealth(
+        lambda: {"applied": 7, "duplicate": 1, "dead_lettered": 2},
+        lambda: 3,
+        lambda: {0: 5, 2: 0},
+        lambda: 4,
+        lambda: [("agent latency", "page", "firing"), ("agent latency", "page", "firing")],
+    )
     text = exposition(CallqaCollector(index, tallies, health)).decode()
     return {family.name: family.samples for family in text_string_to_metric_families(text)}
 
@@ -35,7 +40,10 @@ def values(samples, **labels) -> float:
 def test_counters_count_every_version_and_gauges_each_calls_latest():
     families = scrape(result("c1", 1, latency=30.0), result("c1", 2, latency=90.0), result("c2", 1, latency=95.0))
     verdicts = [s for s in families["callqa_metric_verdicts"] if s.name == "callqa_metric_verdicts_total"]
-    assert values(verdicts, metric="latency", verdict="pass") == 2 and values(verdicts, metric="latency", verdict="fail") == 1
+    assert (
+        values(verdicts, metric="latency", verdict="pass") == 2
+        and values(verdicts, metric="latency", verdict="fail") == 1
+    )
     assert values(families["callqa_calls"], metric="latency", verdict="pass") == 2
     assert values(families["callqa_calls"], metric="latency", verdict="fail") == 0
     assert values(families["callqa_calls"], metric="sentiment", verdict="na") == 2
@@ -43,17 +51,28 @@ def test_counters_count_every_version_and_gauges_each_calls_latest():
 
 def test_a_call_let_go_from_the_window_leaves_the_gauges_not_the_counters():
     # (Two calls two hours on: one alone would be a leap held back, scorers/watermarks.py.)
-    families = scrape(result("old", ended=T0, latency=20.0), result("new", ended=T0 + 7_200_000, latency=20.0),
-                      result("newer", ended=T0 + 7_200_001, latency=20.0), window_ms=3_600_000)
+    families = scrape(
+        result("old", ended=T0, latency=20.0),
+        result("new", ended=T0 + 7_200_000, latency=20.0),
+        result("newer", ended=T0 + 7_200_001, latency=20.0),
+        window_ms=3_600_000,
+    )
     assert values(families["callqa_calls"], metric="latency", verdict="fail") == 2
     assert values([s for s in families["callqa_metric_verdicts"] if s.name.endswith("_total")], metric="latency") == 3
 
 
 def test_score_histograms_have_cumulative_buckets_and_a_sum():
     families = scrape(result("c1", latency=10.0), result("c2", latency=10.1), result("c3", latency=100.0))
-    samples = {(s.name, s.labels.get("le")): s.value for s in families["callqa_metric_score"] if s.labels["metric"] == "latency"}
-    assert (samples[("callqa_metric_score_bucket", "10.0")], samples[("callqa_metric_score_bucket", "20.0")],
-            samples[("callqa_metric_score_bucket", "+Inf")]) == (1, 2, 3)
+    samples = {
+        (s.name, s.labels.get("le")): s.value
+        for s in families["callqa_metric_score"]
+        if s.labels["metric"] == "latency"
+    }
+    assert (
+        samples[("callqa_metric_score_bucket", "10.0")],
+        samples[("callqa_metric_score_bucket", "20.0")],
+        samples[("callqa_metric_score_bucket", "+Inf")],
+    ) == (1, 2, 3)
     assert samples[("callqa_metric_score_sum", None)] == 120.1
 
 
@@ -82,7 +101,11 @@ def test_names_follow_prometheus_conventions():
 def test_every_series_the_grafana_dashboard_asks_for_is_exposed():
     exposed = {sample.name for samples in scrape(result("c1")).values() for sample in samples}
     dashboard = json.loads(DASHBOARD.read_text())
-    asked = {name for panel in dashboard["panels"] for target in panel["targets"]
-             for name in re.findall(r"callqa_\w+", target["expr"])}
+    asked = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"callqa_\w+", target["expr"])
+    }
     asked |= set(re.findall(r"callqa_\w+", json.dumps(dashboard["templating"])))
     assert asked and asked <= exposed

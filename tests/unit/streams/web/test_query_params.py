@@ -25,8 +25,18 @@ def test_a_parameter_given_twice_is_refused():
     assert "'agent_id' is given more than once" in _refusal([("agent_id", "a"), ("agent_id", "b")])
 
 
-@pytest.mark.parametrize(("name", "raw"), [("limit", "ten"), ("limit", "0"), ("limit", "501"), ("verdict", "passed"),
-                                           ("from", "yesterday"), ("to", "-5"), ("agent_id", "")])
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("limit", "ten"),
+        ("limit", "0"),
+        ("limit", "501"),
+        ("verdict", "passed"),
+        ("from", "yesterday"),
+        ("to", "-5"),
+        ("agent_id", ""),
+    ],
+)
 def test_a_malformed_value_is_refused_naming_its_parameter(name, raw):
     assert f"'{name}'" in _refusal([(name, raw)])
 
@@ -40,7 +50,11 @@ def test_times_are_unix_milliseconds_or_iso_8601():
 
 def test_values_come_typed():
     assert parse_query([("limit", "20"), ("from", "1000"), ("verdict", "fail"), ("metric", "latency")], CALLS) == {
-        "limit": 20, "from": 1000, "verdict": "fail", "metric": "latency"}
+        "limit": 20,
+        "from": 1000,
+        "verdict": "fail",
+        "metric": "latency",
+    }
 
 
 def test_seconds_must_be_positive_and_finite():

@@ -17,11 +17,19 @@ MINUTE = 60_000
 def finished(call_id: str, ended_at: int, run_id: str = "run-1") -> CallResult:
     book = CohortBook()
     book.apply({"cohort_id": "vip", "name": "VIP", "metrics": [{"metric": "wer"}]})
-    _, results = run_call([
-        event("call.started", {"agent_id": "a1", "run_id": run_id, "cohort_ids": ["vip"]}, call_id=call_id, ts_ms=ended_at - 1_000),
-        event("turn", {"role": "user", "text": "hello there"}, call_id=call_id, ts_ms=ended_at - 500),
-        event("call.ended", {"stop_reason": "[EXIT]"}, call_id=call_id, ts_ms=ended_at),
-    ], CallEngine(cohorts=book))
+    _, results = run_call(
+        [
+            event(
+                "call.started",
+                {"agent_id": "a1", "run_id": run_id, "cohort_ids": ["vip"]},
+                call_id=call_id,
+                ts_ms=ended_at - 1_000,
+            ),
+            event("turn", {"role": "user", "text": "hello there"}, call_id=call_id, ts_ms=ended_at - 500),
+            event("call.ended", {"stop_reason": "[EXIT]"}, call_id=call_id, ts_ms=ended_at),
+        ],
+        CallEngine(cohorts=book),
+    )
     return results[-1]
 
 

@@ -43,8 +43,13 @@ def annotated(call_id: str, ts: int) -> dict:
 
 
 def audio_level(call_id: str, ts: int) -> dict:
-    return doc("rtvi", {"message": {"label": "rtvi-ai", "type": "user-audio-level", "data": {"value": 0.1}}},
-               f"{call_id}-level", ts, call_id)
+    return doc(
+        "rtvi",
+        {"message": {"label": "rtvi-ai", "type": "user-audio-level", "data": {"value": 0.1}}},
+        f"{call_id}-level",
+        ts,
+        call_id,
+    )
 
 
 def record(document: dict) -> bytes:
@@ -75,8 +80,13 @@ def engine(retention_ms: int = DAY_MS) -> CallEngine:
 def replayed(records: list[bytes], retention_ms: int = DAY_MS) -> tuple[list[bytes], list[tuple[str | None, str]]]:
     results: list[bytes] = []
     dead: list[tuple[str | None, str]] = []
-    replay(records, engine(retention_ms), 1, lambda r: results.append(msgspec.json.encode(r)),
-           on_dead_letter=lambda rejected, index: dead.append((rejected.event_id, rejected.reason)))
+    replay(
+        records,
+        engine(retention_ms),
+        1,
+        lambda r: results.append(msgspec.json.encode(r)),
+        on_dead_letter=lambda rejected, index: dead.append((rejected.event_id, rejected.reason)),
+    )
     return results, dead
 
 
@@ -99,8 +109,11 @@ def stop_reasons(results: list[bytes]) -> dict[str, str]:
 
 # A call whose deadline passes between two events of a batch is ended between them: its own event
 # after that point is refused, as it is when the events come one by one.
-SWEPT_BETWEEN = [record(started("A", T0, timeout_s=1)), record(started("B", T0 + 100)),
-                 batch(turn("B", 1, T0 + 5_000), turn("A", 1, T0 + 5_001))]
+SWEPT_BETWEEN = [
+    record(started("A", T0, timeout_s=1)),
+    record(started("B", T0 + 100)),
+    batch(turn("B", 1, T0 + 5_000), turn("A", 1, T0 + 5_001)),
+]
 
 
 def test_replay_sweeps_between_the_events_of_a_batch():
@@ -116,8 +129,11 @@ def test_the_live_worker_sweeps_between_the_events_of_a_batch_as_replay_does():
 
 # An ended call whose retention passes between two events of a batch is forgotten between them: its
 # annotation after that point finds no call, as it does when the events come one by one.
-FORGOTTEN_BETWEEN = [record(started("C", T0)), record(ended("C", T0 + 1_000)),
-                     batch(started("D", T0 + 2_000), annotated("C", T0 + 2_001))]
+FORGOTTEN_BETWEEN = [
+    record(started("C", T0)),
+    record(ended("C", T0 + 1_000)),
+    batch(started("D", T0 + 2_000), annotated("C", T0 + 2_001)),
+]
 
 
 def test_replay_and_the_worker_forget_between_the_events_of_a_batch():
@@ -135,8 +151,9 @@ def restored_from(table: dict[bytes, bytes], retention_ms: int = DAY_MS) -> Live
 
 def test_a_call_ended_by_the_sweep_after_a_batchs_last_event_is_journaled_as_the_message_then_its_end():
     # Audio levels hold no call open: the call's own last event moves time past its deadline.
-    message = json.dumps({"v": 1, "call_id": "E", "events": [started("E", T0, timeout_s=1),
-                                                               audio_level("E", T0 + 5_000)]}).encode()
+    message = json.dumps(
+        {"v": 1, "call_id": "E", "events": [started("E", T0, timeout_s=1), audio_level("E", T0 + 5_000)]}
+    ).encode()
     table: dict[bytes, bytes] = {}
     live = LiveScorer(engine())
     out = handle_as_the_worker_does(live, message, 7, table)
@@ -149,15 +166,22 @@ def test_a_call_ended_by_the_sweep_after_a_batchs_last_event_is_journaled_as_the
 
 
 def test_a_call_ended_between_the_events_of_its_own_message_is_journaled_event_by_event_in_order():
-    message = json.dumps({"v": 1, "call_id": "E",
-                          "events": [started("E", T0, timeout_s=1), audio_level("E", T0 + 5_000),
-                                                               turn("E", 1, T0 + 5_001)]}).encode()
+    message = json.dumps(
+        {
+            "v": 1,
+            "call_id": "E",
+            "events": [started("E", T0, timeout_s=1), audio_level("E", T0 + 5_000), turn("E", 1, T0 + 5_001)],
+        }
+    ).encode()
     table: dict[bytes, bytes] = {}
     live = LiveScorer(engine())
     out = handle_as_the_worker_does(live, message, 3, table)
     assert [letter.event_id for letter in out.dead_letters] == ["E-1"]
-    assert [position for position, _ in out.journal["E"]] == [event_position(3, 0), event_position(3, 1),
-                                                               sweep_position(3, 1)]
+    assert [position for position, _ in out.journal["E"]] == [
+        event_position(3, 0),
+        event_position(3, 1),
+        sweep_position(3, 1),
+    ]
     restored = restored_from(table)
     call = restored.engine.calls["E"]
     assert call.ended is not None and call.ended.stop_reason == INACTIVITY and call.events_applied == 3
@@ -171,13 +195,15 @@ def test_a_call_ended_between_the_events_of_its_own_message_is_journaled_event_b
 def test_a_call_forgotten_inside_a_message_and_taken_up_again_by_it_is_journaled_as_the_new_call_only():
     table: dict[bytes, bytes] = {}
     live = LiveScorer(engine(retention_ms=0))
-    for offset, raw in enumerate([record(started("C", T0)), record(turn("C", 1, T0 + 10)),
-                                  record(ended("C", T0 + 1_000))]):
+    for offset, raw in enumerate(
+        [record(started("C", T0)), record(turn("C", 1, T0 + 10)), record(ended("C", T0 + 1_000))]
+    ):
         handle_as_the_worker_does(live, raw, offset, table)
     # One message of call C: its annotation re-scores the ended call and moves time past its retention
     # (the call is forgotten); its turn then starts a new call of that id.
-    again = json.dumps({"v": 1, "call_id": "C",
-                        "events": [annotated("C", T0 + 5_000), turn("C", 3, T0 + 5_001)]}).encode()
+    again = json.dumps(
+        {"v": 1, "call_id": "C", "events": [annotated("C", T0 + 5_000), turn("C", 3, T0 + 5_001)]}
+    ).encode()
     out = handle_as_the_worker_does(live, again, 3, table)
     assert out.forget == ["C"] and [(r.call_id, r.version) for r in out.results] == [("C", 2)]
     assert live.engine.calls["C"].events_applied == 1 and live.owned["C"][0] == 0
@@ -186,5 +212,11 @@ def test_a_call_forgotten_inside_a_message_and_taken_up_again_by_it_is_journaled
 
 
 def test_each_event_of_a_message_has_a_position_between_the_sweeps_before_and_after_it():
-    assert (event_position(5, 0) < sweep_position(5, 0) < event_position(5, 1) < sweep_position(5, 1)
-            < sweep_position(5, MAX_EVENTS_PER_MESSAGE - 1) < event_position(6, 0))
+    assert (
+        event_position(5, 0)
+        < sweep_position(5, 0)
+        < event_position(5, 1)
+        < sweep_position(5, 1)
+        < sweep_position(5, MAX_EVENTS_PER_MESSAGE - 1)
+        < event_position(6, 0)
+    )

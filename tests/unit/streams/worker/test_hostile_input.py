@@ -20,8 +20,10 @@ REASON_BOUND = 800  # characters: a few hundred, whatever the producer sent
 
 
 def call(call_id: str, ts: int, ended: bool = True) -> list[bytes]:
-    messages = [message("call.started", {"agent_id": "a"}, f"{call_id}:1", ts, call_id),
-                message("turn", {"role": "user", "text": "hello there"}, f"{call_id}:2", ts + 1000, call_id)]
+    messages = [
+        message("call.started", {"agent_id": "a"}, f"{call_id}:1", ts, call_id),
+        message("turn", {"role": "user", "text": "hello there"}, f"{call_id}:2", ts + 1000, call_id),
+    ]
     if ended:
         messages.append(message("call.ended", {"stop_reason": "[EXIT]"}, f"{call_id}:3", ts + 2000, call_id))
     return messages
@@ -60,23 +62,43 @@ def run_replay(messages: list[bytes], engine: CallEngine | None = None) -> Outco
     engine.wall_clock_ms = WALL_MS  # (replay's clock, read once when it starts)
     results: list[tuple[str, int]] = []
     reasons: list[str] = []
-    replay(messages, engine, 1, lambda result: results.append((result.call_id, result.version)),
-           lambda rejected, index: reasons.append(rejected.reason))
+    replay(
+        messages,
+        engine,
+        1,
+        lambda result: results.append((result.call_id, result.version)),
+        lambda rejected, index: reasons.append(rejected.reason),
+    )
     return Outcome(results, reasons)
 
 
 def poison_batch() -> bytes:
-    metrics = {"v": 1, "type": "rtvi", "event_id": "p:2", "call_id": "p", "ts_ms": T0 + 1000,
-               "data": {"message": {"type": "metrics", "data": {"ttfb": 100000000000000000000}}}}
-    started = {"v": 1, "type": "call.started", "event_id": "p:1", "call_id": "p", "ts_ms": T0,
-               "data": {"agent_id": "a"}}
+    metrics = {
+        "v": 1,
+        "type": "rtvi",
+        "event_id": "p:2",
+        "call_id": "p",
+        "ts_ms": T0 + 1000,
+        "data": {"message": {"type": "metrics", "data": {"ttfb": 100000000000000000000}}},
+    }
+    started = {
+        "v": 1,
+        "type": "call.started",
+        "event_id": "p:1",
+        "call_id": "p",
+        "ts_ms": T0,
+        "data": {"agent_id": "a"},
+    }
     return json.dumps({"v": 1, "call_id": "p", "events": [started, metrics, started]}).encode()
 
 
 def test_a_batch_with_a_10_to_the_20_integer_is_one_dead_letter_and_the_next_call_is_scored():
     # The probe: the journal could not encode the integer, and the worker stopped on every restart.
-    messages = [poison_batch(), message("call.ended", {"stop_reason": "[EXIT]"}, "p:3", T0 + 2000, "p"),
-                *call("next", T0 + 5000)]
+    messages = [
+        poison_batch(),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "p:3", T0 + 2000, "p"),
+        *call("next", T0 + 5000),
+    ]
     live = run_live(messages)
     assert live.results == [("p", 1), ("next", 1)]
     assert len(live.reasons) == 1 and "does not fit in 64 bits - at `data.message.data.ttfb`" in live.reasons[0]
@@ -93,8 +115,12 @@ class PlantedBug(CallEngine):
 
 
 def test_an_event_that_fails_later_in_the_hot_path_is_dead_lettered_and_the_partition_goes_on():
-    messages = [*call("c1", T0)[:2], message("turn", {"role": "agent", "text": "hi"}, "boom", T0 + 1500, "c1"),
-                call("c1", T0)[2], *call("c2", T0 + 3000)]
+    messages = [
+        *call("c1", T0)[:2],
+        message("turn", {"role": "agent", "text": "hi"}, "boom", T0 + 1500, "c1"),
+        call("c1", T0)[2],
+        *call("c2", T0 + 3000),
+    ]
     live = run_live(messages, live_worker(engine=PlantedBug()))
     assert live.results == [("c1", 1), ("c2", 1)]
     assert len(live.reasons) == 1 and live.reasons[0].startswith("event 'boom': handling it failed (KeyError")
@@ -104,9 +130,10 @@ def test_an_event_that_fails_later_in_the_hot_path_is_dead_lettered_and_the_part
 def test_events_of_four_calls_from_the_future_are_refused_and_the_partition_keeps_scoring():
     # Four calls of years 3134 to 9508 bore out each other's leap: the partition's time went millennia
     # ahead, and every good call after them was refused as too late.
-    future = [message("call.started", {"agent_id": "a"}, f"f{n}:1", ts, f"f{n}")
-              for n, ts in enumerate((36_000_000_000_000, 99_000_000_000_000, 180_000_000_000_000,
-                                      237_900_000_000_000))]
+    future = [
+        message("call.started", {"agent_id": "a"}, f"f{n}:1", ts, f"f{n}")
+        for n, ts in enumerate((36_000_000_000_000, 99_000_000_000_000, 180_000_000_000_000, 237_900_000_000_000))
+    ]
     messages = [*call("before", T0), *future, *call("after", T0 + 10_000)]
     live = run_live(messages)
     assert live.results == [("before", 1), ("after", 1)]
@@ -122,28 +149,54 @@ def test_twelve_calls_from_the_year_9000_do_not_stop_a_partition_from_scoring_th
 
 
 def test_an_event_just_within_the_bound_of_the_workers_clock_is_taken():
-    messages = [message("call.started", {"agent_id": "a"}, "s:1", WALL_MS + DAY_MS, "s"),
-                message("call.started", {"agent_id": "a"}, "t:1", WALL_MS + DAY_MS + 1, "t")]
+    messages = [
+        message("call.started", {"agent_id": "a"}, "s:1", WALL_MS + DAY_MS, "s"),
+        message("call.started", {"agent_id": "a"}, "t:1", WALL_MS + DAY_MS + 1, "t"),
+    ]
     live = run_live(messages)
     assert len(live.reasons) == 1 and live.reasons[0].startswith("event 't:1': its event time")
 
 
 def test_a_watermark_event_from_the_future_is_refused_too():
-    far = json.dumps({"v": 1, "type": "watermark", "event_id": "w", "call_id": "__watermark__",
-                      "ts_ms": YEAR_9000_MS, "data": {"partition": 0}}).encode()
+    far = json.dumps(
+        {
+            "v": 1,
+            "type": "watermark",
+            "event_id": "w",
+            "call_id": "__watermark__",
+            "ts_ms": YEAR_9000_MS,
+            "data": {"partition": 0},
+        }
+    ).encode()
     live = run_live([*call("a", T0), far, *call("b", T0 + 10_000)])
     assert live.results == [("a", 1), ("b", 1)] and "from the future" in live.reasons[0]
 
 
 def reset_to(ts_ms: int) -> bytes:
-    return json.dumps({"v": 1, "type": "watermark", "event_id": f"__watermark__:reset:0:{ts_ms}",
-                       "call_id": "__watermark__", "ts_ms": ts_ms, "data": {"partition": 0, "reset": True}}).encode()
+    return json.dumps(
+        {
+            "v": 1,
+            "type": "watermark",
+            "event_id": f"__watermark__:reset:0:{ts_ms}",
+            "call_id": "__watermark__",
+            "ts_ms": ts_ms,
+            "data": {"partition": 0, "reset": True},
+        }
+    ).encode()
 
 
 def test_a_watermark_reset_brings_back_a_partition_whose_time_was_moved_too_far():
     # A partition moved ahead before the bound existed (or with it off): new calls refused as too late.
-    moved = json.dumps({"v": 1, "type": "watermark", "event_id": "w", "call_id": "__watermark__",
-                        "ts_ms": YEAR_9000_MS, "data": {"partition": 0}}).encode()
+    moved = json.dumps(
+        {
+            "v": 1,
+            "type": "watermark",
+            "event_id": "w",
+            "call_id": "__watermark__",
+            "ts_ms": YEAR_9000_MS,
+            "data": {"partition": 0},
+        }
+    ).encode()
     live = live_worker(future_bound_ms=0)
     refused = run_live([moved, *call("late", T0)], live)
     assert refused.results == [] and live.engine.too_late == {0: 3}  # (the call's three events)
@@ -153,8 +206,16 @@ def test_a_watermark_reset_brings_back_a_partition_whose_time_was_moved_too_far(
 
 
 def test_a_reset_reaches_the_journal_so_a_restarted_worker_keeps_the_lower_time():
-    moved = json.dumps({"v": 1, "type": "watermark", "event_id": "w", "call_id": "__watermark__",
-                        "ts_ms": YEAR_9000_MS, "data": {"partition": 0}}).encode()
+    moved = json.dumps(
+        {
+            "v": 1,
+            "type": "watermark",
+            "event_id": "w",
+            "call_id": "__watermark__",
+            "ts_ms": YEAR_9000_MS,
+            "data": {"partition": 0},
+        }
+    ).encode()
     live, table = live_worker(future_bound_ms=0), {}
     for offset, raw in enumerate([*call("a", T0), moved, reset_to(WALL_MS)]):
         handle_as_the_worker_does(live, raw, offset, table)
@@ -171,8 +232,9 @@ def test_replay_takes_the_next_days_calls_after_a_quiet_day_as_the_worker_does()
 
 def test_dead_letter_reasons_are_bounded_whatever_the_producer_sent():
     huge_id = "x" * 99_326
-    raw = json.dumps({"v": 1, "type": "no.such.type" * 1000, "event_id": huge_id, "call_id": "c",
-                      "ts_ms": T0, "data": {}}).encode()
+    raw = json.dumps(
+        {"v": 1, "type": "no.such.type" * 1000, "event_id": huge_id, "call_id": "c", "ts_ms": T0, "data": {}}
+    ).encode()
     live = run_live([raw])
     assert len(live.reasons) == 1 and len(live.reasons[0]) <= REASON_BOUND
     # The quoted id and type are cut, not what the reason says of them.

@@ -11,8 +11,9 @@ from tests.helpers.workerkit import handle_as_the_worker_does, message
 
 def test_a_partition_whose_calls_have_all_ended_gets_no_tick():
     live = LiveScorer(CallEngine())
-    live.handle(message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 600}, "i1", T0), "callqa.events", 0,
-                0)
+    live.handle(
+        message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 600}, "i1", T0), "callqa.events", 0, 0
+    )
     assert [t.data.partition for t in idle_ticks(live, now=1e9, idle_s=5)] == [0]  # open: ticked
     live.handle(message("call.ended", {"stop_reason": "[EXIT]"}, "i2", T0 + 1), "callqa.events", 0, 1)
     assert idle_ticks(live, now=1e9, idle_s=5) == []  # its deadline is still in the heap, but it ended

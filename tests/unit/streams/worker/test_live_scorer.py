@@ -118,8 +118,13 @@ def test_replay_forgets_ended_calls_after_their_retention_as_the_live_worker_doe
         live_results += [(r.call_id, r.version) for r in out.results]
         live_letters += [letter.event_id for letter in out.dead_letters]
     replayed, letters = [], []
-    report = replay(log, CallEngine(), 1, lambda r: replayed.append((r.call_id, r.version)),
-                    lambda rejected, index: letters.append(rejected.event_id))
+    report = replay(
+        log,
+        CallEngine(),
+        1,
+        lambda r: replayed.append((r.call_id, r.version)),
+        lambda rejected, index: letters.append(rejected.event_id),
+    )
     assert replayed == live_results == [("A", 1), ("B", 1), ("C", 1)]
     assert letters == live_letters == ["r4"]
     assert report.calls == 3  # the forgotten call still counts as replayed
@@ -128,19 +133,29 @@ def test_replay_forgets_ended_calls_after_their_retention_as_the_live_worker_doe
 def segments(table: dict[bytes, bytes]) -> dict[bytes, bytes]:
     """The journal's segments holding events (not the watermarks, nor a segment kept only as the
     latest commit point)."""
-    return {key: value for key, value in table.items()
-            if key.startswith(PARTITION_SEGMENT_PREFIX) and decode_partition_segment(value).entries}
+    return {
+        key: value
+        for key, value in table.items()
+        if key.startswith(PARTITION_SEGMENT_PREFIX) and decode_partition_segment(value).entries
+    }
 
 
 def commit_points(table: dict[bytes, bytes]) -> list[PartitionSegment]:
-    return [segment for key, value in table.items() if key.startswith(PARTITION_SEGMENT_PREFIX)
-            for segment in [decode_partition_segment(value)] if not segment.entries]
+    return [
+        segment
+        for key, value in table.items()
+        if key.startswith(PARTITION_SEGMENT_PREFIX)
+        for segment in [decode_partition_segment(value)]
+        if not segment.entries
+    ]
 
 
 def test_a_message_larger_than_the_default_limit_accepted_under_a_raised_one_is_restored():
     big_text = "word " * 300_000  # 1.5 MB: over the default 1 MiB
-    log = [message("call.started", {"agent_id": "a1"}, "b1", T0),
-           message("turn", {"role": "user", "text": big_text}, "b2", T0 + 1_000)]
+    log = [
+        message("call.started", {"agent_id": "a1"}, "b1", T0),
+        message("turn", {"role": "user", "text": big_text}, "b2", T0 + 1_000),
+    ]
     table: dict[bytes, bytes] = {}
     live = LiveScorer(CallEngine(), max_message_bytes=4_000_000)
     for offset, raw in enumerate(log):
@@ -153,9 +168,11 @@ def test_a_message_larger_than_the_default_limit_accepted_under_a_raised_one_is_
 def test_the_message_that_makes_a_call_expire_journals_nothing_for_it_and_a_restore_does_not_bring_it_back():
     # The late annotation re-scores A and moves the watermark past A's retention: A is forgotten in
     # the very message that changed it.
-    log = [message("call.started", {"agent_id": "a1"}, "x1", T0, call_id="A"),
-           message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 10, call_id="A"),
-           message("call.annotated", {"user_sentiment": "Negative"}, "x3", T0 + 100_000, call_id="A")]
+    log = [
+        message("call.started", {"agent_id": "a1"}, "x1", T0, call_id="A"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 10, call_id="A"),
+        message("call.annotated", {"user_sentiment": "Negative"}, "x3", T0 + 100_000, call_id="A"),
+    ]
     table: dict[bytes, bytes] = {}
     live = LiveScorer(CallEngine(retention_after_end_ms=60_000))
     outs = [handle_as_the_worker_does(live, raw, offset, table) for offset, raw in enumerate(log)]
@@ -168,8 +185,10 @@ def test_the_message_that_makes_a_call_expire_journals_nothing_for_it_and_a_rest
 
 
 def test_a_partition_released_and_restored_forgets_each_ended_call_once():
-    log = [message("call.started", {"agent_id": "a1"}, "y1", T0, call_id="A"),
-           message("call.ended", {"stop_reason": "[EXIT]"}, "y2", T0 + 1, call_id="A")]
+    log = [
+        message("call.started", {"agent_id": "a1"}, "y1", T0, call_id="A"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "y2", T0 + 1, call_id="A"),
+    ]
     table: dict[bytes, bytes] = {}
     live = LiveScorer(CallEngine(retention_after_end_ms=1_000))
     for offset, raw in enumerate(log):
@@ -177,21 +196,25 @@ def test_a_partition_released_and_restored_forgets_each_ended_call_once():
     live.release_partitions({0})
     live.restore_partition(0, table.items())
     # (Past the retention and the allowed lateness, which the retention is never shorter than.)
-    out = live.handle(message("call.started", {"agent_id": "a1"}, "y3", T0 + 40_000, call_id="B"), "callqa.events", 0,
-                      2)
+    out = live.handle(
+        message("call.started", {"agent_id": "a1"}, "y3", T0 + 40_000, call_id="B"), "callqa.events", 0, 2
+    )
     assert out.forget == ["A"]
 
 
 def test_a_restore_does_not_bring_back_a_call_forgotten_after_its_retention_and_the_next_message_forgets_it():
     # A and B share the first segment; A's retention passes while B lives on, so the segment stays.
-    log = [message("call.started", {"agent_id": "a1"}, "z1", T0, call_id="A"),
-           message("call.started", {"agent_id": "a1"}, "z2", T0 + 1, call_id="B"),
-           message("call.ended", {"stop_reason": "[EXIT]"}, "z3", T0 + 2, call_id="A"),
-           message("turn", {"role": "user", "text": "hi"}, "z4", T0 + 100_000, call_id="B")]
+    log = [
+        message("call.started", {"agent_id": "a1"}, "z1", T0, call_id="A"),
+        message("call.started", {"agent_id": "a1"}, "z2", T0 + 1, call_id="B"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "z3", T0 + 2, call_id="A"),
+        message("turn", {"role": "user", "text": "hi"}, "z4", T0 + 100_000, call_id="B"),
+    ]
     table: dict[bytes, bytes] = {}
     live = LiveScorer(CallEngine(retention_after_end_ms=60_000))
-    outs = [handle_as_the_worker_does(live, raw, offset, table, write=offset in (2, 3))
-            for offset, raw in enumerate(log)]
+    outs = [
+        handle_as_the_worker_does(live, raw, offset, table, write=offset in (2, 3)) for offset, raw in enumerate(log)
+    ]
     assert outs[3].forget == ["A"] and len(segments(table)) == 2  # the segment of A and B, and B's turn
 
     restarted = LiveScorer(CallEngine(retention_after_end_ms=60_000))
@@ -207,20 +230,48 @@ def test_a_batch_item_refused_by_the_engine_names_its_place_in_the_batch_after_a
     live = LiveScorer(CallEngine())
     for offset, raw in enumerate(MESSAGES[:3]):  # c1 starts and ends
         live.handle(raw, "callqa.events", 0, offset)
+
     def items(tag: str) -> list[dict]:
-        return [{"v": 1, "type": "turn", "event_id": f"bad-{tag}", "call_id": "c1", "ts_ms": T0 + 3_000,
-                 "data": {"role": "robot", "text": "x"}},
-                {"v": 1, "type": "turn", "event_id": f"late-{tag}", "call_id": "c1", "ts_ms": T0 + 3_001,
-                 "data": {"role": "user", "text": "after the end"}}]
+        return [
+            {
+                "v": 1,
+                "type": "turn",
+                "event_id": f"bad-{tag}",
+                "call_id": "c1",
+                "ts_ms": T0 + 3_000,
+                "data": {"role": "robot", "text": "x"},
+            },
+            {
+                "v": 1,
+                "type": "turn",
+                "event_id": f"late-{tag}",
+                "call_id": "c1",
+                "ts_ms": T0 + 3_001,
+                "data": {"role": "user", "text": "after the end"},
+            },
+        ]
 
     one_call = {"v": 1, "call_id": "c1", "events": items("one")}
-    across_calls = {"v": 1, "events": [*items("across"), {"v": 1, "type": "call.started", "event_id": "z",
-                                                          "call_id": "other", "ts_ms": T0 + 3_002,
-                                                          "data": {"agent_id": "a1"}}]}
+    across_calls = {
+        "v": 1,
+        "events": [
+            *items("across"),
+            {
+                "v": 1,
+                "type": "call.started",
+                "event_id": "z",
+                "call_id": "other",
+                "ts_ms": T0 + 3_002,
+                "data": {"agent_id": "a1"},
+            },
+        ],
+    }
     for offset, (tag, batch) in enumerate((("one", one_call), ("across", across_calls)), start=7):
         out = live.handle(msgspec.msgpack.encode(batch), "callqa.events", 0, offset)
-        assert ([(letter.event_id, letter.batch_index) for letter in out.dead_letters]
-                == [(f"bad-{tag}", 0), (f"late-{tag}", 1)])
+        assert [(letter.event_id, letter.batch_index) for letter in out.dead_letters] == [
+            (f"bad-{tag}", 0),
+            (f"late-{tag}", 1),
+        ]
 
 
 def test_a_refused_batch_item_is_dead_lettered_alone_not_with_the_whole_batch():
@@ -233,9 +284,13 @@ def test_a_refused_batch_item_is_dead_lettered_alone_not_with_the_whole_batch():
     for offset, raw in enumerate(MESSAGES[:3]):
         live.handle(raw, "callqa.events", home, offset)
     # (A field the contract does not know stays in the dead letter: the item's own bytes, not a re-encoding.)
-    after_the_end = [{**json.loads(message("turn", {"role": "user", "text": f"late {k}" * 50}, f"late-{k}",
-                                           T0 + 3_000 + k)),
-                      "producer_meta": {"host": "h1"}} for k in range(200)]
+    after_the_end = [
+        {
+            **json.loads(message("turn", {"role": "user", "text": f"late {k}" * 50}, f"late-{k}", T0 + 3_000 + k)),
+            "producer_meta": {"host": "h1"},
+        }
+        for k in range(200)
+    ]
     offsets = iter(range(10, 20))
     for encode in (lambda doc: json.dumps(doc).encode(), msgspec.msgpack.encode):
         batch = encode({"v": 1, "call_id": "c1", "events": after_the_end})
@@ -257,26 +312,48 @@ def test_an_event_reusing_an_applied_id_is_dead_lettered_and_the_same_event_agai
     live = LiveScorer(CallEngine())
     live.handle(message("call.started", {"agent_id": "a1"}, "s1", T0), "callqa.events", 0, 0)
     live.handle(message("turn", {"role": "user", "text": "hi"}, "t1", T0 + 5), "callqa.events", 0, 1)
-    batch = {"v": 1, "call_id": "c1", "events": [
-        {"v": 1, "type": "turn", "event_id": "t1", "call_id": "c1", "ts_ms": T0 + 5,
-         "data": {"role": "user", "text": "hi"}},
-        {"v": 1, "type": "turn", "event_id": "t1", "call_id": "c1", "ts_ms": T0 + 8,
-         "data": {"role": "agent", "text": "yes?"}}]}
+    batch = {
+        "v": 1,
+        "call_id": "c1",
+        "events": [
+            {
+                "v": 1,
+                "type": "turn",
+                "event_id": "t1",
+                "call_id": "c1",
+                "ts_ms": T0 + 5,
+                "data": {"role": "user", "text": "hi"},
+            },
+            {
+                "v": 1,
+                "type": "turn",
+                "event_id": "t1",
+                "call_id": "c1",
+                "ts_ms": T0 + 8,
+                "data": {"role": "agent", "text": "yes?"},
+            },
+        ],
+    }
     out = live.handle(msgspec.msgpack.encode(batch), "callqa.events", 0, 2)
     (letter,) = out.dead_letters
     assert (letter.event_id, letter.batch_index, letter.offset) == ("t1", 1, 2)
-    assert (f"(a 'turn' event at event time {T0 + 5}; this one is a 'turn' event at event time {T0 + 8})"
-            in letter.reason)
+    assert (
+        f"(a 'turn' event at event time {T0 + 5}; this one is a 'turn' event at event time {T0 + 8})" in letter.reason
+    )
     assert [turn.text for turn in live.engine.calls["c1"].turns] == ["hi"]
     assert live.engine.counters.duplicate == 1
 
 
 def test_results_a_redelivered_message_produced_for_other_calls_by_its_sweep_are_published_again():
     # Y is silent; a later event of X (or an idle tick) moves the partition's time past Y's deadline.
-    prelude = [message("call.started", {"agent_id": "a1"}, "p1", T0, call_id="Y"),
-               message("call.started", {"agent_id": "a1"}, "p2", T0 + 1, call_id="X")]
-    for trigger in (message("turn", {"role": "user", "text": "hi"}, "p3", T0 + 200_000, call_id="X"),
-                    message("watermark", {"partition": 0}, "tick", T0 + 200_000, call_id="__watermark__")):
+    prelude = [
+        message("call.started", {"agent_id": "a1"}, "p1", T0, call_id="Y"),
+        message("call.started", {"agent_id": "a1"}, "p2", T0 + 1, call_id="X"),
+    ]
+    for trigger in (
+        message("turn", {"role": "user", "text": "hi"}, "p3", T0 + 200_000, call_id="X"),
+        message("watermark", {"partition": 0}, "tick", T0 + 200_000, call_id="__watermark__"),
+    ):
         table: dict[bytes, bytes] = {}
         live = LiveScorer(CallEngine())
         for offset, raw in enumerate(prelude):
@@ -287,8 +364,9 @@ def test_results_a_redelivered_message_produced_for_other_calls_by_its_sweep_are
         restarted = LiveScorer(CallEngine())
         restarted.restore_partition(0, table.items())
         again = restarted.handle(trigger, "callqa.events", 0, 2)  # offset 2 was not committed
-        assert (sorted(msgspec.json.encode(r) for r in again.results)
-                == sorted(msgspec.json.encode(r) for r in first.results))
+        assert sorted(msgspec.json.encode(r) for r in again.results) == sorted(
+            msgspec.json.encode(r) for r in first.results
+        )
         # Delivered once more, or any later message: nothing is published twice.
         assert restarted.handle(trigger, "callqa.events", 0, 2).results == []
 
@@ -296,19 +374,25 @@ def test_results_a_redelivered_message_produced_for_other_calls_by_its_sweep_are
 def test_a_restored_worker_starts_at_the_journaled_watermark_and_sweeps_as_the_uninterrupted_one():
     # An idle tick moves the partition's time to T0 + 140 s without changing any call; D then
     # arrives 40 s behind it with a 5 s timeout: the tick's time has already passed D's deadline.
-    log = [message("call.started", {"agent_id": "a1"}, "w1", T0 + 130_000, call_id="C"),
-           message("watermark", {"partition": 0}, "tick", T0 + 140_000, call_id="__watermark__"),
-           message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 5}, "w2", T0 + 100_000, call_id="D"),
-           message("turn", {"role": "agent", "text": "reply"}, "w3", T0 + 101_000, call_id="D"),
-           message("call.ended", {"stop_reason": "[EXIT]"}, "w4", T0 + 102_000, call_id="D")]
+    log = [
+        message("call.started", {"agent_id": "a1"}, "w1", T0 + 130_000, call_id="C"),
+        message("watermark", {"partition": 0}, "tick", T0 + 140_000, call_id="__watermark__"),
+        message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 5}, "w2", T0 + 100_000, call_id="D"),
+        message("turn", {"role": "agent", "text": "reply"}, "w3", T0 + 101_000, call_id="D"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "w4", T0 + 102_000, call_id="D"),
+    ]
 
     def outcomes(restart_after: int | None) -> list:
         table: dict[bytes, bytes] = {}
         live, seen = LiveScorer(CallEngine()), []
         for offset, raw in enumerate(log):
             out = handle_as_the_worker_does(live, raw, offset, table)
-            seen.append(([(r.call_id, r.evaluation["stop_reason"]) for r in out.results],
-                         [letter.event_id for letter in out.dead_letters]))
+            seen.append(
+                (
+                    [(r.call_id, r.evaluation["stop_reason"]) for r in out.results],
+                    [letter.event_id for letter in out.dead_letters],
+                )
+            )
             if offset == restart_after:
                 live = LiveScorer(CallEngine())
                 live.restore_partition(0, table.items())
@@ -324,8 +408,9 @@ def test_the_recorded_end_of_a_call_swept_and_forgotten_at_once_publishes_nothin
     # A partition quiet for longer than timeout + retention: the next message sweeps the call and
     # forgets it; the sweep's end, recorded to the events topic, is delivered back to the worker.
     live = LiveScorer(CallEngine(retention_after_end_ms=60_000, allowed_lateness_ms=0))
-    live.handle(message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 60}, "a1", T0, "a"), "callqa.events",
-                0, 0)
+    live.handle(
+        message("call.started", {"agent_id": "a1", "inactivity_timeout_s": 60}, "a1", T0, "a"), "callqa.events", 0, 0
+    )
     out = live.handle(message("call.started", {"agent_id": "a2"}, "b1", T0 + 500_000, "b"), "callqa.events", 0, 1)
     (swept,) = out.recorded_events
     assert [r.call_id for r in out.results] == ["a"] and out.forget == ["a"]
@@ -333,8 +418,9 @@ def test_the_recorded_end_of_a_call_swept_and_forgotten_at_once_publishes_nothin
     assert back.results == [] and back.dead_letters == [] and "a" not in live.engine.calls
 
 
-def _worker_run(live: LiveScorer, log: list[bytes], table: dict[bytes, bytes], write_after: set[int],
-                start: int = 0) -> list:
+def _worker_run(
+    live: LiveScorer, log: list[bytes], table: dict[bytes, bytes], write_after: set[int], start: int = 0
+) -> list:
     results = []
     for offset, raw in enumerate(log, start=start):
         if not live.is_restored(0):
@@ -346,30 +432,36 @@ def _worker_run(live: LiveScorer, log: list[bytes], table: dict[bytes, bytes], w
 def test_a_rebalance_does_not_bring_back_a_forgotten_call_from_a_segment_it_shared():
     # X's turn and Y's start share segment 1; X ends and is forgotten while Y lives on, so segment 1
     # stays: read back, X's lone turn would be swept and scored as a call of its own.
-    log = [message("call.started", {"agent_id": "a"}, "x1", T0, "X"),
-           message("turn", {"role": "user", "text": "hi"}, "x2", T0 + 1_000, "X"),
-           message("turn", {"role": "agent", "text": "hello"}, "x3", T0 + 2_000, "X"),
-           message("call.started", {"agent_id": "a"}, "y1", T0 + 2_500, "Y"),
-           message("call.ended", {"stop_reason": "[EXIT]"}, "x4", T0 + 3_000, "X"),
-           message("turn", {"role": "user", "text": "yo"}, "y2", T0 + 20_000, "Y"),
-           message("watermark", {"end_of_input": True, "partition": 0}, "eoi", T0 + 21_000, "__watermark__")]
+    log = [
+        message("call.started", {"agent_id": "a"}, "x1", T0, "X"),
+        message("turn", {"role": "user", "text": "hi"}, "x2", T0 + 1_000, "X"),
+        message("turn", {"role": "agent", "text": "hello"}, "x3", T0 + 2_000, "X"),
+        message("call.started", {"agent_id": "a"}, "y1", T0 + 2_500, "Y"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "x4", T0 + 3_000, "X"),
+        message("turn", {"role": "user", "text": "yo"}, "y2", T0 + 20_000, "Y"),
+        message("watermark", {"end_of_input": True, "partition": 0}, "eoi", T0 + 21_000, "__watermark__"),
+    ]
     table: dict[bytes, bytes] = {}
     live = LiveScorer(CallEngine(retention_after_end_ms=5_000))
     published = _worker_run(live, log[:6], table, {1, 3, 4, 5})
     live.release_partitions({0})  # revoked and assigned back
     published += _worker_run(live, log[6:], table, {6}, start=6)
     assert [(r.call_id, r.version, r.evaluation["stop_reason"]) for r in published] == [
-        ("X", 1, "[EXIT]"), ("Y", 1, "[INACTIVITY_TIMEOUT]")]
+        ("X", 1, "[EXIT]"),
+        ("Y", 1, "[INACTIVITY_TIMEOUT]"),
+    ]
 
 
 def test_a_restore_skips_a_forgotten_calls_left_behind_post_call_event():
     # Segment 1 holds X's annotation and Y's start; X is forgotten, segment 0 deleted: the annotation
     # alone cannot be refolded (no call to re-score), and the restore must not trip over it.
-    log = [message("call.started", {"agent_id": "a"}, "x1", T0, "X"),
-           message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 1_000, "X"),
-           message("call.annotated", {"user_sentiment": "Positive"}, "x3", T0 + 2_000, "X"),
-           message("call.started", {"agent_id": "a"}, "y1", T0 + 2_500, "Y"),
-           message("turn", {"role": "user", "text": "yo"}, "y2", T0 + 20_000, "Y")]
+    log = [
+        message("call.started", {"agent_id": "a"}, "x1", T0, "X"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 1_000, "X"),
+        message("call.annotated", {"user_sentiment": "Positive"}, "x3", T0 + 2_000, "X"),
+        message("call.started", {"agent_id": "a"}, "y1", T0 + 2_500, "Y"),
+        message("turn", {"role": "user", "text": "yo"}, "y2", T0 + 20_000, "Y"),
+    ]
     table: dict[bytes, bytes] = {}
     # (A retention is never shorter than the allowed lateness: both at 5 s here.)
     live = LiveScorer(CallEngine(retention_after_end_ms=5_000, allowed_lateness_ms=5_000))
@@ -381,10 +473,12 @@ def test_a_restore_skips_a_forgotten_calls_left_behind_post_call_event():
 def test_messages_delivered_again_after_a_restart_do_not_take_up_calls_forgotten_meanwhile():
     # Every segment written, the offsets not yet committed: the restarted worker is handed all the
     # messages again, X's among them, though the journal forgot X (past its retention) already.
-    log = [message("call.started", {"agent_id": "a"}, "x1", T0, "X"),
-           message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 1_000, "X"),
-           message("call.started", {"agent_id": "a"}, "y1", T0 + 10_000, "Y"),
-           message("watermark", {"end_of_input": True, "partition": 0}, "eoi", T0 + 11_000, "__watermark__")]
+    log = [
+        message("call.started", {"agent_id": "a"}, "x1", T0, "X"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 1_000, "X"),
+        message("call.started", {"agent_id": "a"}, "y1", T0 + 10_000, "Y"),
+        message("watermark", {"end_of_input": True, "partition": 0}, "eoi", T0 + 11_000, "__watermark__"),
+    ]
     engine = lambda: CallEngine(retention_after_end_ms=5_000, allowed_lateness_ms=0)  # noqa: E731
     table: dict[bytes, bytes] = {}
     published = _worker_run(LiveScorer(engine()), log[:3], table, {0, 1, 2})
@@ -397,7 +491,9 @@ def test_messages_delivered_again_after_a_restart_do_not_take_up_calls_forgotten
     published += [r for out in outs for r in out.results]
     assert [letter for out in outs for letter in out.dead_letters] == []
     assert [(r.call_id, r.version, r.evaluation["stop_reason"]) for r in published] == [
-        ("X", 1, "[EXIT]"), ("Y", 1, "[INACTIVITY_TIMEOUT]")]
+        ("X", 1, "[EXIT]"),
+        ("Y", 1, "[INACTIVITY_TIMEOUT]"),
+    ]
 
 
 def test_a_restore_does_not_decide_again_about_the_events_a_message_had_refused():
@@ -405,12 +501,30 @@ def test_a_restore_does_not_decide_again_about_the_events_a_message_had_refused(
     # start too late to take up and a turn in time. The journal must keep the turn alone: re-read
     # whole, the start would be taken up under the lower watermark a restore rebuilds.
     engine = lambda: CallEngine(retention_after_end_ms=5_000, allowed_lateness_ms=0)  # noqa: E731
-    batch = json.dumps({"v": 1, "call_id": "C", "events": [
-        {"v": 1, "type": "call.started", "event_id": "c1", "call_id": "C", "ts_ms": T0 + 1_000,
-         "data": {"agent_id": "a"}},
-        {"v": 1, "type": "turn", "event_id": "c2", "call_id": "C", "ts_ms": T0 + 16_000,
-         "data": {"role": "user", "text": "hi"}},
-    ]}).encode()
+    batch = json.dumps(
+        {
+            "v": 1,
+            "call_id": "C",
+            "events": [
+                {
+                    "v": 1,
+                    "type": "call.started",
+                    "event_id": "c1",
+                    "call_id": "C",
+                    "ts_ms": T0 + 1_000,
+                    "data": {"agent_id": "a"},
+                },
+                {
+                    "v": 1,
+                    "type": "turn",
+                    "event_id": "c2",
+                    "call_id": "C",
+                    "ts_ms": T0 + 16_000,
+                    "data": {"role": "user", "text": "hi"},
+                },
+            ],
+        }
+    ).encode()
     log = [message("watermark", {"partition": 0}, "w1", T0 + 20_000, "__watermark__"), batch]
     table: dict[bytes, bytes] = {}
     live = LiveScorer(engine())
@@ -433,23 +547,39 @@ def test_an_event_on_another_partition_than_its_calls_is_dead_lettered_not_skipp
     assert not live.handle(message("call.started", {"agent_id": "a1"}, "e1", T0), "callqa.events", home, 5).dead_letters
     stray = live.handle(message("turn", {"role": "user", "text": "hi"}, "e2", T0 + 1), "callqa.events", elsewhere, 0)
     (letter,) = stray.dead_letters
-    assert letter.reason.startswith(f"event 'e2': call 'c1' belongs to partition {home} (the Java client's default "
-                                    f"partitioner, murmur2, on its call_id), but this message came on partition "
-                                    f"{elsewhere}: a call's events must all reach its partition (key its messages by "
-                                    "call_id; librdkafka-based clients")
+    assert letter.reason.startswith(
+        f"event 'e2': call 'c1' belongs to partition {home} (the Java client's default "
+        f"partitioner, murmur2, on its call_id), but this message came on partition "
+        f"{elsewhere}: a call's events must all reach its partition (key its messages by "
+        "call_id; librdkafka-based clients"
+    )
     assert "partitioner=murmur2_random" in letter.reason
     assert (letter.partition, letter.offset, letter.event_id) == (elsewhere, 0, "e2") and stray.journal == {}
     assert live.engine.calls["c1"].events_applied == 1 and live.dead_lettered == 1
-    batch = json.dumps({"v": 1, "events": [json.loads(message("turn", {"role": "agent", "text": "yo"}, "e3", T0 + 2)),
-                                           json.loads(message("call.started", {"agent_id": "a"}, "x1", T0 + 2, "x"))]})
+    batch = json.dumps(
+        {
+            "v": 1,
+            "events": [
+                json.loads(message("turn", {"role": "agent", "text": "yo"}, "e3", T0 + 2)),
+                json.loads(message("call.started", {"agent_id": "a"}, "x1", T0 + 2, "x")),
+            ],
+        }
+    )
     out = live.handle(batch.encode(), "callqa.events", home, 6)
     expected = [] if partition_for("x", 4) == home else [("x1", 1)]
     assert [(d.event_id, d.batch_index) for d in out.dead_letters] == expected
     assert live.engine.calls["c1"].events_applied == 2
     # A watermark first in a one-call batch (its call_id is the call's) does not carry a stray past the check.
-    sneaky = json.dumps({"v": 1, "call_id": "c1", "events": [
-        json.loads(message("watermark", {}, "w1", T0 + 3)),
-        json.loads(message("turn", {"role": "user", "text": "?"}, "e4", T0 + 3))]})
+    sneaky = json.dumps(
+        {
+            "v": 1,
+            "call_id": "c1",
+            "events": [
+                json.loads(message("watermark", {}, "w1", T0 + 3)),
+                json.loads(message("turn", {"role": "user", "text": "?"}, "e4", T0 + 3)),
+            ],
+        }
+    )
     out = live.handle(sneaky.encode(), "callqa.events", elsewhere, 1)
     assert [(d.event_id, d.batch_index) for d in out.dead_letters] == [("e4", 1)]
     assert live.engine.calls["c1"].events_applied == 2
@@ -463,9 +593,14 @@ def test_offsets_that_start_again_lower_are_a_re_created_topic_whose_new_message
     for offset, raw in enumerate(MESSAGES[:3]):
         handle_as_the_worker_does(live, raw, offset, journal)
     assert live.partitions[0].journaled_through_offset == 2
-    again = [message("call.started", {"agent_id": "a1"}, "n1", T0 + 5000, "c2"),
-             message("call.ended", {"stop_reason": "[EXIT]"}, "n2", T0 + 6000, "c2")]
-    published = [r.call_id for offset, raw in enumerate(again)
-                 for r in handle_as_the_worker_does(live, raw, offset, journal).results]
+    again = [
+        message("call.started", {"agent_id": "a1"}, "n1", T0 + 5000, "c2"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "n2", T0 + 6000, "c2"),
+    ]
+    published = [
+        r.call_id
+        for offset, raw in enumerate(again)
+        for r in handle_as_the_worker_does(live, raw, offset, journal).results
+    ]
     assert published == ["c2"]
     assert live.offsets_went_back == 1 and "came after offset 2: the topic was re-created or truncated" in caplog.text

@@ -67,7 +67,8 @@ def test_a_segment_is_written_and_its_messages_acknowledged_only_once_their_resu
     sink = HeldSink({})
     flow = flow_of(LiveScorer(CallEngine()), sink, write_every_message=False)
     (table_before, acks_before), (table_after, acks_after) = asyncio.run(
-        _settles_after_delivery(sink, flow, one_call("c1", T0)))
+        _settles_after_delivery(sink, flow, one_call("c1", T0))
+    )
     assert table_before == {} and acks_before == []
     assert table_after and [m.offset for m in acks_after] == [0, 1, 2]
 
@@ -77,11 +78,13 @@ def test_a_call_forgotten_while_its_result_is_in_flight_stays_in_the_journal_unt
     # segment falls due. Written at once, that segment would record messages 0-3 as applied without
     # c1: a crash losing the result would leave no restore able to publish it again.
     sink = HeldSink({})
-    flow = flow_of(LiveScorer(CallEngine(retention_after_end_ms=MINUTE, allowed_lateness_ms=0)), sink,
-                   write_every_message=False)
+    flow = flow_of(
+        LiveScorer(CallEngine(retention_after_end_ms=MINUTE, allowed_lateness_ms=0)), sink, write_every_message=False
+    )
     start_c2 = message("call.started", {"agent_id": "a1"}, "c2-1", T0 + 10 * MINUTE, "c2")
     (table_before, acks_before), (table_after, acks_after) = asyncio.run(
-        _settles_after_delivery(sink, flow, one_call("c1", T0) + [start_c2]))
+        _settles_after_delivery(sink, flow, one_call("c1", T0) + [start_c2])
+    )
     assert table_before == {} and acks_before == []
     assert "c1" not in flow.live.engine.calls and [m.offset for m in acks_after] == [0, 1, 2, 3]
     restored = LiveScorer(CallEngine(retention_after_end_ms=MINUTE, allowed_lateness_ms=0))
@@ -100,8 +103,11 @@ def test_the_first_journal_formats_segments_of_a_forgotten_call_are_deleted_with
     start_c2 = message("call.started", {"agent_id": "a1"}, "c2-1", T0 + 10 * MINUTE, "c2")
     out = asyncio.run(flow_of(live, sink, write_every_message=False).score(KafkaMessage(start_c2, 3)))
     assert out.forget == ["c1"] and all(key in sink.table for key in first)  # waiting for the segment
-    asyncio.run(flow_of(live, sink, write_every_message=True).score(
-        KafkaMessage(message("turn", {"role": "user", "text": "hi"}, "c2-2", T0 + 10 * MINUTE + 1, "c2"), 4)))
+    asyncio.run(
+        flow_of(live, sink, write_every_message=True).score(
+            KafkaMessage(message("turn", {"role": "user", "text": "hi"}, "c2-2", T0 + 10 * MINUTE + 1, "c2"), 4)
+        )
+    )
     assert not any(key in sink.table for key in first) and len(first) == 3
 
 
@@ -280,8 +286,9 @@ def test_a_result_too_large_to_publish_is_dead_lettered_and_the_worker_goes_on()
     letter = json.loads(sink.sent[0][2])
     assert letter["call_id"] == "c1" and letter["offset"] == 2 and letter["original_size"] > 2_000
     assert letter["reason"].startswith("the result (version 1) of call 'c1' is ")
-    assert letter["reason"].endswith("above the 2000-byte limit for a message (CALLQA_MAX_MESSAGE_BYTES): not "
-                                     "published")
+    assert letter["reason"].endswith(
+        "above the 2000-byte limit for a message (CALLQA_MAX_MESSAGE_BYTES): not published"
+    )
     assert json.loads(letter["original_text"])["call_id"] == "c1"
     assert flow.live.dead_lettered == 2 and [m.offset for m in sink.acknowledged] == [0, 1, 2, 3, 4, 5]
 
@@ -388,7 +395,7 @@ def test_segments_are_acknowledged_in_the_order_they_were_written(first_delivere
         first = list(sink.journal_writes)
         for offset, raw in enumerate(messages[2:], start=2):
             await flow.score(KafkaMessage(raw, offset))
-        await answer(sink.journal_writes[len(first):], delivered=True)
+        await answer(sink.journal_writes[len(first) :], delivered=True)
         assert sink.acknowledged == []  # (the first segments still in flight)
         await answer(first, first_delivered)
         return sink

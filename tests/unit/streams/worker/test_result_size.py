@@ -20,10 +20,15 @@ MINUTE = 60_000
 
 
 def large_cohort(index: int) -> dict:
-    return {"cohort_id": f"big{index:02d}", "name": "n" * 200, "agents": ["*"],
-            "metrics": [{"metric": "wer"}, {"metric": "latency", "weight": 2}],
-            "criteria": [{"name": f"{j:03d}" + "c" * 197, "field": "evaluation.stop_reason", "op": "exists"}
-                         for j in range(50)]}
+    return {
+        "cohort_id": f"big{index:02d}",
+        "name": "n" * 200,
+        "agents": ["*"],
+        "metrics": [{"metric": "wer"}, {"metric": "latency", "weight": 2}],
+        "criteria": [
+            {"name": f"{j:03d}" + "c" * 197, "field": "evaluation.stop_reason", "op": "exists"} for j in range(50)
+        ],
+    }
 
 
 def book(cohorts: int) -> CohortBook:
@@ -60,8 +65,12 @@ def test_too_large_the_verdicts_keep_what_overviews_and_alerts_read_and_say_why(
     assert fit.value is not None and len(fit.value) <= limit and fit.full_size == whole.full_size
     published = json.loads(fit.value)
     for before, after, raw in zip(result.cohorts, fit.result.cohorts, published["cohorts"], strict=False):
-        assert (after.cohort_id, after.weighted_score, after.passed, after.metrics_counted) == \
-            (before.cohort_id, before.weighted_score, before.passed, before.metrics_counted)
+        assert (after.cohort_id, after.weighted_score, after.passed, after.metrics_counted) == (
+            before.cohort_id,
+            before.weighted_score,
+            before.passed,
+            before.metrics_counted,
+        )
         assert contribution(after, fit.result) == contribution(before, result)
         assert set(raw["details"]) == {"metrics", CUT_KEY}
         assert f"the whole result was {whole.full_size} bytes, above the {limit}-byte limit" in raw["details"][CUT_KEY]
@@ -87,8 +96,12 @@ def test_the_worker_publishes_the_cut_result_replay_writes_it_the_same_and_the_r
     asyncio.run(run())
     live = [value for topic, _, value in sink.sent if topic == "results"]
     replayed: list[bytes] = []
-    PartitionReplay(CallEngine(cohorts=book(4)), 1, ReplayOutputs(lambda key, result, line: replayed.append(line)),
-                    max_result_bytes=limit).run(messages)
+    PartitionReplay(
+        CallEngine(cohorts=book(4)),
+        1,
+        ReplayOutputs(lambda key, result, line: replayed.append(line)),
+        max_result_bytes=limit,
+    ).run(messages)
     assert len(live) == 2 and live == replayed
     assert all(CUT_KEY in json.loads(value)["cohorts"][0]["details"] for value in live)
 
@@ -100,8 +113,15 @@ def test_a_transcript_too_large_for_a_message_is_cut_turn_by_turn_and_the_rest_k
     engine = CallEngine()
     messages = [message("call.started", {"agent_id": "a1"}, "c1-0", T0, "c1")]
     for index in range(8):
-        messages.append(message("turn", {"role": ("user", "agent")[index % 2], "text": "余额" * 25_000},
-                                f"c1-{index + 1}", T0 + 1000 * (index + 1), "c1"))
+        messages.append(
+            message(
+                "turn",
+                {"role": ("user", "agent")[index % 2], "text": "余额" * 25_000},
+                f"c1-{index + 1}",
+                T0 + 1000 * (index + 1),
+                "c1",
+            )
+        )
     messages.append(message("call.ended", {"stop_reason": "[EXIT]"}, "c1-9", T0 + 10_000, "c1"))
     results = []
     PartitionReplay(engine, 1, ReplayOutputs(lambda key, result, line: results.append(result))).run(messages)
@@ -115,14 +135,15 @@ def test_a_transcript_too_large_for_a_message_is_cut_turn_by_turn_and_the_rest_k
     kept = {key: value for key, value in published["evaluation"].items() if key not in ("turns", "turns_cut")}
     assert kept == {key: value for key, value in original["evaluation"].items() if key != "turns"}
     cut_turns = published["evaluation"]["turns"]
-    assert ([(t["role"], t["timestamp"]) for t in cut_turns]
-            == [(t["role"], t["timestamp"]) for t in original["evaluation"]["turns"]])
+    assert [(t["role"], t["timestamp"]) for t in cut_turns] == [
+        (t["role"], t["timestamp"]) for t in original["evaluation"]["turns"]
+    ]
     length = len(cut_turns[0]["text"]) - 1
     assert all(t["text"] == ("余额" * 25_000)[:length] + "\u2026" for t in cut_turns)
     assert f"cut to its first {length} characters" in published["evaluation"]["turns_cut"]
     # The longest that fits: one character more each would not.
     longer = json.loads(fit.value)
     for turn in longer["evaluation"]["turns"]:
-        turn["text"] = ("余额" * 25_000)[:length + 1] + "\u2026"
+        turn["text"] = ("余额" * 25_000)[: length + 1] + "\u2026"
     longer["evaluation"]["turns_cut"] = longer["evaluation"]["turns_cut"].replace(str(length), str(length + 1))
     assert len(json.dumps(longer, ensure_ascii=False, separators=(",", ":")).encode()) > limit

@@ -25,16 +25,22 @@ def engine(settings: dict) -> CallEngine:
 def replayed(log: list[bytes], partitions: int, settings: dict) -> tuple[dict, collections.Counter]:
     results: dict[str, list[bytes]] = {}
     dead: collections.Counter = collections.Counter()
-    replay(log, engine(settings), partitions,
-           lambda r: results.setdefault(r.call_id, []).append(msgspec.json.encode(r)),
-           on_dead_letter=lambda rejected, index: dead.update([(rejected.event_id, rejected.reason)]))
+    replay(
+        log,
+        engine(settings),
+        partitions,
+        lambda r: results.setdefault(r.call_id, []).append(msgspec.json.encode(r)),
+        on_dead_letter=lambda rejected, index: dead.update([(rejected.event_id, rejected.reason)]),
+    )
     return results, dead
 
 
-def sent_and_scored(log: list[bytes], partitions: int, batch_size: int,
-                    settings: dict) -> tuple[dict, collections.Counter]:
-    topic = {partition: collections.deque(messages)
-             for partition, messages in sent(log, partitions, batch_size).items()}
+def sent_and_scored(
+    log: list[bytes], partitions: int, batch_size: int, settings: dict
+) -> tuple[dict, collections.Counter]:
+    topic = {
+        partition: collections.deque(messages) for partition, messages in sent(log, partitions, batch_size).items()
+    }
     live = LiveScorer(engine(settings), topic_partitions=partitions)
     results: dict[str, list[bytes]] = {}
     dead: collections.Counter = collections.Counter()

@@ -28,8 +28,9 @@ def test_the_engine_keeps_the_event_and_gives_the_reason_instead_of_raising():
     engine = CallEngine(cohorts=CohortsFailingOnOneCall())
     for call_id in (BROKEN, "good"):
         engine.process(event("call.started", {"agent_id": "a1"}, call_id=call_id, ts_ms=T0))
-    processed = engine.process(event("call.ended", {"stop_reason": "[EXIT]"}, call_id=BROKEN, ts_ms=T0 + 1000,
-                                     event_id="end-bad"))
+    processed = engine.process(
+        event("call.ended", {"stop_reason": "[EXIT]"}, call_id=BROKEN, ts_ms=T0 + 1000, event_id="end-bad")
+    )
     assert processed.status == "applied" and processed.result is None
     assert "'end-bad'" in processed.reason and "version 1" in processed.reason
     assert "RuntimeError: cohort rule blew up" in processed.reason
@@ -42,15 +43,20 @@ def test_the_engine_keeps_the_event_and_gives_the_reason_instead_of_raising():
 def test_the_worker_journals_the_event_and_dead_letters_it_with_its_place_in_the_batch():
     live = LiveScorer(CallEngine(cohorts=CohortsFailingOnOneCall()))
     for offset, call_id in enumerate((BROKEN, "good")):
-        live.handle(message("call.started", {"agent_id": "a1"}, f"s-{call_id}", T0, call_id), "callqa.events", 0,
-                    offset)
-    alone = live.handle(message("turn", {"role": "user", "text": "hi"}, "t-bad", T0 + 500, BROKEN), "callqa.events", 0,
-                        2)
+        live.handle(
+            message("call.started", {"agent_id": "a1"}, f"s-{call_id}", T0, call_id), "callqa.events", 0, offset
+        )
+    alone = live.handle(
+        message("turn", {"role": "user", "text": "hi"}, "t-bad", T0 + 500, BROKEN), "callqa.events", 0, 2
+    )
     assert not alone.dead_letters and BROKEN in alone.journal
-    batch = encode_batch([event("call.ended", {"stop_reason": "[EXIT]"}, call_id="good", ts_ms=T0 + 900,
-                                event_id="end-good"),
-                          event("call.ended", {"stop_reason": "[EXIT]"}, call_id=BROKEN, ts_ms=T0 + 1000,
-                                event_id="end-bad")], None)
+    batch = encode_batch(
+        [
+            event("call.ended", {"stop_reason": "[EXIT]"}, call_id="good", ts_ms=T0 + 900, event_id="end-good"),
+            event("call.ended", {"stop_reason": "[EXIT]"}, call_id=BROKEN, ts_ms=T0 + 1000, event_id="end-bad"),
+        ],
+        None,
+    )
     out = live.handle(batch, "callqa.events", 0, 3)
     assert [r.call_id for r in out.results] == ["good"]
     [letter] = out.dead_letters
@@ -60,8 +66,9 @@ def test_the_worker_journals_the_event_and_dead_letters_it_with_its_place_in_the
 
     one_call = LiveScorer(CallEngine(cohorts=CohortsFailingOnOneCall()))
     one_call.handle(message("call.started", {"agent_id": "a1"}, "s", T0, BROKEN), "callqa.events", 1, 0)
-    out = one_call.handle(message("call.ended", {"stop_reason": "[EXIT]"}, "end", T0 + 1000, BROKEN), "callqa.events",
-                          1, 1)
+    out = one_call.handle(
+        message("call.ended", {"stop_reason": "[EXIT]"}, "end", T0 + 1000, BROKEN), "callqa.events", 1, 1
+    )
     assert not out.results and [d.event_id for d in out.dead_letters] == ["end"] and BROKEN in out.journal
 
 
@@ -69,8 +76,10 @@ def test_replay_writes_the_dead_letter_and_goes_on():
     log = [message("call.started", {"agent_id": "a1"}, f"s-{c}", T0, c) for c in (BROKEN, "good")]
     log += [message("call.ended", {"stop_reason": "[EXIT]"}, f"end-{c}", T0 + 1000, c) for c in (BROKEN, "good")]
     results, letters = [], []
-    outputs = ReplayOutputs(lambda key, result, line: results.append(result.call_id),
-                            lambda key, rejected, index: letters.append((index, rejected.event_id, rejected.reason)))
+    outputs = ReplayOutputs(
+        lambda key, result, line: results.append(result.call_id),
+        lambda key, rejected, index: letters.append((index, rejected.event_id, rejected.reason)),
+    )
     report = PartitionReplay(CallEngine(cohorts=CohortsFailingOnOneCall()), 1, outputs).run(log)
     assert results == ["good"]
     [(index, event_id, reason)] = letters

@@ -25,8 +25,17 @@ from tests.helpers.workerkit import handle_as_the_worker_does, message
 
 LIMIT = 600_000
 YEAR = 365 * 86_400_000
-ALERT_RULE = AlertRule(name="agent latency", scope="agent:*", metric="latency", window_s=300, fire_below=0.5,
-                       clear_above=0.8, min_calls=5, for_s=60, severity="critical")
+ALERT_RULE = AlertRule(
+    name="agent latency",
+    scope="agent:*",
+    metric="latency",
+    window_s=300,
+    fire_below=0.5,
+    clear_above=0.8,
+    min_calls=5,
+    for_s=60,
+    severity="critical",
+)
 
 
 def test_a_lone_leap_is_held_and_the_same_calls_events_do_not_bear_it_out():
@@ -110,13 +119,20 @@ def test_a_call_stamped_a_year_ahead_neither_sweeps_the_others_nor_makes_new_cal
 
 
 def test_replay_holds_the_leap_back_exactly_as_the_live_worker_does():
-    log = [*_skewed_call_among_others(),  # (replay ends every call still open at the end of its log)
-           message("watermark", {"end_of_input": True, "partition": 0}, "w", T0 + 50_000, call_id="__watermark__")]
+    log = [
+        *_skewed_call_among_others(),  # (replay ends every call still open at the end of its log)
+        message("watermark", {"end_of_input": True, "partition": 0}, "w", T0 + 50_000, call_id="__watermark__"),
+    ]
     live_results, _ = _live(log, CallEngine())
     assert ("N", 1, "[INACTIVITY_TIMEOUT]") in live_results
     replayed = []
-    replay(log, CallEngine(), 1, lambda r: replayed.append((r.call_id, r.version, r.evaluation["stop_reason"])),
-           lambda rejected, index: None)
+    replay(
+        log,
+        CallEngine(),
+        1,
+        lambda r: replayed.append((r.call_id, r.version, r.evaluation["stop_reason"])),
+        lambda rejected, index: None,
+    )
     assert replayed == live_results
 
 
@@ -143,27 +159,32 @@ def test_a_restored_worker_whose_journal_begins_with_the_leaping_calls_keeps_its
     # Once the calls before it are forgotten, the leaping call's entries come first in the journal:
     # re-folded in step with the partition's time, it was believed (the first event of a time not yet
     # set), and every call after it was refused as too late and lost from the restored worker.
-    log = [message("call.started", {"agent_id": "a1"}, "a1", T0, call_id="A"),
-           message("call.ended", {"stop_reason": "[EXIT]"}, "a2", T0 + 1_000, call_id="A"),
-           message("call.started", {"agent_id": "a1"}, "x1", T0 + YEAR, call_id="X"),
-           message("call.started", {"agent_id": "a1"}, "b1", T0 + 100_000, call_id="B"),  # A is forgotten
-           message("turn", {"role": "user", "text": "hi"}, "b2", T0 + 110_000, call_id="B")]
+    log = [
+        message("call.started", {"agent_id": "a1"}, "a1", T0, call_id="A"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "a2", T0 + 1_000, call_id="A"),
+        message("call.started", {"agent_id": "a1"}, "x1", T0 + YEAR, call_id="X"),
+        message("call.started", {"agent_id": "a1"}, "b1", T0 + 100_000, call_id="B"),  # A is forgotten
+        message("turn", {"role": "user", "text": "hi"}, "b2", T0 + 110_000, call_id="B"),
+    ]
     first, restarted, _table = _worker_and_its_restart(log, retention_after_end_ms=0)
     for live in (first, restarted):
         assert sorted(live.engine.calls) == ["B", "X"]
         assert (live.engine.sweeper.watermark(0), live.engine.sweeper.ahead(0)) == (T0 + 110_000, (T0 + YEAR, "X"))
-    out = restarted.handle(message("call.ended", {"stop_reason": "[EXIT]"}, "b3", T0 + 120_000, call_id="B"),
-                           "callqa.events", 0, len(log))
+    out = restarted.handle(
+        message("call.ended", {"stop_reason": "[EXIT]"}, "b3", T0 + 120_000, call_id="B"), "callqa.events", 0, len(log)
+    )
     assert out.dead_letters == [] and [r.call_id for r in out.results] == ["B"]
 
 
 def test_a_leap_goes_with_its_call_when_the_call_is_forgotten_as_a_restored_worker_would_know_it():
     # A post-call annotation a year fast leaves the ended call X as the leap held; then X is forgotten.
-    log = [message("call.started", {"agent_id": "a1"}, "a1", T0, call_id="A"),
-           message("call.started", {"agent_id": "a1"}, "x1", T0, call_id="X"),
-           message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 1_000, call_id="X"),
-           message("call.annotated", {"user_sentiment": "Positive"}, "x3", T0 + YEAR, call_id="X"),
-           message("turn", {"role": "user", "text": "hi"}, "a2", T0 + 40_000, call_id="A")]
+    log = [
+        message("call.started", {"agent_id": "a1"}, "a1", T0, call_id="A"),
+        message("call.started", {"agent_id": "a1"}, "x1", T0, call_id="X"),
+        message("call.ended", {"stop_reason": "[EXIT]"}, "x2", T0 + 1_000, call_id="X"),
+        message("call.annotated", {"user_sentiment": "Positive"}, "x3", T0 + YEAR, call_id="X"),
+        message("turn", {"role": "user", "text": "hi"}, "a2", T0 + 40_000, call_id="A"),
+    ]
     first, restarted, table = _worker_and_its_restart(log, retention_after_end_ms=0)
     later_call = message("call.started", {"agent_id": "a1"}, "b1", T0 + 7_200_000, call_id="B")
     for live in (first, restarted):
@@ -256,9 +277,13 @@ def test_restored_alert_windows_hold_the_leap_back_as_before_the_restart():
 def test_a_result_stamped_a_year_ahead_leaves_the_results_released_in_event_time_order():
     def released(max_leap_ms: int) -> list[str]:
         order, engine = EventTimeOrder(30_000, sources=1, max_leap_ms=max_leap_ms), AlertEngine([])
-        arrivals = [alert_result("a", "a1", T0, True), alert_result("skewed", "a2", T0 + YEAR, True),
-                    alert_result("c", "a1", T0 + 20_000, True), alert_result("b", "a1", T0 + 10_000, True),
-                    alert_result("d", "a1", T0 + 100_000, True)]
+        arrivals = [
+            alert_result("a", "a1", T0, True),
+            alert_result("skewed", "a2", T0 + YEAR, True),
+            alert_result("c", "a1", T0 + 20_000, True),
+            alert_result("b", "a1", T0 + 10_000, True),
+            alert_result("d", "a1", T0 + 100_000, True),
+        ]
         out = [call.call_id for r in arrivals for call in order.add(engine.read(r), 0)]
         return out + [call.call_id for call in order.release_all()]  # (the quiet input, or the end of the log)
 
@@ -268,11 +293,17 @@ def test_a_result_stamped_a_year_ahead_leaves_the_results_released_in_event_time
 
 def test_the_alert_ordering_keeps_its_leaps_across_a_take_over_and_drops_them_once_released():
     def relayed(call_id: str, ts_ms: int) -> bytes:
-        return msgspec.json.encode({**scored_call(alert_result(call_id, "a1", ts_ms, True)).to_document(),
-                                    "source_partition": 0})
+        return msgspec.json.encode(
+            {**scored_call(alert_result(call_id, "a1", ts_ms, True)).to_document(), "source_partition": 0}
+        )
 
-    arrivals = [relayed("a", T0), relayed("s1", T0 + YEAR), relayed("s2", T0 + YEAR + 100),
-                relayed("c", T0 + 20_000), relayed("b", T0 + 10_000)]
+    arrivals = [
+        relayed("a", T0),
+        relayed("s1", T0 + YEAR),
+        relayed("s2", T0 + YEAR + 100),
+        relayed("c", T0 + 20_000),
+        relayed("b", T0 + 10_000),
+    ]
     uninterrupted, table = AlertsRuntime(RuleBook.from_file_rules([ALERT_RULE])), {}
     taken_over: AlertsRuntime | None = None
     for n, value in enumerate(arrivals):
@@ -281,8 +312,11 @@ def test_the_alert_ordering_keeps_its_leaps_across_a_take_over_and_drops_them_on
         runtime = taken_over = AlertsRuntime(RuleBook.from_file_rules([ALERT_RULE]))  # a new worker each time
         runtime.ensure_ready(table)
         runtime.count_in_order(table, value)
-        assert (runtime.order.latest_by_source, runtime.order.ahead_by_source, runtime.order.held) == \
-            (uninterrupted.order.latest_by_source, uninterrupted.order.ahead_by_source, uninterrupted.order.held), n
+        assert (runtime.order.latest_by_source, runtime.order.ahead_by_source, runtime.order.held) == (
+            uninterrupted.order.latest_by_source,
+            uninterrupted.order.ahead_by_source,
+            uninterrupted.order.held,
+        ), n
     assert taken_over is not None and taken_over.order.ahead_by_source == {}  # s2 bore s1 out
     lone = AlertsRuntime(RuleBook.from_file_rules([ALERT_RULE]))
     lone.ensure_ready({})
@@ -331,8 +365,11 @@ def test_a_result_whose_own_arrival_bears_out_a_leap_past_every_window_is_not_ke
         return msgspec.structs.replace(ALERT_RULE, window_s=window_s, min_calls=1, for_s=0)
 
     engine = AlertEngine([rule(30)], LIMIT)
-    for call_id, agent, ts_ms, passed in (("c0", "a1", T0, True), ("fast", "a2", T0 + 700 * second, True),
-                                          ("c1", "a1", T0 + 200 * second, False)):
+    for call_id, agent, ts_ms, passed in (
+        ("c0", "a1", T0, True),
+        ("fast", "a2", T0 + 700 * second, True),
+        ("c1", "a1", T0 + 200 * second, False),
+    ):
         engine.count(scored_call(alert_result(call_id, agent, ts_ms, passed)))
     taken_over = AlertEngine([rule(30)], LIMIT)
     taken_over.restore(engine.kept_calls(), engine.episodes_document(), engine.state_document(), engine.time_document())
