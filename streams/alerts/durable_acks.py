@@ -4,7 +4,7 @@ The alert engine keeps its windows in a Faust table. A table write only queues i
 and a commit flushes that queue for at most 0.1 s before it commits anyway: a worker killed then had
 committed messages whose changes to the windows never reached the changelog, and its successor
 restored windows without them (an episode could be lost, or raised again). So, as the call journal
-does (streams/message_flow.py), each message is acknowledged once every changelog record it queued
+does (streams/worker/message_flow.py), each message is acknowledged once every changelog record it queued
 and every alert it published are delivered — in the order the messages came, because Faust commits
 the first unbroken run of acknowledged offsets. A write that fails stops the acknowledgements: the
 messages come again after a restart.

@@ -29,7 +29,7 @@ def reset_event(partition: int, ts_ms: int) -> Watermark:
 
 async def publish_reset(settings: Settings, partition: int, ts_ms: int | None = None) -> Watermark:
     """Publish the reset of `partition` to `ts_ms` (None: now) and wait for the broker to have it."""
-    from streams.kafka_clients import producer
+    from streams.kafka.clients import producer
     from streams.topics import TopicNames
 
     if not 0 <= partition < settings.partitions:

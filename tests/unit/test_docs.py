@@ -130,11 +130,9 @@ def test_the_link_check_sees_a_broken_file_and_a_broken_anchor(tmp_path: Path) -
 
 
 def build_parser() -> argparse.ArgumentParser:
-    try:
-        from streams.cli.main import build_parser as build
-    except ImportError:  # (the CLI as one module)
-        from streams.cli import build_parser as build
-    return build()
+    from streams.cli.main import build_parser
+
+    return build_parser()
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:

@@ -1,5 +1,5 @@
 """Logging is thread-safe: aiokafka logs from its own threads, and the filter that collapses its
-repeated complaints (streams/log_repeats.py) must never raise inside them."""
+repeated complaints (streams/kafka/repeated_logs.py) must never raise inside them."""
 
 from __future__ import annotations
 

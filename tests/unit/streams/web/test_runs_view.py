@@ -1,5 +1,5 @@
 """What the HTTP API serves of runs: `/runs` lists runs only, and `/runs/{id}/summary.txt` is the text
-`callqa summary` prints (both read the workers' view of the results, streams/results_view.py)."""
+`callqa summary` prints (both read the workers' view of the results, streams/web/results_view.py)."""
 
 from __future__ import annotations
 

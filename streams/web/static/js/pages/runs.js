@@ -6,24 +6,29 @@ import { h, metricLabel, notice, num, replace, section, table, verdictBadge } fr
 import { href, navigate } from "../route.js";
 import { scenarioRows } from "./run_scenarios.js";
 
-// all_summary.txt's labels, in its order (scorers/runs/text.py).
+// all_summary.txt's labels and what each rate counts, in its order (scorers/runs/harness_text.py).
 export const RATE_LABELS = [
-  ["success_rate", "Overall Success Rate"], ["task_success_rate", "Task Success Rate (excl. clean_exit)"],
-  ["action_match_rate", "Action-list match"], ["db_state_success_rate", "DB-State match"],
-  ["db_state_assertion_success_rate", "DB-State-Assertion pass"], ["nl_assertion_success_rate", "NL-Assertion pass"],
-  ["judge_pass_rate", "Judge passed (>= threshold)"], ["clean_exit_rate", "Clean exit"],
+  ["success_rate", "Overall Success Rate", "scenarios — strict conjunction across all applicable signals"],
+  ["task_success_rate", "Task Success Rate (excl. clean_exit)", "scenarios"],
+  ["action_match_rate", "Action-list match", "scenarios"], ["db_state_success_rate", "DB-State match", "scenarios"],
+  ["db_state_assertion_success_rate", "DB-State-Assertion pass", "predicates"],
+  ["nl_assertion_success_rate", "NL-Assertion pass", "assertions"],
+  ["judge_pass_rate", "Judge passed (>= threshold)", "scenarios"], ["clean_exit_rate", "Clean exit", "scenarios"],
 ];
 
-const LATENCY_FIELDS = ["count", "mean_ms", "p50_ms", "p95_ms", "min_ms", "max_ms"];
+// Overall Latency Statistics as all_summary.txt labels them.
+const LATENCY_FIELDS = [["count", "Total Measurements"], ["mean_ms", "Mean"], ["p50_ms", "P50"], ["p95_ms", "P95"],
+  ["min_ms", "Min"], ["max_ms", "Max"]];
 
 // As all_summary.txt prints a latency figure: the count whole, milliseconds with one decimal.
 function figure(field, value) {
-  return field === "count" ? String(value) : Number(value).toFixed(1);
+  return field === "count" ? String(value) : `${Number(value).toFixed(1)}ms`;
 }
 
 // As all_summary.txt prints a rate: two decimals, then passed/total.
-export function rateText(rate) {
-  return rate ? `${(100 * rate.passed / rate.total).toFixed(2)}% (${rate.passed}/${rate.total})` : "–";
+export function rateText(rate, counted) {
+  const of = counted ? ` ${counted}` : "";
+  return rate ? `${(100 * rate.passed / rate.total).toFixed(2)}% (${rate.passed}/${rate.total}${of})` : "–";
 }
 
 export async function renderRuns(view, route) {
@@ -48,10 +53,11 @@ export async function renderRuns(view, route) {
 
 async function oneRun(runId) {
   const [summary, scenarios] = await Promise.all([getJson(`/runs/${encodeURIComponent(runId)}/summary`), scenarioRows(runId)]);
-  const rates = RATE_LABELS.filter(([name]) => summary[name]).map(([name, label]) =>
-    h("tr", { "data-rate": name }, h("th", {}, label), h("td", { class: "mono" }, rateText(summary[name]))));
+  const rates = RATE_LABELS.filter(([name]) => summary[name]).map(([name, label, counted]) =>
+    h("tr", { "data-rate": name }, h("th", {}, label), h("td", { class: "mono" }, rateText(summary[name], counted))));
   if (summary.judge_score_mean) {
-    rates.push(h("tr", {}, h("th", {}, "Judge score mean"), h("td", { class: "mono" }, `${summary.judge_score_mean.mean.toFixed(4)} (n=${summary.judge_score_mean.count})`)));
+    const { mean, count } = summary.judge_score_mean;
+    rates.push(h("tr", {}, h("th", {}, "Judge score mean"), h("td", { class: "mono" }, `${mean.toFixed(3)} (across ${count} scenarios)`)));
   }
   const latency = summary.overall_latency_stats;
   return [
@@ -61,14 +67,21 @@ async function oneRun(runId) {
     h("div", { class: "two-col" },
       section("Evaluation summary", h("table", { class: "kv", "data-summary": runId }, h("tbody", {}, rates))),
       section("Overall latency", h("table", { class: "kv" }, h("tbody", {},
-        LATENCY_FIELDS.map((f) => h("tr", { "data-latency": f }, h("th", {}, f), h("td", { class: "mono" }, figure(f, latency[f])))))))),
+        LATENCY_FIELDS.map(([f, label]) => h("tr", { "data-latency": f }, h("th", {}, label), h("td", { class: "mono" }, figure(f, latency[f])))))))),
     summary.stall_warning ? notice(`${summary.stall_warning.scenarios.length} scenario(s) had too few agent turns and were counted as failures: ${summary.stall_warning.scenarios.join(", ")}`, "warn") : null,
     ...Object.entries(summary.domains || {}).map(([domain, d]) => domainSection(domain, d, scenarios.filter((s) => s.domain === domain))),
   ];
 }
 
+// The per-domain rates all_summary.txt prints, under its "Per-Domain …:" headings.
+const DOMAIN_RATE_LABELS = [
+  ["success_rate", "Success Rate"], ["task_success_rate", "Task Success Rate (excl. clean_exit)"],
+  ["db_state_success_rate", "DB-State Match Rate"], ["nl_assertion_success_rate", "NL-Assertion Pass Rate"],
+  ["db_state_assertion_success_rate", "DB-State-Assertion Pass Rate"],
+];
+
 function domainSection(domain, d, scenarios) {
-  const rates = RATE_LABELS.filter(([name]) => d[name]).map(([name, label]) => h("span", { class: "rate-chip", "data-rate": name }, `${label}: `, h("strong", {}, rateText(d[name]))));
+  const rates = DOMAIN_RATE_LABELS.filter(([name]) => d[name]).map(([name, label]) => h("span", { class: "rate-chip", "data-rate": name }, `${label}: `, h("strong", {}, rateText(d[name]))));
   return h("section", { class: "card", "data-domain": domain },
     h("h2", {}, `${domain} `, h("span", { class: "muted" }, `(${d.scenarios} scenarios)`)),
     h("div", { class: "rate-chips" }, rates),
